@@ -1,0 +1,3 @@
+module caldera/bench/loadgen
+
+go 1.25.0

@@ -1,0 +1,94 @@
+"""Plugin arguments with Volcano's getter rules (``pkg/scheduler/framework/arguments.go``).
+
+Volcano never fails on a badly typed argument: the getter logs a warning and keeps the value it
+had (the plugin's default). The YAML is decoded first, so ``2`` is an int, ``1.5`` a float, ``3m``
+a string and ``true`` a bool, as with ``gopkg.in/yaml.v2``. Python's ``bool`` is an ``int``
+subclass; Go's is not, so booleans are excluded wherever Go accepts ``int``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+logger = logging.getLogger("caldera.plugins.arguments")
+
+_PARSE_BOOL = {
+    "1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
+    "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False,
+}  # fmt: skip
+"""``strconv.ParseBool``'s accepted spellings."""
+
+_warned: set[tuple[str, str, str]] = set()
+
+
+class Arguments(Mapping[str, Any]):
+    """The ``arguments`` map of one plugin entry, read through Volcano's typed getters."""
+
+    def __init__(self, values: Mapping[str, Any] | None = None, plugin: str = "") -> None:
+        self._values: dict[str, Any] = dict(values or {})
+        self.plugin = plugin
+        self.warnings: list[str] = []
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def _reject(self, key: str, kind: str, value: Any) -> None:
+        message = (
+            f"plugin {self.plugin or '?'}: argument {key!r} = {value!r} is not a valid {kind};"
+            " keeping the default, as Volcano does"
+        )
+        self.warnings.append(message)
+        marker = (self.plugin, key, repr(value))
+        if marker not in _warned:  # Volcano warns every cycle; once per process is enough here
+            _warned.add(marker)
+            logger.warning(message)
+
+    def get_int(self, key: str, default: int) -> int:
+        """``GetInt``: a Go ``int`` only (no float, no string, no bool)."""
+        if key not in self._values:
+            return default
+        value = self._values[key]
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        self._reject(key, "int", value)
+        return default
+
+    def get_float64(self, key: str, default: float) -> float:
+        """``GetFloat64``: a float, or an int converted; a string such as ``"1.5"`` is rejected."""
+        if key not in self._values:
+            return default
+        value = self._values[key]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        self._reject(key, "float64", value)
+        return default
+
+    def get_bool(self, key: str, default: bool) -> bool:
+        """``GetBool``: a bool, or a string ``strconv.ParseBool`` accepts."""
+        if key not in self._values:
+            return default
+        value = self._values[key]
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value in _PARSE_BOOL:
+            return _PARSE_BOOL[value]
+        self._reject(key, "bool", value)
+        return default
+
+    def get_string(self, key: str, default: str) -> str:
+        """``GetString``: a string only."""
+        if key not in self._values:
+            return default
+        value = self._values[key]
+        if isinstance(value, str):
+            return value
+        self._reject(key, "string", value)
+        return default

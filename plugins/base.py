@@ -1,0 +1,216 @@
+"""The plugin API: what a Caldera plugin is and which extension points it may implement.
+
+A plugin reads like one of Volcano's ``pkg/scheduler/plugins/<name>/<name>.go``: a small class
+with a ``name``, its arguments parsed in ``__init__``, a session-open hook, and the extension
+points it implements. Caldera builds a fresh instance for every scheduling session, exactly as
+Volcano's ``OpenSession`` calls each plugin builder every cycle, so no state leaks across cycles.
+
+An extension point is implemented by overriding its method; the framework only consults plugins
+that override it (Volcano's "function registered" test) and whose ``enableXxx`` flag is on.
+
+=================  ===================  ====================  ==============================
+method             Volcano hook          extender verb         flag that gates it
+=================  ===================  ====================  ==============================
+predicate          PredicateFn           predicate             enablePredicate
+node_order         BatchNodeOrderFn      prioritize            enableNodeOrder
+preemptable        PreemptableFn         preemptable           enablePreemptable
+reclaimable        ReclaimableFn         reclaimable           enableReclaimable
+job_enqueueable    JobEnqueueableFn      jobEnqueueable        enableJobEnqueued
+job_enqueued       JobEnqueuedFn         jobEnqueued           enableJobEnqueued
+overused           OverusedFn            queueOverused         enabledOverused
+job_ready          JobReadyFn            jobReady              enableJobReady
+allocate           EventHandler.Alloc    allocate              (none)
+deallocate         EventHandler.Dealloc  deallocate            (none)
+=================  ===================  ====================  ==============================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import IntEnum
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from plugins.arguments import Arguments
+from schemas.api import JobInfo, NamespaceInfo, NodeInfo, QueueInfo, Resource, TaskInfo
+
+
+class Vote(IntEnum):
+    """``plugins/util``: Permit 1, Abstain 0, Reject -1."""
+
+    PERMIT = 1
+    ABSTAIN = 0
+    REJECT = -1
+
+
+class StatusCode(IntEnum):
+    """``api.Status`` codes a predicate failure carries."""
+
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+
+
+@dataclass(frozen=True, slots=True)
+class FitError:
+    """A predicate failure. Code 2 lets preempt/reclaim still try the node; 3 excludes it."""
+
+    reason: str
+    code: StatusCode = StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(slots=True)
+class Session:
+    """What a plugin sees of the scheduling session (Volcano's ``ssn``).
+
+    The maps are the onSessionOpen snapshot: ``jobs`` keyed ``namespace/podgroup``, ``nodes`` and
+    ``queues`` by name, ``namespace_info`` by namespace. ``total_resource`` is the sum of the
+    nodes' ``Allocatable`` (``ssn.TotalResource``). ``has_snapshot`` is false when a verb arrived
+    with no open session; plugins with ``needs_snapshot`` are then not consulted at all.
+    """
+
+    jobs: Mapping[str, JobInfo] = field(default_factory=dict)
+    nodes: Mapping[str, NodeInfo] = field(default_factory=dict)
+    queues: Mapping[str, QueueInfo] = field(default_factory=dict)
+    namespace_info: Mapping[str, NamespaceInfo] = field(default_factory=dict)
+    total_resource: Resource = field(default_factory=Resource)
+    has_snapshot: bool = False
+    volcano_version: tuple[int, int] = (1, 16)
+    now: Callable[[], datetime] = utc_now
+    """The wall clock (injectable in tests); sla and cdp compare against it."""
+
+
+@runtime_checkable
+class Background(Protocol):
+    """Long-lived work a plugin needs across sessions, such as pdb's PodDisruptionBudget watch.
+
+    Created once per configured plugin entry when the server starts, started in the app's
+    lifespan, handed to every session's plugin instance, and stopped on shutdown.
+    """
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def ready(self) -> bool:
+        """True once the data it provides can be trusted (``/readyz`` waits for it)."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """A small JSON-able status for ``/readyz`` and ``/debug/session``."""
+        ...
+
+
+EvictResult = tuple[Sequence[TaskInfo], Vote]
+"""``(victims, vote)``: victims must be elements of the evictees the hook received."""
+
+HOOKS: tuple[str, ...] = (
+    "predicate",
+    "node_order",
+    "preemptable",
+    "reclaimable",
+    "job_enqueueable",
+    "job_enqueued",
+    "overused",
+    "job_ready",
+    "allocate",
+    "deallocate",
+)
+
+
+class Plugin:
+    """Base class of every Caldera plugin.
+
+    Subclasses set ``name`` (the name used in the tiers), parse their arguments in ``__init__``
+    with the getters of :class:`~plugins.arguments.Arguments`, and override the hooks they
+    implement. ``needs_snapshot`` marks plugins that read the onSessionOpen snapshot: with no
+    open session they abstain (or pass) instead of answering from nothing.
+    ``in_tree_only`` lists the upstream hooks the extender protocol cannot carry, for the docs.
+    """
+
+    name: ClassVar[str] = ""
+    needs_snapshot: ClassVar[bool] = False
+    in_tree_only: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
+        self.arguments = arguments
+        self.background = background
+
+    @classmethod
+    def create_background(cls, arguments: Arguments) -> Background | None:
+        """Return the plugin's long-lived helper, if it needs one (called once at startup)."""
+        return None
+
+    def hooks(self) -> frozenset[str]:
+        """The extension points this instance implements: by default every overridden hook."""
+        return implemented_hooks(type(self))
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def on_session_open(self, ssn: Session) -> None:
+        """Called once per session, in tier order, before any verb of that session."""
+
+    def on_session_close(self) -> None:
+        """Called when the session ends."""
+
+    # --- extension points: override the ones the plugin implements ------------------------
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        """``PredicateFn``: None when ``task`` fits ``node``."""
+        raise NotImplementedError
+
+    def node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Mapping[str, float]:
+        """``BatchNodeOrderFn``: scores added to the other plugins' per node (missing = 0)."""
+        raise NotImplementedError
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
+        """``PreemptableFn``: which preemptees may be evicted for ``preemptor``."""
+        raise NotImplementedError
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> EvictResult:
+        """``ReclaimableFn``: which reclaimees may be evicted for ``reclaimer``."""
+        raise NotImplementedError
+
+    def job_enqueueable(self, job: JobInfo) -> Vote:
+        """``JobEnqueueableFn``: may ``job`` move from Pending to Inqueue."""
+        raise NotImplementedError
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        """``JobEnqueuedFn``: ``job`` was admitted; account for it within the session."""
+        raise NotImplementedError
+
+    def overused(self, queue: QueueInfo) -> bool:
+        """``OverusedFn``: true skips the queue."""
+        raise NotImplementedError
+
+    def job_ready(self, job: JobInfo) -> bool:
+        """``JobReadyFn``: false keeps the job's statement from being committed."""
+        raise NotImplementedError
+
+    def allocate(self, task: TaskInfo) -> str | None:
+        """``EventHandler.AllocateFunc``: an error message rolls the allocation back."""
+        raise NotImplementedError
+
+    def deallocate(self, task: TaskInfo) -> str | None:
+        """``EventHandler.DeallocateFunc``: an error message is reported (Volcano ignores it)."""
+        raise NotImplementedError
+
+
+_hook_cache: dict[type[Plugin], frozenset[str]] = {}
+
+
+def implemented_hooks(cls: type[Plugin]) -> frozenset[str]:
+    """The hooks ``cls`` overrides."""
+    cached = _hook_cache.get(cls)
+    if cached is None:
+        cached = frozenset(h for h in HOOKS if getattr(cls, h) is not getattr(Plugin, h))
+        _hook_cache[cls] = cached
+    return cached

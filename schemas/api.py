@@ -1,0 +1,341 @@
+"""Typed views of Volcano's scheduler API objects, as the extender plugin marshals them.
+
+Names and JSON keys follow ``volcano.sh/volcano/pkg/scheduler/api`` (``TaskInfo``, ``JobInfo``,
+``NodeInfo``, ``QueueInfo``, ``NamespaceInfo``, ``Resource``) so a reader can hold the two side by
+side. Go's ``encoding/json`` writes untagged fields under their Go names, so the keys here are Go
+field names. Only what Caldera's plugins read is declared; unknown keys are skipped unbuilt.
+
+The embedded ``PodGroup`` and ``Queue`` changed JSON shape in Volcano v1.14: before it their
+``ObjectMeta`` is flattened and ``Spec``/``Status`` are untagged; from it they are
+``metadata``/``spec``/``status`` (protocol reference §3.5). Both decode into the same view: the
+legacy keys are read and folded into the canonical fields after decoding.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import IntEnum
+
+import msgspec
+from msgspec import Struct, field
+
+from schemas.k8s import Node, ObjectMeta, Pod, ResourceList, ResourceQuotaStatus
+
+
+class TaskStatus(IntEnum):
+    """``api.TaskStatus`` bit values (``1 << iota``), identical from v1.6 to HEAD."""
+
+    Pending = 1
+    Allocated = 2
+    Pipelined = 4
+    Binding = 8
+    Bound = 16
+    Running = 32
+    Releasing = 64
+    Succeeded = 128
+    Failed = 256
+    Unknown = 512
+
+
+ALLOCATED_STATUSES = frozenset(
+    {TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Running, TaskStatus.Allocated}
+)
+"""``api.AllocatedStatus``: Bound, Binding, Running and Allocated (Pipelined is not)."""
+
+
+class NodePhase(IntEnum):
+    Ready = 1
+    NotReady = 2
+
+
+class Resource(Struct, gc=False):
+    """``api.Resource``: MilliCPU in millicores, Memory in bytes, scalars in milli-units
+    (``pods`` in units). Values are Go float64s and may be negative (Idle after over-commit)."""
+
+    MilliCPU: float = 0.0
+    Memory: float = 0.0
+    ScalarResources: dict[str, float] | None = None
+    MaxTaskNum: int = 0
+
+
+class TaskInfo(Struct, gc=False):
+    UID: str = ""
+    Job: str = ""
+    Name: str = ""
+    Namespace: str = ""
+    TaskRole: str = ""
+    Resreq: Resource | None = None
+    InitResreq: Resource | None = None
+    NodeName: str = ""
+    Status: int = 0
+    Priority: int = 0
+    VolumeReady: bool = False
+    Preemptable: bool = False
+    BestEffort: bool = False
+    SchGated: bool = False
+    RevocableZone: str = ""
+    Pod: Pod | None = None
+
+
+# --- PodGroup (internal scheduling.PodGroup wrapped by api.PodGroup) --------------------------
+
+
+class PodGroupSpec(Struct, rename="camel", gc=False):
+    min_member: int = 0
+    min_task_member: dict[str, int] | None = None
+    queue: str = ""
+    priority_class_name: str = ""
+    min_resources: ResourceList | None = None
+
+
+class LegacyPodGroupSpec(Struct, rename="pascal", gc=False):
+    """v1.6–v1.13: the same fields, untagged (``MinMember``, ``MinResources``…)."""
+
+    min_member: int = 0
+    min_task_member: dict[str, int] | None = None
+    queue: str = ""
+    priority_class_name: str = ""
+    min_resources: ResourceList | None = None
+
+    def canonical(self) -> PodGroupSpec:
+        return PodGroupSpec(
+            self.min_member,
+            self.min_task_member,
+            self.queue,
+            self.priority_class_name,
+            self.min_resources,
+        )
+
+
+class PodGroupStatus(Struct, rename="camel", gc=False):
+    phase: str = ""
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+
+class LegacyPodGroupStatus(Struct, rename="pascal", gc=False):
+    """v1.6–v1.13: ``Phase``, ``Running``…"""
+
+    phase: str = ""
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+    def canonical(self) -> PodGroupStatus:
+        return PodGroupStatus(self.phase, self.running, self.succeeded, self.failed)
+
+
+class PodGroup(Struct, gc=False):
+    metadata: ObjectMeta = field(default_factory=ObjectMeta)
+    spec: PodGroupSpec = field(default_factory=PodGroupSpec)
+    status: PodGroupStatus = field(default_factory=PodGroupStatus)
+    Version: str = ""
+    # v1.6–v1.13 shape: flattened ObjectMeta and untagged Spec/Status.
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    creationTimestamp: datetime | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    Spec: LegacyPodGroupSpec | None = None
+    Status: LegacyPodGroupStatus | None = None
+
+    def __post_init__(self) -> None:
+        if self.name or self.uid or self.annotations or self.creationTimestamp:
+            self.metadata = ObjectMeta(
+                name=self.name,
+                namespace=self.namespace,
+                uid=self.uid,
+                creationTimestamp=self.creationTimestamp,
+                labels=self.labels,
+                annotations=self.annotations,
+            )
+        if self.Spec is not None:
+            self.spec = self.Spec.canonical()
+        if self.Status is not None:
+            self.status = self.Status.canonical()
+
+
+class DisruptionBudget(Struct, gc=False):
+    MinAvailable: str = ""
+    MaxUnavailable: str = ""
+    MaxUnavilable: str = ""  # the v1.6–v1.11 spelling
+
+
+class JobInfo(Struct, gc=False):
+    UID: str = ""
+    PgUID: str = ""
+    Name: str = ""
+    Namespace: str = ""
+    Queue: str = ""
+    Priority: int = 0
+    MinAvailable: int = 0
+    WaitingTime: int | None = None
+    """``*time.Duration`` in nanoseconds, from the PodGroup's sla-waiting-time annotations."""
+    Tasks: dict[str, TaskInfo] | None = None
+    """All tasks of the job, keyed by task UID."""
+    TaskMinAvailable: dict[str, int] | None = None
+    TaskMinAvailableTotal: int = 0
+    Allocated: Resource | None = None
+    TotalRequest: Resource | None = None
+    CreationTimestamp: datetime | None = None
+    PodGroup: PodGroup | None = None
+    Preemptable: bool = False
+    RevocableZone: str = ""
+    Budget: DisruptionBudget | None = None
+
+
+# --- Nodes ---------------------------------------------------------------------------------
+
+
+class NodeState(Struct, gc=False):
+    Phase: int = 0
+    Reason: str = ""
+
+
+class NodeInfo(Struct, gc=False):
+    Name: str = ""
+    Node: Node | None = None
+    State: NodeState | None = None
+    Releasing: Resource | None = None
+    Pipelined: Resource | None = None
+    Idle: Resource | None = None
+    Used: Resource | None = None
+    Allocatable: Resource | None = None
+    Capacity: Resource | None = None
+    Capability: Resource | None = None
+    """v1.6–v1.7 name of ``Capacity``."""
+    Tasks: dict[str, TaskInfo] | None = None
+    """Every non-terminated pod bound to the node, keyed ``namespace/name`` (not UID)."""
+    RevocableZone: str = ""
+
+    def __post_init__(self) -> None:
+        if self.Capacity is None and self.Capability is not None:
+            self.Capacity = self.Capability
+
+
+# --- Queues and namespaces -----------------------------------------------------------------
+
+
+class Guarantee(Struct, gc=False):
+    resource: ResourceList | None = None
+
+
+class QueueSpec(Struct, rename="camel", gc=False):
+    weight: int = 0
+    capability: ResourceList | None = None
+    reclaimable: bool | None = None
+    guarantee: Guarantee | None = None
+    deserved: ResourceList | None = None
+    parent: str = ""
+    priority: int = 0
+
+
+class LegacyQueueSpec(Struct, rename="pascal", gc=False):
+    """v1.6–v1.13: ``Weight``, ``Capability``, ``Reclaimable`` untagged; the rest tagged."""
+
+    weight: int = 0
+    capability: ResourceList | None = None
+    reclaimable: bool | None = None
+    guarantee: Guarantee | None = field(default=None, name="guarantee")
+    deserved: ResourceList | None = field(default=None, name="deserved")
+    parent: str = field(default="", name="parent")
+    priority: int = field(default=0, name="priority")
+
+    def canonical(self) -> QueueSpec:
+        return QueueSpec(
+            weight=self.weight,
+            capability=self.capability,
+            reclaimable=self.reclaimable,
+            guarantee=self.guarantee,
+            deserved=self.deserved,
+            parent=self.parent,
+            priority=self.priority,
+        )
+
+
+class QueueStatus(Struct, rename="camel", gc=False):
+    state: str = ""
+    pending: int = 0
+    running: int = 0
+    inqueue: int = 0
+    allocated: ResourceList | None = None
+
+
+class LegacyQueueStatus(Struct, rename="pascal", gc=False):
+    """v1.6–v1.13: ``State``, ``Allocated``…"""
+
+    state: str = ""
+    pending: int = 0
+    running: int = 0
+    inqueue: int = 0
+    allocated: ResourceList | None = None
+
+    def canonical(self) -> QueueStatus:
+        return QueueStatus(self.state, self.pending, self.running, self.inqueue, self.allocated)
+
+
+class Queue(Struct, gc=False):
+    metadata: ObjectMeta = field(default_factory=ObjectMeta)
+    spec: QueueSpec = field(default_factory=QueueSpec)
+    status: QueueStatus = field(default_factory=QueueStatus)
+    # v1.6–v1.13 shape
+    name: str = ""
+    uid: str = ""
+    creationTimestamp: datetime | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    Spec: LegacyQueueSpec | None = None
+    Status: LegacyQueueStatus | None = None
+
+    def __post_init__(self) -> None:
+        if self.name or self.uid or self.annotations or self.creationTimestamp:
+            self.metadata = ObjectMeta(
+                name=self.name,
+                uid=self.uid,
+                creationTimestamp=self.creationTimestamp,
+                labels=self.labels,
+                annotations=self.annotations,
+            )
+        if self.Spec is not None:
+            self.spec = self.Spec.canonical()
+        if self.Status is not None:
+            self.status = self.Status.canonical()
+
+
+class QueueInfo(Struct, gc=False):
+    UID: str = ""
+    Name: str = ""
+    Weight: int = 0
+    Weights: str = ""
+    Hierarchy: str = ""
+    Queue: Queue | None = None
+
+
+class NamespaceInfo(Struct, gc=False):
+    Name: str = ""
+    QuotaStatus: dict[str, ResourceQuotaStatus] | None = None
+    """ResourceQuota name to its status (``hard`` and ``used``), not its spec."""
+
+
+__all__ = [
+    "ALLOCATED_STATUSES",
+    "DisruptionBudget",
+    "JobInfo",
+    "NamespaceInfo",
+    "NodeInfo",
+    "NodePhase",
+    "NodeState",
+    "PodGroup",
+    "PodGroupSpec",
+    "PodGroupStatus",
+    "Queue",
+    "QueueInfo",
+    "QueueSpec",
+    "QueueStatus",
+    "Resource",
+    "TaskInfo",
+    "TaskStatus",
+    "msgspec",
+]

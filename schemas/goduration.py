@@ -1,0 +1,59 @@
+"""Go ``time.ParseDuration``, exactly.
+
+Volcano reads durations from plugin arguments and annotations with ``time.ParseDuration``
+(``sla-waiting-time``, ``volcano.sh/cooldown-time``): an optional sign, then one or more
+``<decimal><unit>`` pairs with units ns, us, µs, μs, ms, s, m, h. ``"0"`` alone is valid; ``""`` and
+unitless numbers such as ``"600"`` are errors. Results are integer nanoseconds, as Go's int64.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+_UNITS = {
+    "ns": 1,
+    "us": 1_000,
+    "\u00b5s": 1_000,  # micro sign
+    "\u03bcs": 1_000,  # Greek mu
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
+_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+_INT64_MAX = 2**63 - 1
+
+
+class DurationError(ValueError):
+    """A string ``time.ParseDuration`` rejects."""
+
+
+def parse_go_duration(text: str) -> int:
+    """Parse ``text`` as Go does and return nanoseconds."""
+    orig = text
+    negative = False
+    if text[:1] in ("+", "-"):
+        negative = text[0] == "-"
+        text = text[1:]
+    if text == "0":
+        return 0
+    if not text:
+        raise DurationError(f'time: invalid duration "{orig}"')
+    total = Fraction(0)
+    pos = 0
+    while pos < len(text):
+        match = _PART.match(text, pos)
+        if match is None:
+            if re.match(r"(\d+\.?\d*|\.\d+)", text[pos:]):
+                raise DurationError(f'time: missing unit in duration "{orig}"')
+            raise DurationError(f'time: invalid duration "{orig}"')
+        number, unit = match.groups()
+        if number == ".":
+            raise DurationError(f'time: invalid duration "{orig}"')
+        total += Fraction(number) * _UNITS[unit]
+        pos = match.end()
+    nanos = int(total)  # Go truncates fractional nanoseconds
+    if nanos > _INT64_MAX + (1 if negative else 0):
+        raise DurationError(f'time: invalid duration "{orig}"')
+    return -nanos if negative else nanos
