@@ -1,0 +1,121 @@
+"""``cdp`` (cooldown protection): a pod is not evicted within its cooldown after being scheduled.
+
+Follows ``pkg/scheduler/plugins/cdp/cdp.go`` of volcano-sh/volcano at ed72c7c81 (master,
+2026-08-20; the same file since v1.12.0).
+
+A pod opts in with ``volcano.sh/cooldown-time`` (a Go duration) as a label, or else as an
+annotation. The label wins even when it does not parse (then protection is off; the annotation
+is not consulted). A Running pod whose **first** ``PodScheduled=True`` condition has
+``lastTransitionTime + cooldown`` strictly after now is protected; every other candidate is a
+victim, in input order, and the vote is always Permit. Zero and negative durations are valid
+("enabled") and protect only a pod whose transition time lies in the future; a unitless ``"600"``
+does not parse, so it disables protection.
+
+Releases (branching on ``ssn.volcano_version``):
+
+- v1.12.0+ registers the filter as ``PreemptableFn`` and ``ReclaimableFn``.
+- v1.7.0 to v1.11.x register it as ``PreemptableFn`` only, so for those versions
+  :meth:`CdpPlugin.reclaimable` abstains, which Volcano's aggregator treats exactly like a plugin
+  without a ``ReclaimableFn``.
+- v1.6.x has no cdp plugin at all (Volcano logs "Failed to get plugin cdp" and skips the entry).
+  Hosted by Caldera it behaves as in v1.7, the first release that shipped it.
+
+Go would crash on a task without a pod (``pod.Labels`` of a nil pointer); Volcano never builds
+one, and Caldera treats such a task as not opted in, hence a victim.
+
+cdp registers no ``UnifiedEvictableFn`` upstream, so nothing is ``in_tree_only``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import ClassVar
+
+from plugins.arguments import Arguments
+from plugins.base import Background, EvictResult, Plugin, Session, Vote, utc_now
+from plugins.registry import register
+from schemas.api import TaskInfo
+from schemas.goduration import DurationError, parse_go_duration
+from schemas.k8s import Pod
+
+logger = logging.getLogger("caldera.plugins.cdp")
+
+COOLDOWN_TIME = "volcano.sh/cooldown-time"
+"""``v1beta1.CooldownTime``: read from the pod's labels, then its annotations."""
+RECLAIMABLE_SINCE = (1, 12)
+"""The first release whose cdp registers a ``ReclaimableFn``."""
+
+_GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
+
+
+def pod_cooldown_time(pod: Pod | None) -> tuple[int, bool]:
+    """Upstream ``podCooldownTime``: ``(nanoseconds, enabled)``."""
+    if pod is None or pod.metadata is None:
+        return 0, False
+    labels = pod.metadata.labels or {}
+    annotations = pod.metadata.annotations or {}
+    if COOLDOWN_TIME in labels:
+        value = labels[COOLDOWN_TIME]  # a present label wins, even when it does not parse
+    elif COOLDOWN_TIME in annotations:
+        value = annotations[COOLDOWN_TIME]
+    else:
+        return 0, False
+    try:
+        return parse_go_duration(value), True
+    except DurationError:
+        logger.debug("invalid time duration %s=%s", COOLDOWN_TIME, value)
+        return 0, False
+
+
+def _nanos_between(earlier: datetime, later: datetime) -> int:
+    delta = later - earlier
+    return ((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds) * 1_000
+
+
+def _as_utc(value: datetime | None) -> datetime:
+    if value is None:  # a null metav1.Time is Go's zero time
+        return _GO_ZERO_TIME
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def in_cooldown(pod: Pod | None, now: datetime) -> bool:
+    """True when the pod is protected: opted in, Running, and scheduled less than the cooldown ago."""
+    cooldown, enabled = pod_cooldown_time(pod)
+    if not enabled or pod is None or pod.status is None or pod.status.phase != "Running":
+        return False
+    for condition in pod.status.conditions or ():
+        if condition.type == "PodScheduled" and condition.status == "True":
+            # Only the first PodScheduled=True condition counts (upstream breaks here).
+            # lastTransitionTime + cooldown after now  <=>  cooldown > now - lastTransitionTime
+            return cooldown > _nanos_between(_as_utc(condition.lastTransitionTime), now)
+    return False
+
+
+@register
+class CdpPlugin(Plugin):
+    name: ClassVar[str] = "cdp"
+    needs_snapshot: ClassVar[bool] = False
+    in_tree_only: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
+        super().__init__(arguments, background)  # cdp takes no arguments
+        self._now = utc_now
+        self._version: tuple[int, int] = Session().volcano_version
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._now = ssn.now
+        self._version = ssn.volcano_version
+
+    def _filter(self, candidates: Sequence[TaskInfo]) -> EvictResult:
+        now = self._now()
+        return [task for task in candidates if not in_cooldown(task.Pod, now)], Vote.PERMIT
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
+        return self._filter(preemptees)
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> EvictResult:
+        if self._version < RECLAIMABLE_SINCE:
+            return [], Vote.ABSTAIN  # no ReclaimableFn before v1.12: the aggregator skips us
+        return self._filter(reclaimees)

@@ -1,0 +1,55 @@
+"""``conformance``: never evict critical pods or anything in ``kube-system``.
+
+Follows ``pkg/scheduler/plugins/conformance/conformance.go`` of volcano-sh/volcano at ed72c7c81
+(master, 2026-08-20; the same file as v1.15.0+). The Preemptable/Reclaimable filter is unchanged
+from v1.6.0, so nothing branches on ``ssn.volcano_version``.
+
+One filter serves both preempt and reclaim: an evictee is protected when its pod's
+``spec.priorityClassName`` is ``system-cluster-critical`` or ``system-node-critical`` (the class
+*name*, not its value) or when the task's namespace is ``kube-system``. The evictor is ignored.
+The vote is always Permit, so when every evictee is protected the empty answer blocks the rest of
+the tier.
+
+Go reads ``evictee.Pod.Spec`` unguarded (a task without a pod would crash the scheduler; Volcano
+never builds one); Caldera treats a missing pod as having no priority class.
+
+What the extender cannot carry (``in_tree_only``): ``UnifiedEvictableFn`` (v1.15+, the same
+filter for the gang-aware actions) is called in-process only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from plugins.base import EvictResult, Plugin, Vote
+from plugins.registry import register
+from schemas.api import TaskInfo
+
+CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+"""``scheduling.SystemClusterCritical`` and ``scheduling.SystemNodeCritical``."""
+SYSTEM_NAMESPACE = "kube-system"
+"""``metav1.NamespaceSystem``."""
+
+
+def is_protected(task: TaskInfo) -> bool:
+    pod = task.Pod
+    class_name = pod.spec.priorityClassName if pod is not None and pod.spec is not None else ""
+    return class_name in CRITICAL_PRIORITY_CLASSES or task.Namespace == SYSTEM_NAMESPACE
+
+
+def _evictable(evictees: Sequence[TaskInfo]) -> EvictResult:
+    return [task for task in evictees if not is_protected(task)], Vote.PERMIT
+
+
+@register
+class ConformancePlugin(Plugin):
+    name: ClassVar[str] = "conformance"
+    needs_snapshot: ClassVar[bool] = False
+    in_tree_only: ClassVar[tuple[str, ...]] = ("UnifiedEvictableFn",)
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
+        return _evictable(preemptees)
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> EvictResult:
+        return _evictable(reclaimees)

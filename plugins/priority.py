@@ -1,0 +1,78 @@
+"""``priority``: only lower-priority work may be preempted.
+
+Follows ``pkg/scheduler/plugins/priority/priority.go`` of volcano-sh/volcano at ed72c7c81
+(master, 2026-08-20; the same file as v1.15.0, v1.15.1 and v1.16.0-alpha.x).
+
+``PreemptableFn`` compares **job** priorities (``JobInfo.Priority``, resolved by Volcano from
+the PodGroup's PriorityClass) when preemptor and preemptee belong to different jobs, and **task**
+priorities (``TaskInfo.Priority``) inside one job. It always votes Permit, so an empty list
+blocks the rest of its tier. priority registers **no** ``ReclaimableFn`` at any release: reclaim
+is fairness between queues and priority does not gate it.
+
+Releases: the nil-job guards (a preemptor whose job is not in the session gets no victims; a
+preemptee whose job is not in the session is skipped) came with commit 10511ae51, first released
+in v1.15.0. Before it Volcano dereferenced the missing job and the scheduler goroutine panicked,
+except when the preemptee list was empty (then the answer was already "no victims, Permit").
+A panic is not an answer an extender can give, so Caldera answers the guarded v1.15 behaviour for
+every ``volcanoVersion``; for v1.6 to v1.14 it differs from upstream only where upstream crashed.
+
+What the extender cannot carry (``in_tree_only``): ``TaskOrderFn``, ``JobOrderFn``,
+``SubJobOrderFn`` (v1.14+), ``JobStarvingFn`` and ``UnifiedEvictableFn`` (v1.15+, gang-aware
+eviction) are called in-process only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from plugins.arguments import Arguments
+from plugins.base import Background, EvictResult, Plugin, Session, Vote
+from plugins.registry import register
+from schemas.api import JobInfo, TaskInfo
+
+logger = logging.getLogger("caldera.plugins.priority")
+
+
+@register
+class PriorityPlugin(Plugin):
+    name: ClassVar[str] = "priority"
+    needs_snapshot: ClassVar[bool] = True
+    in_tree_only: ClassVar[tuple[str, ...]] = (
+        "TaskOrderFn",
+        "JobOrderFn",
+        "SubJobOrderFn",
+        "JobStarvingFn",
+        "UnifiedEvictableFn",
+    )
+
+    def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
+        super().__init__(arguments, background)  # priority takes no arguments
+        self._jobs: Mapping[str, JobInfo] = {}
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._jobs = ssn.jobs
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
+        preemptor_job = self._jobs.get(preemptor.Job)
+        if preemptor_job is None:
+            # v1.15+ guard: an orphaned preemptor (its PodGroup was deleted) evicts nothing.
+            logger.debug("preemptor job %s not in session; no victims", preemptor.Job)
+            return [], Vote.PERMIT
+        victims: list[TaskInfo] = []
+        for preemptee in preemptees:
+            preemptee_job = self._jobs.get(preemptee.Job)
+            if preemptee_job is None:
+                # v1.15+ guard: an orphaned preemptee is neither protected nor a victim here.
+                logger.debug("preemptee %s/%s: job %s not in session; skipped",
+                             preemptee.Namespace, preemptee.Name, preemptee.Job)  # fmt: skip
+                continue
+            if preemptee_job.UID != preemptor_job.UID:
+                # Between jobs the job priorities decide (equal priority protects).
+                if preemptee_job.Priority < preemptor_job.Priority:
+                    victims.append(preemptee)
+            elif preemptee.Priority < preemptor.Priority:
+                # Inside one job the task priorities decide.
+                victims.append(preemptee)
+        return victims, Vote.PERMIT
