@@ -1,0 +1,237 @@
+"""The ``caldera`` command: serve, check-config, volcano-config, openapi."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from app.config import CalderaConfig, ConfigError, Effective, load_config
+from app.dialect import VERB_ARGUMENT, Dialect
+from app.framework import HOOK_FLAG, HOOK_VERB
+from app.settings import Settings
+from plugins import registry
+from plugins.arguments import Arguments
+from plugins.base import implemented_hooks
+
+EXIT_CONFIG = 2
+
+
+def _fail_config(exc: ConfigError) -> int:
+    print(f"caldera: configuration error: {exc}", file=sys.stderr)
+    return EXIT_CONFIG
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {
+        key: value
+        for key, value in {
+            "config": getattr(args, "config", None),
+            "host": getattr(args, "host", None),
+            "port": getattr(args, "port", None),
+            "log_level": getattr(args, "log_level", None),
+        }.items()
+        if value is not None
+    }
+    return Settings(**overrides)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.logs import configure_logging
+    from app.main import create_app
+
+    settings = _settings(args)
+    try:
+        config = load_config(settings.config)
+    except ConfigError as exc:
+        return _fail_config(exc)
+    configure_logging(settings.log_level, settings.log_format)
+    app = create_app(config)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=settings.host,
+            port=settings.port,
+            log_config=None,
+            access_log=False,
+            log_level=settings.log_level,
+            timeout_graceful_shutdown=5,
+            server_header=False,
+        )
+    )
+    server.run()
+    return 0 if server.started else 1
+
+
+def argument_warnings(config: CalderaConfig) -> list[str]:
+    """Build each plugin once so the argument getters report what Volcano would warn about."""
+    warnings: list[str] = []
+    for option in config.plugin_options():
+        cls = registry.get(option.name)
+        if cls is None:
+            continue
+        arguments = Arguments(option.arguments, plugin=option.name)
+        try:
+            cls(arguments, None)
+        except Exception as exc:
+            warnings.append(f"plugin {option.name}: building it failed: {exc}")
+        warnings.extend(arguments.warnings)
+    return warnings
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.file)
+    except ConfigError as exc:
+        return _fail_config(exc)
+    print(f"# {args.file}: valid. Effective configuration, every default spelled out:")
+    for warning in argument_warnings(config):
+        print(f"# warning: {warning}")
+    print(yaml.safe_dump(Effective(config).as_dict(), sort_keys=False), end="")
+    return 0
+
+
+def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
+    """The verbs the configured plugins answer, and notes on those this release cannot send."""
+    dialect = Dialect(config.volcanoVersion)
+    hooks: set[str] = set()
+    snapshot = False
+    for option in config.plugin_options():
+        cls = registry.get(option.name)
+        if cls is None:
+            continue
+        snapshot = snapshot or cls.needs_snapshot
+        for hook in implemented_hooks(cls):
+            flag = HOOK_FLAG[hook]
+            if flag is None or option.enabled(flag):
+                hooks.add(hook)
+    wanted = [HOOK_VERB[hook] for hook in hooks]
+    if snapshot:
+        wanted += ["onSessionOpen", "onSessionClose"]
+    notes: list[str] = []
+    verbs: list[str] = []
+    for verb in VERB_ARGUMENT:
+        if verb not in wanted:
+            continue
+        if verb == "jobEnqueued" and not dialect.has_verb(verb):
+            notes.append(
+                f"Volcano {dialect.name} has no jobEnqueued verb: Caldera accounts an admission"
+                " when it answers jobEnqueueable"
+            )
+            continue
+        if not dialect.has_verb(verb):
+            notes.append(f"Volcano {dialect.name} cannot send {verb}; that part stays unused")
+            continue
+        verbs.append(verb)
+    if dialect.legacy_reclaimable_path and {"jobEnqueueable", "queueOverused"} & set(verbs):
+        notes.append(
+            f"Volcano {dialect.name} posts jobEnqueueable and queueOverused to the reclaimable"
+            " verb; Caldera tells them apart by their body"
+        )
+        verbs = [v for v in verbs if v not in ("jobEnqueueable", "queueOverused")]
+        if "reclaimable" not in verbs:
+            verbs.append("reclaimable")
+    return verbs, notes
+
+
+def volcano_entry(
+    config: CalderaConfig, url: str, timeout: str, ignorable: bool
+) -> tuple[dict[str, Any], list[str]]:
+    verbs, notes = needed_verbs(config)
+    arguments: dict[str, Any] = {"extender.urlPrefix": url, "extender.httpTimeout": timeout}
+    for verb in verbs:
+        arguments[VERB_ARGUMENT[verb]] = verb
+    if config.managedResources:
+        if Dialect(config.volcanoVersion).has_managed_resources:
+            arguments["extender.managedResources"] = list(config.managedResources)
+        else:
+            notes.append(
+                f"Volcano {config.version_string} has no extender.managedResources; Caldera"
+                " still applies the filter to what it receives"
+            )
+    arguments["extender.ignorable"] = ignorable
+    return {"name": "extender", "arguments": arguments}, notes
+
+
+def cmd_volcano_config(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    try:
+        config = load_config(settings.config)
+    except ConfigError as exc:
+        return _fail_config(exc)
+    url = args.url or f"http://{settings.host}:{settings.port}"
+    entry, notes = volcano_entry(config, url.rstrip("/"), args.http_timeout, args.ignorable)
+    print(
+        "# Add this plugin entry to a tier of volcano-scheduler.conf (Volcano "
+        f"{config.version_string}), in place of the in-tree plugins Caldera now hosts."
+    )
+    for note in notes:
+        print(f"# note: {note}")
+    print(yaml.safe_dump([entry], sort_keys=False), end="")
+    return 0
+
+
+def cmd_openapi(args: argparse.Namespace) -> int:
+    from app.main import create_app
+
+    print(openapi_text(create_app(load_config(None)).openapi()), end="")
+    return 0
+
+
+def openapi_text(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(
+        prog="caldera", description="Volcano scheduler plugins behind the extender protocol."
+    )
+    sub = root.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the HTTP server")
+    serve.add_argument("--config", help="configuration file (default: the embedded one)")
+    serve.add_argument("--host", help="listen address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="listen port (default 8080)")
+    serve.add_argument(
+        "--log-level",
+        choices=["critical", "error", "warning", "info", "debug"],
+    )
+    serve.set_defaults(run=cmd_serve)
+
+    check = sub.add_parser("check-config", help="validate a configuration file and print it")
+    check.add_argument("file")
+    check.set_defaults(run=cmd_check_config)
+
+    volcano = sub.add_parser(
+        "volcano-config", help="print the extender entry for volcano-scheduler.conf"
+    )
+    volcano.add_argument("--config", help="configuration file (default: the embedded one)")
+    volcano.add_argument("--url", help="URL Volcano reaches Caldera at (default from host/port)")
+    volcano.add_argument("--http-timeout", default="1s", help="extender.httpTimeout (default 1s)")
+    volcano.add_argument("--ignorable", action="store_true", help="set extender.ignorable: true")
+    volcano.set_defaults(run=cmd_volcano_config)
+
+    openapi = sub.add_parser("openapi", help="print the OpenAPI document")
+    openapi.set_defaults(run=cmd_openapi)
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    code: int = args.run(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

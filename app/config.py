@@ -1,0 +1,289 @@
+"""The configuration file: Volcano's tiers shape plus the extender-side settings.
+
+```yaml
+volcanoVersion: "1.15"       # the Volcano release calling us; selects the wire dialect
+managedResources: []         # same meaning as extender.managedResources
+maxRequestBytes: 10485760    # request bodies above this are refused with 413
+tiers:                       # same shape as the tiers of volcano-scheduler.conf
+- plugins:
+  - name: sla
+    arguments: {sla-waiting-time: 1h}
+    enableJobEnqueued: true
+```
+
+Volcano skips an unknown plugin with a log line and silently defaults a mistyped flag; Caldera
+refuses both loudly, naming the file, the key path and the problem, because an operator would
+rather learn at startup than from a scheduler that quietly ignores a plugin.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from plugins import registry
+
+DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024
+SUPPORTED_VERSIONS = tuple((1, minor) for minor in range(6, 17))
+NEWEST_VERSION = SUPPORTED_VERSIONS[-1]
+EMBEDDED_CONFIG_NAME = "default_config.yaml"
+
+FLAG_DEFAULTS: dict[str, bool] = {
+    "enableJobOrder": True,
+    "enableHierarchy": False,
+    "enableJobReady": True,
+    "enableJobPipelined": True,
+    "enableTaskOrder": True,
+    "enablePreemptable": True,
+    "enableReclaimable": True,
+    "enablePreemptive": True,
+    "enableQueueOrder": True,
+    "enabledClusterOrder": False,
+    "enablePredicate": True,
+    "enableBestNode": True,
+    "enableNodeOrder": True,
+    "enableTargetJob": True,
+    "enableReservedNodes": True,
+    "enableJobEnqueued": True,
+    "enabledVictim": True,
+    "enableJobStarving": True,
+    "enabledOverused": True,
+    "enabledAllocatable": True,
+    "enabledHyperNodeOrder": True,
+    "enabledSubJobReady": True,
+    "enabledSubJobPipelined": True,
+    "enabledSubJobOrder": True,
+    "enabledHyperNodeGradient": True,
+}
+"""``conf.PluginOption`` YAML keys (Volcano's own inconsistent spellings) and the values
+``plugins.ApplyPluginConfDefaults`` gives them when absent: all true except ``enableHierarchy``
+and ``enabledClusterOrder``."""
+
+
+class ConfigError(Exception):
+    """A configuration that cannot be served. ``str()`` names the file, key path and problem."""
+
+    def __init__(self, source: str, path: str, problem: str) -> None:
+        self.source = source
+        self.path = path
+        self.problem = problem
+        where = f"{source}: {path}" if path else source
+        super().__init__(f"{where}: {problem}")
+
+
+class PluginOption(BaseModel):
+    """One entry of a tier: a plugin name, its arguments and Volcano's flags."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    flags: dict[str, bool] = Field(default_factory=dict)
+    """The flags given explicitly in the file (defaults are applied by :meth:`enabled`)."""
+
+    def enabled(self, flag: str) -> bool:
+        return self.flags.get(flag, FLAG_DEFAULTS[flag])
+
+
+class Tier(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    plugins: list[PluginOption] = Field(default_factory=list)
+
+
+class CalderaConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    volcanoVersion: tuple[int, int] = NEWEST_VERSION
+    managedResources: list[str] = Field(default_factory=list)
+    maxRequestBytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
+    tiers: list[Tier] = Field(default_factory=list)
+
+    @field_validator("volcanoVersion", mode="before")
+    @classmethod
+    def _parse_version(cls, value: Any) -> tuple[int, int]:
+        return parse_volcano_version(value)
+
+    @field_validator("managedResources", mode="before")
+    @classmethod
+    def _list_of_names(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            raise ValueError("must be a YAML list of resource names (Volcano refuses a string too)")
+        return value
+
+    @property
+    def version_string(self) -> str:
+        return f"{self.volcanoVersion[0]}.{self.volcanoVersion[1]}"
+
+    def plugin_options(self) -> list[PluginOption]:
+        return [option for tier in self.tiers for option in tier.plugins]
+
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?(?:-[0-9A-Za-z.]+)?$")
+
+
+def parse_volcano_version(value: Any) -> tuple[int, int]:
+    if isinstance(value, tuple) and len(value) == 2:
+        return (int(value[0]), int(value[1]))
+    if isinstance(value, float) and repr(value) != "1.1":
+        value = repr(value)  # an unquoted 1.15 is unambiguous; 1.1 could be a mangled 1.10
+    if isinstance(value, float):
+        raise ValueError(
+            f'write the version as a quoted string such as "1.10" (YAML read {value!r} as a'
+            " number, and 1.10 as a number is 1.1)"
+        )
+    if not isinstance(value, str):
+        raise ValueError(f'must be a string such as "1.15", not {value!r}')
+    match = _VERSION.match(value.strip())
+    if match is None:
+        raise ValueError(f'{value!r} is not a Volcano release such as "1.15" or "v1.15.1"')
+    version = (int(match[1]), int(match[2]))
+    if version not in SUPPORTED_VERSIONS:
+        raise ValueError(
+            f"Volcano {version[0]}.{version[1]} is not supported: the extender protocol exists"
+            " from 1.6, and Caldera speaks 1.6 through 1.16"
+        )
+    return version
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _plugin_entry(raw: Any, where: str, source: str) -> dict[str, Any]:
+    """Split one raw plugin mapping into name, arguments and flags, rejecting unknown keys."""
+    if not isinstance(raw, dict):
+        raise ConfigError(source, where, f"must be a mapping with a 'name', not {raw!r}")
+    entry: dict[str, Any] = {"flags": {}}
+    for key, value in raw.items():
+        if key in ("name", "arguments"):
+            entry[key] = {} if key == "arguments" and value is None else value
+        elif key in FLAG_DEFAULTS:
+            if not isinstance(value, bool):
+                raise ConfigError(source, f"{where}.{key}", f"must be true or false, not {value!r}")
+            entry["flags"][key] = value
+        else:
+            hint = ""
+            lowered = {k.lower(): k for k in FLAG_DEFAULTS}
+            if str(key).lower() in lowered:
+                hint = f" (did you mean {lowered[str(key).lower()]!r}?)"
+            raise ConfigError(source, f"{where}.{key}", f"unknown plugin option{hint}")
+    return entry
+
+
+def parse_config(data: Any, source: str) -> CalderaConfig:
+    """Validate a decoded YAML document."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(source, "", "the configuration must be a YAML mapping")
+    data = dict(data)
+    tiers = data.get("tiers")
+    if tiers is not None:
+        if not isinstance(tiers, list):
+            raise ConfigError(source, "tiers", "must be a list of tiers")
+        shaped = []
+        for t, tier in enumerate(tiers):
+            if not isinstance(tier, dict):
+                raise ConfigError(source, f"tiers[{t}]", "must be a mapping with 'plugins'")
+            extra = set(tier) - {"plugins"}
+            if extra:
+                raise ConfigError(source, f"tiers[{t}].{sorted(extra)[0]}", "unknown tier key")
+            plugin_list = tier.get("plugins") or []
+            if not isinstance(plugin_list, list):
+                raise ConfigError(source, f"tiers[{t}].plugins", "must be a list of plugins")
+            shaped.append(
+                {
+                    "plugins": [
+                        _plugin_entry(p, f"tiers[{t}].plugins[{i}]", source)
+                        for i, p in enumerate(plugin_list)
+                    ]
+                }
+            )
+        data["tiers"] = shaped
+    try:
+        config = CalderaConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        if loc and loc[-1] == "flags":
+            loc = loc[:-1]
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = "unknown key"
+        raise ConfigError(source, _path(loc), message) from None
+    for t, tier in enumerate(config.tiers):
+        for i, option in enumerate(tier.plugins):
+            if registry.get(option.name) is None:
+                known = ", ".join(registry.names()) or "none"
+                raise ConfigError(
+                    source,
+                    f"tiers[{t}].plugins[{i}].name",
+                    f"unknown plugin {option.name!r} (known plugins: {known})",
+                )
+    return config
+
+
+def load_config_text(text: str, source: str) -> CalderaConfig:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(source, where, f"not valid YAML: {problem}") from None
+    return parse_config(data, source)
+
+
+def load_config(path: str | Path | None) -> CalderaConfig:
+    """Load ``path``, or the embedded default configuration when it is None."""
+    if path is None:
+        return load_config_text(embedded_config_text(), f"<embedded {EMBEDDED_CONFIG_NAME}>")
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(source, "", f"cannot read the file: {exc.strerror or exc}") from None
+    return load_config_text(text, source)
+
+
+def embedded_config_text() -> str:
+    return files("app").joinpath(EMBEDDED_CONFIG_NAME).read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Effective:
+    """The configuration with every default spelled out, for ``check-config``."""
+
+    config: CalderaConfig
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "volcanoVersion": self.config.version_string,
+            "managedResources": list(self.config.managedResources),
+            "maxRequestBytes": self.config.maxRequestBytes,
+            "tiers": [
+                {
+                    "plugins": [
+                        {
+                            "name": option.name,
+                            "arguments": dict(option.arguments),
+                            **{flag: option.enabled(flag) for flag in FLAG_DEFAULTS},
+                        }
+                        for option in tier.plugins
+                    ]
+                }
+                for tier in self.config.tiers
+            ],
+        }

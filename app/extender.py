@@ -1,0 +1,248 @@
+"""The extender verbs, from request bytes to response bytes, independent of HTTP.
+
+Kept apart from the routes so the same code path is what the service tests, the in-process
+benchmarks and the HTTP layer run. Each verb decodes only into the typed views of ``schemas/``
+(msgspec skips every key no plugin reads), asks the session's framework, and encodes the answer
+in the dialect of the configured Volcano release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import msgspec
+
+from app.config import CalderaConfig
+from app.dialect import Dialect
+from app.framework import Framework
+from app.managed import is_interested
+from app.metrics import Metrics
+from app.session import SessionManager
+from plugins import registry
+from plugins.base import Vote
+from schemas.api import TaskInfo
+from schemas.requests import (
+    EventHandlerRequest,
+    EvictRequest,
+    JobRequest,
+    LegacyReclaimablePathRequest,
+    OnSessionCloseRequest,
+    OnSessionOpenRequest,
+    PredicateRequest,
+    PrioritizeRequest,
+    QueueOverusedRequest,
+)
+from schemas.responses import (
+    EventHandlerResponse,
+    EvictResponse,
+    JobEnqueueableResponse,
+    JobReadyResponse,
+    PrioritizeResponse,
+    QueueOverusedResponse,
+)
+
+MAX_RESPONSE_BYTES = 10 << 20
+"""Volcano wraps every response in ``http.MaxBytesReader(10 << 20)``."""
+
+_T = TypeVar("_T")
+_encode = msgspec.json.encode
+EMPTY = b"{}"
+_ABSTAIN = _encode(EvictResponse(status=0, victims=[]))
+_NO_SCORES = _encode(PrioritizeResponse(nodeScore={}))
+_NO_ERROR = _encode(EventHandlerResponse())
+
+
+class BadRequest(Exception):
+    """A body Caldera cannot read: answered 400 naming the field."""
+
+
+class ResponseTooLarge(Exception):
+    """An answer Volcano would refuse to read."""
+
+
+def _decoder(kind: type[_T]) -> Callable[[bytes], _T]:
+    decoder = msgspec.json.Decoder(kind)
+
+    def decode(body: bytes) -> _T:
+        try:
+            return decoder.decode(body)
+        except msgspec.ValidationError as exc:
+            raise BadRequest(_describe(str(exc))) from None
+        except msgspec.DecodeError as exc:
+            raise BadRequest(f"malformed JSON: {exc}") from None
+
+    return decode
+
+
+def _describe(message: str) -> str:
+    """msgspec says ``... - at `$.task.Pod```; say ``at task.Pod`` like a key path."""
+    return message.replace("`$.", "`").replace("`$`", "the body")
+
+
+_open = _decoder(OnSessionOpenRequest)
+_close = _decoder(OnSessionCloseRequest)
+_predicate = _decoder(PredicateRequest)
+_prioritize = _decoder(PrioritizeRequest)
+_evict = _decoder(EvictRequest)
+_job = _decoder(JobRequest)
+_queue = _decoder(QueueOverusedRequest)
+_event = _decoder(EventHandlerRequest)
+_legacy = _decoder(LegacyReclaimablePathRequest)
+_task = msgspec.json.Decoder(TaskInfo)
+
+
+class Extender:
+    """Answers every verb for one configuration."""
+
+    def __init__(
+        self, config: CalderaConfig, sessions: SessionManager, metrics: Metrics | None = None
+    ) -> None:
+        self.config = config
+        self.dialect = Dialect(config.volcanoVersion)
+        self.sessions = sessions
+        self.metrics = metrics
+        self.managed = frozenset(config.managedResources)
+        self.snapshot_bound = any(
+            getattr(registry.get(o.name), "needs_snapshot", False) for o in config.plugin_options()
+        )
+        self._handlers: dict[str, Callable[[bytes], bytes]] = {
+            "onSessionOpen": self.on_session_open,
+            "onSessionClose": self.on_session_close,
+            "predicate": self.predicate,
+            "prioritize": self.prioritize,
+            "preemptable": self.preemptable,
+            "reclaimable": self.reclaimable,
+            "jobEnqueueable": self.job_enqueueable,
+            "jobEnqueued": self.job_enqueued,
+            "queueOverused": self.queue_overused,
+            "jobReady": self.job_ready,
+            "allocate": self.allocate,
+            "deallocate": self.deallocate,
+        }
+        if self.dialect.legacy_reclaimable_path:
+            self._handlers["reclaimable"] = self.legacy_reclaimable_path
+
+    def handle(self, verb: str, body: bytes) -> bytes:
+        """Answer ``verb``; raises BadRequest, PluginFailure or ResponseTooLarge."""
+        answer = self._handlers[verb](body)
+        if len(answer) > MAX_RESPONSE_BYTES:
+            raise ResponseTooLarge(
+                f"the {verb} answer is {len(answer)} bytes; Volcano reads at most"
+                f" {MAX_RESPONSE_BYTES} (10 MiB) and would fail the call"
+            )
+        return answer
+
+    def _framework(self, verb: str) -> Framework:
+        framework, has_session = self.sessions.framework()
+        if not has_session and self.snapshot_bound and self.metrics is not None:
+            self.metrics.sessionless.labels(verb).inc()
+        return framework
+
+    def _interested(self, task: TaskInfo) -> bool:
+        return is_interested(task, self.managed)
+
+    # --- verbs --------------------------------------------------------------------------------
+
+    def on_session_open(self, body: bytes) -> bytes:
+        self.sessions.open(_open(body))
+        return EMPTY
+
+    def on_session_close(self, body: bytes) -> bytes:
+        _close(body)
+        self.sessions.close()
+        return EMPTY
+
+    def predicate(self, body: bytes) -> bytes:
+        request = _predicate(body)
+        if not self._interested(request.task):
+            return self.dialect.encode_predicate(None)
+        return self.dialect.encode_predicate(
+            self._framework("predicate").predicate(request.task, request.node)
+        )
+
+    def prioritize(self, body: bytes) -> bytes:
+        request = _prioritize(body)
+        if not self._interested(request.task):
+            return _NO_SCORES
+        scores = self._framework("prioritize").node_order(request.task, request.nodes or [])
+        return _encode(PrioritizeResponse(nodeScore=scores)) if scores else _NO_SCORES
+
+    def preemptable(self, body: bytes) -> bytes:
+        return self._evictable("preemptable", _evict(body))
+
+    def reclaimable(self, body: bytes) -> bytes:
+        return self._evictable("reclaimable", _evict(body))
+
+    def _evictable(self, hook: str, request: EvictRequest) -> bytes:
+        if not self._interested(request.evictor):
+            return _ABSTAIN
+        raws = request.evictees or []
+        evictees: list[TaskInfo] = []
+        for index, raw in enumerate(raws):
+            try:
+                evictees.append(_task.decode(raw))
+            except msgspec.ValidationError as exc:
+                raise BadRequest(
+                    _describe(str(exc)).replace("`", f"`evictees[{index}].", 1)
+                ) from None
+        decision = self._framework(hook).evictable(hook, request.evictor, evictees)
+        if not decision.decided:
+            return _ABSTAIN
+        # Echo the evictees as received: Volcano evicts the objects it decodes from our answer.
+        raw_of = {id(task): raw for task, raw in zip(evictees, raws, strict=True)}
+        try:
+            victims = [raw_of[id(task)] for task in decision.victims]
+        except KeyError:
+            raise RuntimeError(f"a {hook} plugin returned a task it was not given") from None
+        return _encode(EvictResponse(status=int(Vote.PERMIT), victims=victims))
+
+    def job_enqueueable(self, body: bytes) -> bytes:
+        job = _job(body).job
+        framework = self._framework("jobEnqueueable")
+        vote = framework.job_enqueueable(job)
+        if vote != Vote.REJECT and not self.dialect.has_verb("jobEnqueued"):
+            # Before v1.16 no jobEnqueued call follows an admission. Volcano's enqueue action
+            # admits a job exactly when the overall vote is not Reject, so account for it now,
+            # as the in-tree plugins of those releases did inside JobEnqueueableFn.
+            framework.job_enqueued(job)
+        return _encode(JobEnqueueableResponse(status=int(vote)))
+
+    def job_enqueued(self, body: bytes) -> bytes:
+        self._framework("jobEnqueued").job_enqueued(_job(body).job)
+        return EMPTY
+
+    def queue_overused(self, body: bytes) -> bytes:
+        overused = self._framework("queueOverused").overused(_queue(body).queue)
+        return _encode(QueueOverusedResponse(overused=overused))
+
+    def job_ready(self, body: bytes) -> bytes:
+        ready = self._framework("jobReady").job_ready(_job(body).job)
+        return _encode(JobReadyResponse(status=ready))
+
+    def allocate(self, body: bytes) -> bytes:
+        return self._event("allocate", body)
+
+    def deallocate(self, body: bytes) -> bytes:
+        return self._event("deallocate", body)
+
+    def _event(self, hook: str, body: bytes) -> bytes:
+        task = _event(body).task
+        if not self._interested(task):
+            return _NO_ERROR
+        message = self._framework(hook).event(hook, task)
+        return _encode(EventHandlerResponse(errorMessage=message)) if message else _NO_ERROR
+
+    def legacy_reclaimable_path(self, body: bytes) -> bytes:
+        """v1.6–v1.7: reclaimable, jobEnqueueable and queueOverused share this path."""
+        shape = _legacy(body)
+        if shape.evictor is not None:
+            return self.reclaimable(body)
+        if shape.job is not None:
+            return self.job_enqueueable(body)
+        if shape.queue is not None:
+            return self.queue_overused(body)
+        raise BadRequest(
+            "expected an object with 'evictor' (reclaimable), 'job' (jobEnqueueable) or"
+            " 'queue' (queueOverused): Volcano 1.6–1.7 send all three to the reclaimable verb"
+        )

@@ -1,0 +1,157 @@
+"""The app factory: ``create_app(config)`` wires settings, sessions, metrics and routes, and
+starts the plugins' background data sources in the lifespan."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import msgspec
+from fastapi import FastAPI, Request, Response
+from fastapi.openapi.utils import get_openapi
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app import __version__
+from app.config import CalderaConfig
+from app.extender import Extender
+from app.logs import request_id
+from app.metrics import Metrics
+from app.openapi import components
+from app.routes import debug, health, metrics
+from app.routes.verbs import build_router
+from app.session import SessionManager
+from plugins import registry
+from plugins.arguments import Arguments
+from plugins.base import Background
+from schemas.responses import ErrorResponse
+
+logger = logging.getLogger("caldera")
+
+DESCRIPTION = (
+    "Caldera hosts Volcano scheduler plugins behind Volcano's `extender` plugin. Each POST verb"
+    " takes and returns exactly the JSON bodies of Volcano's extender protocol (Go field"
+    " names); GET endpoints are for operators."
+)
+
+
+class RequestIdMiddleware:
+    """Pure ASGI (no BaseHTTPMiddleware overhead): set the request id and echo it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = ""
+        for name, value in scope["headers"]:
+            if name == b"x-request-id":
+                rid = value.decode("latin-1")[:128]
+                break
+        rid = rid or uuid.uuid4().hex[:16]
+        token = request_id.set(rid)
+        header = (b"x-request-id", rid.encode("latin-1"))
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), header]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            request_id.reset(token)
+
+
+def build_backgrounds(config: CalderaConfig) -> dict[tuple[int, int], Background]:
+    backgrounds: dict[tuple[int, int], Background] = {}
+    for t, tier in enumerate(config.tiers):
+        for i, option in enumerate(tier.plugins):
+            cls = registry.get(option.name)
+            if cls is None:
+                continue
+            background = cls.create_background(Arguments(option.arguments, plugin=option.name))
+            if background is not None:
+                backgrounds[(t, i)] = background
+    return backgrounds
+
+
+def create_app(config: CalderaConfig) -> FastAPI:
+    metrics_ = Metrics()
+    backgrounds = build_backgrounds(config)
+    sessions = SessionManager(config, metrics_, backgrounds)
+    extender = Extender(config, sessions, metrics_)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        started: list[Background] = []
+        try:
+            for background in backgrounds.values():
+                await background.start()
+                started.append(background)
+            logger.info(
+                "serving Volcano %s dialect with plugins: %s",
+                config.version_string,
+                ", ".join(o.name for o in config.plugin_options()) or "none",
+            )
+            yield
+        finally:
+            for background in reversed(started):
+                try:
+                    await background.stop()
+                except Exception:
+                    logger.exception("stopping a plugin background failed")
+
+    app = FastAPI(
+        title="Caldera",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        redoc_url=None,
+    )
+    app.state.config = config
+    app.state.metrics = metrics_
+    app.state.sessions = sessions
+    app.state.extender = extender
+    app.state.backgrounds = {
+        f"tiers[{t}].plugins[{i}]:{config.tiers[t].plugins[i].name}": bg
+        for (t, i), bg in backgrounds.items()
+    }
+    app.include_router(build_router(extender, metrics_, config.maxRequestBytes))
+    app.include_router(health.router)
+    app.include_router(metrics.router)
+    app.include_router(debug.router)
+    app.add_middleware(RequestIdMiddleware)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        detail = {404: "no such endpoint", 405: "method not allowed"}.get(
+            exc.status_code, str(exc.detail)
+        )
+        error = ErrorResponse(error=f"{detail}: {request.method} {request.url.path}")
+        return Response(
+            msgspec.json.encode(error),
+            status_code=exc.status_code,
+            media_type="application/json",
+            headers=dict(exc.headers or {}),
+        )
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(components())
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

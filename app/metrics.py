@@ -1,0 +1,90 @@
+"""Prometheus metrics, on a registry owned by the app (one per ``create_app``)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+DURATION_BUCKETS = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+    0.1, 0.25, 0.5, 1.0, 2.0,
+)  # fmt: skip
+"""100 µs to 2 s: a predicate should take well under a millisecond, an onSessionOpen of a big
+cluster a few hundred."""
+
+BYTES_BUCKETS = tuple(float(2**k) for k in range(8, 31, 2))  # 256 B … 1 GiB
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.request_duration = Histogram(
+            "caldera_request_duration_seconds",
+            "Time to answer one extender call, from first body byte to response, per verb.",
+            ["verb"],
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.request_bytes = Histogram(
+            "caldera_request_body_bytes",
+            "Size of request bodies per verb.",
+            ["verb"],
+            buckets=BYTES_BUCKETS,
+            registry=r,
+        )
+        self.responses = Counter(
+            "caldera_responses_total",
+            "Responses per verb and HTTP code.",
+            ["verb", "code"],
+            registry=r,
+        )
+        self.decisions = Counter(
+            "caldera_plugin_decisions_total",
+            "Answers of each hosted plugin per verb and outcome.",
+            ["plugin", "verb", "outcome"],
+            registry=r,
+        )
+        self.plugin_errors = Counter(
+            "caldera_plugin_errors_total",
+            "Exceptions raised by plugins, per plugin and verb.",
+            ["plugin", "verb"],
+            registry=r,
+        )
+        self.bodies_refused = Counter(
+            "caldera_request_bodies_refused_total",
+            "Requests refused before decoding, per verb and reason (too_large, bad_request).",
+            ["verb", "reason"],
+            registry=r,
+        )
+        self.sessionless = Counter(
+            "caldera_verbs_without_session_total",
+            "Verbs answered with no open session (snapshot-bound plugins abstained).",
+            ["verb"],
+            registry=r,
+        )
+        self.session_age = Gauge(
+            "caldera_session_age_seconds",
+            "Age of the open session (0 when none is open).",
+            registry=r,
+        )
+        self.snapshot_size = Gauge(
+            "caldera_snapshot_objects",
+            "Objects in the open session's snapshot, by kind.",
+            ["kind"],
+            registry=r,
+        )
+        self.sessions_opened = Counter(
+            "caldera_sessions_opened_total", "Sessions opened (onSessionOpen calls).", registry=r
+        )
+        self.background_ready = Gauge(
+            "caldera_plugin_background_ready",
+            "1 when a plugin's background data source is synced (e.g. pdb's watch).",
+            ["plugin"],
+            registry=r,
+        )
+        self.background_value = Gauge(
+            "caldera_plugin_background",
+            "Numbers a plugin's background data source reports, by key.",
+            ["plugin", "key"],
+            registry=r,
+        )

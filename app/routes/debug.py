@@ -1,0 +1,32 @@
+"""GET /debug/session: what the open session holds, in counts and names only — never pod specs,
+env values or annotations, which can hold secrets."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from app.responses import json_response
+from app.session import active_plugins
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/debug/session", summary="The open session: age, snapshot counts, active plugins")
+async def debug_session(request: Request) -> Response:
+    sessions = request.app.state.sessions
+    current = sessions.current
+    if current is None:
+        return json_response(
+            {
+                "open": False,
+                "volcanoVersion": request.app.state.config.version_string,
+                "activePluginsWithoutSession": active_plugins(sessions.sessionless),
+            }
+        )
+    return json_response(
+        {
+            "open": True,
+            "volcanoVersion": request.app.state.config.version_string,
+            **current.describe(),
+        }
+    )

@@ -1,0 +1,35 @@
+"""GET /healthz (the process answers) and /readyz (configuration loaded, plugins built, every
+plugin's background data source synced)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from app.responses import json_response
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz", summary="Liveness: the process is serving")
+async def healthz() -> Response:
+    return json_response({"status": "ok"})
+
+
+@router.get("/readyz", summary="Readiness: configuration loaded, plugins built, data synced")
+async def readyz(request: Request) -> Response:
+    state = request.app.state
+    backgrounds: dict[str, Any] = {}
+    ready = state.sessions is not None
+    for key, background in state.backgrounds.items():
+        ok = background.ready()
+        backgrounds[key] = {"ready": ok, **background.describe()}
+        ready = ready and ok
+    body = {
+        "status": "ready" if ready else "not ready",
+        "volcanoVersion": state.config.version_string,
+        "plugins": [option.name for option in state.config.plugin_options()],
+        "backgrounds": backgrounds,
+    }
+    return json_response(body, status_code=200 if ready else 503)

@@ -1,0 +1,153 @@
+"""Sessions: one scheduling cycle, from onSessionOpen to onSessionClose.
+
+onSessionOpen replaces the snapshot whole and builds fresh plugin instances from the
+configuration, opening each in tier order, as Volcano's ``OpenSession`` does every cycle. A verb
+keeps the session it started with even if a new one opens meanwhile. Verbs that arrive with no
+open session are answered by the "sessionless" set: the plugins that do not need a snapshot,
+built once; the others abstain (or pass), and a counter records it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from app.config import CalderaConfig, PluginOption
+from app.framework import HOOK_VERB, Framework, PluginFailure, Slot
+from app.metrics import Metrics
+from plugins import registry
+from plugins.arguments import Arguments
+from plugins.base import HOOKS, Background, Session, utc_now
+from plugins.resources import total_allocatable
+from schemas.requests import OnSessionOpenRequest
+
+
+@dataclass(slots=True)
+class OpenSession:
+    """An open session: its snapshot (seen by plugins through ``ssn``) and its framework."""
+
+    number: int
+    ssn: Session
+    framework: Framework
+    opened_monotonic: float = field(default_factory=time.monotonic)
+    opened_at: datetime = field(default_factory=utc_now)
+
+    def age(self) -> float:
+        return time.monotonic() - self.opened_monotonic
+
+    def describe(self) -> dict[str, object]:
+        """What /debug/session shows: counts and plugin names, never object contents."""
+        return {
+            "session": self.number,
+            "openedAt": self.opened_at.isoformat(),
+            "ageSeconds": round(self.age(), 3),
+            "snapshot": {
+                "jobs": len(self.ssn.jobs),
+                "nodes": len(self.ssn.nodes),
+                "queues": len(self.ssn.queues),
+                "namespaces": len(self.ssn.namespace_info),
+                "tasks": sum(len(job.Tasks or ()) for job in self.ssn.jobs.values()),
+            },
+            "activePlugins": active_plugins(self.framework),
+        }
+
+
+def active_plugins(framework: Framework) -> dict[str, list[str]]:
+    return {HOOK_VERB[hook]: framework.active_names(hook) for hook in HOOKS}
+
+
+class SessionManager:
+    """Builds sessions from the configuration and holds the open one."""
+
+    def __init__(
+        self,
+        config: CalderaConfig,
+        metrics: Metrics | None = None,
+        backgrounds: Mapping[tuple[int, int], Background] | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.config = config
+        self.metrics = metrics
+        self.backgrounds = dict(backgrounds or {})
+        self.clock = clock
+        self.current: OpenSession | None = None
+        self._opened = 0
+        self.sessionless = self._build(
+            Session(volcano_version=config.volcanoVersion, now=clock), snapshot=False
+        )
+
+    def _instantiate(self, position: tuple[int, int], option: PluginOption) -> Slot:
+        cls = registry.get(option.name)
+        if cls is None:  # validated at load time; a plugin uninstalled since is still an error
+            raise PluginFailure(option.name, "onSessionOpen", LookupError("plugin not installed"))
+        arguments = Arguments(option.arguments, plugin=option.name)
+        try:
+            plugin = cls(arguments, self.backgrounds.get(position))
+        except Exception as exc:
+            raise PluginFailure(option.name, "onSessionOpen", exc) from exc
+        return Slot(option, plugin, plugin.hooks())
+
+    def _build(self, ssn: Session, snapshot: bool) -> Framework:
+        tiers: list[list[Slot]] = []
+        for t, tier in enumerate(self.config.tiers):
+            slots: list[Slot] = []
+            for i, option in enumerate(tier.plugins):
+                cls = registry.get(option.name)
+                if not snapshot and cls is not None and cls.needs_snapshot:
+                    continue
+                slot = self._instantiate((t, i), option)
+                try:
+                    slot.plugin.on_session_open(ssn)
+                except Exception as exc:
+                    raise PluginFailure(option.name, "onSessionOpen", exc) from exc
+                slot.hooks = slot.plugin.hooks()
+                slots.append(slot)
+            tiers.append(slots)
+        return Framework(tiers, self.metrics)
+
+    def open(self, request: OnSessionOpenRequest) -> OpenSession:
+        """Replace the open session with one built from ``request``."""
+        nodes = request.Nodes or {}
+        ssn = Session(
+            jobs=request.Jobs or {},
+            nodes=nodes,
+            queues=request.Queues or {},
+            namespace_info=request.NamespaceInfo or {},
+            total_resource=total_allocatable(nodes),
+            has_snapshot=True,
+            volcano_version=self.config.volcanoVersion,
+            now=self.clock,
+        )
+        previous, self.current = self.current, None
+        if previous is not None:
+            previous.framework.close()
+        framework = self._build(ssn, snapshot=True)
+        self._opened += 1
+        self.current = OpenSession(self._opened, ssn, framework)
+        if self.metrics is not None:
+            self.metrics.sessions_opened.inc()
+            for kind, count in (
+                ("jobs", len(ssn.jobs)),
+                ("nodes", len(ssn.nodes)),
+                ("queues", len(ssn.queues)),
+                ("namespaces", len(ssn.namespace_info)),
+            ):
+                self.metrics.snapshot_size.labels(kind).set(count)
+        return self.current
+
+    def close(self) -> None:
+        current, self.current = self.current, None
+        if current is not None:
+            current.framework.close()
+        if self.metrics is not None:
+            for kind in ("jobs", "nodes", "queues", "namespaces"):
+                self.metrics.snapshot_size.labels(kind).set(0)
+
+    def framework(self) -> tuple[Framework, bool]:
+        """The framework a verb should use now, and whether a session is open."""
+        current = self.current
+        if current is None:
+            return self.sessionless, False
+        return current.framework, True
