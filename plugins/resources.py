@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from schemas.api import NodeInfo, Resource
+from schemas.api import ALLOCATED_STATUSES, JobInfo, NodeInfo, Resource, TaskInfo
 from schemas.quantity import milli_value, value
 
 MIN_RESOURCE = 0.1
@@ -32,9 +32,7 @@ def is_extended_resource_name(name: str) -> bool:
         return False
     quota_name = "requests." + name
     prefix, _, short = quota_name.rpartition("/")
-    return (
-        bool(_QUALIFIED_NAME.match(quota_name)) and len(short) <= 63 and len(prefix) <= 253
-    )
+    return bool(_QUALIFIED_NAME.match(quota_name)) and len(short) <= 63 and len(prefix) <= 253
 
 
 def is_scalar_resource_name(name: str) -> bool:
@@ -135,3 +133,146 @@ def total_allocatable(nodes: Mapping[str, NodeInfo]) -> Resource:
     for node in nodes.values():
         add_in_place(total, node.Allocatable)
     return total
+
+
+# --- enqueue accounting (overcommit; ``api/job_info.go``, ``plugins/util/util.go``) ---------
+
+QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
+"""``schedulingv1beta1.QueueAllocationGateKey``: Volcano's own scheduling gate (v1.15+)."""
+
+IGNORED_SCALAR_RESOURCES = frozenset({"pods"})
+"""``api.ignoredScalarResources``: scalars the dimension comparisons skip."""
+
+
+def get_min_resources(job: JobInfo) -> Resource:
+    """``JobInfo.GetMinResources``: ``NewResource(MinResources)``, empty without a PodGroup."""
+    if job.PodGroup is None or job.PodGroup.spec.min_resources is None:
+        return Resource()
+    return new_resource(job.PodGroup.spec.min_resources)
+
+
+def calculate_allocated_task_num(job: JobInfo) -> int:
+    """``util.CalculateAllocatedTaskNum``: tasks in Bound, Binding, Running or Allocated."""
+    return sum(1 for task in (job.Tasks or {}).values() if task.Status in ALLOCATED_STATUSES)
+
+
+def has_only_volcano_scheduling_gate(task: TaskInfo) -> bool:
+    """``api.HasOnlyVolcanoSchedulingGate``: the pod's one scheduling gate is Volcano's."""
+    spec = task.Pod.spec if task.Pod is not None else None
+    gates = spec.schedulingGates if spec is not None else None
+    return gates is not None and len(gates) == 1 and gates[0].name == QUEUE_ALLOCATION_GATE
+
+
+def get_sch_gated_pod_resources(
+    job: JobInfo, exclude_queue_allocation_gate: bool = True
+) -> Resource:
+    """``JobInfo.GetSchGatedPodResources``: the summed ``Resreq`` of scheduling-gated tasks.
+
+    From v1.15 a task whose only gate is Volcano's queue-allocation gate is left out (it is
+    counted as in-queue); earlier releases count every gated task
+    (``exclude_queue_allocation_gate=False``).
+    """
+    gated = Resource()
+    for task in (job.Tasks or {}).values():
+        if not task.SchGated:
+            continue
+        if exclude_queue_allocation_gate and has_only_volcano_scheduling_gate(task):
+            continue
+        add_in_place(gated, task.Resreq)
+    return gated
+
+
+def deduct_sch_gated(
+    job: JobInfo, res: Resource, exclude_queue_allocation_gate: bool = True
+) -> Resource:
+    """``JobInfo.DeductSchGatedResources``: ``res`` less the job's gated tasks, floored at 0.
+
+    Returns ``res`` itself (not a copy) when the gated total is empty, as upstream does. Scalars
+    are reduced only where both sides have the key; gated-only scalars are skipped.
+    """
+    gated = get_sch_gated_pod_resources(job, exclude_queue_allocation_gate)
+    if is_empty(gated):
+        return res
+    result = clone(res)
+    result.MilliCPU = max(result.MilliCPU - gated.MilliCPU, 0.0)
+    result.Memory = max(result.Memory - gated.Memory, 0.0)
+    if result.ScalarResources is not None and gated.ScalarResources is not None:
+        for name, amount in (res.ScalarResources or {}).items():
+            if name in gated.ScalarResources:
+                result.ScalarResources[name] = max(amount - gated.ScalarResources[name], 0.0)
+    return result
+
+
+def get_inqueue_resource(
+    job: JobInfo, allocated: Resource | None, milli_scalars: bool = True
+) -> Resource:
+    """``util.GetInqueueResource``: what a Running job still reserves, per key of MinResources.
+
+    cpu and memory reserve ``min - allocated`` when positive. ``milli_scalars`` selects the unit
+    of the other scalars: from Volcano #5391 (v1.16.0-alpha.0, backported as v1.15.1 and
+    v1.14.3) they come from ``NewResource`` in milli-units, like ``job.Allocated``, and ``pods``
+    reserves ``min - allocated`` whole pods; before it a scalar's ``Quantity.Value()`` (whole
+    units) was compared with milli-unit allocations and ``pods`` reserved nothing. ``count/*``
+    and non-scalar names (``ephemeral-storage``) never reserve. A scalar the allocation lacks
+    reserves its full minimum.
+    """
+    allocated = allocated or Resource()
+    if job.PodGroup is None or job.PodGroup.spec.min_resources is None:
+        return Resource()
+    min_list = job.PodGroup.spec.min_resources
+    minimum = new_resource(min_list)
+    alloc_scalars = allocated.ScalarResources or {}
+    min_scalars = minimum.ScalarResources or {}
+    inqueue = Resource()
+    for name, quantity in min_list.items():
+        if name == "cpu":
+            if minimum.MilliCPU - allocated.MilliCPU > 0:
+                inqueue.MilliCPU = minimum.MilliCPU - allocated.MilliCPU
+        elif name == "memory":
+            if minimum.Memory - allocated.Memory > 0:
+                inqueue.Memory = minimum.Memory - allocated.Memory
+        elif name == "pods":
+            # Only from #5391: ``pods`` is not a scalar resource name, so before it this key
+            # fell into the skipped branch below.
+            reserved = min_scalars.get(name, 0.0) - alloc_scalars.get(name, 0.0)
+            if milli_scalars and reserved > 0:
+                if inqueue.ScalarResources is None:
+                    inqueue.ScalarResources = {}
+                inqueue.ScalarResources[name] = reserved
+        else:
+            if name.startswith("count/") or not is_scalar_resource_name(name):
+                continue
+            if inqueue.ScalarResources is None:
+                inqueue.ScalarResources = {}
+            wanted = min_scalars.get(name, 0.0) if milli_scalars else float(value(quantity))
+            if name not in alloc_scalars:
+                inqueue.ScalarResources[name] = wanted
+            elif wanted - alloc_scalars[name] > 0:
+                inqueue.ScalarResources[name] = wanted - alloc_scalars[name]
+    return inqueue
+
+
+def less_equal_with_dimension_and_names(
+    res: Resource, rr: Resource, req: Resource
+) -> tuple[bool, list[str]]:
+    """``Resource.LessEqualWithDimensionAndResourcesName(rr, req)``: is ``res <= rr`` in the
+    dimensions ``req`` asks for (> 0), and the names of those that fail.
+
+    Strict ``>``, no tolerance; ``pods`` is never compared; a scalar missing from either side
+    counts as 0 (so asking for a GPU the cluster lacks fails). When ``res`` has no scalar map,
+    scalars are not compared. Names come in the order cpu, memory, then ``req``'s scalars.
+    (Upstream's nil ``rr``/``req`` branches are left out: no caller here passes nil.)
+    """
+    failed: list[str] = []
+    if req.MilliCPU > 0 and res.MilliCPU > rr.MilliCPU:
+        failed.append("cpu")
+    if req.Memory > 0 and res.Memory > rr.Memory:
+        failed.append("memory")
+    if res.ScalarResources is not None:
+        rr_scalars = rr.ScalarResources or {}
+        for name, amount in (req.ScalarResources or {}).items():
+            if name in IGNORED_SCALAR_RESOURCES:
+                continue
+            if amount > 0 and res.ScalarResources.get(name, 0.0) > rr_scalars.get(name, 0.0):
+                failed.append(name)
+    return not failed, failed

@@ -45,6 +45,10 @@ class Container(Struct, omit_defaults=True):
     restartPolicy: str | None = None
 
 
+class PodSchedulingGate(Struct, omit_defaults=True):
+    name: str = ""
+
+
 class PodSpec(Struct, omit_defaults=True):
     containers: list[Container] | None = None
     initContainers: list[Container] | None = None
@@ -55,6 +59,8 @@ class PodSpec(Struct, omit_defaults=True):
     schedulerName: str = ""
     nodeSelector: dict[str, str] | None = None
     overhead: ResourceList | None = None
+    schedulingGates: list[PodSchedulingGate] | None = None
+    """Read by overcommit (``api.HasOnlyVolcanoSchedulingGate``)."""
 
 
 class PodCondition(Struct, omit_defaults=True):

@@ -1,0 +1,177 @@
+"""``overcommit``: admit a job only while the cluster, scaled by a factor, can hold every
+in-queue job's minimum resources.
+
+Follows ``pkg/scheduler/plugins/overcommit/overcommit.go`` of volcano-sh/volcano at ed72c7c81
+(master, 2026-08-20; the file is identical at v1.15.1 and v1.13.0), with the helpers it calls:
+``plugins/util/util.go`` (``GetInqueueResource``, ``CalculateAllocatedTaskNum``,
+``FormatResourceNames``), ``api/job_info.go`` (``GetMinResources``, ``DeductSchGatedResources``)
+and ``api/resource_info.go`` (``LessEqualWithDimensionAndResourcesName``); those are ported in
+:mod:`plugins.resources`.
+
+At session open: ``idle = total * factor - sum(node.Used)`` (never clamped) and ``inqueue`` = the
+minimum resources of every Inqueue PodGroup, plus what every Running PodGroup whose allocated
+task count reaches ``minMember`` still reserves, both less the job's scheduling-gated tasks.
+``job_enqueueable`` checks ``inqueue + need <= idle`` in the dimensions the job asks for;
+``job_enqueued`` adds the admitted job to ``inqueue``, which makes the decisions of one session
+cumulative. A new session starts from the snapshot again.
+
+Release differences followed through ``ssn.volcano_version``:
+
+- ``GetInqueueResource`` units (Volcano #5391, 7110813b1, v1.16.0-alpha.0; backported to
+  release-1.15 as e945225f3 in v1.15.1 and to release-1.14 as f3f05e2a6 in v1.14.3). Before it a
+  Running job's scalar reservation (GPUs…) was the quantity's whole-unit ``Value()`` compared with
+  milli-unit allocations, and ``pods`` reserved nothing. Caldera's version key is only
+  ``major.minor``, so 1.14 and 1.15 follow their latest patch releases (milli-units) and ≤ 1.13
+  the old units; v1.14.0 to v1.14.2 and v1.15.0 therefore differ for Running jobs with scalar or
+  ``pods`` MinResources.
+- ``HasOnlyVolcanoSchedulingGate`` (v1.15.0+): a task whose only scheduling gate is
+  ``scheduling.volcano.sh/queue-allocation-gate`` is not deducted as gated; before 1.15 every
+  gated task is.
+
+Releases before v1.10 (plain ``LessEqual`` on every dimension, no gated-task deduction) are not
+modelled.
+
+Enqueue accounting before Volcano 1.16: the extender has no ``jobEnqueued`` verb there, so the
+framework calls :meth:`OvercommitPlugin.job_enqueued` right after Caldera answers
+``jobEnqueueable`` with anything but Reject. Within Caldera's tiers that is what the in-tree
+plugin of those releases sees (its ``JobEnqueuedFn`` runs after a non-Reject session vote). What
+remains different is outside Caldera's view: a Reject from an in-tree plugin voting after the
+extender leaves the job Pending while Caldera has counted it, and a Permit in an earlier Volcano
+tier enqueues a job Caldera never hears of. From 1.16 Volcano sends ``jobEnqueued`` exactly when
+it enqueues, and the accounting is exact.
+
+What the extender cannot carry (``in_tree_only``): the PodGroup event (type Normal, reason
+``Unschedulable``, message ``resource in cluster is overused: overused cpu, …``) recorded on a
+Reject. Caldera logs the same message at info level instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import ClassVar
+
+from plugins.arguments import Arguments
+from plugins.base import Background, Plugin, Session, Vote
+from plugins.registry import register
+from plugins.resources import (
+    add_in_place,
+    calculate_allocated_task_num,
+    clone,
+    deduct_sch_gated,
+    get_inqueue_resource,
+    get_min_resources,
+    less_equal_with_dimension_and_names,
+    multi_in_place,
+    sub_without_assert_in_place,
+)
+from schemas.api import JobInfo, Resource
+
+logger = logging.getLogger("caldera.plugins.overcommit")
+
+OVERCOMMIT_FACTOR = "overcommit-factor"
+DEFAULT_OVERCOMMIT_FACTOR = 1.2
+
+PHASE_INQUEUE = "Inqueue"
+PHASE_RUNNING = "Running"
+
+_warned: set[float] = set()
+
+
+def parse_overcommit_factor(arguments: Arguments) -> float:
+    """``overcommit-factor`` via ``GetFloat64``; below 1.0 falls back to the default 1.2, not 1.0."""
+    factor = arguments.get_float64(OVERCOMMIT_FACTOR, DEFAULT_OVERCOMMIT_FACTOR)
+    if factor < 1.0:
+        # Volcano warns every session; once per distinct value is enough here.
+        if factor not in _warned:
+            _warned.add(factor)
+            logger.warning(
+                "Invalid input %f for overcommit-factor, reason: overcommit-factor cannot be"
+                " less than 1, using default value: %f.",
+                factor,
+                DEFAULT_OVERCOMMIT_FACTOR,
+            )
+        factor = DEFAULT_OVERCOMMIT_FACTOR
+    return factor
+
+
+def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
+    """``util.FormatResourceNames``: ``prefix: verb a, verb b`` (just ``prefix`` when empty)."""
+    if not names:
+        return prefix
+    return f"{prefix}: " + ", ".join(f"{verb} {name}" for name in names)
+
+
+@register
+class OvercommitPlugin(Plugin):
+    name: ClassVar[str] = "overcommit"
+    needs_snapshot: ClassVar[bool] = True
+    in_tree_only: ClassVar[tuple[str, ...]] = (
+        "RecordPodGroupEvent (Unschedulable, 'resource in cluster is overused…'): logged instead",
+    )
+
+    def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
+        super().__init__(arguments, background)
+        self.overcommit_factor = parse_overcommit_factor(arguments)
+        self.total_resource = Resource()
+        self.idle_resource = Resource()
+        self.inqueue_resource = Resource()
+        self._exclude_queue_allocation_gate = True
+
+    def on_session_open(self, ssn: Session) -> None:
+        version = ssn.volcano_version
+        self._exclude_queue_allocation_gate = version >= (1, 15)
+        milli_scalars = version >= (1, 14)
+
+        self.total_resource = add_in_place(Resource(), ssn.total_resource)
+        used = Resource()
+        for node in ssn.nodes.values():
+            add_in_place(used, node.Used)
+        self.idle_resource = sub_without_assert_in_place(
+            multi_in_place(clone(self.total_resource), self.overcommit_factor), used
+        )
+
+        self.inqueue_resource = Resource()
+        for job in ssn.jobs.values():
+            pg = job.PodGroup
+            if pg is None or pg.spec.min_resources is None:
+                continue
+            if pg.status.phase == PHASE_INQUEUE:
+                # Gated tasks are deducted so that they do not block other jobs.
+                add_in_place(self.inqueue_resource, self._deduct(job, get_min_resources(job)))
+            elif (
+                pg.status.phase == PHASE_RUNNING
+                and calculate_allocated_task_num(job) >= pg.spec.min_member
+            ):
+                # A Running job below minMember (e.g. a finished Spark driver) reserves nothing.
+                reserved = get_inqueue_resource(job, job.Allocated, milli_scalars)
+                add_in_place(self.inqueue_resource, self._deduct(job, reserved))
+
+    def _deduct(self, job: JobInfo, res: Resource) -> Resource:
+        return deduct_sch_gated(job, res, self._exclude_queue_allocation_gate)
+
+    def job_enqueueable(self, job: JobInfo) -> Vote:
+        pg = job.PodGroup
+        if pg is None or pg.spec.min_resources is None:
+            logger.debug(
+                "Job <%s/%s> is bestEffort, permit to be inqueue.", job.Namespace, job.Name
+            )
+            return Vote.PERMIT
+        # The need is NOT reduced by gated tasks here, unlike what job_enqueued adds (upstream).
+        need = get_min_resources(job)
+        total = add_in_place(clone(self.inqueue_resource), need)
+        fits, failed = less_equal_with_dimension_and_names(total, self.idle_resource, need)
+        if fits:
+            return Vote.PERMIT
+        logger.info(
+            "PodGroup %s/%s: Normal Unschedulable: %s",
+            job.Namespace,
+            job.Name,
+            format_resource_names("resource in cluster is overused", "overused", failed),
+        )
+        return Vote.REJECT
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        pg = job.PodGroup
+        if pg is None or pg.spec.min_resources is None:
+            return
+        add_in_place(self.inqueue_resource, self._deduct(job, get_min_resources(job)))
