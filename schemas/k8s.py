@@ -8,6 +8,7 @@ plugin needs it, never "just in case".
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from msgspec import Struct
 
@@ -111,3 +112,38 @@ class ResourceQuotaStatus(Struct, omit_defaults=True):
 
     hard: ResourceList | None = None
     used: ResourceList | None = None
+
+
+class LabelSelectorRequirement(Struct, omit_defaults=True):
+    """``metav1.LabelSelectorRequirement``: ``operator`` is In, NotIn, Exists or DoesNotExist."""
+
+    key: str = ""
+    operator: str = ""
+    values: list[str] | None = None
+
+
+class LabelSelector(Struct, omit_defaults=True):
+    """``metav1.LabelSelector``: the requirements are ANDed."""
+
+    matchLabels: dict[str, str] | None = None
+    matchExpressions: list[LabelSelectorRequirement] | None = None
+
+
+class PodDisruptionBudgetSpec(Struct, omit_defaults=True):
+    selector: LabelSelector | None = None
+    """Absent (null) and ``{}`` are different selectors; Volcano's pdb plugin ignores both."""
+
+
+class PodDisruptionBudgetStatus(Struct, omit_defaults=True):
+    disruptionsAllowed: int = 0
+    disruptedPods: dict[str, Any] | None = None
+    """Pod name to the time its eviction was processed; only the keys are read, so the values
+    are left undecoded (a malformed timestamp must not drop the whole budget)."""
+
+
+class PodDisruptionBudget(Struct, omit_defaults=True):
+    """``policy/v1`` PodDisruptionBudget, as far as Volcano's pdb plugin reads it."""
+
+    metadata: ObjectMeta | None = None
+    spec: PodDisruptionBudgetSpec | None = None
+    status: PodDisruptionBudgetStatus | None = None
