@@ -15,8 +15,8 @@ Releases (branching on ``ssn.volcano_version``):
 
 - v1.12.0+ registers the filter as ``PreemptableFn`` and ``ReclaimableFn``.
 - v1.7.0 to v1.11.x register it as ``PreemptableFn`` only, so for those versions
-  :meth:`CdpPlugin.reclaimable` abstains, which Volcano's aggregator treats exactly like a plugin
-  without a ``ReclaimableFn``.
+  :meth:`CdpPlugin.hooks` leaves ``reclaimable`` out (and the hook itself abstains, which
+  Volcano's aggregator treats exactly like a plugin without a ``ReclaimableFn``).
 - v1.6.x has no cdp plugin at all (Volcano logs "Failed to get plugin cdp" and skips the entry).
   Hosted by Caldera it behaves as in v1.7, the first release that shipped it.
 
@@ -107,6 +107,12 @@ class CdpPlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         self._now = ssn.now
         self._version = ssn.volcano_version
+
+    def hooks(self) -> frozenset[str]:
+        hooks = super().hooks()
+        if self._version < RECLAIMABLE_SINCE:
+            hooks -= {"reclaimable"}  # as if no ReclaimableFn were registered
+        return hooks
 
     def _filter(self, candidates: Sequence[TaskInfo]) -> EvictResult:
         now = self._now()
