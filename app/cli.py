@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -65,6 +66,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             server_header=False,
         )
     )
+    # uvicorn drains in-flight requests on SIGTERM, then re-raises the signal under the handler
+    # that was in place before it started; make that one a clean exit, as Kubernetes expects.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server.run()
     return 0 if server.started else 1
 
