@@ -80,6 +80,13 @@ def _describe(message: str) -> str:
     return message.replace("`$.", "`").replace("`$`", "the body")
 
 
+def _at(prefix: str, message: str) -> str:
+    """Re-root a message about a nested document at ``prefix``."""
+    if "- at `$" in message:
+        return message.replace("- at `$", f"- at `{prefix}", 1)
+    return f"{message} - at `{prefix}`"
+
+
 _open = _decoder(OnSessionOpenRequest)
 _close = _decoder(OnSessionCloseRequest)
 _predicate = _decoder(PredicateRequest)
@@ -183,9 +190,7 @@ class Extender:
             try:
                 evictees.append(_task.decode(raw))
             except msgspec.ValidationError as exc:
-                raise BadRequest(
-                    _describe(str(exc)).replace("`", f"`evictees[{index}].", 1)
-                ) from None
+                raise BadRequest(_at(f"evictees[{index}]", str(exc))) from None
         decision = self._framework(hook).evictable(hook, request.evictor, evictees)
         if not decision.decided:
             return _ABSTAIN
@@ -236,11 +241,11 @@ class Extender:
     def legacy_reclaimable_path(self, body: bytes) -> bytes:
         """v1.6–v1.7: reclaimable, jobEnqueueable and queueOverused share this path."""
         shape = _legacy(body)
-        if shape.evictor is not None:
+        if shape.evictor:
             return self.reclaimable(body)
-        if shape.job is not None:
+        if shape.job:
             return self.job_enqueueable(body)
-        if shape.queue is not None:
+        if shape.queue:
             return self.queue_overused(body)
         raise BadRequest(
             "expected an object with 'evictor' (reclaimable), 'job' (jobEnqueueable) or"

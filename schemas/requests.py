@@ -64,6 +64,6 @@ class LegacyReclaimablePathRequest(Struct):
     """v1.6–v1.7 POST jobEnqueueable and queueOverused bodies to the reclaimable verb; the shape
     (``evictor``, ``job`` or ``queue``) tells them apart (protocol reference §3.3)."""
 
-    evictor: Raw | None = None
-    job: Raw | None = None
-    queue: Raw | None = None
+    evictor: Raw = Raw()  # empty when absent
+    job: Raw = Raw()
+    queue: Raw = Raw()

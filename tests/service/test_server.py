@@ -70,7 +70,9 @@ async def test_body_over_limit_refused_while_streaming(caldera_server: StartCald
     assert response.status_code == 413
     assert response.json()["limit"] == 1000
     metrics = (await server.client.get("/metrics")).text
-    assert 'caldera_request_bodies_refused_total{reason="too_large",verb="predicate"} 1.0' in metrics
+    assert (
+        'caldera_request_bodies_refused_total{reason="too_large",verb="predicate"} 1.0' in metrics
+    )
 
 
 async def test_body_under_limit_chunked_is_read(caldera_server: StartCaldera) -> None:
@@ -104,9 +106,13 @@ async def test_bad_input_gets_4xx_with_json(caldera_server: StartCaldera) -> Non
 
 async def test_metrics_after_traffic(caldera_server: StartCaldera) -> None:
     server = await caldera_server(None)
-    await server.client.post("/onSessionOpen", content=example_bytes(HEAD, "onSessionOpen.request.json"))
+    await server.client.post(
+        "/onSessionOpen", content=example_bytes(HEAD, "onSessionOpen.request.json")
+    )
     for _ in range(3):
-        await server.client.post("/predicate", content=example_bytes(HEAD, "predicate.request.json"))
+        await server.client.post(
+            "/predicate", content=example_bytes(HEAD, "predicate.request.json")
+        )
     text = (await server.client.get("/metrics")).text
     assert 'caldera_responses_total{code="200",verb="predicate"} 3.0' in text
     assert 'caldera_request_duration_seconds_count{verb="predicate"} 3.0' in text
@@ -122,7 +128,9 @@ async def test_debug_session_shows_counts_never_contents(caldera_server: StartCa
     server = await caldera_server(None)
     closed = (await server.client.get("/debug/session")).json()
     assert closed["open"] is False
-    await server.client.post("/onSessionOpen", content=example_bytes(HEAD, "onSessionOpen.request.json"))
+    await server.client.post(
+        "/onSessionOpen", content=example_bytes(HEAD, "onSessionOpen.request.json")
+    )
     response = await server.client.get("/debug/session")
     info = response.json()
     assert info["open"] is True

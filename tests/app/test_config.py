@@ -1,0 +1,155 @@
+"""Configuration loading: the Volcano tiers shape, defaults, and every error path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.config import (
+    DEFAULT_MAX_REQUEST_BYTES,
+    FLAG_DEFAULTS,
+    ConfigError,
+    Effective,
+    load_config,
+    load_config_text,
+)
+
+
+def load(text: str):
+    return load_config_text(text, "caldera.yaml")
+
+
+def test_embedded_default_is_valid() -> None:
+    config = load_config(None)
+    assert config.volcanoVersion == (1, 16)
+    assert config.maxRequestBytes == DEFAULT_MAX_REQUEST_BYTES
+
+
+def test_empty_tiers_and_empty_file_are_valid() -> None:
+    assert load("tiers: []\n").tiers == []
+    assert load("").tiers == []
+
+
+def test_full_example() -> None:
+    config = load(
+        """
+volcanoVersion: "1.15"
+managedResources: [nvidia.com/gpu]
+maxRequestBytes: 1048576
+tiers:
+- plugins:
+  - name: sla
+    arguments: {sla-waiting-time: 1h}
+    enableJobEnqueued: false
+  - name: conformance
+- plugins:
+  - name: priority
+"""
+    )
+    assert config.volcanoVersion == (1, 15)
+    assert config.managedResources == ["nvidia.com/gpu"]
+    sla = config.tiers[0].plugins[0]
+    assert sla.arguments == {"sla-waiting-time": "1h"}
+    assert sla.enabled("enableJobEnqueued") is False
+    assert sla.enabled("enablePreemptable") is True
+
+
+def test_flag_defaults_follow_volcano() -> None:
+    option = load("tiers: [{plugins: [{name: sla}]}]").tiers[0].plugins[0]
+    for flag, default in FLAG_DEFAULTS.items():
+        assert option.enabled(flag) is default
+    assert option.enabled("enableHierarchy") is False
+    assert option.enabled("enabledClusterOrder") is False
+    assert sum(not v for v in FLAG_DEFAULTS.values()) == 2
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        ('"1.6"', (1, 6)),
+        ('"1.10"', (1, 10)),
+        ('"v1.15.1"', (1, 15)),
+        ("1.15", (1, 15)),
+        ('"1.16.0-alpha.1"', (1, 16)),
+        ("1.9", (1, 9)),
+    ],
+)
+def test_versions(version: str, expected: tuple[int, int]) -> None:
+    assert load(f"volcanoVersion: {version}").volcanoVersion == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "problem"),
+    [
+        ("volcanoVersion: 1.10", "volcanoVersion", "quoted string"),
+        ('volcanoVersion: "1.5"', "volcanoVersion", "not supported"),
+        ('volcanoVersion: "1.17"', "volcanoVersion", "not supported"),
+        ('volcanoVersion: "latest"', "volcanoVersion", "not a Volcano release"),
+        ("volcanoVersion: [1]", "volcanoVersion", "must be a string"),
+        ("unknownKey: 1", "unknownKey", "unknown key"),
+        ("maxRequestBytes: 0", "maxRequestBytes", "greater than 0"),
+        ("maxRequestBytes: lots", "maxRequestBytes", "valid integer"),
+        ("managedResources: nvidia.com/gpu", "managedResources", "YAML list"),
+        ("managedResources: [1]", "managedResources[0]", "valid string"),
+        ("tiers: {plugins: []}", "tiers", "list of tiers"),
+        ("tiers: [3]", "tiers[0]", "mapping"),
+        ("tiers: [{plugins: [], extra: 1}]", "tiers[0].extra", "unknown tier key"),
+        ("tiers: [{plugins: {name: sla}}]", "tiers[0].plugins", "list of plugins"),
+        ("tiers: [{plugins: [sla]}]", "tiers[0].plugins[0]", "mapping"),
+        ("tiers: [{plugins: [{name: nope}]}]", "tiers[0].plugins[0].name", "unknown plugin 'nope'"),
+        ("tiers: [{plugins: [{arguments: {}}]}]", "tiers[0].plugins[0].name", "required"),
+        (
+            "tiers: [{plugins: [{name: sla, enablePreemptable: 'yes please'}]}]",
+            "tiers[0].plugins[0].enablePreemptable",
+            "true or false",
+        ),
+        (
+            "tiers: [{plugins: [{name: sla, enablePreemptable: 1}]}]",
+            "tiers[0].plugins[0].enablePreemptable",
+            "true or false",
+        ),
+        (
+            "tiers: [{plugins: [{name: sla, enablepreemptable: true}]}]",
+            "tiers[0].plugins[0].enablepreemptable",
+            "did you mean 'enablePreemptable'",
+        ),
+        (
+            "tiers: [{plugins: [{name: sla, weight: 3}]}]",
+            "tiers[0].plugins[0].weight",
+            "unknown plugin option",
+        ),
+        (
+            "tiers: [{plugins: [{name: sla, arguments: [1]}]}]",
+            "tiers[0].plugins[0].arguments",
+            "valid dictionary",
+        ),
+        ("tiers: [\n- plugins: [", "line", "not valid YAML"),
+        ("- 1\n- 2\n", "", "YAML mapping"),
+    ],
+)
+def test_errors_name_file_path_and_problem(text: str, path: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load(text)
+    message = str(info.value)
+    assert message.startswith("caldera.yaml")
+    assert info.value.path.startswith(path)
+    assert problem in message
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read the file"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_null_arguments_are_empty() -> None:
+    option = load("tiers: [{plugins: [{name: sla, arguments: null}]}]").tiers[0].plugins[0]
+    assert option.arguments == {}
+
+
+def test_effective_configuration_spells_out_defaults() -> None:
+    config = load("tiers: [{plugins: [{name: sla, enablePreemptable: false}]}]")
+    effective = Effective(config).as_dict()
+    entry = effective["tiers"][0]["plugins"][0]
+    assert entry["enablePreemptable"] is False and entry["enableJobEnqueued"] is True
+    assert effective["volcanoVersion"] == "1.16"
