@@ -1,8 +1,10 @@
 """``pdb``: keep preemption and reclaim within the cluster's PodDisruptionBudgets.
 
 Follows ``pkg/scheduler/plugins/pdb/pdb.go`` at Volcano ``ed72c7c81`` (v1.16.0-alpha.1-42); the
-file is byte-identical from v1.9.1 to that commit (the plugin does not exist before v1.9), so
-there is no version branch. Reference: plugins-part1.md §6.
+file is byte-identical from v1.9.0 (commit ``3165c7820``, where the plugin was added) to that
+commit, so there is no version branch. v1.6 to v1.8 have no pdb plugin (Volcano logs "Failed to
+get plugin" and skips the entry); hosted by Caldera it behaves as in v1.9. Reference:
+plugins-part1.md §6.
 
 The filter (``pdbFilterFn``) is called with the candidate victims and returns those whose
 eviction keeps every budget at or above zero:
