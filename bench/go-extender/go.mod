@@ -135,9 +135,9 @@ replace (
 	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.35.3
 	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.35.3
 	k8s.io/sample-controller => k8s.io/sample-controller v0.35.3
-	// volcano.sh/apis v1.15.1 exists only as the staging directory inside the
-	// volcano repo and is not served by the module proxy; v1.14.0 is the newest
-	// published release and holds the same scheduling API types.
-	volcano.sh/apis => volcano.sh/apis v1.14.0
+	// Like upstream (which points at ./staging/src/volcano.sh/apis), volcano.sh/apis
+	// comes from the staging directory of the volcano v1.15.1 source tree; the module
+	// proxy does not serve volcano.sh/apis v1.15.1. bench/gobuild.py extracts it here.
+	volcano.sh/apis => ../results/tmp/volcano-apis-v1.15.1
 // This allows API changes to be made and reviewed in the same PR as implementation changes
 )
