@@ -41,7 +41,9 @@ def parse_quantity(text: str) -> Fraction:
     """Return the exact value of a quantity string such as ``"500m"``, ``"4Gi"`` or ``"1e3"``."""
     match = _QUANTITY.match(text.strip())
     if match is None:
-        raise QuantityError(f"quantities must match the regular expression of resource.Quantity: {text!r}")
+        raise QuantityError(
+            f"quantities must match the regular expression of resource.Quantity: {text!r}"
+        )
     value = Fraction(match["num"])
     if match["exp"]:
         value *= Fraction(10) ** int(match["exp"][1:])

@@ -1,0 +1,129 @@
+"""The caldera command: check-config, volcano-config, openapi (serve is covered by the service
+tests, which run it as a subprocess)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from app.cli import main, openapi_text
+from app.config import load_config
+from app.main import create_app
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "caldera.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_check_config_prints_effective_configuration(tmp_path: Path, capsys) -> None:
+    path = write(
+        tmp_path, "tiers: [{plugins: [{name: overcommit, arguments: {overcommit-factor: 'x'}}]}]"
+    )
+    assert main(["check-config", path]) == 0
+    out = capsys.readouterr().out
+    assert "valid" in out
+    assert "warning: plugin overcommit: argument 'overcommit-factor'" in out
+    effective = yaml.safe_load(out)
+    assert effective["tiers"][0]["plugins"][0]["enableJobEnqueued"] is True
+    assert effective["volcanoVersion"] == "1.16"
+
+
+def test_check_config_error_exits_2_naming_file_and_key(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path, "tiers: [{plugins: [{name: sla, enableJobEnqueued: maybe}]}]")
+    assert main(["check-config", path]) == 2
+    err = capsys.readouterr().err
+    assert path in err and "tiers[0].plugins[0].enableJobEnqueued" in err
+    assert "true or false" in err
+
+
+def entry(tmp_path: Path, capsys, text: str, *extra: str) -> tuple[dict, str]:
+    assert main(["volcano-config", "--config", write(tmp_path, text), *extra]) == 0
+    out = capsys.readouterr().out
+    [plugin] = yaml.safe_load(out)
+    return plugin, out
+
+
+def test_volcano_config_lists_exactly_the_needed_verbs(tmp_path: Path, capsys) -> None:
+    plugin, _ = entry(
+        tmp_path,
+        capsys,
+        'volcanoVersion: "1.16"\nmanagedResources: [nvidia.com/gpu]\n'
+        "tiers: [{plugins: [{name: conformance}, {name: overcommit}]}]",
+        "--url",
+        "http://caldera:9000/",
+        "--http-timeout",
+        "2s",
+        "--ignorable",
+    )
+    assert plugin["name"] == "extender"
+    args = plugin["arguments"]
+    assert args["extender.urlPrefix"] == "http://caldera:9000"
+    assert args["extender.httpTimeout"] == "2s"
+    assert args["extender.ignorable"] is True
+    assert args["extender.managedResources"] == ["nvidia.com/gpu"]
+    verbs = {k: v for k, v in args.items() if k.endswith("Verb")}
+    assert verbs == {
+        "extender.onSessionOpenVerb": "onSessionOpen",
+        "extender.onSessionCloseVerb": "onSessionClose",
+        "extender.preemptableVerb": "preemptable",
+        "extender.reclaimableVerb": "reclaimable",
+        "extender.jobEnqueueableVerb": "jobEnqueueable",
+        "extender.jobEnqueuedVerb": "jobEnqueued",
+    }
+
+
+def test_volcano_config_respects_flags_and_release(tmp_path: Path, capsys) -> None:
+    plugin, out = entry(
+        tmp_path,
+        capsys,
+        'volcanoVersion: "1.15"\n'
+        "tiers: [{plugins: [{name: conformance, enableReclaimable: false}, {name: overcommit}]}]",
+    )
+    verbs = {k for k in plugin["arguments"] if k.endswith("Verb")}
+    assert "extender.reclaimableVerb" not in verbs
+    assert "extender.jobEnqueuedVerb" not in verbs  # Volcano 1.15 has no jobEnqueued
+    assert "no jobEnqueued verb" in out
+
+
+def test_volcano_config_legacy_release_uses_reclaimable_path(tmp_path: Path, capsys) -> None:
+    plugin, out = entry(
+        tmp_path, capsys, 'volcanoVersion: "1.6"\ntiers: [{plugins: [{name: sla}]}]'
+    )
+    verbs = {k: v for k, v in plugin["arguments"].items() if k.endswith("Verb")}
+    assert verbs == {"extender.reclaimableVerb": "reclaimable"}
+    assert "posts jobEnqueueable and queueOverused to the reclaimable" in out
+
+
+def test_volcano_config_with_no_plugins_has_no_verbs(tmp_path: Path, capsys) -> None:
+    plugin, _ = entry(tmp_path, capsys, "tiers: []")
+    assert not [k for k in plugin["arguments"] if k.endswith("Verb")]
+
+
+def test_openapi_document_is_checked_in_and_current(capsys) -> None:
+    assert main(["openapi"]) == 0
+    printed = capsys.readouterr().out
+    checked_in = (ROOT / "openapi" / "openapi.json").read_text()
+    assert printed == checked_in, "run `uv run caldera openapi > openapi/openapi.json`"
+    document = json.loads(printed)
+    assert set(document["paths"]) >= {"/predicate", "/healthz", "/readyz", "/metrics"}
+
+
+def test_openapi_is_independent_of_configuration() -> None:
+    assert (
+        openapi_text(create_app(load_config(None)).openapi())
+        == (ROOT / "openapi" / "openapi.json").read_text()
+    )
+
+
+@pytest.mark.parametrize("argv", [[], ["serve", "--port", "x"], ["nope"]])
+def test_usage_errors_exit_2(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2

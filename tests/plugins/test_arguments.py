@@ -1,0 +1,101 @@
+"""Volcano's argument getters: pkg/scheduler/framework/arguments_test.go, case for case."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from plugins.arguments import Arguments
+
+
+@pytest.mark.parametrize(
+    ("base", "args", "expected"),
+    [
+        (10, {"intkey": 15}, 15),
+        (11, {"intkey": "errorvalue"}, 11),
+        (0, {"intkey": ""}, 0),
+        (5, {"intkey": True}, 5),
+        (5, {"intkey": 1.0}, 5),
+        (5, {}, 5),
+    ],
+    ids=[
+        "TestArgumentsGetInt/15",
+        "TestArgumentsGetInt/errorvalue",
+        "TestArgumentsGetInt/empty",
+        "bool is not an int",
+        "float is not an int",
+        "missing",
+    ],
+)
+def test_get_int(base: int, args: dict[str, Any], expected: int) -> None:
+    assert Arguments(args).get_int("intkey", base) == expected
+
+
+def test_get_int_on_nil_arguments_does_not_fail() -> None:
+    assert Arguments(None).get_int("intkey", 3) == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({"anotherKey": "12"}, 1.2),
+        ({"float64key": 1.5}, 1.5),
+        ({"float64key": "errorValue"}, 1.2),
+        ({"float64key": ""}, 1.2),
+        ({"float64key": 15}, 15.0),
+        ({"float64key": True}, 1.2),
+        ({"float64key": "1.5"}, 1.2),
+    ],
+    ids=["missing key", "1.5", "errorValue", "empty string", "int 15", "bool", "numeric string"],
+)
+def test_get_float64(args: dict[str, Any], expected: float) -> None:
+    value = Arguments(args).get_float64("float64key", 1.2)
+    assert value == expected and isinstance(value, float)
+
+
+@pytest.mark.parametrize(
+    ("base", "args", "expected"),
+    [
+        (False, {}, False),
+        (False, {"boolkey": True}, True),
+        (False, {"boolkey": "true"}, True),
+        (True, {"boolkey": "false"}, False),
+        (True, {"boolkey": "not-a-bool"}, True),
+        (False, {"boolkey": "T"}, True),
+        (True, {"boolkey": "0"}, False),
+        (False, {"boolkey": 1}, False),
+    ],
+    ids=[
+        "missing",
+        "true",
+        "string true",
+        "string false",
+        "not-a-bool keeps base",
+        "ParseBool T",
+        "ParseBool 0",
+        "int is not a bool",
+    ],
+)
+def test_get_bool(base: bool, args: dict[str, Any], expected: bool) -> None:
+    assert Arguments(args).get_bool("boolkey", base) is expected
+
+
+@pytest.mark.parametrize(
+    ("base", "args", "expected"),
+    [
+        ("test1", {}, "test1"),
+        ("test", {"key": "test1"}, "test1"),
+        ("test", {"key": 0}, "test"),
+        ("test", {"key": None}, "test"),
+    ],
+    ids=["missing", "string", "int rejected", "nil rejected"],
+)
+def test_get_string(base: str, args: dict[str, Any], expected: str) -> None:
+    assert Arguments(args).get_string("key", base) == expected
+
+
+def test_rejections_are_recorded_as_warnings() -> None:
+    arguments = Arguments({"k": "x"}, plugin="sla")
+    arguments.get_int("k", 1)
+    assert arguments.warnings and "plugin sla" in arguments.warnings[0]

@@ -1,0 +1,76 @@
+"""Exact Quantity parsing and Go's time.ParseDuration."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from schemas.goduration import DurationError, parse_go_duration
+from schemas.quantity import QuantityError, milli_value, parse_quantity, value
+
+S = 1_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("100m", Fraction(1, 10)),
+        ("2", 2),
+        ("4Gi", 4 * 2**30),
+        ("1.5", Fraction(3, 2)),
+        ("1e3", 1000),
+        ("1E-3", Fraction(1, 1000)),
+        ("500Mi", 500 * 2**20),
+        ("1k", 1000),
+        ("0.5Ki", 512),
+        ("-1", -1),
+        ("1n", Fraction(1, 10**9)),
+        ("+2M", 2_000_000),
+    ],
+)
+def test_parse_quantity(text: str, expected: Fraction) -> None:
+    assert parse_quantity(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1.2.3", "1Kb", "Mi", "1 Gi"])
+def test_bad_quantities(text: str) -> None:
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
+
+
+def test_milli_and_value_round_up_like_apimachinery() -> None:
+    assert milli_value("1") == 1000
+    assert milli_value("0.0001") == 1  # MilliValue rounds up
+    assert value("1.2") == 2 and value("100m") == 1
+    assert value("4Gi") == 4 * 2**30
+
+
+@pytest.mark.parametrize(
+    ("text", "nanos"),
+    [
+        ("0", 0),
+        ("3m", 180 * S),
+        ("1h30m", 5400 * S),
+        ("1.5h", 5400 * S),
+        ("600s", 600 * S),
+        ("-1m", -60 * S),
+        ("+5s", 5 * S),
+        ("10ms", 10_000_000),
+        ("1us", 1000),
+        ("1µs", 1000),
+        ("1μs", 1000),
+        ("1ns", 1),
+        (".5s", S // 2),
+        ("1.s", S),
+        ("1h2m3s", 3723 * S),
+    ],
+)
+def test_parse_go_duration(text: str, nanos: int) -> None:
+    assert parse_go_duration(text) == nanos
+
+
+@pytest.mark.parametrize("text", ["", "600", "600abcde", "1d", "s", ".s", "1h-5m", "-", "3 m"])
+def test_go_duration_errors(text: str) -> None:
+    with pytest.raises(DurationError):
+        parse_go_duration(text)
