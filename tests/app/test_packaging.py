@@ -1,0 +1,63 @@
+"""The Dockerfile and compose file cannot be built here (no Docker engine); check by reading them
+that everything they reference exists and says what the README promises."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+from app.config import load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def dockerfile() -> str:
+    return (ROOT / "Dockerfile").read_text()
+
+
+def test_dockerfile_copies_what_exists_and_is_multistage() -> None:
+    text = dockerfile()
+    assert len(re.findall(r"^FROM ", text, re.M)) >= 2
+    for sources in re.findall(r"^COPY (?!--from)(.+) \S+$", text, re.M):
+        for source in sources.split():
+            assert (ROOT / source).exists(), f"Dockerfile copies missing {source}"
+    assert "uv sync --frozen" in text
+    pinned = re.search(r"uv==([\d.]+)", text)
+    assert pinned, "pin uv in the image"
+
+
+def test_dockerfile_runs_non_root_with_healthcheck() -> None:
+    text = dockerfile()
+    assert re.search(r"^USER (?!root|0\b)\S+", text, re.M)
+    assert "HEALTHCHECK" in text and "/healthz" in text
+    assert '"serve", "--host", "0.0.0.0"' in text
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert 'ENTRYPOINT ["caldera"]' in text and "caldera" in scripts
+
+
+def test_compose_services_have_health_checks_and_existing_mounts() -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = compose["services"]
+    assert set(services) == {"caldera", "prometheus"}
+    for name, service in services.items():
+        assert "healthcheck" in service, name
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0]
+            assert (ROOT / source).exists(), f"{name} mounts missing {source}"
+    assert services["prometheus"]["depends_on"]["caldera"]["condition"] == "service_healthy"
+    assert "/healthz" in " ".join(services["caldera"]["healthcheck"]["test"])
+
+
+def test_prometheus_scrapes_caldera_metrics() -> None:
+    prometheus = yaml.safe_load((ROOT / "deploy" / "prometheus.yml").read_text())
+    [job] = prometheus["scrape_configs"]
+    assert job["metrics_path"] == "/metrics"
+    assert job["static_configs"][0]["targets"] == ["caldera:8080"]
+
+
+def test_deploy_configuration_is_valid() -> None:
+    config = load_config(ROOT / "deploy" / "caldera.yaml")
+    assert "pdb" in [option.name for option in config.plugin_options()]
