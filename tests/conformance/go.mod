@@ -2,7 +2,14 @@ module caldera/conformance
 
 go 1.25.0
 
-require volcano.sh/volcano v1.15.1
+require (
+	k8s.io/api v0.35.3
+	k8s.io/apimachinery v0.35.3
+	k8s.io/client-go v0.35.3
+	sigs.k8s.io/yaml v1.6.0
+	volcano.sh/apis v1.15.1
+	volcano.sh/volcano v1.15.1
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -73,11 +80,8 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
-	k8s.io/api v0.35.3 // indirect
 	k8s.io/apiextensions-apiserver v0.35.0 // indirect
-	k8s.io/apimachinery v0.35.3 // indirect
 	k8s.io/apiserver v0.35.3 // indirect
-	k8s.io/client-go v0.35.3 // indirect
 	k8s.io/component-base v0.35.3 // indirect
 	k8s.io/component-helpers v0.35.3 // indirect
 	k8s.io/controller-manager v0.35.3 // indirect
@@ -92,11 +96,11 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.2-0.20260122202528-d9cc6641c482 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 	stathat.com/c/consistent v1.0.0 // indirect
-	volcano.sh/apis v1.15.1 // indirect
 )
 
+// volcano.sh/apis: v1.15.1 builds against its staging copy (local replace);
+// the published v1.15.0 module has the identical tree. See hack/seed-volcano-apis.sh.
 // Mirrored from volcano.sh/volcano v1.15.1 go.mod: k8s.io staging modules
 // are only resolvable through these replace directives.
 replace (
@@ -135,5 +139,5 @@ replace (
 	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.35.3
 	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.35.3
 	k8s.io/sample-controller => k8s.io/sample-controller v0.35.3
-	volcano.sh/apis => volcano.sh/apis v1.14.0
+	volcano.sh/apis => volcano.sh/apis v1.15.0
 )

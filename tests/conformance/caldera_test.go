@@ -1,0 +1,343 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"volcano.sh/volcano/pkg/scheduler/conf"
+	"volcano.sh/volcano/pkg/scheduler/plugins/extender"
+)
+
+// ---- locating and running `caldera` ------------------------------------------
+
+// repoRoot is the Caldera repository root (tests/conformance/../..).
+func repoRoot() string {
+	wd, _ := os.Getwd()
+	return filepath.Clean(filepath.Join(wd, "..", ".."))
+}
+
+// calderaCommand resolves the caldera console script: $CALDERA_BIN, then
+// `caldera` on PATH, then `uv run --project <repo root> caldera`.
+func calderaCommand(args ...string) (*exec.Cmd, error) {
+	if bin := os.Getenv("CALDERA_BIN"); bin != "" {
+		parts := strings.Fields(bin)
+		return exec.Command(parts[0], append(parts[1:], args...)...), nil
+	}
+	if p, err := exec.LookPath("caldera"); err == nil {
+		return exec.Command(p, args...), nil
+	}
+	if uv, err := exec.LookPath("uv"); err == nil {
+		return exec.Command(uv, append([]string{"run", "--quiet", "--project", repoRoot(), "caldera"}, args...)...), nil
+	}
+	return nil, fmt.Errorf("caldera not found: set CALDERA_BIN, put caldera on PATH, or install uv")
+}
+
+// strict turns "Caldera unavailable" skips into failures (for CI once the
+// service is complete): CALDERA_CONFORMANCE_STRICT=1.
+func strict() bool { return os.Getenv("CALDERA_CONFORMANCE_STRICT") == "1" }
+
+// CalderaPlugin is one entry of a Caldera tier: Volcano's tier shape.
+type CalderaPlugin struct {
+	Name      string
+	Flags     map[string]bool
+	Arguments map[string]interface{}
+}
+
+// CalderaConfig is the YAML given to `caldera serve --config`.
+type CalderaConfig struct {
+	ManagedResources []string
+	Tiers            [][]CalderaPlugin
+}
+
+func (c CalderaConfig) yaml() ([]byte, error) {
+	tiers := []interface{}{}
+	for _, tier := range c.Tiers {
+		plugins := []interface{}{}
+		for _, p := range tier {
+			m := map[string]interface{}{"name": p.Name}
+			for k, v := range p.Flags {
+				m[k] = v
+			}
+			if len(p.Arguments) > 0 {
+				m["arguments"] = p.Arguments
+			}
+			plugins = append(plugins, m)
+		}
+		tiers = append(tiers, map[string]interface{}{"plugins": plugins})
+	}
+	mr := c.ManagedResources
+	if mr == nil {
+		mr = []string{}
+	}
+	return yaml.Marshal(map[string]interface{}{
+		"volcanoVersion":   "1.15",
+		"managedResources": mr,
+		"maxRequestBytes":  104857600,
+		"tiers":            tiers,
+	})
+}
+
+// Caldera is a running `caldera serve`.
+type Caldera struct {
+	URL  string
+	cmd  *exec.Cmd
+	logs     *bytes.Buffer
+	once     sync.Once
+	waitExit chan error
+}
+
+var (
+	calderaCheckOnce sync.Once
+	calderaCheckErr  error
+)
+
+// startCaldera writes the config, validates it with `caldera check-config`
+// (exit 2 + "unknown plugin" => t.Skip: the plugin has not landed yet),
+// starts `caldera serve` on a free port and waits for /healthz.
+func startCaldera(t *testing.T, cfg CalderaConfig) *Caldera {
+	t.Helper()
+	skipOrFail := func(format string, args ...interface{}) {
+		t.Helper()
+		if strict() {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format, args...)
+	}
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "caldera.yaml")
+	data, err := cfg.yaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Is caldera runnable at all? (checked once per test binary)
+	calderaCheckOnce.Do(func() {
+		cmd, err := calderaCommand("--help")
+		if err != nil {
+			calderaCheckErr = err
+			return
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			calderaCheckErr = fmt.Errorf("`%s --help` failed: %v\n%s", strings.Join(cmd.Args, " "), err, tail(out))
+		}
+	})
+	if calderaCheckErr != nil {
+		skipOrFail("caldera unavailable: %v", calderaCheckErr)
+	}
+
+	check, _ := calderaCommand("check-config", "--config", path)
+	out, err := check.CombinedOutput()
+	if err != nil {
+		code := -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code == 2 && strings.Contains(strings.ToLower(string(out)), "unknown plugin") {
+			skipOrFail("Caldera does not provide this plugin yet: %s", strings.TrimSpace(tail(out)))
+		}
+		if code == 2 && strings.Contains(string(out), "No such command") {
+			skipOrFail("caldera has no check-config command yet: %s", strings.TrimSpace(tail(out)))
+		}
+		t.Fatalf("caldera check-config failed (exit %d):\n%s\nconfig:\n%s", code, out, data)
+	}
+
+	port := freePort(t)
+	cmd, _ := calderaCommand("serve", "--config", path, "--host", "127.0.0.1", "--port", strconv.Itoa(port))
+	logs := &bytes.Buffer{}
+	cmd.Stdout = logs
+	cmd.Stderr = logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start caldera: %v", err)
+	}
+	c := &Caldera{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, logs: logs}
+	t.Cleanup(func() {
+		c.Stop()
+		if t.Failed() {
+			t.Logf("caldera config:\n%s\ncaldera output:\n%s", data, tail(logs.Bytes()))
+		}
+	})
+
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	c.waitExit = exited
+	deadline := time.Now().Add(20 * time.Second)
+	client := &http.Client{Timeout: time.Second}
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("caldera serve exited early: %v\n%s", err, tail(logs.Bytes()))
+		default:
+		}
+		resp, err := client.Get(c.URL + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return c
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("caldera did not become healthy within 20s\n%s", tail(logs.Bytes()))
+	return nil
+}
+
+// Stop sends SIGTERM to caldera's process group (only the processes this
+// test started) and waits for it, SIGKILL after 5 s.
+func (c *Caldera) Stop() {
+	c.once.Do(func() {
+		if c.cmd.Process == nil {
+			return
+		}
+		pgid := c.cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-c.waitExit:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-c.waitExit
+		}
+	})
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func tail(b []byte) string {
+	const n = 4000
+	if len(b) > n {
+		return "..." + string(b[len(b)-n:])
+	}
+	return string(b)
+}
+
+// ---- extender plugin options ---------------------------------------------------
+
+// allVerbs maps the extender's argument keys to Caldera's endpoint names.
+// jobEnqueued does not exist in Volcano 1.15.
+var allVerbs = map[string]string{
+	extender.ExtenderOnSessionOpenVerb:  "onSessionOpen",
+	extender.ExtenderOnSessionCloseVerb: "onSessionClose",
+	extender.ExtenderPredicateVerb:      "predicate",
+	extender.ExtenderPrioritizeVerb:     "prioritize",
+	extender.ExtenderPreemptableVerb:    "preemptable",
+	extender.ExtenderReclaimableVerb:    "reclaimable",
+	extender.ExtenderQueueOverusedVerb:  "queueOverused",
+	extender.ExtenderJobEnqueueableVerb: "jobEnqueueable",
+	extender.ExtenderJobReadyVerb:       "jobReady",
+	extender.ExtenderAllocateFuncVerb:   "allocate",
+	extender.ExtenderDeallocateFuncVerb: "deallocate",
+}
+
+// ExtOpts configures the extender plugin entry.
+type ExtOpts struct {
+	Ignorable        bool
+	ManagedResources []string
+	Timeout          string            // default "5s" (Caldera cold paths)
+	Verbs            map[string]string // default allVerbs
+}
+
+// extenderOption builds the `extender` plugin entry with the reachable flags
+// copied from the in-tree plugin option it replaces.
+func extenderOption(url string, flagsFrom conf.PluginOption, o ExtOpts) conf.PluginOption {
+	verbs := o.Verbs
+	if verbs == nil {
+		verbs = allVerbs
+	}
+	args := map[string]interface{}{extender.ExtenderURLPrefix: url}
+	for k, v := range verbs {
+		args[k] = v
+	}
+	timeout := o.Timeout
+	if timeout == "" {
+		timeout = "5s"
+	}
+	args[extender.ExtenderHTTPTimeout] = timeout
+	args[extender.ExtenderIgnorable] = o.Ignorable
+	if len(o.ManagedResources) > 0 {
+		args[extender.ExtenderManagedResources] = o.ManagedResources
+	}
+	return conf.PluginOption{
+		Name:               extender.PluginName,
+		EnabledPredicate:   flagsFrom.EnabledPredicate,
+		EnabledNodeOrder:   flagsFrom.EnabledNodeOrder,
+		EnabledPreemptable: flagsFrom.EnabledPreemptable,
+		EnabledReclaimable: flagsFrom.EnabledReclaimable,
+		EnabledJobEnqueued: flagsFrom.EnabledJobEnqueued,
+		EnabledOverused:    flagsFrom.EnabledOverused,
+		EnabledJobReady:    flagsFrom.EnabledJobReady,
+		Arguments:          args,
+	}
+}
+
+// residualOption is the in-tree plugin with every extender-reachable flag
+// switched off: what is left (JobOrder, TaskOrder, JobStarving, JobPipelined)
+// cannot be carried by the extender protocol.
+func residualOption(p conf.PluginOption) conf.PluginOption {
+	r := p
+	r.EnabledPredicate, r.EnabledNodeOrder = &no, &no
+	r.EnabledPreemptable, r.EnabledReclaimable = &no, &no
+	r.EnabledJobEnqueued, r.EnabledOverused, r.EnabledJobReady = &no, &no, &no
+	r.EnabledVictim = &no
+	return r
+}
+
+func hasUnreachable(p conf.PluginOption) bool {
+	for _, f := range []*bool{p.EnabledJobOrder, p.EnabledTaskOrder, p.EnabledJobPipelined, p.EnabledJobStarving,
+		p.EnabledQueueOrder, p.EnablePreemptive, p.EnabledAllocatable, p.EnabledBestNode, p.EnabledVictim} {
+		if f != nil && *f {
+			return true
+		}
+	}
+	return false
+}
+
+// calderaPluginFrom turns an in-tree option into a Caldera tier entry with
+// the reachable flags spelled out (nil => false, as in Volcano unit tests).
+func calderaPluginFrom(p conf.PluginOption) CalderaPlugin {
+	f := func(v *bool) bool { return v != nil && *v }
+	return CalderaPlugin{
+		Name: p.Name,
+		Flags: map[string]bool{
+			"enablePredicate":   f(p.EnabledPredicate),
+			"enableNodeOrder":   f(p.EnabledNodeOrder),
+			"enablePreemptable": f(p.EnabledPreemptable),
+			"enableReclaimable": f(p.EnabledReclaimable),
+			"enableJobEnqueued": f(p.EnabledJobEnqueued),
+			"enabledOverused":   f(p.EnabledOverused),
+			"enableJobReady":    f(p.EnabledJobReady),
+		},
+		Arguments: p.Arguments,
+	}
+}
+
+func mustJSON(v interface{}) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,259 @@
+// Package conformance runs Volcano v1.15.1's scheduler actions twice per
+// scenario -- once with an in-tree plugin, once with the `extender` plugin
+// pointed at a running `caldera serve` -- and compares the outcomes.
+//
+// Nothing here is copied from Volcano: the harness imports Volcano's packages
+// (framework, cache, actions, plugins, util fakes) as a module dependency and
+// mirrors the public steps of pkg/scheduler/uthelper (mock cache, fake
+// binder/evictor, OpenSession, actions, JobUpdater).
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+
+	vcapisv1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/cache"
+	"volcano.sh/volcano/pkg/scheduler/conf"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+	"volcano.sh/volcano/pkg/scheduler/metrics"
+	"volcano.sh/volcano/pkg/scheduler/plugins/cdp"
+	"volcano.sh/volcano/pkg/scheduler/plugins/conformance"
+	"volcano.sh/volcano/pkg/scheduler/plugins/drf"
+	"volcano.sh/volcano/pkg/scheduler/plugins/extender"
+	"volcano.sh/volcano/pkg/scheduler/plugins/gang"
+	"volcano.sh/volcano/pkg/scheduler/plugins/overcommit"
+	"volcano.sh/volcano/pkg/scheduler/plugins/pdb"
+	"volcano.sh/volcano/pkg/scheduler/plugins/priority"
+	"volcano.sh/volcano/pkg/scheduler/plugins/proportion"
+	"volcano.sh/volcano/pkg/scheduler/plugins/resourcequota"
+	"volcano.sh/volcano/pkg/scheduler/plugins/sla"
+	"volcano.sh/volcano/pkg/scheduler/util"
+)
+
+func init() {
+	metrics.InitKubeSchedulerRelatedMetrics()
+}
+
+// builders are the plugin builders every session may use. Registered per
+// session (RegisterPluginBuilder) and cleaned up afterwards, like uthelper.
+var builders = map[string]framework.PluginBuilder{
+	sla.PluginName:           sla.New,
+	priority.PluginName:      priority.New,
+	conformance.PluginName:   conformance.New,
+	cdp.PluginName:           cdp.New,
+	overcommit.PluginName:    overcommit.New,
+	resourcequota.PluginName: resourcequota.New,
+	pdb.PluginName:           pdb.New,
+	gang.PluginName:          gang.New,
+	drf.PluginName:           drf.New,
+	proportion.PluginName:    proportion.New,
+	extender.PluginName:      extender.New,
+	rejecterName:             newRejecter,
+}
+
+// Cluster is the input of one session. Build it with a func so each run gets
+// fresh objects (the cache mutates them).
+type Cluster struct {
+	Nodes          []*v1.Node
+	Pods           []*v1.Pod
+	PodGroups      []*vcapisv1.PodGroup
+	Queues         []*vcapisv1.Queue
+	PriClasses     []*schedulingv1.PriorityClass
+	ResourceQuotas []*v1.ResourceQuota
+	PDBs           []*policyv1.PodDisruptionBudget
+}
+
+// Outcome is what the comparison looks at.
+type Outcome struct {
+	Binds     map[string]string // ns/pod -> node
+	Evicts    []string          // ns/pod, sorted
+	Phases    map[string]string // ns/podgroup -> phase
+	Pipelined map[string]string // ns/pod -> node (tasks left Pipelined)
+}
+
+func (o Outcome) String() string {
+	return fmt.Sprintf("binds=%v evicts=%v phases=%v pipelined=%v", sortedMap(o.Binds), o.Evicts, sortedMap(o.Phases), sortedMap(o.Pipelined))
+}
+
+func sortedMap(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+"->"+m[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// diff returns "" when both outcomes are equal.
+func diff(a, b Outcome) string {
+	var out []string
+	if sortedMap(a.Binds) != sortedMap(b.Binds) {
+		out = append(out, fmt.Sprintf("binds: in-tree %s, extender %s", sortedMap(a.Binds), sortedMap(b.Binds)))
+	}
+	if strings.Join(a.Evicts, ",") != strings.Join(b.Evicts, ",") {
+		out = append(out, fmt.Sprintf("evicts: in-tree %v, extender %v", a.Evicts, b.Evicts))
+	}
+	if sortedMap(a.Phases) != sortedMap(b.Phases) {
+		out = append(out, fmt.Sprintf("podgroup phases: in-tree %s, extender %s", sortedMap(a.Phases), sortedMap(b.Phases)))
+	}
+	if sortedMap(a.Pipelined) != sortedMap(b.Pipelined) {
+		out = append(out, fmt.Sprintf("pipelined: in-tree %s, extender %s", sortedMap(a.Pipelined), sortedMap(b.Pipelined)))
+	}
+	return strings.Join(out, "\n")
+}
+
+// sessionMu serialises sessions: plugin builders and conf.EnabledActionMap
+// are package globals in Volcano.
+var sessionMu sync.Mutex
+
+// runSession opens one scheduling session over the cluster, runs the actions
+// and returns the observed outcome. It mirrors uthelper.TestCommonStruct
+// (RegisterSession/Run/CheckAll/Close) but keeps the fake binder and evictor
+// so that outcomes can be compared between two runs instead of against
+// hard-coded expectations.
+func runSession(t *testing.T, cl Cluster, tiers []conf.Tier, actions []framework.Action) Outcome {
+	t.Helper()
+	sessionMu.Lock()
+	defer sessionMu.Unlock()
+
+	binder := util.NewFakeBinder(1000)
+	evictor := util.NewFakeEvictor(1000)
+	sc := cache.NewCustomMockSchedulerCache("volcano", binder, evictor, &util.FakeStatusUpdater{}, nil, nil)
+
+	stop := make(chan struct{})
+	defer close(stop)
+	sc.Run(stop)
+	sc.WaitForCacheSync(stop)
+
+	// PodDisruptionBudgets go into a fake informer, as pdb_test.go does.
+	client := fake.NewSimpleClientset()
+	inf := informers.NewSharedInformerFactory(client, 0)
+	pdbInformer := inf.Policy().V1().PodDisruptionBudgets().Informer()
+	for _, p := range cl.PDBs {
+		if err := pdbInformer.GetStore().Add(p); err != nil {
+			t.Fatalf("add pdb: %v", err)
+		}
+	}
+	sc.SetSharedInformerFactory(inf)
+
+	for _, n := range cl.Nodes {
+		sc.AddOrUpdateNode(n)
+	}
+	for _, p := range cl.Pods {
+		sc.AddPod(p)
+	}
+	for _, pg := range cl.PodGroups {
+		sc.AddPodGroupV1beta1(pg)
+	}
+	for _, q := range cl.Queues {
+		sc.AddQueueV1beta1(q)
+	}
+	for _, pc := range cl.PriClasses {
+		sc.AddPriorityClass(pc)
+	}
+	for _, rq := range cl.ResourceQuotas {
+		sc.AddResourceQuota(rq)
+	}
+
+	for name, b := range builders {
+		framework.RegisterPluginBuilder(name, b)
+	}
+	defer framework.CleanupPluginBuilders()
+
+	ssn := framework.OpenSession(sc, tiers, nil)
+	conf.EnabledActionMap = map[string]bool{}
+	for _, a := range actions {
+		conf.EnabledActionMap[a.Name()] = true
+	}
+	for _, a := range actions {
+		a.Initialize()
+		a.Execute(ssn)
+		a.UnInitialize()
+	}
+
+	// Binds and evictions are asynchronous: wait until both fakes are quiet.
+	settle(binder, evictor)
+
+	framework.NewJobUpdater(ssn).UpdateAll()
+	out := Outcome{
+		Binds:     binder.Binds(),
+		Evicts:    evictor.Evicts(),
+		Phases:    map[string]string{},
+		Pipelined: map[string]string{},
+	}
+	sort.Strings(out.Evicts)
+	for id, job := range ssn.Jobs {
+		if job.PodGroup != nil {
+			out.Phases[string(id)] = string(job.PodGroup.Status.Phase)
+		}
+		for _, task := range job.TaskStatusIndex[api.Pipelined] {
+			out.Pipelined[task.Namespace+"/"+task.Name] = task.NodeName
+		}
+	}
+	framework.CloseSession(ssn)
+	return out
+}
+
+func settle(b *util.FakeBinder, e *util.FakeEvictor) {
+	quiet := 0
+	for quiet < 3 {
+		select {
+		case <-b.Channel:
+			quiet = 0
+		case <-e.Channel:
+			quiet = 0
+		case <-time.After(100 * time.Millisecond):
+			quiet++
+		}
+	}
+}
+
+// ---- rejecter: an in-tree test plugin that rejects one named job ----------
+
+const rejecterName = "test-rejecter"
+
+type rejecter struct{ job string }
+
+func newRejecter(args framework.Arguments) framework.Plugin {
+	r := &rejecter{}
+	args.GetString(&r.job, "rejectJob")
+	return r
+}
+func (r *rejecter) Name() string { return rejecterName }
+func (r *rejecter) OnSessionOpen(ssn *framework.Session) {
+	ssn.AddJobEnqueueableFn(r.Name(), func(obj interface{}) int {
+		if obj.(*api.JobInfo).Name == r.job {
+			return -1
+		}
+		return 1
+	})
+}
+func (r *rejecter) OnSessionClose(*framework.Session) {}
+
+// ---- helpers ----------------------------------------------------------------
+
+var (
+	yes = true
+	no  = false
+)
+
+func gpu(v string) api.ScalarResource { return api.ScalarResource{Name: "nvidia.com/gpu", Value: v} }
+
+var _ = context.Background

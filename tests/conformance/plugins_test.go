@@ -1,0 +1,509 @@
+package conformance
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	vcapisv1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	"volcano.sh/volcano/pkg/scheduler/actions/allocate"
+	"volcano.sh/volcano/pkg/scheduler/actions/enqueue"
+	"volcano.sh/volcano/pkg/scheduler/actions/preempt"
+	"volcano.sh/volcano/pkg/scheduler/actions/reclaim"
+	"volcano.sh/volcano/pkg/scheduler/conf"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+	"volcano.sh/volcano/pkg/scheduler/util"
+)
+
+func allocateNew() framework.Action { return allocate.New() }
+func preemptNew() framework.Action  { return preempt.New() }
+func reclaimNew() framework.Action  { return reclaim.New() }
+func enqueueNew() framework.Action  { return enqueue.New() }
+
+func enqueueActions() []framework.Action { return []framework.Action{enqueueNew()} }
+func reclaimActions() []framework.Action { return []framework.Action{reclaimNew()} }
+
+var (
+	// priorityOrderOnly supplies JobStarving / JobOrder / TaskOrder (which
+	// the extender cannot carry) without a Preemptable function, so the
+	// plugin under test is the only victim filter.
+	priorityOrderOnly = conf.PluginOption{Name: "priority", EnabledJobOrder: &yes, EnabledTaskOrder: &yes, EnabledJobStarving: &yes}
+	// priorityEnableEvict / priorityDisableEvict are priority_test.go's.
+	priorityEnableEvict = conf.PluginOption{Name: "priority", EnabledTaskOrder: &yes, EnabledJobOrder: &yes,
+		EnabledPreemptable: &yes, EnabledReclaimable: &yes, EnabledJobStarving: &yes}
+	priorityDisableEvict = conf.PluginOption{Name: "priority", EnabledTaskOrder: &yes, EnabledJobOrder: &yes,
+		EnabledPreemptable: &no, EnabledReclaimable: &no, EnabledJobStarving: &yes}
+	evictFlags = func(name string) conf.PluginOption {
+		return conf.PluginOption{Name: name, EnabledPreemptable: &yes, EnabledReclaimable: &yes}
+	}
+	classes = func() []*schedulingv1.PriorityClass {
+		return []*schedulingv1.PriorityClass{util.BuildPriorityClass("low-priority", 100), util.BuildPriorityClass("high-priority", 1000)}
+	}
+)
+
+// ---- conformance ------------------------------------------------------------------
+
+func TestConformancePlugin(t *testing.T) {
+	tiers := []conf.Tier{tier(priorityOrderOnly, evictFlags("conformance"))}
+	runAll(t, []Scenario{
+		{
+			Name: "preempt skips kube-system victim",
+			Cluster: func() Cluster {
+				return Cluster{
+					Nodes:      []*v1.Node{node("node1", "4", "4G")},
+					PriClasses: classes(),
+					PodGroups: []*vcapisv1.PodGroup{
+						pgPrio("pg-sys", "kube-system", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"),
+						pgPrio("pg-app", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"),
+						pgPrio("pg-hi", "ns2", "q1", 1, vcapisv1.PodGroupInqueue, "high-priority"),
+					},
+					Pods: []*v1.Pod{
+						running("kube-system", "sys-pod", "node1", "2", "2G", "pg-sys", preemptable()),
+						running("ns1", "app-pod", "node1", "2", "2G", "pg-app", preemptable()),
+						pending("ns2", "preemptor", "2", "2G", "pg-hi"),
+					},
+					Queues: []*vcapisv1.Queue{queue("q1", "", "")},
+				}
+			},
+			Actions: preemptActions, Tiers: tiers, Plugin: "conformance",
+			Expect: expectEvicts("ns1/app-pod"),
+		},
+		{
+			Name: "preempt finds only critical victims",
+			Cluster: func() Cluster {
+				return Cluster{
+					Nodes:      []*v1.Node{node("node1", "4", "4G")},
+					PriClasses: classes(),
+					PodGroups: []*vcapisv1.PodGroup{
+						pgPrio("pg-sys", "kube-system", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"),
+						pgPrio("pg-crit", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"),
+						pgPrio("pg-hi", "ns2", "q1", 1, vcapisv1.PodGroupInqueue, "high-priority"),
+					},
+					Pods: []*v1.Pod{
+						running("kube-system", "sys-pod", "node1", "2", "2G", "pg-sys", preemptable()),
+						withClass(running("ns1", "crit-pod", "node1", "2", "2G", "pg-crit", preemptable()), "system-node-critical"),
+						pending("ns2", "preemptor", "2", "2G", "pg-hi"),
+					},
+					Queues: []*vcapisv1.Queue{queue("q1", "", "")},
+				}
+			},
+			Actions: preemptActions, Tiers: tiers, Plugin: "conformance",
+			Expect: expectEvicts(),
+		},
+		{
+			Name: "reclaim skips kube-system victim",
+			Cluster: func() Cluster {
+				return Cluster{
+					Nodes:      []*v1.Node{node("node1", "4", "4G")},
+					PriClasses: classes(),
+					PodGroups: []*vcapisv1.PodGroup{
+						pgPrio("pg-sys", "kube-system", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"),
+						pgPrio("pg-app", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"),
+						pgPrio("pg-q2", "ns2", "q2", 1, vcapisv1.PodGroupInqueue, "low-priority"),
+					},
+					Pods: []*v1.Pod{
+						running("kube-system", "sys-pod", "node1", "2", "2G", "pg-sys", preemptable()),
+						running("ns1", "app-pod", "node1", "2", "2G", "pg-app", preemptable()),
+						pending("ns2", "reclaimer", "2", "2G", "pg-q2"),
+					},
+					Queues: []*vcapisv1.Queue{queue("q1", "", ""), queue("q2", "", "")},
+				}
+			},
+			Actions: reclaimActions, Tiers: tiers, Plugin: "conformance",
+			Expect: expectEvicts("ns1/app-pod"),
+		},
+	})
+}
+
+// ---- priority ------------------------------------------------------------------------
+
+// priorityPreemptCluster1/2 are priority_test.go TestPreempt's two cases.
+func priorityPreemptCluster1() Cluster {
+	prio := int32(1000)
+	return Cluster{
+		PriClasses: classes(),
+		PodGroups: []*vcapisv1.PodGroup{
+			pgPrio("pg1", "ns1", "q1", 1, vcapisv1.PodGroupInqueue, "low-priority"),
+			pgPrio("pg2", "ns2", "q1", 1, vcapisv1.PodGroupInqueue, "high-priority"),
+		},
+		Pods: []*v1.Pod{
+			running("ns1", "preemptee1", "node1", "3", "3G", "pg1", preemptable()),
+			withPriority(running("ns1", "preemptee2", "node1", "3", "3G", "pg1", preemptable()), prio),
+			pending("ns2", "preemptor1", "3", "3G", "pg2"),
+		},
+		Nodes:  []*v1.Node{node("node1", "6", "6G"), node("node2", "2", "2G")},
+		Queues: []*vcapisv1.Queue{queue("q1", "6", "6G")},
+	}
+}
+
+func priorityPreemptCluster2() Cluster {
+	return Cluster{
+		PriClasses: classes(),
+		PodGroups: []*vcapisv1.PodGroup{
+			pgPrio("pg1", "ns1", "q1", 1, vcapisv1.PodGroupInqueue, "low-priority"),
+			pgPrio("pg2", "ns2", "q1", 1, vcapisv1.PodGroupInqueue, "high-priority"),
+		},
+		Pods: []*v1.Pod{
+			running("ns1", "preemptee1", "node1", "3", "3G", "pg1", preemptable()),
+			running("ns1", "preemptee2", "node2", "3", "3G", "pg1", map[string]string{vcapisv1.PodPreemptable: "false"}),
+			pending("ns2", "preemptor1", "3", "3G", "pg2"),
+		},
+		Nodes:  []*v1.Node{node("node1", "3", "3G"), node("node2", "3", "3G")},
+		Queues: []*vcapisv1.Queue{queue("q1", "6", "6G")},
+	}
+}
+
+func TestPriorityPlugin(t *testing.T) {
+	runAll(t, []Scenario{
+		{
+			Name:    "upstream TestPreempt: enable preempt low priority",
+			Cluster: priorityPreemptCluster1, Actions: preemptActions,
+			Tiers: []conf.Tier{tier(priorityEnableEvict)}, Plugin: "priority", Residual: true,
+			Expect: all(expectEvicts("ns1/preemptee1"), func(t *testing.T, o Outcome) {
+				if o.Pipelined["ns2/preemptor1"] != "node1" {
+					t.Fatalf("upstream expects ns2/pg2 pipelined on node1, got %v", o.Pipelined)
+				}
+			}),
+		},
+		{
+			Name:    "upstream TestPreempt: disable preempt low priority",
+			Cluster: priorityPreemptCluster2, Actions: preemptActions,
+			Tiers: []conf.Tier{tier(priorityDisableEvict)}, Plugin: "priority", Residual: true,
+			Expect: expectEvicts(),
+		},
+		{
+			Name: "same-job victims compare task priority",
+			Cluster: func() Cluster {
+				return Cluster{
+					PriClasses: classes(),
+					PodGroups:  []*vcapisv1.PodGroup{pgPrio("pg1", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "low-priority")},
+					Pods: []*v1.Pod{
+						withPriority(running("ns1", "low", "node1", "2", "2G", "pg1", preemptable()), 10),
+						withPriority(running("ns1", "high", "node1", "2", "2G", "pg1", preemptable()), 500),
+						withPriority(pending("ns1", "new", "2", "2G", "pg1"), 100),
+					},
+					Nodes:  []*v1.Node{node("node1", "4", "4G")},
+					Queues: []*vcapisv1.Queue{queue("q1", "", "")},
+				}
+			},
+			Actions: preemptActions,
+			Tiers:   []conf.Tier{tier(priorityEnableEvict)}, Plugin: "priority", Residual: true,
+		},
+	})
+}
+
+// ---- cdp ----------------------------------------------------------------------------------
+
+func TestCdpPlugin(t *testing.T) {
+	const key = "volcano.sh/cooldown-time"
+	cluster := func() Cluster {
+		return Cluster{
+			PriClasses: classes(),
+			PodGroups: []*vcapisv1.PodGroup{
+				pgPrio("pg-lo", "default", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"),
+				pgPrio("pg-hi", "default", "q1", 1, vcapisv1.PodGroupInqueue, "high-priority"),
+			},
+			Pods: []*v1.Pod{
+				// cdp_test.go TestPreemptableFn's three tasks.
+				scheduledAgo(annotate(running("default", "cool", "node1", "1", "1G", "pg-lo", preemptable()), key, "600s"), 100*time.Second),
+				scheduledAgo(annotate(running("default", "invalid", "node1", "1", "1G", "pg-lo", preemptable()), key, "600abcde"), 100*time.Second),
+				scheduledAgo(annotate(running("default", "expired", "node1", "1", "1G", "pg-lo", preemptable()), key, "600s"), 800*time.Second),
+				pending("default", "preemptor", "2", "2G", "pg-hi"),
+			},
+			Nodes:  []*v1.Node{node("node1", "3", "3G")},
+			Queues: []*vcapisv1.Queue{queue("q1", "", "")},
+		}
+	}
+	tiers := []conf.Tier{tier(priorityOrderOnly, evictFlags("cdp"))}
+	runAll(t, []Scenario{
+		{
+			Name: "preempt respects cooldown", Cluster: cluster, Actions: preemptActions,
+			Tiers: tiers, Plugin: "cdp",
+			Expect: expectEvicts("default/expired", "default/invalid"),
+		},
+		{
+			Name: "label wins over annotation", Actions: preemptActions, Tiers: tiers, Plugin: "cdp",
+			Cluster: func() Cluster {
+				cl := cluster()
+				// an invalid label disables protection even with a valid annotation
+				cl.Pods[0].Labels[key] = "soon"
+				return cl
+			},
+		},
+	})
+}
+
+// ---- sla ---------------------------------------------------------------------------------
+
+var (
+	drfEnq        = conf.PluginOption{Name: "drf", EnabledJobOrder: &yes, EnabledJobEnqueued: &yes}
+	proportionEnq = conf.PluginOption{Name: "proportion", EnabledQueueOrder: &yes, EnabledJobEnqueued: &yes}
+	gangOrder     = conf.PluginOption{Name: "gang", EnabledJobOrder: &yes}
+	slaEnq        = func(wait interface{}) conf.PluginOption {
+		args := map[string]interface{}{}
+		if wait != nil {
+			args["sla-waiting-time"] = wait
+		}
+		return conf.PluginOption{Name: "sla", Arguments: args, EnabledJobOrder: &yes, EnabledJobEnqueued: &yes}
+	}
+)
+
+func TestSlaPlugin(t *testing.T) {
+	// enqueue_test.go TestEnqueue: drf, proportion, sla(3m), gang in one tier.
+	upstream := []conf.Tier{tier(drfEnq, proportionEnq, slaEnq("3m"), gangOrder)}
+	q := func() []*vcapisv1.Queue {
+		return []*vcapisv1.Queue{queue("c1", "4", "4G"), queue("c2", "4", "4G")}
+	}
+	recent := func(pg *vcapisv1.PodGroup, age time.Duration) *vcapisv1.PodGroup {
+		pg.CreationTimestamp = metav1.NewTime(time.Now().Add(-age))
+		return pg
+	}
+	runAll(t, []Scenario{
+		{
+			Name: "upstream TestEnqueue: podgroup pending", Actions: enqueueActions, Tiers: upstream, Plugin: "sla", Residual: true,
+			Cluster: func() Cluster {
+				return Cluster{
+					PodGroups: []*vcapisv1.PodGroup{
+						util.BuildPodGroup("pg1", "c1", "c1", 1, nil, vcapisv1.PodGroupPending),
+						util.BuildPodGroup("pg2", "c1", "c2", 1, nil, vcapisv1.PodGroupPending),
+					},
+					Pods:   []*v1.Pod{pending("c1", "p1", "3", "1G", "pg1"), pending("c1", "p2", "1", "1G", "pg2")},
+					Queues: q(),
+				}
+			},
+			Expect: expectPhases(map[string]string{"c1/pg1": "Inqueue", "c1/pg2": "Inqueue"}),
+		},
+		{
+			Name: "upstream TestEnqueue: queue smaller than MinResources (Reject wins in tier)", Actions: enqueueActions,
+			Tiers: upstream, Plugin: "sla", Residual: true,
+			Cluster: func() Cluster {
+				return Cluster{
+					PodGroups: []*vcapisv1.PodGroup{pgMin("pg1", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending)},
+					Queues:    []*vcapisv1.Queue{queue("c1", "1", "1G")},
+				}
+			},
+			Expect: expectPhases(map[string]string{"c1/pg1": "Pending"}),
+		},
+		{
+			Name: "sla Permit in tier 1 hides proportion Reject in tier 2", Actions: enqueueActions,
+			Tiers: []conf.Tier{tier(slaEnq("3m")), tier(drfEnq, proportionEnq, gangOrder)}, Plugin: "sla", Residual: true,
+			Cluster: func() Cluster {
+				return Cluster{
+					PodGroups: []*vcapisv1.PodGroup{
+						// zero creationTimestamp: long past any deadline
+						pgMin("old", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending),
+						recent(pgMin("new", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), time.Minute),
+						recent(pgMin("late", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute),
+					},
+					Queues: []*vcapisv1.Queue{queue("c1", "1", "1G")},
+				}
+			},
+			Expect: expectPhases(map[string]string{"c1/old": "Inqueue", "c1/new": "Pending", "c1/late": "Inqueue"}),
+		},
+		{
+			Name: "per-job annotation overrides global", Actions: enqueueActions,
+			Tiers: []conf.Tier{tier(slaEnq(nil)), tier(drfEnq, proportionEnq)}, Plugin: "sla", Residual: true,
+			Cluster: func() Cluster {
+				a := recent(pgMin("short", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
+				a.Annotations = map[string]string{"volcano.sh/sla-waiting-time": "5m"}
+				b := recent(pgMin("long", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
+				b.Annotations = map[string]string{"sla-waiting-time": "1h"}
+				c := recent(pgMin("bad-prefixed", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
+				c.Annotations = map[string]string{"volcano.sh/sla-waiting-time": "-1m", "sla-waiting-time": "2m"}
+				return Cluster{PodGroups: []*vcapisv1.PodGroup{a, b, c}, Queues: []*vcapisv1.Queue{queue("c1", "1", "1G")}}
+			},
+			Expect: expectPhases(map[string]string{"c1/short": "Inqueue", "c1/long": "Pending", "c1/bad-prefixed": "Inqueue"}),
+		},
+		{
+			Name: "non-string sla-waiting-time means no global sla", Actions: enqueueActions,
+			Tiers: []conf.Tier{tier(slaEnq(1)), tier(drfEnq, proportionEnq)}, Plugin: "sla", Residual: true,
+			Cluster: func() Cluster {
+				return Cluster{
+					PodGroups: []*vcapisv1.PodGroup{pgMin("pg1", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending)},
+					Queues:    []*vcapisv1.Queue{queue("c1", "1", "1G")},
+				}
+			},
+			Expect: expectPhases(map[string]string{"c1/pg1": "Pending"}),
+		},
+	})
+}
+
+// ---- overcommit ----------------------------------------------------------------------------
+
+func TestOvercommitPlugin(t *testing.T) {
+	oc := func(factor interface{}) []conf.Tier {
+		args := map[string]interface{}{}
+		if factor != nil {
+			args["overcommit-factor"] = factor
+		}
+		return []conf.Tier{tier(conf.PluginOption{Name: "overcommit", EnabledJobEnqueued: &yes, Arguments: args})}
+	}
+	// overcommit_test.go: n1 (2 CPU, 4Gi) + n2 (4 CPU, 16Gi) => idle 7200m at 1.2
+	nodes := func() []*v1.Node {
+		return []*v1.Node{util.BuildNode("n1", rl("2", "4Gi"), nil), util.BuildNode("n2", rl("4", "16Gi"), nil)}
+	}
+	cl := func(pgs ...*vcapisv1.PodGroup) func() Cluster {
+		return func() Cluster {
+			fresh := make([]*vcapisv1.PodGroup, len(pgs))
+			for i, pg := range pgs {
+				fresh[i] = pg.DeepCopy()
+			}
+			return Cluster{Nodes: nodes(), PodGroups: fresh, Queues: []*vcapisv1.Queue{queue("c1", "", "")}}
+		}
+	}
+	ns := "test-namespace"
+	runAll(t, []Scenario{
+		{Name: "pg fits (factor 1.2)", Actions: enqueueActions, Tiers: oc(1.2), Plugin: "overcommit",
+			Cluster: cl(pgMin("pg1", ns, "c1", 2, rl("2000m", "2G"), vcapisv1.PodGroupPending)),
+			Expect:  expectPhases(map[string]string{ns + "/pg1": "Inqueue"})},
+		{Name: "factor below 1 resets to 1.2", Actions: enqueueActions, Tiers: oc(0.8), Plugin: "overcommit",
+			Cluster: cl(pgMin("pg1", ns, "c1", 2, rl("7", "2G"), vcapisv1.PodGroupPending)),
+			Expect:  expectPhases(map[string]string{ns + "/pg1": "Inqueue"})},
+		{Name: "integer factor", Actions: enqueueActions, Tiers: oc(2), Plugin: "overcommit",
+			Cluster: cl(pgMin("pg1", ns, "c1", 2, rl("11", "2G"), vcapisv1.PodGroupPending)),
+			Expect:  expectPhases(map[string]string{ns + "/pg1": "Inqueue"})},
+		{Name: "required resources too large", Actions: enqueueActions, Tiers: oc(1.2), Plugin: "overcommit",
+			Cluster: cl(pgMin("pg2", ns, "c1", 2, rl("20000m", "20G"), vcapisv1.PodGroupPending)),
+			Expect:  expectPhases(map[string]string{ns + "/pg2": "Pending"})},
+		{Name: "no MinResources", Actions: enqueueActions, Tiers: oc(1.2), Plugin: "overcommit",
+			Cluster: cl(util.BuildPodGroup("pg3", ns, "c1", 2, nil, vcapisv1.PodGroupPending)),
+			Expect:  expectPhases(map[string]string{ns + "/pg3": "Inqueue"})},
+		{Name: "existing Inqueue job reserves resources", Actions: enqueueActions, Tiers: oc(nil), Plugin: "overcommit",
+			Cluster: cl(pgMin("in", ns, "c1", 1, rl("6", "1G"), vcapisv1.PodGroupInqueue),
+				pgMin("new", ns, "c1", 1, rl("2", "1G"), vcapisv1.PodGroupPending)),
+			Expect: expectPhases(map[string]string{ns + "/new": "Pending"})},
+		{Name: "enqueue decisions accumulate within a session", Actions: enqueueActions, Tiers: oc(nil), Plugin: "overcommit",
+			Cluster: cl(pgMin("a", ns, "c1", 1, rl("4", "1G"), vcapisv1.PodGroupPending),
+				pgMin("b", ns, "c1", 1, rl("4", "1G"), vcapisv1.PodGroupPending))},
+		{Name: "missing scalar resource rejects", Actions: enqueueActions, Tiers: oc(nil), Plugin: "overcommit",
+			Cluster: cl(pgMin("gpu", ns, "c1", 1, rl("1", "1G", gpu("1")), vcapisv1.PodGroupPending)),
+			Expect:  expectPhases(map[string]string{ns + "/gpu": "Pending"})},
+	})
+}
+
+// ---- resourcequota ---------------------------------------------------------------------------
+
+func TestResourceQuotaPlugin(t *testing.T) {
+	rqOpt := conf.PluginOption{Name: "resourcequota", EnabledJobEnqueued: &yes}
+	tiers := []conf.Tier{tier(rqOpt)}
+	cl := func(quota bool, pgs ...*vcapisv1.PodGroup) func() Cluster {
+		return func() Cluster {
+			c := Cluster{Queues: []*vcapisv1.Queue{queue("c1", "", "")}, Nodes: []*v1.Node{node("n1", "100", "100G")}}
+			for _, pg := range pgs {
+				c.PodGroups = append(c.PodGroups, pg.DeepCopy())
+			}
+			if quota {
+				c.ResourceQuotas = append(c.ResourceQuotas, util.BuildResourceQuota("test", "default", rl("2000m", "2G")))
+			}
+			return c
+		}
+	}
+	runAll(t, []Scenario{
+		{Name: "upstream: capacity can match", Actions: enqueueActions, Tiers: tiers, Plugin: "resourcequota",
+			Cluster: cl(true, pgMin("pg1", "default", "c1", 2, rl("2000m", "2G"), vcapisv1.PodGroupPending)),
+			Expect:  expectPhases(map[string]string{"default/pg1": "Inqueue"})},
+		{Name: "upstream: capacity can't match", Actions: enqueueActions, Tiers: tiers, Plugin: "resourcequota",
+			Cluster: cl(true, pgMin("pg2", "default", "c1", 2, rl("20000m", "20G"), vcapisv1.PodGroupPending)),
+			Expect:  expectPhases(map[string]string{"default/pg2": "Pending"})},
+		{Name: "upstream: no ResourceQuota object", Actions: enqueueActions, Tiers: tiers, Plugin: "resourcequota",
+			Cluster: cl(false, pgMin("pg2", "default", "c1", 2, rl("20000m", "20G"), vcapisv1.PodGroupPending)),
+			Expect:  expectPhases(map[string]string{"default/pg2": "Inqueue"})},
+		{Name: "upstream: MinResources not set", Actions: enqueueActions, Tiers: tiers, Plugin: "resourcequota",
+			Cluster: cl(true, util.BuildPodGroup("pg3", "default", "c1", 2, nil, vcapisv1.PodGroupPending)),
+			Expect:  expectPhases(map[string]string{"default/pg3": "Inqueue"})},
+		{Name: "pending usage accumulates within a session", Actions: enqueueActions, Tiers: tiers, Plugin: "resourcequota",
+			Cluster: cl(true, pgMin("a", "default", "c1", 1, rl("1500m", "1G"), vcapisv1.PodGroupPending),
+				pgMin("b", "default", "c1", 1, rl("1500m", "1G"), vcapisv1.PodGroupPending))},
+		{
+			// resourcequota_test.go TestJobEnqueuedOnOtherPluginsReject (HEAD); in
+			// v1.15.1 resourcequota books usage inside JobEnqueueable, so the
+			// outcome depends on job order -- the comparison still must agree.
+			Name: "upstream: JobEnqueued on other plugins reject", Actions: enqueueActions, Plugin: "resourcequota",
+			Tiers: []conf.Tier{tier(rqOpt, conf.PluginOption{Name: rejecterName, EnabledJobEnqueued: &yes,
+				Arguments: map[string]interface{}{"rejectJob": "pgA"}})},
+			Cluster: func() Cluster {
+				return Cluster{
+					Nodes:          []*v1.Node{node("n1", "4", "4G")},
+					Queues:         []*vcapisv1.Queue{queue("c1", "", "")},
+					ResourceQuotas: []*v1.ResourceQuota{util.BuildResourceQuota("rq1", "ns1", rl("1", "1G"))},
+					PodGroups: []*vcapisv1.PodGroup{
+						pgMin("pgA", "ns1", "c1", 1, rl("1", "1G"), vcapisv1.PodGroupPending),
+						pgMin("pgB", "ns1", "c1", 1, rl("1", "1G"), vcapisv1.PodGroupPending),
+					},
+					Pods: []*v1.Pod{pending("ns1", "pa", "1", "1G", "pgA"), pending("ns1", "pb", "1", "1G", "pgB")},
+				}
+			},
+		},
+	})
+}
+
+// ---- pdb ------------------------------------------------------------------------------------
+
+func pdbObj(name, ns string, allowed int32, match map[string]string) *policyv1.PodDisruptionBudget {
+	one := intstr.FromInt32(1)
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: match}},
+		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
+	}
+}
+
+func TestPdbPlugin(t *testing.T) {
+	web := func() map[string]string { return map[string]string{vcapisv1.PodPreemptable: "true", "app": "web"} }
+	preemptCl := func(pdbs ...*policyv1.PodDisruptionBudget) func() Cluster {
+		return func() Cluster {
+			c := Cluster{
+				PriClasses: classes(),
+				PodGroups: []*vcapisv1.PodGroup{
+					pgPrio("pg-web", "default", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"),
+					pgPrio("pg-hi", "default", "q1", 1, vcapisv1.PodGroupInqueue, "high-priority"),
+				},
+				Pods: []*v1.Pod{
+					running("default", "web-1", "node1", "1", "1G", "pg-web", web()),
+					running("default", "web-2", "node1", "1", "1G", "pg-web", web()),
+					pending("default", "preemptor", "1", "1G", "pg-hi"),
+				},
+				Nodes:  []*v1.Node{node("node1", "2", "2G")},
+				Queues: []*vcapisv1.Queue{queue("q1", "", "")},
+			}
+			for _, p := range pdbs {
+				c.PDBs = append(c.PDBs, p.DeepCopy())
+			}
+			return c
+		}
+	}
+	reclaimCl := func(pdbs ...*policyv1.PodDisruptionBudget) func() Cluster {
+		return func() Cluster {
+			c := preemptCl(pdbs...)()
+			c.Queues = append(c.Queues, queue("q2", "", ""))
+			c.PodGroups[1] = pgPrio("pg-q2", "default", "q2", 1, vcapisv1.PodGroupInqueue, "low-priority")
+			c.Pods[2] = pending("default", "reclaimer", "1", "1G", "pg-q2")
+			return c
+		}
+	}
+	tiers := []conf.Tier{tier(priorityOrderOnly, conf.PluginOption{Name: "pdb", EnabledPreemptable: &yes, EnabledReclaimable: &yes})}
+	sel := map[string]string{"app": "web"}
+	runAll(t, []Scenario{
+		{Name: "preempt without pdbs", Cluster: preemptCl(), Actions: preemptActions, Tiers: tiers, Plugin: "pdb",
+			Expect: func(t *testing.T, o Outcome) {
+				if len(o.Evicts) != 1 {
+					t.Fatalf("in-tree: want one eviction, got %v", o.Evicts)
+				}
+			}},
+		{Name: "preempt with pdb allowing 0", Cluster: preemptCl(pdbObj("web", "default", 0, sel)), Actions: preemptActions,
+			Tiers: tiers, Plugin: "pdb", Expect: expectEvicts()},
+		{Name: "preempt with pdb allowing 1", Cluster: preemptCl(pdbObj("web", "default", 1, sel)), Actions: preemptActions,
+			Tiers: tiers, Plugin: "pdb"},
+		{Name: "preempt with pdb in another namespace", Cluster: preemptCl(pdbObj("web", "other", 0, sel)), Actions: preemptActions,
+			Tiers: tiers, Plugin: "pdb"},
+		{Name: "reclaim with pdb allowing 0", Cluster: reclaimCl(pdbObj("web", "default", 0, sel)), Actions: reclaimActions,
+			Tiers: tiers, Plugin: "pdb", Expect: expectEvicts()},
+		{Name: "reclaim with pdb allowing 1", Cluster: reclaimCl(pdbObj("web", "default", 1, sel)), Actions: reclaimActions,
+			Tiers: tiers, Plugin: "pdb"},
+	})
+}
