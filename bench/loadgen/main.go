@@ -27,9 +27,39 @@ import (
 	"time"
 )
 
+// Call is one request. Its body is the file Body, or the concatenation of
+// Parts: each part is a file path, or a literal when it starts with "=".
 type Call struct {
-	Path string `json:"path"`
-	Body string `json:"body"`
+	Path  string   `json:"path"`
+	Body  string   `json:"body,omitempty"`
+	Parts []string `json:"parts,omitempty"`
+}
+
+func (c Call) bytes() ([]byte, error) {
+	if c.Parts == nil {
+		return load(c.Body)
+	}
+	n := 0
+	for _, p := range c.Parts {
+		if len(p) > 0 && p[0] == '=' {
+			n += len(p) - 1
+			continue
+		}
+		b, err := load(p)
+		if err != nil {
+			return nil, err
+		}
+		n += len(b)
+	}
+	out := make([]byte, 0, n)
+	for _, p := range c.Parts {
+		if len(p) > 0 && p[0] == '=' {
+			out = append(out, p[1:]...)
+		} else {
+			out = append(out, bodies[p]...)
+		}
+	}
+	return out, nil
 }
 
 type Step struct {
@@ -240,7 +270,7 @@ func runCycle(p Plan) (*CycleResult, error) {
 			maxc = s.Concurrency
 		}
 		for _, call := range s.Calls {
-			if _, err := load(call.Body); err != nil {
+			if _, err := call.bytes(); err != nil {
 				return nil, err
 			}
 		}
@@ -253,7 +283,8 @@ func runCycle(p Plan) (*CycleResult, error) {
 	for _, s := range p.Steps {
 		sr := &StepResult{Name: s.Name, Calls: len(s.Calls)}
 		for _, call := range s.Calls {
-			sr.BodyBytes += int64(len(bodies[call.Body]))
+			b, _ := call.bytes()
+			sr.BodyBytes += int64(len(b))
 		}
 		res.Steps = append(res.Steps, sr)
 	}
@@ -285,7 +316,11 @@ func runCycle(p Plan) (*CycleResult, error) {
 							return
 						}
 						call := s.Calls[i]
-						_, d, err := c.do(call.Path, bodies[call.Body])
+						body, err := call.bytes()
+						if err != nil {
+							panic(err)
+						}
+						_, d, err := c.do(call.Path, body)
 						lats[i] = float64(d.Nanoseconds()) / 1e3
 						if err != nil {
 							mu.Lock()

@@ -1,0 +1,67 @@
+"""``python -m bench``: run | profile | floor (internal) | gen."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from bench import run as runmod
+
+HELP = """Caldera benchmark.
+
+  python -m bench run [--quick | --smoke]    measure; writes bench/results/latest.{json,md}, latency.png
+  python -m bench profile WORKLOAD           pyinstrument profile of Caldera's in-process request path
+  python -m bench gen [--quick | --smoke]    only generate the workload bodies (bench/results/tmp)
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=HELP,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run the benchmark")
+    g = r.add_mutually_exclusive_group()
+    g.add_argument("--quick", action="store_true", help="fewer requests, no 500-node snapshot (~3 min)")
+    g.add_argument("--smoke", action="store_true", help="tiny sizes, a few requests each (< 60 s); non-zero exit on any failure")
+    r.add_argument("--targets", default="caldera,go,floor", help="comma list of caldera,go,floor")
+    r.add_argument("--out", default=str(runmod.RESULTS), help="results directory (default bench/results)")
+    r.add_argument("--caldera-cmd", default=None,
+                   help="command that runs the caldera CLI (default: 'uv run --no-sync caldera')")
+    p = sub.add_parser("profile", help="profile Caldera in-process on one workload")
+    p.add_argument("workload", help="e.g. predicate, prioritize, preemptable, allocate, jobReady, onSessionOpen-100n")
+    p.add_argument("--requests", type=int, default=0, help="calls to profile (default: depends on body size)")
+    p.add_argument("--config", default=None, help="caldera config file (default: the bench job-plugin config)")
+    p.add_argument("--out", default=None, help="HTML report path (default bench/results/profile-WORKLOAD.html)")
+    gen = sub.add_parser("gen", help="generate workloads only")
+    g2 = gen.add_mutually_exclusive_group()
+    g2.add_argument("--quick", action="store_true")
+    g2.add_argument("--smoke", action="store_true")
+    f = sub.add_parser("floor", help=argparse.SUPPRESS)
+    f.add_argument("plan")
+    f.add_argument("out")
+    a = ap.parse_args(argv)
+
+    if a.cmd == "run":
+        mode = "smoke" if a.smoke else "quick" if a.quick else "full"
+        targets = {t.strip() for t in a.targets.split(",") if t.strip()}
+        cmd = shlex.split(a.caldera_cmd) if a.caldera_cmd else None
+        return runmod.main(mode, targets, Path(a.out), cmd)
+    if a.cmd == "floor":
+        return runmod.floor_main(a.plan, a.out)
+    if a.cmd == "gen":
+        mode = "smoke" if a.smoke else "quick" if a.quick else "full"
+        suite = runmod.build_suite(mode, runmod.TMP / mode)
+        for ld in suite.loads:
+            print(f"{ld.name}: {ld.body} ({ld.body_bytes / 1024:.0f} KiB)")
+        return 0
+    if a.cmd == "profile":
+        from bench import profile
+
+        return profile.main(a.workload, a.requests, a.config, a.out)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,455 @@
+"""``python -m bench run``: generate the workloads, drive Caldera and the Go extender with the
+load generator, measure the in-process floor, and write bench/results/latest.{json,md} and
+latency.png."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import gobuild, servers, workloads
+
+BENCH = Path(__file__).resolve().parent
+RESULTS = BENCH / "results"
+TMP = RESULTS / "tmp"
+MiB = 1024 * 1024
+
+
+@dataclass
+class Load:
+    name: str
+    verb: str
+    body: str  # file
+    concurrency: int
+    requests: int
+    max_seconds: float
+    warmup: int
+    desc: str
+    body_bytes: int = 0
+
+
+@dataclass
+class Cycle:
+    name: str
+    desc: str
+    steps: list[dict[str, Any]]
+    repeat: int
+    warmup: int
+    max_seconds: float
+    period_seconds: float = 1.0
+
+
+@dataclass
+class Suite:
+    mode: str
+    loads: list[Load] = field(default_factory=list)
+    cycle: Cycle | None = None
+
+
+# ----------------------------------------------------------------------------------- sizing
+
+SIZES = {
+    # name: (predicate pods on node, prioritize nodes, preempt evictees, opens, cycle (nodes, pods, tasks))
+    "full": dict(pred_pods=30, prio_cluster=(100, 2000), evictees=30,
+                 opens=[(10, 100), (100, 2000), (500, 10000)], cycle=(100, 2000, 50), scale=1.0),
+    "quick": dict(pred_pods=30, prio_cluster=(100, 2000), evictees=30,
+                  opens=[(10, 100), (100, 2000)], cycle=(100, 2000, 50), scale=0.25),
+    "smoke": dict(pred_pods=6, prio_cluster=(5, 40), evictees=3, opens=[(5, 40)], cycle=(5, 40, 2), scale=0.0),
+}
+
+
+def _n(mode: str, full: int, quick: int, smoke: int) -> int:
+    return {"full": full, "quick": quick, "smoke": smoke}[mode]
+
+
+def _write(path: Path, data: bytes) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.stat().st_size != len(data) or path.read_bytes() != data:
+        path.write_bytes(data)
+    return str(path)
+
+
+def build_suite(mode: str, out: Path) -> Suite:
+    """Generate every body into ``out`` (deterministic; files are rewritten only if changed)."""
+    sz = SIZES[mode]
+    s = Suite(mode)
+    w = workloads
+    m = mode
+
+    # predicate: one node with N pods, one pending task
+    pc = w.predicate_cluster(sz["pred_pods"])
+    node = next(iter(pc.nodes.values()))
+    task = pc.pending[0][2]
+    pred = _write(out / f"predicate-{sz['pred_pods']}pods.json", w.predicate_body(task, node))
+    desc = f"1 task + 1 node with {sz['pred_pods']} pods"
+    s.loads.append(Load("predicate-c1", "predicate", pred, 1, _n(m, 3000, 1000, 10), _n(m, 20, 8, 5), _n(m, 100, 50, 2), desc))
+    s.loads.append(Load("predicate-c16", "predicate", pred, 16, _n(m, 4000, 1500, 32), _n(m, 20, 8, 5), _n(m, 160, 64, 16), desc))
+
+    # prioritize: 100 candidate nodes with their tasks
+    big = w.make_cluster(*sz["prio_cluster"])
+    nodes = [big.nodes[n] for n in big.node_names]
+    ptask = big.pending[0][2]
+    prio = _write(out / f"prioritize-{len(nodes)}nodes.json", w.prioritize_body(ptask, nodes))
+    desc = f"1 task + {len(nodes)} nodes (~{sz['prio_cluster'][1] * 3 // 4 // len(nodes) + 10} pods each)"
+    s.loads.append(Load("prioritize-c1", "prioritize", prio, 1, _n(m, 40, 12, 3), _n(m, 30, 10, 5), _n(m, 2, 1, 1), desc))
+    s.loads.append(Load("prioritize-c16", "prioritize", prio, 16, _n(m, 96, 32, 16), _n(m, 40, 15, 5), _n(m, 16, 16, 16), desc))
+
+    # preemptable: 30 evictees (running Volcano tasks)
+    evictees = [tb for j in big.jobs for p in j.pods if p.node for tb in [j.tasks[p.uid]]][: sz["evictees"]]
+    pre = _write(out / f"preemptable-{len(evictees)}.json", w.evict_body(ptask, evictees))
+    s.loads.append(Load("preemptable-c1", "preemptable", pre, 1, _n(m, 1000, 300, 10), _n(m, 15, 6, 5), _n(m, 50, 20, 2),
+                        f"1 evictor + {len(evictees)} evictees"))
+
+    # allocate / jobReady bodies (used by the cycle; also measured on their own)
+    alloc = _write(out / "allocate.json", w.task_body(big.pending[0][3]))
+    s.loads.append(Load("allocate-c1", "allocate", alloc, 1, _n(m, 2000, 500, 10), _n(m, 10, 5, 5), _n(m, 100, 20, 2),
+                        "1 allocated task"))
+    jname = f"{big.pending[0][0].namespace}/{big.pending[0][0].name}"
+    jr = _write(out / "jobReady.json", w.job_body(big.job_bytes[jname]))
+    s.loads.append(Load("jobReady-c1", "jobReady", jr, 1, _n(m, 500, 150, 5), _n(m, 10, 5, 5), _n(m, 20, 5, 1),
+                        f"1 job with {len(big.pending[0][0].pods)} tasks"))
+
+    # onSessionOpen
+    for nn, npods in sz["opens"]:
+        c = big if (nn, npods) == sz["prio_cluster"] else w.make_cluster(nn, npods)
+        path = _write(out / f"onSessionOpen-{nn}n-{npods}p.json", w.session_open_body(c))
+        reqs = {10: _n(m, 40, 15, 3), 100: _n(m, 10, 4, 3), 500: _n(m, 3, 2, 2)}.get(nn, 3)
+        s.loads.append(Load(f"onSessionOpen-{nn}n", "onSessionOpen", path, 1, reqs, _n(m, 90, 40, 10),
+                            1 if nn <= 100 else 0, f"{nn} nodes, {npods} pods"))
+        del c
+
+    # the replayed cycle
+    cn, cp, ntasks = sz["cycle"]
+    c = big if (cn, cp) == sz["prio_cluster"] else w.make_cluster(cn, cp)
+    cdir = out / f"cycle-{cn}n-{cp}p"
+    open_path = _write(cdir / "onSessionOpen.json", w.session_open_body(c))
+    close_path = _write(cdir / "onSessionClose.json", b"{}")
+    node_files = [_write(cdir / "nodes" / f"{n}.json", c.nodes[n]) for n in c.node_names]
+    steps: list[dict[str, Any]] = [{"name": "onSessionOpen", "concurrency": 1,
+                                    "calls": [{"path": "/onSessionOpen", "body": open_path}]}]
+    placed = c.pending[:ntasks]
+    for i, (job, pod, pending_task, allocated_task) in enumerate(placed):
+        tfile = _write(cdir / "tasks" / f"{i:03d}.json", pending_task)
+        afile = _write(cdir / "allocated" / f"{i:03d}.json", w.task_body(allocated_task))
+        jfile = _write(cdir / "jobs" / f"{job.namespace}-{job.name}.json", w.job_body(c.job_bytes[f"{job.namespace}/{job.name}"]))
+        steps.append({"name": "predicate", "concurrency": 16, "calls": [
+            {"path": "/predicate", "parts": ['={"task":', tfile, '=,"node":', nf, "=}"]} for nf in node_files]})
+        parts = ['={"task":', tfile, '=,"nodes":[']
+        for k, nf in enumerate(node_files):
+            parts += ([] if k == 0 else ["=,"]) + [nf]
+        parts.append("=]}")
+        steps.append({"name": "prioritize", "concurrency": 1, "calls": [{"path": "/prioritize", "parts": parts}]})
+        steps.append({"name": "allocate", "concurrency": 1, "calls": [{"path": "/allocate", "body": afile}]})
+        steps.append({"name": "jobReady", "concurrency": 1, "calls": [{"path": "/jobReady", "body": jfile}]})
+    steps.append({"name": "onSessionClose", "concurrency": 1, "calls": [{"path": "/onSessionClose", "body": close_path}]})
+    s.cycle = Cycle(
+        "cycle", f"onSessionOpen ({cn} nodes, {cp} pods), then for each of {len(placed)} tasks: predicate x{cn} "
+        f"(16 in flight), prioritize ({cn} nodes), allocate, jobReady; then onSessionClose",
+        steps, repeat=_n(m, 2, 1, 1), warmup=0, max_seconds=_n(m, 300, 120, 20))
+    for ld in s.loads:
+        ld.body_bytes = os.path.getsize(ld.body)
+    return s
+
+
+# ---------------------------------------------------------------------------------- running
+
+
+def pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    ys = sorted(xs)
+    k = min(len(ys) - 1, max(0, round(q / 100 * (len(ys) - 1))))
+    return ys[k]
+
+
+def summarize(lat_us: list[float], elapsed: float, body_bytes: int) -> dict[str, Any]:
+    n = len(lat_us)
+    p50 = pct(lat_us, 50)
+    return {
+        "requests": n,
+        "throughput_rps": n / elapsed if elapsed > 0 else float("nan"),
+        "p50_ms": p50 / 1e3, "p90_ms": pct(lat_us, 90) / 1e3, "p99_ms": pct(lat_us, 99) / 1e3,
+        "max_ms": max(lat_us) / 1e3 if lat_us else float("nan"),
+        "mean_ms": statistics.fmean(lat_us) / 1e3 if lat_us else float("nan"),
+        "ingest_MBps": body_bytes / (p50 / 1e6) / 1e6 if p50 else float("nan"),
+    }
+
+
+def loadgen(binary: Path, plan: dict[str, Any], timeout: float) -> dict[str, Any]:
+    cmd = [*servers.taskset(servers.LOADGEN_CPU), str(binary)]
+    p = subprocess.run(cmd, input=json.dumps(plan).encode(), capture_output=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"loadgen failed ({p.returncode}): {p.stderr.decode(errors='replace')[-2000:]}")
+    result: dict[str, Any] = json.loads(p.stdout)
+    return result
+
+
+def run_server(srv: servers.Server, suite: Suite, lg: Path, failures: list[str], raw: dict[str, Any],
+               log: Any) -> dict[str, Any]:
+    rows: dict[str, Any] = {}
+    try:
+        srv.start()
+    except Exception as exc:
+        failures.append(f"{srv.name}: start failed: {exc}")
+        return rows
+    try:
+        log(f"{srv.name}: up at {srv.base} (pids {srv.server_pids()}), idle RSS {srv.rss() / MiB:.0f} MiB")
+        for ld in suite.loads:
+            base_rss = srv.rss()
+            reset = srv.reset_peak()
+            plan = {"base": srv.base, "mode": "load", "path": "/" + ld.verb, "body": ld.body,
+                    "concurrency": ld.concurrency, "requests": ld.requests, "warmup": ld.warmup,
+                    "max_seconds": ld.max_seconds, "timeout_seconds": 120}
+            t0 = time.monotonic()
+            try:
+                res = loadgen(lg, plan, timeout=ld.max_seconds * 4 + 600)
+            except Exception as exc:
+                failures.append(f"{srv.name} {ld.name}: {exc}")
+                log(f"{srv.name} {ld.name}: FAILED {exc}")
+                if srv.proc is not None and srv.proc.poll() is not None:
+                    failures.append(f"{srv.name} exited ({srv.proc.returncode}) during {ld.name}")
+                    break
+                continue
+            row = summarize(res["latencies_us"], res["elapsed_seconds"], ld.body_bytes)
+            row.update(errors=res["errors"], first_error=res.get("first_error", ""),
+                       stopped_by_time=res.get("stopped_by_time", False),
+                       rss_before_MiB=base_rss / MiB, peak_rss_MiB=srv.peak_rss() / MiB if reset else None,
+                       rss_after_MiB=srv.rss() / MiB, config=srv.config, sample_response=res.get("last_response", "")[:200])
+            row["peak_rss_growth_MiB"] = (row["peak_rss_MiB"] - row["rss_before_MiB"]) if reset else None
+            if res["errors"]:
+                failures.append(f"{srv.name} {ld.name}: {res['errors']} errors, first: {res.get('first_error')}")
+            rows[ld.name] = row
+            raw[f"{srv.name}/{ld.name}"] = res["latencies_us"]
+            log(f"{srv.name} {ld.name}: {row['requests']} req in {time.monotonic() - t0:.1f}s, "
+                f"{row['throughput_rps']:.1f}/s p50 {row['p50_ms']:.2f} ms p99 {row['p99_ms']:.2f} ms"
+                f" peak RSS {row['peak_rss_MiB'] or 0:.0f} MiB" + (f" ERRORS {res['errors']}" if res["errors"] else ""))
+        if suite.cycle is not None and (srv.proc is None or srv.proc.poll() is None):
+            cy = suite.cycle
+            base_rss = srv.rss()
+            reset = srv.reset_peak()
+            plan = {"base": srv.base, "mode": "cycle", "steps": cy.steps, "repeat": cy.repeat, "warmup": cy.warmup,
+                    "max_seconds": cy.max_seconds, "timeout_seconds": 120}
+            try:
+                res = loadgen(lg, plan, timeout=cy.max_seconds * 4 + 600)
+                steps = {}
+                for st in res["steps"]:
+                    agg = steps.setdefault(st["name"], {"calls": 0, "body_bytes": 0, "elapsed_us": [], "latencies_us": []})
+                    agg["calls"] += st["calls"]
+                    agg["body_bytes"] += st["body_bytes"]
+                    agg["elapsed_us"].append(sum(st["elapsed_us"]) / max(1, len(st["elapsed_us"])))
+                    agg["latencies_us"] += st["latencies_us"]
+                row = {
+                    "cycles": res["cycles"], "errors": res["errors"], "first_error": res.get("first_error", ""),
+                    "total_ms": [t / 1e3 for t in res["total_us"]],
+                    "total_ms_median": statistics.median(res["total_us"]) / 1e3 if res["total_us"] else None,
+                    "steps": {k: {"calls_per_cycle": v["calls"], "MiB_per_cycle": v["body_bytes"] / MiB,
+                                  "ms_per_cycle": sum(v["elapsed_us"]) / 1e3,
+                                  "call_p50_ms": pct(v["latencies_us"], 50) / 1e3,
+                                  "call_p99_ms": pct(v["latencies_us"], 99) / 1e3} for k, v in steps.items()},
+                    "rss_before_MiB": base_rss / MiB, "peak_rss_MiB": srv.peak_rss() / MiB if reset else None,
+                    "config": srv.config,
+                }
+                if res["errors"]:
+                    failures.append(f"{srv.name} cycle: {res['errors']} errors, first: {res.get('first_error')}")
+                rows["cycle"] = row
+                log(f"{srv.name} cycle: {row['cycles']} cycles, median {row['total_ms_median']:.0f} ms per cycle")
+            except Exception as exc:
+                failures.append(f"{srv.name} cycle: {exc}")
+        if srv.proc is not None and srv.proc.poll() is not None:
+            failures.append(f"{srv.name} died (exit {srv.proc.returncode}); log {srv.log}")
+    finally:
+        srv.stop()
+    return rows
+
+
+def run_floor(suite: Suite, failures: list[str], raw: dict[str, Any], log: Any) -> dict[str, Any]:
+    """In a subprocess pinned to the server core: decode each distinct body with each library."""
+    seen: dict[str, Load] = {}
+    for ld in suite.loads:
+        if ld.concurrency == 1:
+            seen.setdefault(ld.body, ld)
+    plan = [{"name": ld.name, "verb": ld.verb, "body": ld.body, "requests": ld.requests,
+             "max_seconds": min(ld.max_seconds, 20)} for ld in seen.values()]
+    plan_path = TMP / f"floor-plan-{suite.mode}.json"
+    out_path = TMP / f"floor-out-{suite.mode}.json"
+    plan_path.write_text(json.dumps(plan))
+    cmd = [*servers.taskset(servers.SERVER_CPU), sys.executable, "-m", "bench", "floor", str(plan_path), str(out_path)]
+    p = subprocess.run(cmd, cwd=servers.REPO, capture_output=True, text=True)
+    if p.returncode != 0:
+        failures.append(f"floor: exit {p.returncode}: {p.stderr[-2000:]}")
+        return {}
+    data = json.loads(out_path.read_text())
+    rows: dict[str, Any] = {}
+    for body, ld in seen.items():
+        per = data.get(body, {})
+        libs = {}
+        for lib, r in per.items():
+            if "error" in r:
+                failures.append(f"floor {lib} {ld.name}: {r['error']}")
+                continue
+            libs[lib] = summarize(r["latencies_us"], r["elapsed_seconds"], ld.body_bytes)
+            libs[lib]["peak_rss_growth_MiB"] = r.get("rss_growth_MiB")
+            raw[f"floor-{lib}/{ld.verb}:{Path(body).name}"] = r["latencies_us"]
+        best = min(libs, key=lambda k: libs[k]["p50_ms"]) if libs else None
+        rows[body] = {"libs": libs, "best": best}
+        if best:
+            log(f"floor {ld.verb} ({Path(body).name}): " + ", ".join(
+                f"{k} {v['p50_ms']:.3f} ms" for k, v in libs.items()) + f" -> {best}")
+    return rows
+
+
+def floor_main(plan_path: str, out_path: str) -> int:
+    from bench import floor
+
+    plan = json.loads(Path(plan_path).read_text())
+    out: dict[str, Any] = {}
+    for item in plan:
+        body = Path(item["body"]).read_bytes()
+        per = out.setdefault(item["body"], {})
+        for lib in floor.LIBS:
+            try:
+                rss0 = _self_rss()
+                with open("/proc/self/clear_refs", "w") as f:
+                    f.write("5")
+                r = floor.measure(lib, item["verb"], body, requests=item["requests"], max_seconds=item["max_seconds"],
+                                  warmup=1 if len(body) > 50 * MiB else 2)
+                r["rss_growth_MiB"] = (_self_hwm() - rss0) / MiB
+                per[lib] = r
+            except Exception as exc:  # recorded, reported as a failure by the parent
+                per[lib] = {"error": f"{type(exc).__name__}: {exc}"}
+        del body
+    Path(out_path).write_text(json.dumps(out))
+    return 0
+
+
+def _self_rss() -> int:
+    return servers._status(os.getpid()).get("VmRSS", 0)
+
+
+def _self_hwm() -> int:
+    return servers._status(os.getpid()).get("VmHWM", 0)
+
+
+# ---------------------------------------------------------------------------------- machine
+
+
+def machine_info() -> dict[str, Any]:
+    info: dict[str, Any] = {"platform": platform.platform(), "python": platform.python_version(),
+                            "cpus": os.cpu_count()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                info["memory_GiB"] = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    try:
+        info["hypervisor"] = "yes" if "hypervisor" in Path("/proc/cpuinfo").read_text() else "no"
+    except OSError:
+        pass
+    for cmd, key in ((["go", "version"], "go"), (["git", "-C", str(servers.REPO), "rev-parse", "--short", "HEAD"], "commit")):
+        try:
+            info[key] = subprocess.run(cmd, capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    try:
+        dirty = subprocess.run(["git", "-C", str(servers.REPO), "status", "--porcelain", "--", "app", "plugins", "schemas"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        info["worktree_dirty"] = bool(dirty)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    import msgspec
+    import orjson
+    import pydantic
+    info["libs"] = {"msgspec": msgspec.__version__, "pydantic": pydantic.__version__, "orjson": orjson.__version__}
+    return info
+
+
+# ------------------------------------------------------------------------------------- main
+
+
+def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | None) -> int:
+    t_start = time.monotonic()
+    failures: list[str] = []
+    raw: dict[str, Any] = {}
+
+    def log(msg: str) -> None:
+        print(f"[{time.monotonic() - t_start:6.1f}s] {msg}", flush=True)
+
+    data_dir = TMP / mode
+    log(f"generating {mode} workloads into {data_dir}")
+    suite = build_suite(mode, data_dir)
+    for ld in suite.loads:
+        log(f"  {ld.name}: {ld.body_bytes / 1024:.0f} KiB ({ld.desc})")
+
+    bins: dict[str, Path] = {}
+    try:
+        bins = gobuild.build(go_extender="go" in targets)
+    except gobuild.BuildError as exc:
+        if mode == "smoke" and not gobuild.have_go():
+            log(f"no Go toolchain: smoke runs without the Go baseline and with a Python load generator ({exc})")
+        failures.append(f"build: {exc}")
+    lg = bins.get("loadgen")
+
+    results: dict[str, Any] = {"caldera": {}, "go": {}, "floor": {}}
+    caldera_cfg = None
+    if lg is not None and "go" in targets and "go-extender" in bins:
+        srv = servers.go_server(bins["go-extender"], TMP / "logs" / f"go-{mode}.log")
+        srv.config = "go-extender (GOMAXPROCS=1, encoding/json into volcano v1.15.1 types)"
+        results["go"] = run_server(srv, suite, lg, failures, raw, log)
+    if lg is not None and "caldera" in targets:
+        try:
+            cfg, label, detail = servers.caldera_configs(TMP, caldera_cmd)
+            caldera_cfg = {"label": label, "detail": detail, "file": cfg.read_text()}
+            log(f"caldera config: {label}: {detail}")
+            srv = servers.caldera_server(cfg, TMP / "logs" / f"caldera-{mode}.log", caldera_cmd)
+            srv.config = label
+            results["caldera"] = run_server(srv, suite, lg, failures, raw, log)
+        except Exception as exc:
+            failures.append(f"caldera: {exc}")
+            log(f"caldera: FAILED {exc}")
+    if "floor" in targets:
+        log("floor: msgspec / pydantic / orjson in-process")
+        results["floor"] = run_floor(suite, failures, raw, log)
+
+    from bench import report
+
+    doc = report.assemble(suite, results, machine_info(), caldera_cfg, failures,
+                          time.monotonic() - t_start)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = "latest" if mode != "smoke" else "smoke"
+    (out_dir / f"{stem}.json").write_text(json.dumps(doc, indent=1, default=_jsonable) + "\n")
+    (out_dir / f"{stem}.md").write_text(report.markdown(doc))
+    try:
+        report.plot(doc, raw, out_dir / ("latency.png" if mode != "smoke" else "smoke-latency.png"))
+    except Exception as exc:  # matplotlib missing in a bare env: not a benchmark failure
+        log(f"plot skipped: {type(exc).__name__}: {exc}")
+        if mode != "smoke":
+            traceback.print_exc()
+    log(f"wrote {out_dir}/{stem}.json, {stem}.md")
+    if failures:
+        print("\nFAILURES:", file=sys.stderr)
+        for f in failures:
+            print("  - " + f, file=sys.stderr)
+        return 1
+    return 0
+
+
+def _jsonable(o: Any) -> Any:
+    if hasattr(o, "__dataclass_fields__"):
+        return asdict(o)
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(type(o))
