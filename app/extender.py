@@ -16,6 +16,7 @@ import msgspec
 from app.config import CalderaConfig
 from app.dialect import Dialect
 from app.framework import Framework
+from app.gcpolicy import SnapshotGC
 from app.managed import is_interested
 from app.metrics import Metrics
 from app.session import SessionManager
@@ -23,14 +24,20 @@ from plugins import registry
 from plugins.base import Vote
 from schemas.api import TaskInfo
 from schemas.requests import (
+    EventHandlerEnvelope,
     EventHandlerRequest,
+    EvictEnvelope,
     EvictRequest,
+    JobEnvelope,
     JobRequest,
     LegacyReclaimablePathRequest,
     OnSessionCloseRequest,
     OnSessionOpenRequest,
+    PredicateEnvelope,
     PredicateRequest,
+    PrioritizeEnvelope,
     PrioritizeRequest,
+    QueueEnvelope,
     QueueOverusedRequest,
 )
 from schemas.responses import (
@@ -51,6 +58,11 @@ EMPTY = b"{}"
 _ABSTAIN = _encode(EvictResponse(status=0, victims=[]))
 _NO_SCORES = _encode(PrioritizeResponse(nodeScore={}))
 _NO_ERROR = _encode(EventHandlerResponse())
+_ENQUEUE_ABSTAIN = _encode(JobEnqueueableResponse(status=int(Vote.ABSTAIN)))
+_OVERUSED = _encode(QueueOverusedResponse(overused=True))
+_NOT_OVERUSED = _encode(QueueOverusedResponse(overused=False))
+_READY = _encode(JobReadyResponse(status=True))
+_NOT_READY = _encode(JobReadyResponse(status=False))
 
 
 class BadRequest(Exception):
@@ -96,6 +108,18 @@ _job = _decoder(JobRequest)
 _queue = _decoder(QueueOverusedRequest)
 _event = _decoder(EventHandlerRequest)
 _legacy = _decoder(LegacyReclaimablePathRequest)
+_ENVELOPES: dict[str, Callable[[bytes], object]] = {
+    "predicate": _decoder(PredicateEnvelope),
+    "node_order": _decoder(PrioritizeEnvelope),
+    "preemptable": _decoder(EvictEnvelope),
+    "reclaimable": _decoder(EvictEnvelope),
+    "job_enqueueable": _decoder(JobEnvelope),
+    "job_enqueued": _decoder(JobEnvelope),
+    "overused": _decoder(QueueEnvelope),
+    "job_ready": _decoder(JobEnvelope),
+    "allocate": _decoder(EventHandlerEnvelope),
+    "deallocate": _decoder(EventHandlerEnvelope),
+}
 _task = msgspec.json.Decoder(TaskInfo)
 
 
@@ -110,6 +134,7 @@ class Extender:
         self.sessions = sessions
         self.metrics = metrics
         self.managed = frozenset(config.managedResources)
+        self.snapshot_gc = SnapshotGC()
         self.snapshot_bound = any(
             getattr(registry.get(o.name), "needs_snapshot", False) for o in config.plugin_options()
         )
@@ -152,7 +177,11 @@ class Extender:
     # --- verbs --------------------------------------------------------------------------------
 
     def on_session_open(self, body: bytes) -> bytes:
-        self.sessions.open(_open(body))
+        # Drop the previous snapshot before decoding the next, so memory holds one at a time;
+        # a body that cannot be read then leaves no session open rather than last cycle's.
+        self.sessions.close()
+        with self.snapshot_gc.building():
+            self.sessions.open(_open(body))
         return EMPTY
 
     def on_session_close(self, body: bytes) -> bytes:
@@ -160,28 +189,46 @@ class Extender:
         self.sessions.close()
         return EMPTY
 
+    def _unanswered(self, hook: str, verb: str, body: bytes) -> Framework | None:
+        """The framework for ``hook``, or None after validating the body's shape when no
+        configured plugin answers it (the answer is then neutral whatever the contents, so the
+        body is not built: a 30-pod predicate body costs half as much)."""
+        framework = self._framework(verb)
+        if framework.implements(hook):
+            return framework
+        _ENVELOPES[hook](body)
+        return None
+
     def predicate(self, body: bytes) -> bytes:
+        framework = self._unanswered("predicate", "predicate", body)
+        if framework is None:
+            return self.dialect.encode_predicate(None)
         request = _predicate(body)
         if not self._interested(request.task):
             return self.dialect.encode_predicate(None)
-        return self.dialect.encode_predicate(
-            self._framework("predicate").predicate(request.task, request.node)
-        )
+        return self.dialect.encode_predicate(framework.predicate(request.task, request.node))
 
     def prioritize(self, body: bytes) -> bytes:
+        framework = self._unanswered("node_order", "prioritize", body)
+        if framework is None:
+            return _NO_SCORES
         request = _prioritize(body)
         if not self._interested(request.task):
             return _NO_SCORES
-        scores = self._framework("prioritize").node_order(request.task, request.nodes or [])
+        scores = framework.node_order(request.task, request.nodes or [])
         return _encode(PrioritizeResponse(nodeScore=scores)) if scores else _NO_SCORES
 
     def preemptable(self, body: bytes) -> bytes:
-        return self._evictable("preemptable", _evict(body))
+        return self._evictable("preemptable", body)
 
     def reclaimable(self, body: bytes) -> bytes:
-        return self._evictable("reclaimable", _evict(body))
+        return self._evictable("reclaimable", body)
 
-    def _evictable(self, hook: str, request: EvictRequest) -> bytes:
+    def _evictable(self, hook: str, body: bytes) -> bytes:
+        framework = self._unanswered(hook, hook, body)
+        if framework is None:
+            return _ABSTAIN
+        request = _evict(body)
         if not self._interested(request.evictor):
             return _ABSTAIN
         raws = request.evictees or []
@@ -191,7 +238,7 @@ class Extender:
                 evictees.append(_task.decode(raw))
             except msgspec.ValidationError as exc:
                 raise BadRequest(_at(f"evictees[{index}]", str(exc))) from None
-        decision = self._framework(hook).evictable(hook, request.evictor, evictees)
+        decision = framework.evictable(hook, request.evictor, evictees)
         if not decision.decided:
             return _ABSTAIN
         # Echo the evictees as received: Volcano evicts the objects it decodes from our answer.
@@ -203,8 +250,11 @@ class Extender:
         return _encode(EvictResponse(status=int(Vote.PERMIT), victims=victims))
 
     def job_enqueueable(self, body: bytes) -> bytes:
-        job = _job(body).job
         framework = self._framework("jobEnqueueable")
+        if not (framework.implements("job_enqueueable") or framework.implements("job_enqueued")):
+            _ENVELOPES["job_enqueueable"](body)
+            return _ENQUEUE_ABSTAIN
+        job = _job(body).job
         vote = framework.job_enqueueable(job)
         if vote != Vote.REJECT and not self.dialect.has_verb("jobEnqueued"):
             # Before v1.16 no jobEnqueued call follows an admission. Volcano's enqueue action
@@ -214,16 +264,20 @@ class Extender:
         return _encode(JobEnqueueableResponse(status=int(vote)))
 
     def job_enqueued(self, body: bytes) -> bytes:
-        self._framework("jobEnqueued").job_enqueued(_job(body).job)
+        framework = self._unanswered("job_enqueued", "jobEnqueued", body)
+        if framework is not None:
+            framework.job_enqueued(_job(body).job)
         return EMPTY
 
     def queue_overused(self, body: bytes) -> bytes:
-        overused = self._framework("queueOverused").overused(_queue(body).queue)
-        return _encode(QueueOverusedResponse(overused=overused))
+        framework = self._unanswered("overused", "queueOverused", body)
+        overused = framework is not None and framework.overused(_queue(body).queue)
+        return _OVERUSED if overused else _NOT_OVERUSED
 
     def job_ready(self, body: bytes) -> bytes:
-        ready = self._framework("jobReady").job_ready(_job(body).job)
-        return _encode(JobReadyResponse(status=ready))
+        framework = self._unanswered("job_ready", "jobReady", body)
+        ready = framework is None or framework.job_ready(_job(body).job)
+        return _READY if ready else _NOT_READY
 
     def allocate(self, body: bytes) -> bytes:
         return self._event("allocate", body)
@@ -232,10 +286,13 @@ class Extender:
         return self._event("deallocate", body)
 
     def _event(self, hook: str, body: bytes) -> bytes:
+        framework = self._unanswered(hook, hook, body)
+        if framework is None:
+            return _NO_ERROR
         task = _event(body).task
         if not self._interested(task):
             return _NO_ERROR
-        message = self._framework(hook).event(hook, task)
+        message = framework.event(hook, task)
         return _encode(EventHandlerResponse(errorMessage=message)) if message else _NO_ERROR
 
     def legacy_reclaimable_path(self, body: bytes) -> bytes:

@@ -67,3 +67,51 @@ class LegacyReclaimablePathRequest(Struct):
     evictor: Raw = Raw()  # empty when absent
     job: Raw = Raw()
     queue: Raw = Raw()
+
+
+# --- Envelopes: the same bodies read only deep enough to validate their shape, for verbs that no
+# configured plugin answers (their answer does not depend on the contents). msgspec still checks
+# the whole document is well-formed JSON, but builds nothing below these headers.
+
+
+class TaskHeader(Struct, gc=False):
+    UID: str = ""
+
+
+class NodeHeader(Struct, gc=False):
+    Name: str = ""
+
+
+class JobHeader(Struct, gc=False):
+    UID: str = ""
+
+
+class QueueHeader(Struct, gc=False):
+    Name: str = ""
+
+
+class PredicateEnvelope(Struct, gc=False):
+    task: TaskHeader
+    node: NodeHeader
+
+
+class PrioritizeEnvelope(Struct, gc=False):
+    task: TaskHeader
+    nodes: list[NodeHeader] | None
+
+
+class EvictEnvelope(Struct, gc=False):
+    evictor: TaskHeader
+    evictees: list[TaskHeader] | None
+
+
+class JobEnvelope(Struct, gc=False):
+    job: JobHeader
+
+
+class QueueEnvelope(Struct, gc=False):
+    queue: QueueHeader
+
+
+class EventHandlerEnvelope(Struct, gc=False):
+    task: TaskHeader

@@ -247,7 +247,7 @@ async def test_each_session_builds_fresh_instances(client_factory: Any) -> None:
 
 
 async def test_evictee_with_wrong_shape_is_named(client_factory: Any) -> None:
-    client = client_factory("tiers: []")
+    client = client_factory("tiers: [{plugins: [{name: test-scripted}]}]")
     response = await client.post(
         "/preemptable", content=b'{"evictor": {}, "evictees": [{}, {"Status": "x"}]}'
     )
@@ -260,3 +260,16 @@ async def test_openapi_and_docs_are_served(client_factory: Any) -> None:
     assert (await client.get("/docs")).status_code == 200
     spec = (await client.get("/openapi.json")).json()
     assert "/predicate" in spec["paths"] and "TaskInfo" in spec["components"]["schemas"]
+
+
+async def test_unanswered_verbs_validate_only_the_envelope(client_factory: Any) -> None:
+    """With no plugin answering a verb the answer cannot depend on the body, so only its
+    shape is checked: malformed JSON and missing objects are still refused."""
+    client = client_factory("tiers: []")
+    deep = b'{"evictor": {}, "evictees": [{"UID": "a", "Status": "x"}]}'
+    assert (await client.post("/preemptable", content=deep)).json() == {"status": 0, "victims": []}
+    assert (await client.post("/preemptable", content=deep[:-1])).status_code == 400
+    missing = await client.post("/predicate", content=b'{"task": {}}')
+    assert missing.status_code == 400 and "node" in missing.json()["error"]
+    wrong = await client.post("/jobReady", content=b'{"job": 7}')
+    assert wrong.status_code == 400 and "job" in wrong.json()["error"]
