@@ -17,7 +17,7 @@ from app.framework import HOOK_FLAG, HOOK_VERB
 from app.settings import Settings
 from plugins import registry
 from plugins.arguments import Arguments
-from plugins.base import implemented_hooks
+from plugins.base import Plugin, Session, implemented_hooks
 
 EXIT_CONFIG = 2
 
@@ -101,6 +101,19 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def plugin_hooks(
+    cls: type[Plugin], arguments: dict[str, Any], version: tuple[int, int]
+) -> frozenset[str]:
+    """The hooks a plugin registers for this release (some depend on it, like cdp's reclaimable
+    before 1.12): build it and open it on an empty session, as a session would."""
+    try:
+        plugin = cls(Arguments(arguments, plugin=cls.name), None)
+        plugin.on_session_open(Session(volcano_version=version))
+        return plugin.hooks()
+    except Exception:
+        return implemented_hooks(cls)
+
+
 def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
     """The verbs the configured plugins answer, and notes on those this release cannot send."""
     dialect = Dialect(config.volcanoVersion)
@@ -111,7 +124,7 @@ def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
         if cls is None:
             continue
         snapshot = snapshot or cls.needs_snapshot
-        for hook in implemented_hooks(cls):
+        for hook in plugin_hooks(cls, option.arguments, config.volcanoVersion):
             flag = HOOK_FLAG[hook]
             if flag is None or option.enabled(flag):
                 hooks.add(hook)

@@ -127,3 +127,11 @@ def test_usage_errors_exit_2(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2
+
+
+def test_volcano_config_follows_release_specific_hooks(tmp_path: Path, capsys) -> None:
+    """cdp registers its reclaimable hook only from Volcano 1.12."""
+    old, _ = entry(tmp_path, capsys, 'volcanoVersion: "1.11"\ntiers: [{plugins: [{name: cdp}]}]')
+    assert {k for k in old["arguments"] if k.endswith("Verb")} == {"extender.preemptableVerb"}
+    new, _ = entry(tmp_path, capsys, 'volcanoVersion: "1.12"\ntiers: [{plugins: [{name: cdp}]}]')
+    assert "extender.reclaimableVerb" in new["arguments"]
