@@ -273,3 +273,21 @@ async def test_unanswered_verbs_validate_only_the_envelope(client_factory: Any) 
     assert missing.status_code == 400 and "node" in missing.json()["error"]
     wrong = await client.post("/jobReady", content=b'{"job": 7}')
     assert wrong.status_code == 400 and "job" in wrong.json()["error"]
+
+
+async def test_answers_volcano_could_not_read_are_refused(client_factory: Any) -> None:
+    """Volcano reads at most 10 MiB of an answer; echoing 12 MiB of victims would fail its call
+    anyway, so Caldera says why with a 500 instead of sending it."""
+    names = [f"p{i}" for i in range(12)]
+    client = client_factory(
+        "maxRequestBytes: 67108864\n"
+        f"tiers: [{{plugins: [{{name: test-scripted, arguments: {{victims: {names}}}}}]}}]"
+    )
+    filler = "x" * (1 << 20)
+    evictees = [
+        {"UID": name, "Name": name, "Namespace": "ns", "NodeName": filler} for name in names
+    ]
+    body = json.dumps({"evictor": {"UID": "e"}, "evictees": evictees}).encode()
+    response = await client.post("/preemptable", content=body)
+    assert response.status_code == 500
+    assert "10 MiB" in response.json()["error"] and len(response.content) < 1000
