@@ -118,6 +118,11 @@ def build_suite(mode: str, out: Path) -> Suite:
     s.loads.append(Load("jobReady-c1", "jobReady", jr, 1, _n(m, 500, 150, 5), _n(m, 10, 5, 5), _n(m, 20, 5, 1),
                         f"1 job with {len(big.pending[0][0].pods)} tasks"))
 
+    # the fixed cost of one HTTP round trip through each server: onSessionClose, body "{}"
+    close = _write(out / "onSessionClose.json", b"{}")
+    s.loads.append(Load("onSessionClose-c1", "onSessionClose", close, 1, _n(m, 2000, 500, 10), _n(m, 10, 5, 5),
+                        _n(m, 100, 20, 2), "body {} (per-request fixed cost)"))
+
     # onSessionOpen
     for nn, npods in sz["opens"]:
         c = big if (nn, npods) == sz["prio_cluster"] else w.make_cluster(nn, npods)
@@ -184,16 +189,22 @@ def summarize(lat_us: list[float], elapsed: float, body_bytes: int) -> dict[str,
     }
 
 
-def loadgen(binary: Path, plan: dict[str, Any], timeout: float) -> dict[str, Any]:
-    cmd = [*servers.taskset(servers.LOADGEN_CPU), str(binary)]
-    p = subprocess.run(cmd, input=json.dumps(plan).encode(), capture_output=True, timeout=timeout)
+PYLOADGEN = "python"  # marker: use bench/pyloadgen.py
+
+
+def loadgen(binary: Path | str, plan: dict[str, Any], timeout: float) -> dict[str, Any]:
+    if binary == PYLOADGEN:
+        cmd = [*servers.taskset(servers.LOADGEN_CPU), sys.executable, "-m", "bench.pyloadgen"]
+    else:
+        cmd = [*servers.taskset(servers.LOADGEN_CPU), str(binary)]
+    p = subprocess.run(cmd, input=json.dumps(plan).encode(), capture_output=True, timeout=timeout, cwd=servers.REPO)
     if p.returncode != 0:
         raise RuntimeError(f"loadgen failed ({p.returncode}): {p.stderr.decode(errors='replace')[-2000:]}")
     result: dict[str, Any] = json.loads(p.stdout)
     return result
 
 
-def run_server(srv: servers.Server, suite: Suite, lg: Path, failures: list[str], raw: dict[str, Any],
+def run_server(srv: servers.Server, suite: Suite, lg: Path | str, failures: list[str], raw: dict[str, Any],
                log: Any) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     try:
@@ -344,7 +355,7 @@ def _self_hwm() -> int:
 
 def machine_info() -> dict[str, Any]:
     info: dict[str, Any] = {"platform": platform.platform(), "python": platform.python_version(),
-                            "cpus": os.cpu_count()}
+                            "cpus": os.cpu_count(), "loadavg_at_end": os.getloadavg()}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -388,6 +399,7 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
     def log(msg: str) -> None:
         print(f"[{time.monotonic() - t_start:6.1f}s] {msg}", flush=True)
 
+    load_start = os.getloadavg()
     data_dir = TMP / mode
     log(f"generating {mode} workloads into {data_dir}")
     suite = build_suite(mode, data_dir)
@@ -395,13 +407,29 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
         log(f"  {ld.name}: {ld.body_bytes / 1024:.0f} KiB ({ld.desc})")
 
     bins: dict[str, Path] = {}
-    try:
-        bins = gobuild.build(go_extender="go" in targets)
-    except gobuild.BuildError as exc:
-        if mode == "smoke" and not gobuild.have_go():
-            log(f"no Go toolchain: smoke runs without the Go baseline and with a Python load generator ({exc})")
-        failures.append(f"build: {exc}")
-    lg = bins.get("loadgen")
+    lg: Path | str | None = None
+    if not gobuild.have_go():
+        if mode == "smoke":
+            log("no Go toolchain: smoke runs without the Go baseline, with the Python load generator")
+            targets = targets - {"go"}
+            lg = PYLOADGEN
+        else:
+            failures.append("build: the go toolchain is not on PATH (needed for bench/loadgen and bench/go-extender)")
+    else:
+        try:
+            bins = gobuild.build(go_extender=False)
+            lg = bins["loadgen"]
+        except gobuild.BuildError as exc:
+            failures.append(f"build loadgen: {exc}")
+        if "go" in targets:
+            try:
+                bins.update(gobuild.build(go_extender=True))
+            except gobuild.BuildError as exc:
+                if mode == "smoke" and "VOLCANO_GIT" in str(exc):
+                    log(f"go-extender skipped: {exc}")
+                else:
+                    failures.append(f"build go-extender: {exc}")
+                targets = targets - {"go"}
 
     results: dict[str, Any] = {"caldera": {}, "go": {}, "floor": {}}
     caldera_cfg = None
@@ -426,7 +454,9 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
 
     from bench import report
 
-    doc = report.assemble(suite, results, machine_info(), caldera_cfg, failures,
+    machine = machine_info()
+    machine["loadavg_at_start"] = load_start
+    doc = report.assemble(suite, results, machine, caldera_cfg, failures,
                           time.monotonic() - t_start)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = "latest" if mode != "smoke" else "smoke"
@@ -438,6 +468,8 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
         log(f"plot skipped: {type(exc).__name__}: {exc}")
         if mode != "smoke":
             traceback.print_exc()
+    if mode == "full" and out_dir.resolve() == RESULTS.resolve():
+        report.update_readme(BENCH / "README.md", doc)
     log(f"wrote {out_dir}/{stem}.json, {stem}.md")
     if failures:
         print("\nFAILURES:", file=sys.stderr)

@@ -1,0 +1,101 @@
+"""``python -m bench profile WORKLOAD``: profile Caldera's in-process request path.
+
+The ASGI app from ``app.main.create_app`` is driven directly (no sockets, no uvicorn HTTP
+parsing): routing, body reading, decoding, plugins and response encoding are what is left.
+The body arrives as one chunk; uvicorn delivers big bodies in many chunks, which costs a
+join on top of what is shown here. pyinstrument writes an HTML report and prints a text
+summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import run as runmod
+from bench import servers
+
+ALIASES = {
+    "predicate": "predicate-c1", "prioritize": "prioritize-c1", "preemptable": "preemptable-c1",
+    "allocate": "allocate-c1", "jobReady": "jobReady-c1", "onSessionOpen": "onSessionOpen-100n",
+}
+
+
+async def _drive(app: Any, path: str, body: bytes, n: int) -> list[float]:
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+        "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode())],
+        "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 8080),
+    }
+    times = []
+    for _ in range(n):
+        delivered = False
+        status: list[int] = []
+
+        async def receive() -> dict[str, Any]:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return {"type": "http.disconnect"}
+
+        async def send(msg: dict[str, Any]) -> None:
+            if msg["type"] == "http.response.start":
+                status.append(msg["status"])
+
+        t0 = time.perf_counter()
+        await app(dict(scope), receive, send)
+        times.append(time.perf_counter() - t0)
+        if status != [200]:
+            raise RuntimeError(f"{path}: status {status}")
+    return times
+
+
+def main(workload: str, requests: int, config: str | None, out: str | None) -> int:
+    from pyinstrument import Profiler
+
+    sys.path.insert(0, str(servers.REPO))
+    from app.config import load_config
+    from app.main import create_app
+
+    name = ALIASES.get(workload, workload)
+    suite = runmod.build_suite("full" if name == "onSessionOpen-500n" else "quick", runmod.TMP / (
+        "full" if name == "onSessionOpen-500n" else "quick"))
+    loads = {ld.name: ld for ld in suite.loads}
+    if name not in loads:
+        print(f"unknown workload {workload!r}; choose from: {', '.join(sorted(set(loads) | set(ALIASES)))}",
+              file=sys.stderr)
+        return 2
+    ld = loads[name]
+    body = Path(ld.body).read_bytes()
+    if config is None:
+        cfg_path, label, _ = servers.caldera_configs(runmod.TMP)
+        config = str(cfg_path)
+        print(f"config: {label} ({config})")
+    app = create_app(load_config(config))
+    n = requests or max(3, min(2000, int(2e8 / max(1, len(body)))))
+
+    async def go() -> list[float]:
+        async with app.router.lifespan_context(app):
+            await _drive(app, "/" + ld.verb, body, min(n, 5))  # warm-up
+            profiler = Profiler(interval=0.0005, async_mode="enabled")
+            profiler.start()
+            times = await _drive(app, "/" + ld.verb, body, n)
+            profiler.stop()
+            out_path = Path(out) if out else runmod.RESULTS / f"profile-{name}.html"
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+            out_path.write_text(profiler.output_html())
+            print(profiler.output_text(unicode=True, color=False, show_all=False))
+            print(f"HTML report: {out_path}")
+            return times
+
+    times = asyncio.run(go())
+    times.sort()
+    print(f"{name}: {len(times)} in-process calls of {len(body) / 1024:.0f} KiB; p50 {times[len(times) // 2] * 1e3:.3f} ms, "
+          f"mean {sum(times) / len(times) * 1e3:.3f} ms (under the profiler)")
+    return 0
