@@ -18,22 +18,45 @@ HELP = """Caldera benchmark.
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench", description=HELP,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run the benchmark")
     g = r.add_mutually_exclusive_group()
-    g.add_argument("--quick", action="store_true", help="fewer requests, no 500-node snapshot (~3 min)")
-    g.add_argument("--smoke", action="store_true", help="tiny sizes, a few requests each (< 60 s); non-zero exit on any failure")
+    g.add_argument(
+        "--quick", action="store_true", help="fewer requests, no 500-node snapshot (~3 min)"
+    )
+    g.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny sizes, a few requests each (< 60 s); non-zero exit on any failure",
+    )
     r.add_argument("--targets", default="caldera,go,floor", help="comma list of caldera,go,floor")
-    r.add_argument("--out", default=str(runmod.RESULTS), help="results directory (default bench/results)")
-    r.add_argument("--caldera-cmd", default=None,
-                   help="command that runs the caldera CLI (default: 'uv run --no-sync caldera')")
+    r.add_argument(
+        "--out", default=str(runmod.RESULTS), help="results directory (default bench/results)"
+    )
+    r.add_argument(
+        "--caldera-cmd",
+        default=None,
+        help="command that runs the caldera CLI (default: 'uv run --no-sync caldera')",
+    )
     p = sub.add_parser("profile", help="profile Caldera in-process on one workload")
-    p.add_argument("workload", help="e.g. predicate, prioritize, preemptable, allocate, jobReady, onSessionOpen-100n")
-    p.add_argument("--requests", type=int, default=0, help="calls to profile (default: depends on body size)")
-    p.add_argument("--config", default=None, help="caldera config file (default: the bench job-plugin config)")
-    p.add_argument("--out", default=None, help="HTML report path (default bench/results/profile-WORKLOAD.html)")
+    p.add_argument(
+        "workload",
+        help="e.g. predicate, prioritize, preemptable, allocate, jobReady, onSessionOpen-100n",
+    )
+    p.add_argument(
+        "--requests", type=int, default=0, help="calls to profile (default: depends on body size)"
+    )
+    p.add_argument(
+        "--config", default=None, help="caldera config file (default: the bench job-plugin config)"
+    )
+    p.add_argument(
+        "--out", default=None, help="HTML report path (default bench/results/profile-WORKLOAD.html)"
+    )
     gen = sub.add_parser("gen", help="generate workloads only")
     g2 = gen.add_mutually_exclusive_group()
     g2.add_argument("--quick", action="store_true")

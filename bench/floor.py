@@ -280,9 +280,18 @@ class MEmpty(msgspec.Struct, gc=False):
 
 
 M_TYPES: dict[str, type] = {
-    "onSessionOpen": MOpen, "onSessionClose": MEmpty, "predicate": MPredicate, "prioritize": MPrioritize,
-    "preemptable": MEvict, "reclaimable": MEvict, "jobEnqueueable": MJob, "jobEnqueued": MJob, "jobReady": MJob,
-    "queueOverused": MQueueReq, "allocate": MTaskReq, "deallocate": MTaskReq,
+    "onSessionOpen": MOpen,
+    "onSessionClose": MEmpty,
+    "predicate": MPredicate,
+    "prioritize": MPrioritize,
+    "preemptable": MEvict,
+    "reclaimable": MEvict,
+    "jobEnqueueable": MJob,
+    "jobEnqueued": MJob,
+    "jobReady": MJob,
+    "queueOverused": MQueueReq,
+    "allocate": MTaskReq,
+    "deallocate": MTaskReq,
 }
 _M_DECODERS = {verb: msgspec.json.Decoder(t) for verb, t in M_TYPES.items()}
 _ENC = msgspec.json.Encoder()
@@ -548,18 +557,34 @@ class PEmpty(PModel):
 
 
 P_TYPES: dict[str, type[pydantic.BaseModel]] = {
-    "onSessionOpen": POpen, "onSessionClose": PEmpty, "predicate": PPredicate, "prioritize": PPrioritize,
-    "preemptable": PEvict, "reclaimable": PEvict, "jobEnqueueable": PJob, "jobEnqueued": PJob, "jobReady": PJob,
-    "queueOverused": PQueueReq, "allocate": PTaskReq, "deallocate": PTaskReq,
+    "onSessionOpen": POpen,
+    "onSessionClose": PEmpty,
+    "predicate": PPredicate,
+    "prioritize": PPrioritize,
+    "preemptable": PEvict,
+    "reclaimable": PEvict,
+    "jobEnqueueable": PJob,
+    "jobEnqueued": PJob,
+    "jobReady": PJob,
+    "queueOverused": PQueueReq,
+    "allocate": PTaskReq,
+    "deallocate": PTaskReq,
 }
 
 # ------------------------------------------------------------------------------------ handlers
 
 FIXED = {
-    "onSessionOpen": b"{}", "onSessionClose": b"{}", "predicate": b'{"status":"","code":0}',
-    "preemptable": b'{"status":0,"victims":[]}', "reclaimable": b'{"status":0,"victims":[]}',
-    "jobEnqueueable": b'{"status":1}', "jobEnqueued": b"{}", "jobReady": b'{"status":true}',
-    "queueOverused": b'{"overused":false}', "allocate": b'{"errorMessage":""}', "deallocate": b'{"errorMessage":""}',
+    "onSessionOpen": b"{}",
+    "onSessionClose": b"{}",
+    "predicate": b'{"status":"","code":0}',
+    "preemptable": b'{"status":0,"victims":[]}',
+    "reclaimable": b'{"status":0,"victims":[]}',
+    "jobEnqueueable": b'{"status":1}',
+    "jobEnqueued": b"{}",
+    "jobReady": b'{"status":true}',
+    "queueOverused": b'{"overused":false}',
+    "allocate": b'{"errorMessage":""}',
+    "deallocate": b'{"errorMessage":""}',
 }
 
 
@@ -568,40 +593,58 @@ def handler(lib: str, verb: str) -> Callable[[bytes], bytes]:
     if lib == "msgspec":
         dec = _M_DECODERS[verb]
         if verb == "prioritize":
+
             def h(body: bytes) -> bytes:
                 req = dec.decode(body)
-                return _ENC.encode({"nodeScore": {n.Name: 0 for n in req.nodes or ()}, "errorMessage": ""})
+                return _ENC.encode(
+                    {"nodeScore": {n.Name: 0 for n in req.nodes or ()}, "errorMessage": ""}
+                )
+
             return h
         fixed = FIXED[verb]
 
         def h(body: bytes) -> bytes:
             dec.decode(body)
             return fixed
+
         return h
     if lib == "pydantic":
         model = P_TYPES[verb]
         if verb == "prioritize":
+
             def h(body: bytes) -> bytes:
                 req = model.model_validate_json(body)
-                return orjson.dumps({"nodeScore": {n.Name: 0 for n in req.nodes or ()}, "errorMessage": ""})
+                return orjson.dumps(
+                    {"nodeScore": {n.Name: 0 for n in req.nodes or ()}, "errorMessage": ""}
+                )
+
             return h
         fixed = FIXED[verb]
 
         def h(body: bytes) -> bytes:
             model.model_validate_json(body)
             return fixed
+
         return h
     if lib == "orjson":
         if verb == "prioritize":
+
             def h(body: bytes) -> bytes:
                 req = orjson.loads(body)
-                return orjson.dumps({"nodeScore": {n["Name"]: 0 for n in req.get("nodes") or ()}, "errorMessage": ""})
+                return orjson.dumps(
+                    {
+                        "nodeScore": {n["Name"]: 0 for n in req.get("nodes") or ()},
+                        "errorMessage": "",
+                    }
+                )
+
             return h
         fixed = FIXED[verb]
 
         def h(body: bytes) -> bytes:
             orjson.loads(body)
             return fixed
+
         return h
     raise ValueError(lib)
 
@@ -609,7 +652,9 @@ def handler(lib: str, verb: str) -> Callable[[bytes], bytes]:
 LIBS = ("msgspec", "pydantic", "orjson")
 
 
-def measure(lib: str, verb: str, body: bytes, *, requests: int, max_seconds: float, warmup: int = 2) -> dict[str, Any]:
+def measure(
+    lib: str, verb: str, body: bytes, *, requests: int, max_seconds: float, warmup: int = 2
+) -> dict[str, Any]:
     """Time ``requests`` calls (bounded by ``max_seconds``); one result per call, in µs.
 
     The garbage collector runs as it would in a server; each timed call includes freeing
@@ -631,5 +676,12 @@ def measure(lib: str, verb: str, body: bytes, *, requests: int, max_seconds: flo
         if time.perf_counter() > deadline:
             break
     elapsed = time.perf_counter() - t0
-    return {"lib": lib, "verb": verb, "requests": len(lat), "elapsed_seconds": elapsed, "latencies_us": lat,
-            "p50_us": statistics.median(lat), "body_bytes": len(body)}
+    return {
+        "lib": lib,
+        "verb": verb,
+        "requests": len(lat),
+        "elapsed_seconds": elapsed,
+        "latencies_us": lat,
+        "p50_us": statistics.median(lat),
+        "body_bytes": len(body),
+    }

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
 import tarfile
-import io
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -26,7 +26,9 @@ def have_go() -> bool:
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
-    p = subprocess.run(cmd, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True)
+    p = subprocess.run(
+        cmd, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True
+    )
     if p.returncode != 0:
         raise BuildError(f"{' '.join(cmd)} (in {cwd}) failed:\n{p.stdout}{p.stderr}")
 
@@ -41,9 +43,12 @@ def ensure_apis() -> None:
     if not Path(repo).exists():
         raise BuildError(
             f"volcano.sh/apis {VOLCANO_TAG} is needed from the volcano source tree; set VOLCANO_GIT to a "
-            f"clone of https://github.com/volcano-sh/volcano with tag {VOLCANO_TAG} (not found: {repo})")
-    p = subprocess.run(["git", "-C", repo, "archive", VOLCANO_TAG, "staging/src/volcano.sh/apis"],
-                       capture_output=True)
+            f"clone of https://github.com/volcano-sh/volcano with tag {VOLCANO_TAG} (not found: {repo})"
+        )
+    p = subprocess.run(
+        ["git", "-C", repo, "archive", VOLCANO_TAG, "staging/src/volcano.sh/apis"],
+        capture_output=True,
+    )
     if p.returncode != 0:
         raise BuildError(f"git archive from {repo} failed: {p.stderr.decode()}")
     APIS.mkdir(parents=True, exist_ok=True)
@@ -52,7 +57,7 @@ def ensure_apis() -> None:
         for m in tf.getmembers():
             if not m.name.startswith(prefix) or m.name == prefix:
                 continue
-            m.name = m.name[len(prefix):]
+            m.name = m.name[len(prefix) :]
             tf.extract(m, APIS, filter="data")
 
 

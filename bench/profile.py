@@ -19,35 +19,52 @@ from bench import run as runmod
 from bench import servers
 
 ALIASES = {
-    "predicate": "predicate-c1", "prioritize": "prioritize-c1", "preemptable": "preemptable-c1",
-    "allocate": "allocate-c1", "jobReady": "jobReady-c1", "onSessionOpen": "onSessionOpen-100n",
+    "predicate": "predicate-c1",
+    "prioritize": "prioritize-c1",
+    "preemptable": "preemptable-c1",
+    "allocate": "allocate-c1",
+    "jobReady": "jobReady-c1",
+    "onSessionOpen": "onSessionOpen-100n",
 }
 
 
 async def _drive(app: Any, path: str, body: bytes, n: int) -> list[float]:
     scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-        "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
-        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode())],
-        "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 8080),
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"127.0.0.1"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ],
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 8080),
     }
     times = []
+    delivered = False
+    status: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    async def send(msg: dict[str, Any]) -> None:
+        if msg["type"] == "http.response.start":
+            status.append(msg["status"])
+
     for _ in range(n):
         delivered = False
-        status: list[int] = []
-
-        async def receive() -> dict[str, Any]:
-            nonlocal delivered
-            if not delivered:
-                delivered = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return {"type": "http.disconnect"}
-
-        async def send(msg: dict[str, Any]) -> None:
-            if msg["type"] == "http.response.start":
-                status.append(msg["status"])
-
+        status.clear()
         t0 = time.perf_counter()
         await app(dict(scope), receive, send)
         times.append(time.perf_counter() - t0)
@@ -64,12 +81,16 @@ def main(workload: str, requests: int, config: str | None, out: str | None) -> i
     from app.main import create_app
 
     name = ALIASES.get(workload, workload)
-    suite = runmod.build_suite("full" if name == "onSessionOpen-500n" else "quick", runmod.TMP / (
-        "full" if name == "onSessionOpen-500n" else "quick"))
+    suite = runmod.build_suite(
+        "full" if name == "onSessionOpen-500n" else "quick",
+        runmod.TMP / ("full" if name == "onSessionOpen-500n" else "quick"),
+    )
     loads = {ld.name: ld for ld in suite.loads}
     if name not in loads:
-        print(f"unknown workload {workload!r}; choose from: {', '.join(sorted(set(loads) | set(ALIASES)))}",
-              file=sys.stderr)
+        print(
+            f"unknown workload {workload!r}; choose from: {', '.join(sorted(set(loads) | set(ALIASES)))}",
+            file=sys.stderr,
+        )
         return 2
     ld = loads[name]
     body = Path(ld.body).read_bytes()
@@ -96,6 +117,8 @@ def main(workload: str, requests: int, config: str | None, out: str | None) -> i
 
     times = asyncio.run(go())
     times.sort()
-    print(f"{name}: {len(times)} in-process calls of {len(body) / 1024:.0f} KiB; p50 {times[len(times) // 2] * 1e3:.3f} ms, "
-          f"mean {sum(times) / len(times) * 1e3:.3f} ms (under the profiler)")
+    print(
+        f"{name}: {len(times)} in-process calls of {len(body) / 1024:.0f} KiB; p50 {times[len(times) // 2] * 1e3:.3f} ms, "
+        f"mean {sum(times) / len(times) * 1e3:.3f} ms (under the profiler)"
+    )
     return 0

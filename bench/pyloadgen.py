@@ -54,8 +54,9 @@ class _Conn:
         return data, d
 
 
-def _parallel(base: str, calls: list[tuple[str, bytes]], conc: int, timeout: float,
-              deadline: float) -> tuple[list[float], list[str], str]:
+def _parallel(
+    base: str, calls: list[tuple[str, bytes]], conc: int, timeout: float, deadline: float
+) -> tuple[list[float], list[str], str]:
     lat: list[float] = []
     errs: list[str] = []
     first = [""]
@@ -95,24 +96,53 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
     if plan["mode"] == "load":
         body = _body({"body": plan["body"]})
         call = (plan["path"], body)
-        _parallel(base, [call] * plan.get("warmup", 0), plan.get("concurrency", 1), timeout, deadline)
+        _parallel(
+            base, [call] * plan.get("warmup", 0), plan.get("concurrency", 1), timeout, deadline
+        )
         t0 = time.perf_counter()
-        lat, errs, first = _parallel(base, [call] * plan["requests"], plan.get("concurrency", 1), timeout, deadline)
-        return {"requests": len(lat) + len(errs), "errors": len(errs), "first_error": errs[0] if errs else "",
-                "elapsed_seconds": time.perf_counter() - t0, "latencies_us": lat, "body_bytes": len(body),
-                "last_response": first, "stopped_by_time": time.monotonic() > deadline}
-    steps = [{"name": s["name"], "calls": len(s["calls"]),
-              "body_bytes": sum(len(_body(c)) for c in s["calls"]), "elapsed_us": [], "latencies_us": []}
-             for s in plan["steps"]]
-    out: dict[str, Any] = {"cycles": 0, "errors": 0, "first_error": "", "total_us": [], "steps": steps,
-                           "stopped_by_time": False}
+        lat, errs, first = _parallel(
+            base, [call] * plan["requests"], plan.get("concurrency", 1), timeout, deadline
+        )
+        return {
+            "requests": len(lat) + len(errs),
+            "errors": len(errs),
+            "first_error": errs[0] if errs else "",
+            "elapsed_seconds": time.perf_counter() - t0,
+            "latencies_us": lat,
+            "body_bytes": len(body),
+            "last_response": first,
+            "stopped_by_time": time.monotonic() > deadline,
+        }
+    steps = [
+        {
+            "name": s["name"],
+            "calls": len(s["calls"]),
+            "body_bytes": sum(len(_body(c)) for c in s["calls"]),
+            "elapsed_us": [],
+            "latencies_us": [],
+        }
+        for s in plan["steps"]
+    ]
+    out: dict[str, Any] = {
+        "cycles": 0,
+        "errors": 0,
+        "first_error": "",
+        "total_us": [],
+        "steps": steps,
+        "stopped_by_time": False,
+    }
     for cyc in range(plan.get("warmup", 0) + plan.get("repeat", 1)):
         record = cyc >= plan.get("warmup", 0)
         tc = time.perf_counter()
         for s, sr in zip(plan["steps"], steps, strict=True):
             t0 = time.perf_counter()
-            lat, errs, _ = _parallel(base, [(c["path"], _body(c)) for c in s["calls"]], s.get("concurrency", 1),
-                                     timeout, float("inf"))
+            lat, errs, _ = _parallel(
+                base,
+                [(c["path"], _body(c)) for c in s["calls"]],
+                s.get("concurrency", 1),
+                timeout,
+                float("inf"),
+            )
             out["errors"] += len(errs)
             if errs and not out["first_error"]:
                 out["first_error"] = errs[0]

@@ -4,6 +4,7 @@ latency.png."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -59,11 +60,25 @@ class Suite:
 
 SIZES = {
     # name: (predicate pods on node, prioritize nodes, preempt evictees, opens, cycle (nodes, pods, tasks))
-    "full": dict(pred_pods=30, prio_cluster=(100, 2000), evictees=30,
-                 opens=[(10, 100), (100, 2000), (500, 10000)], cycle=(100, 2000, 50), scale=1.0),
-    "quick": dict(pred_pods=30, prio_cluster=(100, 2000), evictees=30,
-                  opens=[(10, 100), (100, 2000)], cycle=(100, 2000, 50), scale=0.25),
-    "smoke": dict(pred_pods=6, prio_cluster=(5, 40), evictees=3, opens=[(5, 40)], cycle=(5, 40, 2), scale=0.0),
+    "full": dict(
+        pred_pods=30,
+        prio_cluster=(100, 2000),
+        evictees=30,
+        opens=[(10, 100), (100, 2000), (500, 10000)],
+        cycle=(100, 2000, 50),
+        scale=1.0,
+    ),
+    "quick": dict(
+        pred_pods=30,
+        prio_cluster=(100, 2000),
+        evictees=30,
+        opens=[(10, 100), (100, 2000)],
+        cycle=(100, 2000, 50),
+        scale=0.25,
+    ),
+    "smoke": dict(
+        pred_pods=6, prio_cluster=(5, 40), evictees=3, opens=[(5, 40)], cycle=(5, 40, 2), scale=0.0
+    ),
 }
 
 
@@ -91,8 +106,30 @@ def build_suite(mode: str, out: Path) -> Suite:
     task = pc.pending[0][2]
     pred = _write(out / f"predicate-{sz['pred_pods']}pods.json", w.predicate_body(task, node))
     desc = f"1 task + 1 node with {sz['pred_pods']} pods"
-    s.loads.append(Load("predicate-c1", "predicate", pred, 1, _n(m, 3000, 1000, 10), _n(m, 20, 8, 5), _n(m, 100, 50, 2), desc))
-    s.loads.append(Load("predicate-c16", "predicate", pred, 16, _n(m, 4000, 1500, 32), _n(m, 20, 8, 5), _n(m, 160, 64, 16), desc))
+    s.loads.append(
+        Load(
+            "predicate-c1",
+            "predicate",
+            pred,
+            1,
+            _n(m, 3000, 1000, 10),
+            _n(m, 20, 8, 5),
+            _n(m, 100, 50, 2),
+            desc,
+        )
+    )
+    s.loads.append(
+        Load(
+            "predicate-c16",
+            "predicate",
+            pred,
+            16,
+            _n(m, 4000, 1500, 32),
+            _n(m, 20, 8, 5),
+            _n(m, 160, 64, 16),
+            desc,
+        )
+    )
 
     # prioritize: 100 candidate nodes with their tasks
     big = w.make_cluster(*sz["prio_cluster"])
@@ -100,36 +137,110 @@ def build_suite(mode: str, out: Path) -> Suite:
     ptask = big.pending[0][2]
     prio = _write(out / f"prioritize-{len(nodes)}nodes.json", w.prioritize_body(ptask, nodes))
     desc = f"1 task + {len(nodes)} nodes (~{sz['prio_cluster'][1] * 3 // 4 // len(nodes) + 10} pods each)"
-    s.loads.append(Load("prioritize-c1", "prioritize", prio, 1, _n(m, 40, 12, 3), _n(m, 30, 10, 5), _n(m, 2, 1, 1), desc))
-    s.loads.append(Load("prioritize-c16", "prioritize", prio, 16, _n(m, 96, 32, 16), _n(m, 40, 15, 5), _n(m, 16, 16, 16), desc))
+    s.loads.append(
+        Load(
+            "prioritize-c1",
+            "prioritize",
+            prio,
+            1,
+            _n(m, 40, 12, 3),
+            _n(m, 30, 10, 5),
+            _n(m, 2, 1, 1),
+            desc,
+        )
+    )
+    s.loads.append(
+        Load(
+            "prioritize-c16",
+            "prioritize",
+            prio,
+            16,
+            _n(m, 96, 32, 16),
+            _n(m, 40, 15, 5),
+            _n(m, 16, 16, 16),
+            desc,
+        )
+    )
 
     # preemptable: 30 evictees (running Volcano tasks)
-    evictees = [tb for j in big.jobs for p in j.pods if p.node for tb in [j.tasks[p.uid]]][: sz["evictees"]]
+    evictees = [tb for j in big.jobs for p in j.pods if p.node for tb in [j.tasks[p.uid]]][
+        : sz["evictees"]
+    ]
     pre = _write(out / f"preemptable-{len(evictees)}.json", w.evict_body(ptask, evictees))
-    s.loads.append(Load("preemptable-c1", "preemptable", pre, 1, _n(m, 1000, 300, 10), _n(m, 15, 6, 5), _n(m, 50, 20, 2),
-                        f"1 evictor + {len(evictees)} evictees"))
+    s.loads.append(
+        Load(
+            "preemptable-c1",
+            "preemptable",
+            pre,
+            1,
+            _n(m, 1000, 300, 10),
+            _n(m, 15, 6, 5),
+            _n(m, 50, 20, 2),
+            f"1 evictor + {len(evictees)} evictees",
+        )
+    )
 
     # allocate / jobReady bodies (used by the cycle; also measured on their own)
     alloc = _write(out / "allocate.json", w.task_body(big.pending[0][3]))
-    s.loads.append(Load("allocate-c1", "allocate", alloc, 1, _n(m, 2000, 500, 10), _n(m, 10, 5, 5), _n(m, 100, 20, 2),
-                        "1 allocated task"))
+    s.loads.append(
+        Load(
+            "allocate-c1",
+            "allocate",
+            alloc,
+            1,
+            _n(m, 2000, 500, 10),
+            _n(m, 10, 5, 5),
+            _n(m, 100, 20, 2),
+            "1 allocated task",
+        )
+    )
     jname = f"{big.pending[0][0].namespace}/{big.pending[0][0].name}"
     jr = _write(out / "jobReady.json", w.job_body(big.job_bytes[jname]))
-    s.loads.append(Load("jobReady-c1", "jobReady", jr, 1, _n(m, 500, 150, 5), _n(m, 10, 5, 5), _n(m, 20, 5, 1),
-                        f"1 job with {len(big.pending[0][0].pods)} tasks"))
+    s.loads.append(
+        Load(
+            "jobReady-c1",
+            "jobReady",
+            jr,
+            1,
+            _n(m, 500, 150, 5),
+            _n(m, 10, 5, 5),
+            _n(m, 20, 5, 1),
+            f"1 job with {len(big.pending[0][0].pods)} tasks",
+        )
+    )
 
     # the fixed cost of one HTTP round trip through each server: onSessionClose, body "{}"
     close = _write(out / "onSessionClose.json", b"{}")
-    s.loads.append(Load("onSessionClose-c1", "onSessionClose", close, 1, _n(m, 2000, 500, 10), _n(m, 10, 5, 5),
-                        _n(m, 100, 20, 2), "body {} (per-request fixed cost)"))
+    s.loads.append(
+        Load(
+            "onSessionClose-c1",
+            "onSessionClose",
+            close,
+            1,
+            _n(m, 2000, 500, 10),
+            _n(m, 10, 5, 5),
+            _n(m, 100, 20, 2),
+            "body {} (per-request fixed cost)",
+        )
+    )
 
     # onSessionOpen
     for nn, npods in sz["opens"]:
         c = big if (nn, npods) == sz["prio_cluster"] else w.make_cluster(nn, npods)
         path = _write(out / f"onSessionOpen-{nn}n-{npods}p.json", w.session_open_body(c))
         reqs = {10: _n(m, 40, 15, 3), 100: _n(m, 10, 4, 3), 500: _n(m, 3, 2, 2)}.get(nn, 3)
-        s.loads.append(Load(f"onSessionOpen-{nn}n", "onSessionOpen", path, 1, reqs, _n(m, 90, 40, 10),
-                            1 if nn <= 100 else 0, f"{nn} nodes, {npods} pods"))
+        s.loads.append(
+            Load(
+                f"onSessionOpen-{nn}n",
+                "onSessionOpen",
+                path,
+                1,
+                reqs,
+                _n(m, 90, 40, 10),
+                1 if nn <= 100 else 0,
+                f"{nn} nodes, {npods} pods",
+            )
+        )
         del c
 
     # the replayed cycle
@@ -139,27 +250,64 @@ def build_suite(mode: str, out: Path) -> Suite:
     open_path = _write(cdir / "onSessionOpen.json", w.session_open_body(c))
     close_path = _write(cdir / "onSessionClose.json", b"{}")
     node_files = [_write(cdir / "nodes" / f"{n}.json", c.nodes[n]) for n in c.node_names]
-    steps: list[dict[str, Any]] = [{"name": "onSessionOpen", "concurrency": 1,
-                                    "calls": [{"path": "/onSessionOpen", "body": open_path}]}]
+    steps: list[dict[str, Any]] = [
+        {
+            "name": "onSessionOpen",
+            "concurrency": 1,
+            "calls": [{"path": "/onSessionOpen", "body": open_path}],
+        }
+    ]
     placed = c.pending[:ntasks]
-    for i, (job, pod, pending_task, allocated_task) in enumerate(placed):
+    for i, (job, _pod, pending_task, allocated_task) in enumerate(placed):
         tfile = _write(cdir / "tasks" / f"{i:03d}.json", pending_task)
         afile = _write(cdir / "allocated" / f"{i:03d}.json", w.task_body(allocated_task))
-        jfile = _write(cdir / "jobs" / f"{job.namespace}-{job.name}.json", w.job_body(c.job_bytes[f"{job.namespace}/{job.name}"]))
-        steps.append({"name": "predicate", "concurrency": 16, "calls": [
-            {"path": "/predicate", "parts": ['={"task":', tfile, '=,"node":', nf, "=}"]} for nf in node_files]})
+        jfile = _write(
+            cdir / "jobs" / f"{job.namespace}-{job.name}.json",
+            w.job_body(c.job_bytes[f"{job.namespace}/{job.name}"]),
+        )
+        steps.append(
+            {
+                "name": "predicate",
+                "concurrency": 16,
+                "calls": [
+                    {"path": "/predicate", "parts": ['={"task":', tfile, '=,"node":', nf, "=}"]}
+                    for nf in node_files
+                ],
+            }
+        )
         parts = ['={"task":', tfile, '=,"nodes":[']
         for k, nf in enumerate(node_files):
             parts += ([] if k == 0 else ["=,"]) + [nf]
         parts.append("=]}")
-        steps.append({"name": "prioritize", "concurrency": 1, "calls": [{"path": "/prioritize", "parts": parts}]})
-        steps.append({"name": "allocate", "concurrency": 1, "calls": [{"path": "/allocate", "body": afile}]})
-        steps.append({"name": "jobReady", "concurrency": 1, "calls": [{"path": "/jobReady", "body": jfile}]})
-    steps.append({"name": "onSessionClose", "concurrency": 1, "calls": [{"path": "/onSessionClose", "body": close_path}]})
+        steps.append(
+            {
+                "name": "prioritize",
+                "concurrency": 1,
+                "calls": [{"path": "/prioritize", "parts": parts}],
+            }
+        )
+        steps.append(
+            {"name": "allocate", "concurrency": 1, "calls": [{"path": "/allocate", "body": afile}]}
+        )
+        steps.append(
+            {"name": "jobReady", "concurrency": 1, "calls": [{"path": "/jobReady", "body": jfile}]}
+        )
+    steps.append(
+        {
+            "name": "onSessionClose",
+            "concurrency": 1,
+            "calls": [{"path": "/onSessionClose", "body": close_path}],
+        }
+    )
     s.cycle = Cycle(
-        "cycle", f"onSessionOpen ({cn} nodes, {cp} pods), then for each of {len(placed)} tasks: predicate x{cn} "
+        "cycle",
+        f"onSessionOpen ({cn} nodes, {cp} pods), then for each of {len(placed)} tasks: predicate x{cn} "
         f"(16 in flight), prioritize ({cn} nodes), allocate, jobReady; then onSessionClose",
-        steps, repeat=_n(m, 2, 1, 1), warmup=0, max_seconds=_n(m, 300, 120, 20))
+        steps,
+        repeat=_n(m, 2, 1, 1),
+        warmup=0,
+        max_seconds=_n(m, 300, 120, 20),
+    )
     for ld in s.loads:
         ld.body_bytes = os.path.getsize(ld.body)
     return s
@@ -182,7 +330,9 @@ def summarize(lat_us: list[float], elapsed: float, body_bytes: int) -> dict[str,
     return {
         "requests": n,
         "throughput_rps": n / elapsed if elapsed > 0 else float("nan"),
-        "p50_ms": p50 / 1e3, "p90_ms": pct(lat_us, 90) / 1e3, "p99_ms": pct(lat_us, 99) / 1e3,
+        "p50_ms": p50 / 1e3,
+        "p90_ms": pct(lat_us, 90) / 1e3,
+        "p99_ms": pct(lat_us, 99) / 1e3,
         "max_ms": max(lat_us) / 1e3 if lat_us else float("nan"),
         "mean_ms": statistics.fmean(lat_us) / 1e3 if lat_us else float("nan"),
         "ingest_MBps": body_bytes / (p50 / 1e6) / 1e6 if p50 else float("nan"),
@@ -197,15 +347,25 @@ def loadgen(binary: Path | str, plan: dict[str, Any], timeout: float) -> dict[st
         cmd = [*servers.taskset(servers.LOADGEN_CPU), sys.executable, "-m", "bench.pyloadgen"]
     else:
         cmd = [*servers.taskset(servers.LOADGEN_CPU), str(binary)]
-    p = subprocess.run(cmd, input=json.dumps(plan).encode(), capture_output=True, timeout=timeout, cwd=servers.REPO)
+    p = subprocess.run(
+        cmd, input=json.dumps(plan).encode(), capture_output=True, timeout=timeout, cwd=servers.REPO
+    )
     if p.returncode != 0:
-        raise RuntimeError(f"loadgen failed ({p.returncode}): {p.stderr.decode(errors='replace')[-2000:]}")
+        raise RuntimeError(
+            f"loadgen failed ({p.returncode}): {p.stderr.decode(errors='replace')[-2000:]}"
+        )
     result: dict[str, Any] = json.loads(p.stdout)
     return result
 
 
-def run_server(srv: servers.Server, suite: Suite, lg: Path | str, failures: list[str], raw: dict[str, Any],
-               log: Any) -> dict[str, Any]:
+def run_server(
+    srv: servers.Server,
+    suite: Suite,
+    lg: Path | str,
+    failures: list[str],
+    raw: dict[str, Any],
+    log: Any,
+) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     try:
         srv.start()
@@ -213,13 +373,23 @@ def run_server(srv: servers.Server, suite: Suite, lg: Path | str, failures: list
         failures.append(f"{srv.name}: start failed: {exc}")
         return rows
     try:
-        log(f"{srv.name}: up at {srv.base} (pids {srv.server_pids()}), idle RSS {srv.rss() / MiB:.0f} MiB")
+        log(
+            f"{srv.name}: up at {srv.base} (pids {srv.server_pids()}), idle RSS {srv.rss() / MiB:.0f} MiB"
+        )
         for ld in suite.loads:
             base_rss = srv.rss()
             reset = srv.reset_peak()
-            plan = {"base": srv.base, "mode": "load", "path": "/" + ld.verb, "body": ld.body,
-                    "concurrency": ld.concurrency, "requests": ld.requests, "warmup": ld.warmup,
-                    "max_seconds": ld.max_seconds, "timeout_seconds": 120}
+            plan = {
+                "base": srv.base,
+                "mode": "load",
+                "path": "/" + ld.verb,
+                "body": ld.body,
+                "concurrency": ld.concurrency,
+                "requests": ld.requests,
+                "warmup": ld.warmup,
+                "max_seconds": ld.max_seconds,
+                "timeout_seconds": 120,
+            }
             t0 = time.monotonic()
             try:
                 res = loadgen(lg, plan, timeout=ld.max_seconds * 4 + 600)
@@ -231,48 +401,86 @@ def run_server(srv: servers.Server, suite: Suite, lg: Path | str, failures: list
                     break
                 continue
             row = summarize(res["latencies_us"], res["elapsed_seconds"], ld.body_bytes)
-            row.update(errors=res["errors"], first_error=res.get("first_error", ""),
-                       stopped_by_time=res.get("stopped_by_time", False),
-                       rss_before_MiB=base_rss / MiB, peak_rss_MiB=srv.peak_rss() / MiB if reset else None,
-                       rss_after_MiB=srv.rss() / MiB, config=srv.config, sample_response=res.get("last_response", "")[:200])
-            row["peak_rss_growth_MiB"] = (row["peak_rss_MiB"] - row["rss_before_MiB"]) if reset else None
+            row.update(
+                errors=res["errors"],
+                first_error=res.get("first_error", ""),
+                stopped_by_time=res.get("stopped_by_time", False),
+                rss_before_MiB=base_rss / MiB,
+                peak_rss_MiB=srv.peak_rss() / MiB if reset else None,
+                rss_after_MiB=srv.rss() / MiB,
+                config=srv.config,
+                sample_response=res.get("last_response", "")[:200],
+            )
+            row["peak_rss_growth_MiB"] = (
+                (row["peak_rss_MiB"] - row["rss_before_MiB"]) if reset else None
+            )
             if res["errors"]:
-                failures.append(f"{srv.name} {ld.name}: {res['errors']} errors, first: {res.get('first_error')}")
+                failures.append(
+                    f"{srv.name} {ld.name}: {res['errors']} errors, first: {res.get('first_error')}"
+                )
             rows[ld.name] = row
             raw[f"{srv.name}/{ld.name}"] = res["latencies_us"]
-            log(f"{srv.name} {ld.name}: {row['requests']} req in {time.monotonic() - t0:.1f}s, "
+            log(
+                f"{srv.name} {ld.name}: {row['requests']} req in {time.monotonic() - t0:.1f}s, "
                 f"{row['throughput_rps']:.1f}/s p50 {row['p50_ms']:.2f} ms p99 {row['p99_ms']:.2f} ms"
-                f" peak RSS {row['peak_rss_MiB'] or 0:.0f} MiB" + (f" ERRORS {res['errors']}" if res["errors"] else ""))
+                f" peak RSS {row['peak_rss_MiB'] or 0:.0f} MiB"
+                + (f" ERRORS {res['errors']}" if res["errors"] else "")
+            )
         if suite.cycle is not None and (srv.proc is None or srv.proc.poll() is None):
             cy = suite.cycle
             base_rss = srv.rss()
             reset = srv.reset_peak()
-            plan = {"base": srv.base, "mode": "cycle", "steps": cy.steps, "repeat": cy.repeat, "warmup": cy.warmup,
-                    "max_seconds": cy.max_seconds, "timeout_seconds": 120}
+            plan = {
+                "base": srv.base,
+                "mode": "cycle",
+                "steps": cy.steps,
+                "repeat": cy.repeat,
+                "warmup": cy.warmup,
+                "max_seconds": cy.max_seconds,
+                "timeout_seconds": 120,
+            }
             try:
                 res = loadgen(lg, plan, timeout=cy.max_seconds * 4 + 600)
                 steps = {}
                 for st in res["steps"]:
-                    agg = steps.setdefault(st["name"], {"calls": 0, "body_bytes": 0, "elapsed_us": [], "latencies_us": []})
+                    agg = steps.setdefault(
+                        st["name"],
+                        {"calls": 0, "body_bytes": 0, "elapsed_us": [], "latencies_us": []},
+                    )
                     agg["calls"] += st["calls"]
                     agg["body_bytes"] += st["body_bytes"]
                     agg["elapsed_us"].append(sum(st["elapsed_us"]) / max(1, len(st["elapsed_us"])))
                     agg["latencies_us"] += st["latencies_us"]
                 row = {
-                    "cycles": res["cycles"], "errors": res["errors"], "first_error": res.get("first_error", ""),
+                    "cycles": res["cycles"],
+                    "errors": res["errors"],
+                    "first_error": res.get("first_error", ""),
                     "total_ms": [t / 1e3 for t in res["total_us"]],
-                    "total_ms_median": statistics.median(res["total_us"]) / 1e3 if res["total_us"] else None,
-                    "steps": {k: {"calls_per_cycle": v["calls"], "MiB_per_cycle": v["body_bytes"] / MiB,
-                                  "ms_per_cycle": sum(v["elapsed_us"]) / 1e3,
-                                  "call_p50_ms": pct(v["latencies_us"], 50) / 1e3,
-                                  "call_p99_ms": pct(v["latencies_us"], 99) / 1e3} for k, v in steps.items()},
-                    "rss_before_MiB": base_rss / MiB, "peak_rss_MiB": srv.peak_rss() / MiB if reset else None,
+                    "total_ms_median": statistics.median(res["total_us"]) / 1e3
+                    if res["total_us"]
+                    else None,
+                    "steps": {
+                        k: {
+                            "calls_per_cycle": v["calls"],
+                            "MiB_per_cycle": v["body_bytes"] / MiB,
+                            "ms_per_cycle": sum(v["elapsed_us"]) / 1e3,
+                            "call_p50_ms": pct(v["latencies_us"], 50) / 1e3,
+                            "call_p99_ms": pct(v["latencies_us"], 99) / 1e3,
+                        }
+                        for k, v in steps.items()
+                    },
+                    "rss_before_MiB": base_rss / MiB,
+                    "peak_rss_MiB": srv.peak_rss() / MiB if reset else None,
                     "config": srv.config,
                 }
                 if res["errors"]:
-                    failures.append(f"{srv.name} cycle: {res['errors']} errors, first: {res.get('first_error')}")
+                    failures.append(
+                        f"{srv.name} cycle: {res['errors']} errors, first: {res.get('first_error')}"
+                    )
                 rows["cycle"] = row
-                log(f"{srv.name} cycle: {row['cycles']} cycles, median {row['total_ms_median']:.0f} ms per cycle")
+                log(
+                    f"{srv.name} cycle: {row['cycles']} cycles, median {row['total_ms_median']:.0f} ms per cycle"
+                )
             except Exception as exc:
                 failures.append(f"{srv.name} cycle: {exc}")
         if srv.proc is not None and srv.proc.poll() is not None:
@@ -288,12 +496,28 @@ def run_floor(suite: Suite, failures: list[str], raw: dict[str, Any], log: Any) 
     for ld in suite.loads:
         if ld.concurrency == 1:
             seen.setdefault(ld.body, ld)
-    plan = [{"name": ld.name, "verb": ld.verb, "body": ld.body, "requests": ld.requests,
-             "max_seconds": min(ld.max_seconds, 20)} for ld in seen.values()]
+    plan = [
+        {
+            "name": ld.name,
+            "verb": ld.verb,
+            "body": ld.body,
+            "requests": ld.requests,
+            "max_seconds": min(ld.max_seconds, 20),
+        }
+        for ld in seen.values()
+    ]
     plan_path = TMP / f"floor-plan-{suite.mode}.json"
     out_path = TMP / f"floor-out-{suite.mode}.json"
     plan_path.write_text(json.dumps(plan))
-    cmd = [*servers.taskset(servers.SERVER_CPU), sys.executable, "-m", "bench", "floor", str(plan_path), str(out_path)]
+    cmd = [
+        *servers.taskset(servers.SERVER_CPU),
+        sys.executable,
+        "-m",
+        "bench",
+        "floor",
+        str(plan_path),
+        str(out_path),
+    ]
     p = subprocess.run(cmd, cwd=servers.REPO, capture_output=True, text=True)
     if p.returncode != 0:
         failures.append(f"floor: exit {p.returncode}: {p.stderr[-2000:]}")
@@ -313,8 +537,11 @@ def run_floor(suite: Suite, failures: list[str], raw: dict[str, Any], log: Any) 
         best = min(libs, key=lambda k: libs[k]["p50_ms"]) if libs else None
         rows[body] = {"libs": libs, "best": best}
         if best:
-            log(f"floor {ld.verb} ({Path(body).name}): " + ", ".join(
-                f"{k} {v['p50_ms']:.3f} ms" for k, v in libs.items()) + f" -> {best}")
+            log(
+                f"floor {ld.verb} ({Path(body).name}): "
+                + ", ".join(f"{k} {v['p50_ms']:.3f} ms" for k, v in libs.items())
+                + f" -> {best}"
+            )
     return rows
 
 
@@ -331,8 +558,14 @@ def floor_main(plan_path: str, out_path: str) -> int:
                 rss0 = _self_rss()
                 with open("/proc/self/clear_refs", "w") as f:
                     f.write("5")
-                r = floor.measure(lib, item["verb"], body, requests=item["requests"], max_seconds=item["max_seconds"],
-                                  warmup=1 if len(body) > 50 * MiB else 2)
+                r = floor.measure(
+                    lib,
+                    item["verb"],
+                    body,
+                    requests=item["requests"],
+                    max_seconds=item["max_seconds"],
+                    warmup=1 if len(body) > 50 * MiB else 2,
+                )
                 r["rss_growth_MiB"] = (_self_hwm() - rss0) / MiB
                 per[lib] = r
             except Exception as exc:  # recorded, reported as a failure by the parent
@@ -354,9 +587,13 @@ def _self_hwm() -> int:
 
 
 def machine_info() -> dict[str, Any]:
-    info: dict[str, Any] = {"platform": platform.platform(), "python": platform.python_version(),
-                            "cpus": os.cpu_count(), "loadavg_at_end": os.getloadavg()}
-    try:
+    info: dict[str, Any] = {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "loadavg_at_end": os.getloadavg(),
+    }
+    with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 info["cpu"] = line.split(":", 1)[1].strip()
@@ -364,27 +601,45 @@ def machine_info() -> dict[str, Any]:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemTotal"):
                 info["memory_GiB"] = round(int(line.split()[1]) / 1024 / 1024, 1)
-    except OSError:
-        pass
-    try:
+    with contextlib.suppress(OSError):
         info["hypervisor"] = "yes" if "hypervisor" in Path("/proc/cpuinfo").read_text() else "no"
-    except OSError:
-        pass
-    for cmd, key in ((["go", "version"], "go"), (["git", "-C", str(servers.REPO), "rev-parse", "--short", "HEAD"], "commit")):
-        try:
-            info[key] = subprocess.run(cmd, capture_output=True, text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            pass
+    for cmd, key in (
+        (["go", "version"], "go"),
+        (["git", "-C", str(servers.REPO), "rev-parse", "--short", "HEAD"], "commit"),
+    ):
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            info[key] = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
     try:
-        dirty = subprocess.run(["git", "-C", str(servers.REPO), "status", "--porcelain", "--", "app", "plugins", "schemas"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(servers.REPO),
+                "status",
+                "--porcelain",
+                "--",
+                "app",
+                "plugins",
+                "schemas",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         info["worktree_dirty"] = bool(dirty)
     except (OSError, subprocess.SubprocessError):
         pass
     import msgspec
     import orjson
     import pydantic
-    info["libs"] = {"msgspec": msgspec.__version__, "pydantic": pydantic.__version__, "orjson": orjson.__version__}
+
+    info["libs"] = {
+        "msgspec": msgspec.__version__,
+        "pydantic": pydantic.__version__,
+        "orjson": orjson.__version__,
+    }
     return info
 
 
@@ -410,11 +665,15 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
     lg: Path | str | None = None
     if not gobuild.have_go():
         if mode == "smoke":
-            log("no Go toolchain: smoke runs without the Go baseline, with the Python load generator")
+            log(
+                "no Go toolchain: smoke runs without the Go baseline, with the Python load generator"
+            )
             targets = targets - {"go"}
             lg = PYLOADGEN
         else:
-            failures.append("build: the go toolchain is not on PATH (needed for bench/loadgen and bench/go-extender)")
+            failures.append(
+                "build: the go toolchain is not on PATH (needed for bench/loadgen and bench/go-extender)"
+            )
     else:
         try:
             bins = gobuild.build(go_extender=False)
@@ -456,8 +715,9 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
 
     machine = machine_info()
     machine["loadavg_at_start"] = load_start
-    doc = report.assemble(suite, results, machine, caldera_cfg, failures,
-                          time.monotonic() - t_start)
+    doc = report.assemble(
+        suite, results, machine, caldera_cfg, failures, time.monotonic() - t_start
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = "latest" if mode != "smoke" else "smoke"
     (out_dir / f"{stem}.json").write_text(json.dumps(doc, indent=1, default=_jsonable) + "\n")

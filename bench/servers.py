@@ -89,15 +89,25 @@ class Server:
         env = {**os.environ, **self.env}
         for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
             env.pop(k, None)
-        self.proc = subprocess.Popen(self.cmd, cwd=REPO, stdout=logf, stderr=subprocess.STDOUT, env=env,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            self.cmd,
+            cwd=REPO,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; log {self.log}:\n"
-                                   + self.log.read_text(errors="replace")[-3000:])
+                raise RuntimeError(
+                    f"{self.name} exited with {self.proc.returncode}; log {self.log}:\n"
+                    + self.log.read_text(errors="replace")[-3000:]
+                )
             try:
-                with urllib.request.urlopen(self.base + "/healthz", timeout=1) as r:  # loopback only
+                with urllib.request.urlopen(
+                    self.base + "/healthz", timeout=1
+                ) as r:  # loopback only
                     if r.status == 200:
                         return
             except OSError:
@@ -146,8 +156,19 @@ class Server:
 def caldera_server(config: Path, log: Path, cmd_prefix: list[str] | None = None) -> Server:
     port = free_port()
     base = cmd_prefix or ["uv", "run", "--no-sync", "caldera"]
-    cmd = [*taskset(SERVER_CPU), *base, "serve", "--config", str(config), "--host", "127.0.0.1",
-           "--port", str(port), "--log-level", "warning"]
+    cmd = [
+        *taskset(SERVER_CPU),
+        *base,
+        "serve",
+        "--config",
+        str(config),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
     return Server("caldera", cmd, port, log)
 
 
@@ -166,7 +187,9 @@ def caldera_configs(tmp: Path, cmd_prefix: list[str] | None = None) -> tuple[Pat
     tmp.mkdir(parents=True, exist_ok=True)
     plugins = "\n".join(f"    - name: {p}" for p in JOB_PLUGINS)
     full = tmp / "caldera-jobplugins.yaml"
-    full.write_text('volcanoVersion: "1.15"\nmaxRequestBytes: 536870912\ntiers:\n- plugins:\n' + plugins + "\n")
+    full.write_text(
+        'volcanoVersion: "1.15"\nmaxRequestBytes: 536870912\ntiers:\n- plugins:\n' + plugins + "\n"
+    )
     bare = tmp / "caldera-bare.yaml"
     bare.write_text('volcanoVersion: "1.15"\nmaxRequestBytes: 536870912\ntiers: []\n')
     base = cmd_prefix or ["uv", "run", "--no-sync", "caldera"]

@@ -77,7 +77,9 @@ def ts(sec: int) -> str:
     return f"2026-08-{1 + day % 28:02d}T{h:02d}:{m:02d}:{s:02d}Z"
 
 
-def resource(cpu_m: int, mem: int, scalars: dict[str, int] | None, max_task: int = 0) -> dict[str, Any]:
+def resource(
+    cpu_m: int, mem: int, scalars: dict[str, int] | None, max_task: int = 0
+) -> dict[str, Any]:
     return {
         "MilliCPU": cpu_m,
         "Memory": mem,
@@ -114,158 +116,349 @@ class PodSpec:
 def _managed_fields_volcano(p: PodSpec) -> list[dict[str, Any]]:
     spec_fields = {
         "f:containers": {
-            f"k:{{\"name\":\"{p.role}\"}}": {
-                ".": {}, "f:command": {}, "f:env": {}, "f:image": {},
-                "f:imagePullPolicy": {}, "f:name": {},
-                "f:ports": {".": {}, 'k:{"containerPort":23456,"protocol":"TCP"}': {
-                    ".": {}, "f:containerPort": {}, "f:name": {}, "f:protocol": {}}},
+            f'k:{{"name":"{p.role}"}}': {
+                ".": {},
+                "f:command": {},
+                "f:env": {},
+                "f:image": {},
+                "f:imagePullPolicy": {},
+                "f:name": {},
+                "f:ports": {
+                    ".": {},
+                    'k:{"containerPort":23456,"protocol":"TCP"}': {
+                        ".": {},
+                        "f:containerPort": {},
+                        "f:name": {},
+                        "f:protocol": {},
+                    },
+                },
                 "f:readinessProbe": {},
-                "f:resources": {".": {}, "f:limits": {".": {}, "f:cpu": {}, "f:memory": {}, "f:nvidia.com/gpu": {}},
-                                "f:requests": {".": {}, "f:cpu": {}, "f:memory": {}, "f:nvidia.com/gpu": {}}},
-                "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {},
-                "f:volumeMounts": {".": {}, 'k:{"mountPath":"/data"}': {".": {}, "f:mountPath": {}, "f:name": {}},
-                                   'k:{"mountPath":"/dev/shm"}': {".": {}, "f:mountPath": {}, "f:name": {}}},
+                "f:resources": {
+                    ".": {},
+                    "f:limits": {".": {}, "f:cpu": {}, "f:memory": {}, "f:nvidia.com/gpu": {}},
+                    "f:requests": {".": {}, "f:cpu": {}, "f:memory": {}, "f:nvidia.com/gpu": {}},
+                },
+                "f:terminationMessagePath": {},
+                "f:terminationMessagePolicy": {},
+                "f:volumeMounts": {
+                    ".": {},
+                    'k:{"mountPath":"/data"}': {".": {}, "f:mountPath": {}, "f:name": {}},
+                    'k:{"mountPath":"/dev/shm"}': {".": {}, "f:mountPath": {}, "f:name": {}},
+                },
             }
         },
-        "f:dnsPolicy": {}, "f:enableServiceLinks": {}, "f:priorityClassName": {}, "f:restartPolicy": {},
-        "f:schedulerName": {}, "f:securityContext": {}, "f:terminationGracePeriodSeconds": {},
-        "f:volumes": {".": {}, 'k:{"name":"data"}': {".": {}, "f:name": {}, "f:persistentVolumeClaim": {".": {}, "f:claimName": {}}},
-                      'k:{"name":"dshm"}': {".": {}, "f:emptyDir": {".": {}, "f:medium": {}}, "f:name": {}}},
+        "f:dnsPolicy": {},
+        "f:enableServiceLinks": {},
+        "f:priorityClassName": {},
+        "f:restartPolicy": {},
+        "f:schedulerName": {},
+        "f:securityContext": {},
+        "f:terminationGracePeriodSeconds": {},
+        "f:volumes": {
+            ".": {},
+            'k:{"name":"data"}': {
+                ".": {},
+                "f:name": {},
+                "f:persistentVolumeClaim": {".": {}, "f:claimName": {}},
+            },
+            'k:{"name":"dshm"}': {".": {}, "f:emptyDir": {".": {}, "f:medium": {}}, "f:name": {}},
+        },
     }
     out = [
         {
-            "manager": "vc-controller-manager", "operation": "Update", "apiVersion": "v1",
-            "time": ts(p.created), "fieldsType": "FieldsV1",
+            "manager": "vc-controller-manager",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "time": ts(p.created),
+            "fieldsType": "FieldsV1",
             "fieldsV1": {
                 "f:metadata": {
-                    "f:annotations": {".": {}, "f:scheduling.k8s.io/group-name": {}, "f:volcano.sh/job-name": {},
-                                      "f:volcano.sh/job-version": {}, "f:volcano.sh/queue-name": {},
-                                      "f:volcano.sh/task-spec": {}, "f:volcano.sh/template-uid": {}},
-                    "f:labels": {".": {}, "f:volcano.sh/job-name": {}, "f:volcano.sh/job-namespace": {},
-                                 "f:volcano.sh/queue-name": {}, "f:volcano.sh/task-index": {},
-                                 "f:volcano.sh/task-spec": {}},
-                    "f:ownerReferences": {".": {}, f"k:{{\"uid\":\"{p.uid[:8]}-job\"}}": {}},
+                    "f:annotations": {
+                        ".": {},
+                        "f:scheduling.k8s.io/group-name": {},
+                        "f:volcano.sh/job-name": {},
+                        "f:volcano.sh/job-version": {},
+                        "f:volcano.sh/queue-name": {},
+                        "f:volcano.sh/task-spec": {},
+                        "f:volcano.sh/template-uid": {},
+                    },
+                    "f:labels": {
+                        ".": {},
+                        "f:volcano.sh/job-name": {},
+                        "f:volcano.sh/job-namespace": {},
+                        "f:volcano.sh/queue-name": {},
+                        "f:volcano.sh/task-index": {},
+                        "f:volcano.sh/task-spec": {},
+                    },
+                    "f:ownerReferences": {".": {}, f'k:{{"uid":"{p.uid[:8]}-job"}}': {}},
                 },
                 "f:spec": spec_fields,
             },
         }
     ]
     if p.node:
-        out.append({
-            "manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": ts(p.created + 25),
-            "fieldsType": "FieldsV1", "subresource": "status",
-            "fieldsV1": {"f:status": {
-                "f:conditions": {k: {".": {}, "f:lastProbeTime": {}, "f:lastTransitionTime": {}, "f:status": {}, "f:type": {}}
-                                 for k in ('k:{"type":"ContainersReady"}', 'k:{"type":"Ready"}')},
-                "f:containerStatuses": {}, "f:hostIP": {}, "f:hostIPs": {}, "f:phase": {}, "f:podIP": {},
-                "f:podIPs": {".": {}, 'k:{"ip":"10.244.0.0"}': {".": {}, "f:ip": {}}}, "f:startTime": {},
-            }},
-        })
+        out.append(
+            {
+                "manager": "kubelet",
+                "operation": "Update",
+                "apiVersion": "v1",
+                "time": ts(p.created + 25),
+                "fieldsType": "FieldsV1",
+                "subresource": "status",
+                "fieldsV1": {
+                    "f:status": {
+                        "f:conditions": {
+                            k: {
+                                ".": {},
+                                "f:lastProbeTime": {},
+                                "f:lastTransitionTime": {},
+                                "f:status": {},
+                                "f:type": {},
+                            }
+                            for k in ('k:{"type":"ContainersReady"}', 'k:{"type":"Ready"}')
+                        },
+                        "f:containerStatuses": {},
+                        "f:hostIP": {},
+                        "f:hostIPs": {},
+                        "f:phase": {},
+                        "f:podIP": {},
+                        "f:podIPs": {".": {}, 'k:{"ip":"10.244.0.0"}': {".": {}, "f:ip": {}}},
+                        "f:startTime": {},
+                    }
+                },
+            }
+        )
     return out
 
 
 def make_pod(p: PodSpec, rng: random.Random) -> dict[str, Any]:
     if p.daemon:
         return make_daemon_pod(p, rng)
-    labels = gomap({
-        "volcano.sh/job-name": p.job, "volcano.sh/job-namespace": p.namespace,
-        "volcano.sh/queue-name": "q-" + p.namespace, "volcano.sh/task-index": p.name.rsplit("-", 1)[-1],
-        "volcano.sh/task-spec": p.role, **p.labels,
-    })
-    annotations = gomap({
-        "scheduling.k8s.io/group-name": p.job, "volcano.sh/job-name": p.job, "volcano.sh/job-version": "0",
-        "volcano.sh/queue-name": "q-" + p.namespace, "volcano.sh/task-spec": p.role,
-        "volcano.sh/template-uid": f"{p.job}-{p.role}",
-    })
-    requests = gomap({"cpu": str(p.cpu), "memory": f"{p.mem_gi}Gi", **({"nvidia.com/gpu": str(p.gpu)} if p.gpu else {})})
-    env = [{"name": n, "value": v} for n, v in (
-        ("VC_TASK_INDEX", labels["volcano.sh/task-index"]),
-        ("VC_WORKER_NUM", "4"), ("MASTER_ADDR", f"{p.job}-master-0.{p.job}"), ("MASTER_PORT", "23456"),
-        ("WORLD_SIZE", "4"), ("NCCL_DEBUG", "WARN"), ("OMP_NUM_THREADS", str(p.cpu)))]
+    labels = gomap(
+        {
+            "volcano.sh/job-name": p.job,
+            "volcano.sh/job-namespace": p.namespace,
+            "volcano.sh/queue-name": "q-" + p.namespace,
+            "volcano.sh/task-index": p.name.rsplit("-", 1)[-1],
+            "volcano.sh/task-spec": p.role,
+            **p.labels,
+        }
+    )
+    annotations = gomap(
+        {
+            "scheduling.k8s.io/group-name": p.job,
+            "volcano.sh/job-name": p.job,
+            "volcano.sh/job-version": "0",
+            "volcano.sh/queue-name": "q-" + p.namespace,
+            "volcano.sh/task-spec": p.role,
+            "volcano.sh/template-uid": f"{p.job}-{p.role}",
+        }
+    )
+    requests = gomap(
+        {
+            "cpu": str(p.cpu),
+            "memory": f"{p.mem_gi}Gi",
+            **({"nvidia.com/gpu": str(p.gpu)} if p.gpu else {}),
+        }
+    )
+    env = [
+        {"name": n, "value": v}
+        for n, v in (
+            ("VC_TASK_INDEX", labels["volcano.sh/task-index"]),
+            ("VC_WORKER_NUM", "4"),
+            ("MASTER_ADDR", f"{p.job}-master-0.{p.job}"),
+            ("MASTER_PORT", "23456"),
+            ("WORLD_SIZE", "4"),
+            ("NCCL_DEBUG", "WARN"),
+            ("OMP_NUM_THREADS", str(p.cpu)),
+        )
+    ]
     spec: dict[str, Any] = {
         "volumes": [
             {"name": "data", "persistentVolumeClaim": {"claimName": f"{p.job}-data"}},
             {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-            {"name": f"kube-api-access-{p.uid[:5]}", "projected": {"sources": [
-                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
-            ], "defaultMode": 420}},
+            {
+                "name": f"kube-api-access-{p.uid[:5]}",
+                "projected": {
+                    "sources": [
+                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                        {
+                            "configMap": {
+                                "name": "kube-root-ca.crt",
+                                "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                            }
+                        },
+                        {
+                            "downwardAPI": {
+                                "items": [
+                                    {
+                                        "path": "namespace",
+                                        "fieldRef": {
+                                            "apiVersion": "v1",
+                                            "fieldPath": "metadata.namespace",
+                                        },
+                                    }
+                                ]
+                            }
+                        },
+                    ],
+                    "defaultMode": 420,
+                },
+            },
         ],
-        "containers": [{
-            "name": p.role,
-            "image": f"ghcr.io/example/trainer:v2.{rng.randrange(10)}.{rng.randrange(30)}",
-            "command": ["torchrun", "/workspace/train.py", "--config=/data/config.yaml"],
-            "ports": [{"name": "dist", "containerPort": 23456, "protocol": "TCP"}],
-            "env": env,
-            "resources": {"limits": requests, "requests": requests},
-            "volumeMounts": [
-                {"name": "data", "mountPath": "/data"}, {"name": "dshm", "mountPath": "/dev/shm"},
-                {"name": f"kube-api-access-{p.uid[:5]}", "readOnly": True,
-                 "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"},
-            ],
-            "readinessProbe": {"tcpSocket": {"port": 23456}, "timeoutSeconds": 1, "periodSeconds": 10,
-                               "successThreshold": 1, "failureThreshold": 3},
-            "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
-            "imagePullPolicy": "IfNotPresent",
-        }],
-        "restartPolicy": "OnFailure", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
-        "serviceAccountName": "default", "serviceAccount": "default",
+        "containers": [
+            {
+                "name": p.role,
+                "image": f"ghcr.io/example/trainer:v2.{rng.randrange(10)}.{rng.randrange(30)}",
+                "command": ["torchrun", "/workspace/train.py", "--config=/data/config.yaml"],
+                "ports": [{"name": "dist", "containerPort": 23456, "protocol": "TCP"}],
+                "env": env,
+                "resources": {"limits": requests, "requests": requests},
+                "volumeMounts": [
+                    {"name": "data", "mountPath": "/data"},
+                    {"name": "dshm", "mountPath": "/dev/shm"},
+                    {
+                        "name": f"kube-api-access-{p.uid[:5]}",
+                        "readOnly": True,
+                        "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                    },
+                ],
+                "readinessProbe": {
+                    "tcpSocket": {"port": 23456},
+                    "timeoutSeconds": 1,
+                    "periodSeconds": 10,
+                    "successThreshold": 1,
+                    "failureThreshold": 3,
+                },
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+                "imagePullPolicy": "IfNotPresent",
+            }
+        ],
+        "restartPolicy": "OnFailure",
+        "terminationGracePeriodSeconds": 30,
+        "dnsPolicy": "ClusterFirst",
+        "serviceAccountName": "default",
+        "serviceAccount": "default",
     }
     if p.node:
         spec["nodeName"] = p.node
-    spec.update({
-        "securityContext": {},
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
-                                   "values": ["NVIDIA-H100-80GB-HBM3", "NVIDIA-H200"]}]}]}}},
-        "schedulerName": "volcano",
-        "tolerations": [
-            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-        ],
-        "priorityClassName": "high" if p.priority >= 1000 else "normal",
-        "priority": p.priority, "enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority",
-    })
+    spec.update(
+        {
+            "securityContext": {},
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {
+                                        "key": "nvidia.com/gpu.product",
+                                        "operator": "In",
+                                        "values": ["NVIDIA-H100-80GB-HBM3", "NVIDIA-H200"],
+                                    }
+                                ]
+                            }
+                        ]
+                    }
+                }
+            },
+            "schedulerName": "volcano",
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+                {
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+            ],
+            "priorityClassName": "high" if p.priority >= 1000 else "normal",
+            "priority": p.priority,
+            "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority",
+        }
+    )
     if p.node:
         start = p.created + 5
         status: dict[str, Any] = {
             "phase": "Running",
             "conditions": [
-                {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": ts(start + d)}
-                for t, d in (("PodReadyToStartContainers", 10), ("Initialized", 1), ("Ready", 20),
-                             ("ContainersReady", 20), ("PodScheduled", 0))
+                {
+                    "type": t,
+                    "status": "True",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": ts(start + d),
+                }
+                for t, d in (
+                    ("PodReadyToStartContainers", 10),
+                    ("Initialized", 1),
+                    ("Ready", 20),
+                    ("ContainersReady", 20),
+                    ("PodScheduled", 0),
+                )
             ],
             "hostIP": f"10.0.{rng.randrange(256)}.{rng.randrange(256)}",
             "hostIPs": [{"ip": "10.0.0.1"}],
             "podIP": f"10.244.{rng.randrange(256)}.{rng.randrange(256)}",
             "podIPs": [{"ip": "10.244.0.1"}],
             "startTime": ts(start),
-            "containerStatuses": [{
-                "name": p.role, "state": {"running": {"startedAt": ts(start + 12)}}, "lastState": {},
-                "ready": True, "restartCount": 0, "image": spec["containers"][0]["image"],
-                "imageID": "ghcr.io/example/trainer@" + digest(rng),
-                "containerID": "containerd://" + hashlib.sha256(p.uid.encode()).hexdigest(),
-                "started": True,
-            }],
+            "containerStatuses": [
+                {
+                    "name": p.role,
+                    "state": {"running": {"startedAt": ts(start + 12)}},
+                    "lastState": {},
+                    "ready": True,
+                    "restartCount": 0,
+                    "image": spec["containers"][0]["image"],
+                    "imageID": "ghcr.io/example/trainer@" + digest(rng),
+                    "containerID": "containerd://" + hashlib.sha256(p.uid.encode()).hexdigest(),
+                    "started": True,
+                }
+            ],
             "qosClass": "Guaranteed",
         }
     else:
         status = {
             "phase": "Pending",
-            "conditions": [{"type": "PodScheduled", "status": "False", "lastProbeTime": None,
-                            "lastTransitionTime": ts(p.created + 1), "reason": "Unschedulable",
-                            "message": "0/100 nodes are unavailable: 100 Insufficient nvidia.com/gpu."}],
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": ts(p.created + 1),
+                    "reason": "Unschedulable",
+                    "message": "0/100 nodes are unavailable: 100 Insufficient nvidia.com/gpu.",
+                }
+            ],
             "qosClass": "Guaranteed",
         }
     return {
         "metadata": {
-            "name": p.name, "generateName": f"{p.job}-{p.role}-", "namespace": p.namespace, "uid": p.uid,
-            "resourceVersion": str(100000 + rng.randrange(900000)), "creationTimestamp": ts(p.created),
-            "labels": labels, "annotations": annotations,
-            "ownerReferences": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": p.job,
-                                 "uid": p.uid[:8] + "-job", "controller": True, "blockOwnerDeletion": True}],
+            "name": p.name,
+            "generateName": f"{p.job}-{p.role}-",
+            "namespace": p.namespace,
+            "uid": p.uid,
+            "resourceVersion": str(100000 + rng.randrange(900000)),
+            "creationTimestamp": ts(p.created),
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch.volcano.sh/v1alpha1",
+                    "kind": "Job",
+                    "name": p.job,
+                    "uid": p.uid[:8] + "-job",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
             "managedFields": _managed_fields_volcano(p),
         },
         "spec": spec,
@@ -279,70 +472,198 @@ def make_daemon_pod(p: PodSpec, rng: random.Random) -> dict[str, Any]:
     start = p.created + 3
     return {
         "metadata": {
-            "name": p.name, "generateName": f"{app}-", "namespace": p.namespace, "uid": p.uid,
-            "resourceVersion": str(100000 + rng.randrange(900000)), "creationTimestamp": ts(p.created),
-            "labels": gomap({"app.kubernetes.io/name": app, "controller-revision-hash": "6d9c7b5f4",
-                             "pod-template-generation": "3"}),
+            "name": p.name,
+            "generateName": f"{app}-",
+            "namespace": p.namespace,
+            "uid": p.uid,
+            "resourceVersion": str(100000 + rng.randrange(900000)),
+            "creationTimestamp": ts(p.created),
+            "labels": gomap(
+                {
+                    "app.kubernetes.io/name": app,
+                    "controller-revision-hash": "6d9c7b5f4",
+                    "pod-template-generation": "3",
+                }
+            ),
             "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-07-15T08:00:00Z"},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": app, "uid": p.uid[:8] + "-ds",
-                                 "controller": True, "blockOwnerDeletion": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "DaemonSet",
+                    "name": app,
+                    "uid": p.uid[:8] + "-ds",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
             "managedFields": [
-                {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": ts(p.created),
-                 "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {
-                     "f:generateName": {}, "f:labels": {".": {}, "f:app.kubernetes.io/name": {},
-                                                        "f:controller-revision-hash": {}, "f:pod-template-generation": {}},
-                     "f:ownerReferences": {".": {}, f"k:{{\"uid\":\"{p.uid[:8]}-ds\"}}": {}}},
-                     "f:spec": {"f:affinity": {".": {}, "f:nodeAffinity": {".": {}, "f:requiredDuringSchedulingIgnoredDuringExecution": {}}},
-                                "f:containers": {f"k:{{\"name\":\"{app}\"}}": {".": {}, "f:image": {}, "f:name": {}, "f:resources": {}}},
-                                "f:dnsPolicy": {}, "f:hostNetwork": {}, "f:priorityClassName": {}, "f:tolerations": {}}}},
-                {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": ts(start + 10),
-                 "fieldsType": "FieldsV1", "subresource": "status", "fieldsV1": {"f:status": {
-                     "f:conditions": {".": {}}, "f:containerStatuses": {}, "f:hostIP": {}, "f:phase": {},
-                     "f:podIP": {}, "f:startTime": {}}}},
+                {
+                    "manager": "kube-controller-manager",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": ts(p.created),
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {
+                        "f:metadata": {
+                            "f:generateName": {},
+                            "f:labels": {
+                                ".": {},
+                                "f:app.kubernetes.io/name": {},
+                                "f:controller-revision-hash": {},
+                                "f:pod-template-generation": {},
+                            },
+                            "f:ownerReferences": {".": {}, f'k:{{"uid":"{p.uid[:8]}-ds"}}': {}},
+                        },
+                        "f:spec": {
+                            "f:affinity": {
+                                ".": {},
+                                "f:nodeAffinity": {
+                                    ".": {},
+                                    "f:requiredDuringSchedulingIgnoredDuringExecution": {},
+                                },
+                            },
+                            "f:containers": {
+                                f'k:{{"name":"{app}"}}': {
+                                    ".": {},
+                                    "f:image": {},
+                                    "f:name": {},
+                                    "f:resources": {},
+                                }
+                            },
+                            "f:dnsPolicy": {},
+                            "f:hostNetwork": {},
+                            "f:priorityClassName": {},
+                            "f:tolerations": {},
+                        },
+                    },
+                },
+                {
+                    "manager": "kubelet",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": ts(start + 10),
+                    "fieldsType": "FieldsV1",
+                    "subresource": "status",
+                    "fieldsV1": {
+                        "f:status": {
+                            "f:conditions": {".": {}},
+                            "f:containerStatuses": {},
+                            "f:hostIP": {},
+                            "f:phase": {},
+                            "f:podIP": {},
+                            "f:startTime": {},
+                        }
+                    },
+                },
             ],
         },
         "spec": {
-            "volumes": [{"name": "host-root", "hostPath": {"path": "/", "type": ""}},
-                        {"name": f"kube-api-access-{p.uid[:5]}", "projected": {"sources": [
-                            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}], "defaultMode": 420}}],
-            "containers": [{
-                "name": app, "image": f"quay.io/example/{app}:v1.{rng.randrange(20)}.0",
-                "args": ["--path.rootfs=/host", "--web.listen-address=0.0.0.0:9100"],
-                "resources": {"limits": req, "requests": req},
-                "volumeMounts": [{"name": "host-root", "readOnly": True, "mountPath": "/host"}],
-                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
-                "imagePullPolicy": "IfNotPresent",
-            }],
-            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
-            "serviceAccountName": app, "serviceAccount": app, "nodeName": p.node, "hostNetwork": True,
+            "volumes": [
+                {"name": "host-root", "hostPath": {"path": "/", "type": ""}},
+                {
+                    "name": f"kube-api-access-{p.uid[:5]}",
+                    "projected": {
+                        "sources": [
+                            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}
+                        ],
+                        "defaultMode": 420,
+                    },
+                },
+            ],
+            "containers": [
+                {
+                    "name": app,
+                    "image": f"quay.io/example/{app}:v1.{rng.randrange(20)}.0",
+                    "args": ["--path.rootfs=/host", "--web.listen-address=0.0.0.0:9100"],
+                    "resources": {"limits": req, "requests": req},
+                    "volumeMounts": [{"name": "host-root", "readOnly": True, "mountPath": "/host"}],
+                    "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File",
+                    "imagePullPolicy": "IfNotPresent",
+                }
+            ],
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": app,
+            "serviceAccount": app,
+            "nodeName": p.node,
+            "hostNetwork": True,
             "securityContext": {},
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [p.node]}]}]}}},
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchFields": [
+                                    {"key": "metadata.name", "operator": "In", "values": [p.node]}
+                                ]
+                            }
+                        ]
+                    }
+                }
+            },
             "schedulerName": "default-scheduler",
-            "tolerations": [{"operator": "Exists"}] + [
+            "tolerations": [{"operator": "Exists"}]
+            + [
                 {"key": f"node.kubernetes.io/{k}", "operator": "Exists", "effect": e}
-                for k, e in (("not-ready", "NoExecute"), ("unreachable", "NoExecute"), ("disk-pressure", "NoSchedule"),
-                             ("memory-pressure", "NoSchedule"), ("pid-pressure", "NoSchedule"), ("unschedulable", "NoSchedule"))],
-            "priorityClassName": "system-node-critical", "priority": 2000001000, "enableServiceLinks": True,
+                for k, e in (
+                    ("not-ready", "NoExecute"),
+                    ("unreachable", "NoExecute"),
+                    ("disk-pressure", "NoSchedule"),
+                    ("memory-pressure", "NoSchedule"),
+                    ("pid-pressure", "NoSchedule"),
+                    ("unschedulable", "NoSchedule"),
+                )
+            ],
+            "priorityClassName": "system-node-critical",
+            "priority": 2000001000,
+            "enableServiceLinks": True,
             "preemptionPolicy": "PreemptLowerPriority",
         },
         "status": {
             "phase": "Running",
-            "conditions": [{"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": ts(start)}
-                           for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")],
-            "hostIP": "10.0.0.1", "hostIPs": [{"ip": "10.0.0.1"}], "podIP": "10.0.0.1", "podIPs": [{"ip": "10.0.0.1"}],
+            "conditions": [
+                {
+                    "type": t,
+                    "status": "True",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": ts(start),
+                }
+                for t in (
+                    "PodReadyToStartContainers",
+                    "Initialized",
+                    "Ready",
+                    "ContainersReady",
+                    "PodScheduled",
+                )
+            ],
+            "hostIP": "10.0.0.1",
+            "hostIPs": [{"ip": "10.0.0.1"}],
+            "podIP": "10.0.0.1",
+            "podIPs": [{"ip": "10.0.0.1"}],
             "startTime": ts(start),
-            "containerStatuses": [{"name": app, "state": {"running": {"startedAt": ts(start + 2)}}, "lastState": {},
-                                   "ready": True, "restartCount": 0, "image": f"quay.io/example/{app}:v1",
-                                   "imageID": f"quay.io/example/{app}@" + digest(rng),
-                                   "containerID": "containerd://" + hashlib.sha256(p.uid.encode()).hexdigest(),
-                                   "started": True}],
+            "containerStatuses": [
+                {
+                    "name": app,
+                    "state": {"running": {"startedAt": ts(start + 2)}},
+                    "lastState": {},
+                    "ready": True,
+                    "restartCount": 0,
+                    "image": f"quay.io/example/{app}:v1",
+                    "imageID": f"quay.io/example/{app}@" + digest(rng),
+                    "containerID": "containerd://" + hashlib.sha256(p.uid.encode()).hexdigest(),
+                    "started": True,
+                }
+            ],
             "qosClass": "Guaranteed",
         },
     }
 
 
-def make_task(p: PodSpec, pod: dict[str, Any], status: int | None = None, node: str | None = None) -> dict[str, Any]:
+def make_task(
+    p: PodSpec, pod: dict[str, Any], status: int | None = None, node: str | None = None
+) -> dict[str, Any]:
     """api.TaskInfo (HEAD field order) around ``pod``."""
     if status is None:
         status = STATUS_RUNNING if p.node else STATUS_PENDING
@@ -356,13 +677,30 @@ def make_task(p: PodSpec, pod: dict[str, Any], status: int | None = None, node: 
         req = resource(p.cpu * 1000, p.mem_gi * GI, scalars)
     annotations = pod["metadata"].get("annotations")
     return {
-        "UID": p.uid, "Job": f"{p.namespace}/{p.job}" if p.job else "", "Name": p.name, "Namespace": p.namespace,
+        "UID": p.uid,
+        "Job": f"{p.namespace}/{p.job}" if p.job else "",
+        "Name": p.name,
+        "Namespace": p.namespace,
         "TaskRole": p.role if not p.daemon else "",
-        "Resreq": req, "InitResreq": req, "DRAResreq": None, "ResourceClaimKeys": None, "ResourceClaimDRAResreq": None,
-        "NodeName": node_name, "EvictionOccurred": False, "JobAllocatedHyperNode": "", "Status": status,
-        "LastTransaction": None, "Priority": p.priority, "VolumeReady": False, "Preemptable": p.priority < 1000,
-        "BestEffort": False, "HasRestartableInitContainer": False, "SchGated": False, "RevocableZone": "",
-        "NumaInfo": {"Policy": "", "ResMap": {}}, "Pod": pod,
+        "Resreq": req,
+        "InitResreq": req,
+        "DRAResreq": None,
+        "ResourceClaimKeys": None,
+        "ResourceClaimDRAResreq": None,
+        "NodeName": node_name,
+        "EvictionOccurred": False,
+        "JobAllocatedHyperNode": "",
+        "Status": status,
+        "LastTransaction": None,
+        "Priority": p.priority,
+        "VolumeReady": False,
+        "Preemptable": p.priority < 1000,
+        "BestEffort": False,
+        "HasRestartableInitContainer": False,
+        "SchGated": False,
+        "RevocableZone": "",
+        "NumaInfo": {"Policy": "", "ResMap": {}},
+        "Pod": pod,
         "PodAnnotations": dict(annotations) if annotations else None,
         "CustomBindErrHandlerSucceeded": False,
     }
@@ -374,25 +712,40 @@ def make_task(p: PodSpec, pod: dict[str, Any], status: int | None = None, node: 
 def make_node(name: str, idx: int, rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
     """Returns (v1.Node, ImageStates)."""
     gpu_product = "NVIDIA-H100-80GB-HBM3" if idx % 2 else "NVIDIA-H200"
-    labels = gomap({
-        "beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
-        "feature.node.kubernetes.io/cpu-model.family": "6", "feature.node.kubernetes.io/cpu-model.id": "143",
-        "feature.node.kubernetes.io/cpu-model.vendor_id": "Intel", "feature.node.kubernetes.io/kernel-version.major": "6",
-        "feature.node.kubernetes.io/pci-10de.present": "true", "kubernetes.io/arch": "amd64",
-        "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "node.kubernetes.io/instance-type": "p5.48xlarge",
-        "nvidia.com/cuda.driver.major": "560", "nvidia.com/cuda.runtime.major": "12", "nvidia.com/gpu.count": "8",
-        "nvidia.com/gpu.memory": "81559", "nvidia.com/gpu.product": gpu_product, "nvidia.com/gpu.present": "true",
-        "topology.kubernetes.io/region": "eu-west-1", "topology.kubernetes.io/zone": f"eu-west-1{'abc'[idx % 3]}",
-        "volcano.sh/nodegroup-name": f"group-{idx % 4}",
-    })
-    annotations = gomap({
-        "csi.volume.kubernetes.io/nodeid": f'{{"ebs.csi.aws.com":"i-{rng.getrandbits(60):015x}"}}',
-        "node.alpha.kubernetes.io/ttl": "0",
-        "nfd.node.kubernetes.io/feature-labels": "cpu-model.family,cpu-model.id,cpu-model.vendor_id,kernel-version.major,pci-10de.present",
-        "nvidia.com/gpu-driver-upgrade-enabled": "true",
-        "projectcalico.org/IPv4Address": f"10.0.{idx // 256}.{idx % 256}/16",
-        "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-    })
+    labels = gomap(
+        {
+            "beta.kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/os": "linux",
+            "feature.node.kubernetes.io/cpu-model.family": "6",
+            "feature.node.kubernetes.io/cpu-model.id": "143",
+            "feature.node.kubernetes.io/cpu-model.vendor_id": "Intel",
+            "feature.node.kubernetes.io/kernel-version.major": "6",
+            "feature.node.kubernetes.io/pci-10de.present": "true",
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/hostname": name,
+            "kubernetes.io/os": "linux",
+            "node.kubernetes.io/instance-type": "p5.48xlarge",
+            "nvidia.com/cuda.driver.major": "560",
+            "nvidia.com/cuda.runtime.major": "12",
+            "nvidia.com/gpu.count": "8",
+            "nvidia.com/gpu.memory": "81559",
+            "nvidia.com/gpu.product": gpu_product,
+            "nvidia.com/gpu.present": "true",
+            "topology.kubernetes.io/region": "eu-west-1",
+            "topology.kubernetes.io/zone": f"eu-west-1{'abc'[idx % 3]}",
+            "volcano.sh/nodegroup-name": f"group-{idx % 4}",
+        }
+    )
+    annotations = gomap(
+        {
+            "csi.volume.kubernetes.io/nodeid": f'{{"ebs.csi.aws.com":"i-{rng.getrandbits(60):015x}"}}',
+            "node.alpha.kubernetes.io/ttl": "0",
+            "nfd.node.kubernetes.io/feature-labels": "cpu-model.family,cpu-model.id,cpu-model.vendor_id,kernel-version.major,pci-10de.present",
+            "nvidia.com/gpu-driver-upgrade-enabled": "true",
+            "projectcalico.org/IPv4Address": f"10.0.{idx // 256}.{idx % 256}/16",
+            "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+        }
+    )
     images = []
     image_states: dict[str, Any] = {}
     for i in range(50):
@@ -405,56 +758,182 @@ def make_node(name: str, idx: int, rng: random.Random) -> tuple[dict[str, Any], 
         images.append({"names": names, "sizeBytes": size})
         for n in names:
             image_states[n] = {"Size": size, "NumNodes": 1 + rng.randrange(100), "Nodes": None}
-    cap = gomap({"cpu": "192", "ephemeral-storage": "3750Gi", "hugepages-1Gi": "0", "hugepages-2Mi": "0",
-                 "memory": "2048Gi", "nvidia.com/gpu": "8", "pods": "110"})
+    cap = gomap(
+        {
+            "cpu": "192",
+            "ephemeral-storage": "3750Gi",
+            "hugepages-1Gi": "0",
+            "hugepages-2Mi": "0",
+            "memory": "2048Gi",
+            "nvidia.com/gpu": "8",
+            "pods": "110",
+        }
+    )
     alloc = dict(cap, cpu="191450m", memory="2000Gi", **{"ephemeral-storage": "3500Gi"})
     conds = [
-        {"type": t, "status": "False", "lastHeartbeatTime": ts(86400 + idx), "lastTransitionTime": ts(0),
-         "reason": r, "message": m}
-        for t, r, m in (("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-                        ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-                        ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"))
-    ] + [{"type": "Ready", "status": "True", "lastHeartbeatTime": ts(86400 + idx), "lastTransitionTime": ts(60),
-          "reason": "KubeletReady", "message": "kubelet is posting ready status"}]
+        {
+            "type": t,
+            "status": "False",
+            "lastHeartbeatTime": ts(86400 + idx),
+            "lastTransitionTime": ts(0),
+            "reason": r,
+            "message": m,
+        }
+        for t, r, m in (
+            (
+                "MemoryPressure",
+                "KubeletHasSufficientMemory",
+                "kubelet has sufficient memory available",
+            ),
+            ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+            ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        )
+    ] + [
+        {
+            "type": "Ready",
+            "status": "True",
+            "lastHeartbeatTime": ts(86400 + idx),
+            "lastTransitionTime": ts(60),
+            "reason": "KubeletReady",
+            "message": "kubelet is posting ready status",
+        }
+    ]
     node = {
         "metadata": {
-            "name": name, "uid": uid(rng), "resourceVersion": str(1000000 + rng.randrange(9000000)),
-            "creationTimestamp": ts(0), "labels": labels, "annotations": annotations,
+            "name": name,
+            "uid": uid(rng),
+            "resourceVersion": str(1000000 + rng.randrange(9000000)),
+            "creationTimestamp": ts(0),
+            "labels": labels,
+            "annotations": annotations,
             "managedFields": [
-                {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": ts(0), "fieldsType": "FieldsV1",
-                 "fieldsV1": {"f:metadata": {"f:annotations": {".": {}, "f:volumes.kubernetes.io/controller-managed-attach-detach": {}},
-                                             "f:labels": {".": {}, **{f"f:{k}": {} for k in labels if k.startswith(("beta.", "kubernetes.io"))}}}}},
-                {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": ts(60),
-                 "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:annotations": {"f:node.alpha.kubernetes.io/ttl": {}}},
-                                                        "f:spec": {"f:podCIDR": {}, "f:podCIDRs": {".": {}, f"v:\"10.244.{idx % 256}.0/24\"": {}}}}},
-                {"manager": "nfd-master", "operation": "Update", "apiVersion": "v1", "time": ts(120), "fieldsType": "FieldsV1",
-                 "fieldsV1": {"f:metadata": {"f:annotations": {"f:nfd.node.kubernetes.io/feature-labels": {}},
-                                             "f:labels": {**{f"f:{k}": {} for k in labels if k.startswith(("feature.", "nvidia."))}}}}},
-                {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": ts(86400 + idx), "fieldsType": "FieldsV1",
-                 "subresource": "status", "fieldsV1": {"f:status": {
-                     "f:allocatable": {f"f:{k}": {} for k in alloc}, "f:capacity": {f"f:{k}": {} for k in cap},
-                     "f:conditions": {f'k:{{"type":"{c["type"]}"}}': {"f:lastHeartbeatTime": {}} for c in conds},
-                     "f:images": {}, "f:nodeInfo": {"f:bootID": {}}}}},
+                {
+                    "manager": "kubelet",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": ts(0),
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {
+                        "f:metadata": {
+                            "f:annotations": {
+                                ".": {},
+                                "f:volumes.kubernetes.io/controller-managed-attach-detach": {},
+                            },
+                            "f:labels": {
+                                ".": {},
+                                **{
+                                    f"f:{k}": {}
+                                    for k in labels
+                                    if k.startswith(("beta.", "kubernetes.io"))
+                                },
+                            },
+                        }
+                    },
+                },
+                {
+                    "manager": "kube-controller-manager",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": ts(60),
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {
+                        "f:metadata": {"f:annotations": {"f:node.alpha.kubernetes.io/ttl": {}}},
+                        "f:spec": {
+                            "f:podCIDR": {},
+                            "f:podCIDRs": {".": {}, f'v:"10.244.{idx % 256}.0/24"': {}},
+                        },
+                    },
+                },
+                {
+                    "manager": "nfd-master",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": ts(120),
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {
+                        "f:metadata": {
+                            "f:annotations": {"f:nfd.node.kubernetes.io/feature-labels": {}},
+                            "f:labels": {
+                                **{
+                                    f"f:{k}": {}
+                                    for k in labels
+                                    if k.startswith(("feature.", "nvidia."))
+                                }
+                            },
+                        }
+                    },
+                },
+                {
+                    "manager": "kubelet",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": ts(86400 + idx),
+                    "fieldsType": "FieldsV1",
+                    "subresource": "status",
+                    "fieldsV1": {
+                        "f:status": {
+                            "f:allocatable": {f"f:{k}": {} for k in alloc},
+                            "f:capacity": {f"f:{k}": {} for k in cap},
+                            "f:conditions": {
+                                f'k:{{"type":"{c["type"]}"}}': {"f:lastHeartbeatTime": {}}
+                                for c in conds
+                            },
+                            "f:images": {},
+                            "f:nodeInfo": {"f:bootID": {}},
+                        }
+                    },
+                },
             ],
         },
-        "spec": {"podCIDR": f"10.244.{idx % 256}.0/24", "podCIDRs": [f"10.244.{idx % 256}.0/24"],
-                 "providerID": f"aws:///eu-west-1a/i-{rng.getrandbits(60):015x}",
-                 "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
+        "spec": {
+            "podCIDR": f"10.244.{idx % 256}.0/24",
+            "podCIDRs": [f"10.244.{idx % 256}.0/24"],
+            "providerID": f"aws:///eu-west-1a/i-{rng.getrandbits(60):015x}",
+            "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+        },
         "status": {
-            "capacity": cap, "allocatable": gomap(alloc), "conditions": conds,
-            "addresses": [{"type": "InternalIP", "address": f"10.0.{idx // 256}.{idx % 256}"},
-                          {"type": "Hostname", "address": name}],
+            "capacity": cap,
+            "allocatable": gomap(alloc),
+            "conditions": conds,
+            "addresses": [
+                {"type": "InternalIP", "address": f"10.0.{idx // 256}.{idx % 256}"},
+                {"type": "Hostname", "address": name},
+            ],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-            "nodeInfo": {"machineID": rng.getrandbits(128).to_bytes(16, "big").hex(), "systemUUID": uid(rng),
-                         "bootID": uid(rng), "kernelVersion": "6.8.0-1021-aws", "osImage": "Ubuntu 24.04.2 LTS",
-                         "containerRuntimeVersion": "containerd://2.0.4", "kubeletVersion": "v1.33.2",
-                         "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"},
+            "nodeInfo": {
+                "machineID": rng.getrandbits(128).to_bytes(16, "big").hex(),
+                "systemUUID": uid(rng),
+                "bootID": uid(rng),
+                "kernelVersion": "6.8.0-1021-aws",
+                "osImage": "Ubuntu 24.04.2 LTS",
+                "containerRuntimeVersion": "containerd://2.0.4",
+                "kubeletVersion": "v1.33.2",
+                "kubeProxyVersion": "",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+            },
             "images": images,
-            "volumesInUse": [f"kubernetes.io/csi/ebs.csi.aws.com^vol-{rng.getrandbits(68):017x}" for _ in range(8)],
-            "volumesAttached": [{"name": f"kubernetes.io/csi/ebs.csi.aws.com^vol-{rng.getrandbits(68):017x}",
-                                 "devicePath": ""} for _ in range(8)],
-            "runtimeHandlers": [{"name": "nvidia", "features": {"recursiveReadOnlyMounts": True, "userNamespaces": True}},
-                                {"name": "runc", "features": {"recursiveReadOnlyMounts": True, "userNamespaces": True}}],
+            "volumesInUse": [
+                f"kubernetes.io/csi/ebs.csi.aws.com^vol-{rng.getrandbits(68):017x}"
+                for _ in range(8)
+            ],
+            "volumesAttached": [
+                {
+                    "name": f"kubernetes.io/csi/ebs.csi.aws.com^vol-{rng.getrandbits(68):017x}",
+                    "devicePath": "",
+                }
+                for _ in range(8)
+            ],
+            "runtimeHandlers": [
+                {
+                    "name": "nvidia",
+                    "features": {"recursiveReadOnlyMounts": True, "userNamespaces": True},
+                },
+                {
+                    "name": "runc",
+                    "features": {"recursiveReadOnlyMounts": True, "userNamespaces": True},
+                },
+            ],
             "features": {"supplementalGroupsPolicy": True},
         },
     }
@@ -464,27 +943,82 @@ def make_node(name: str, idx: int, rng: random.Random) -> tuple[dict[str, Any], 
 NODE_ALLOC = dict(cpu_m=191450, mem=2000 * GI, gpu=8, pods=110, eph=3500 * GI)
 
 
-def make_nodeinfo(name: str, node: dict[str, Any], image_states: dict[str, Any],
-                  tasks: dict[str, Any], used: tuple[int, int, int, int], generation: int) -> dict[str, Any]:
+def make_nodeinfo(
+    name: str,
+    node: dict[str, Any],
+    image_states: dict[str, Any],
+    tasks: dict[str, Any],
+    used: tuple[int, int, int, int],
+    generation: int,
+) -> dict[str, Any]:
     """api.NodeInfo. ``tasks`` maps "ns/name" to TaskInfo (dict or Fragment)."""
     ucpu, umem, ugpu, upods = used
     a = NODE_ALLOC
-    alloc = resource(a["cpu_m"], a["mem"], {"ephemeral-storage": a["eph"] * 1000, "hugepages-1Gi": 0, "hugepages-2Mi": 0,
-                                            "nvidia.com/gpu": a["gpu"] * 1000, "pods": a["pods"]}, a["pods"])
-    cap = resource(192000, 2048 * GI, {"ephemeral-storage": 3750 * GI * 1000, "hugepages-1Gi": 0, "hugepages-2Mi": 0,
-                                       "nvidia.com/gpu": 8000, "pods": 110}, 110)
-    idle = resource(a["cpu_m"] - ucpu, a["mem"] - umem, {"ephemeral-storage": a["eph"] * 1000, "hugepages-1Gi": 0,
-                                                         "hugepages-2Mi": 0, "nvidia.com/gpu": (a["gpu"] - ugpu) * 1000,
-                                                         "pods": a["pods"] - upods}, a["pods"])
+    alloc = resource(
+        a["cpu_m"],
+        a["mem"],
+        {
+            "ephemeral-storage": a["eph"] * 1000,
+            "hugepages-1Gi": 0,
+            "hugepages-2Mi": 0,
+            "nvidia.com/gpu": a["gpu"] * 1000,
+            "pods": a["pods"],
+        },
+        a["pods"],
+    )
+    cap = resource(
+        192000,
+        2048 * GI,
+        {
+            "ephemeral-storage": 3750 * GI * 1000,
+            "hugepages-1Gi": 0,
+            "hugepages-2Mi": 0,
+            "nvidia.com/gpu": 8000,
+            "pods": 110,
+        },
+        110,
+    )
+    idle = resource(
+        a["cpu_m"] - ucpu,
+        a["mem"] - umem,
+        {
+            "ephemeral-storage": a["eph"] * 1000,
+            "hugepages-1Gi": 0,
+            "hugepages-2Mi": 0,
+            "nvidia.com/gpu": (a["gpu"] - ugpu) * 1000,
+            "pods": a["pods"] - upods,
+        },
+        a["pods"],
+    )
     used_r = resource(ucpu, umem, {"nvidia.com/gpu": ugpu * 1000, "pods": upods})
     zero = resource(0, 0, None)
     return {
-        "Name": name, "Node": node, "State": {"Phase": 1, "Reason": ""},
-        "Releasing": zero, "Pipelined": zero, "Idle": idle, "Used": used_r, "Allocatable": alloc, "Capacity": cap,
-        "ResourceUsage": {"MetricsTime": "0001-01-01T00:00:00Z", "CPUUsageAvg": {}, "MEMUsageAvg": {}},
-        "Tasks": gomap(tasks), "NumaInfo": None, "UnassignedNumaPods": None, "NumaSchedulerInfo": None,
-        "RevocableZone": "", "Others": {}, "OversubscriptionNode": False, "OfflineJobEvicting": False,
-        "OversubscriptionResource": zero, "ImageStates": image_states, "Generation": generation, "BindGeneration": 0,
+        "Name": name,
+        "Node": node,
+        "State": {"Phase": 1, "Reason": ""},
+        "Releasing": zero,
+        "Pipelined": zero,
+        "Idle": idle,
+        "Used": used_r,
+        "Allocatable": alloc,
+        "Capacity": cap,
+        "ResourceUsage": {
+            "MetricsTime": "0001-01-01T00:00:00Z",
+            "CPUUsageAvg": {},
+            "MEMUsageAvg": {},
+        },
+        "Tasks": gomap(tasks),
+        "NumaInfo": None,
+        "UnassignedNumaPods": None,
+        "NumaSchedulerInfo": None,
+        "RevocableZone": "",
+        "Others": {},
+        "OversubscriptionNode": False,
+        "OfflineJobEvicting": False,
+        "OversubscriptionResource": zero,
+        "ImageStates": image_states,
+        "Generation": generation,
+        "BindGeneration": 0,
     }
 
 
@@ -510,13 +1044,34 @@ class Cluster:
     job_bytes: dict[str, bytes]  # "ns/name" -> JobInfo JSON
     queues: dict[str, Any]
     namespaces: dict[str, Any]
-    pending: list[tuple[Job, PodSpec, bytes, bytes]]  # (job, pod, pending TaskInfo, allocated TaskInfo)
+    pending: list[
+        tuple[Job, PodSpec, bytes, bytes]
+    ]  # (job, pod, pending TaskInfo, allocated TaskInfo)
     node_task_bytes: dict[str, list[bytes]]
 
 
-NAMESPACES = ["team-a", "team-b", "team-c", "team-d", "ml-research", "ml-prod", "analytics", "batch"]
-DAEMONS = ["node-exporter", "calico-node", "kube-proxy", "fluent-bit", "nvidia-device-plugin",
-           "nvidia-dcgm-exporter", "ebs-csi-node", "nfd-worker", "gpu-feature-discovery", "cilium-agent"]
+NAMESPACES = [
+    "team-a",
+    "team-b",
+    "team-c",
+    "team-d",
+    "ml-research",
+    "ml-prod",
+    "analytics",
+    "batch",
+]
+DAEMONS = [
+    "node-exporter",
+    "calico-node",
+    "kube-proxy",
+    "fluent-bit",
+    "nvidia-device-plugin",
+    "nvidia-dcgm-exporter",
+    "ebs-csi-node",
+    "nfd-worker",
+    "gpu-feature-discovery",
+    "cilium-agent",
+]
 
 
 def make_jobinfo(job: Job) -> bytes:
@@ -536,52 +1091,135 @@ def make_jobinfo(job: Job) -> bytes:
     mem = sum(p.mem_gi for p in job.pods) * GI
     gpu = sum(p.gpu for p in job.pods) * 1000
     run = [p for p in job.pods if p.node]
-    allocated = resource(sum(p.cpu for p in run) * 1000, sum(p.mem_gi for p in run) * GI,
-                         {"nvidia.com/gpu": sum(p.gpu for p in run) * 1000, "pods": len(run)})
+    allocated = resource(
+        sum(p.cpu for p in run) * 1000,
+        sum(p.mem_gi for p in run) * GI,
+        {"nvidia.com/gpu": sum(p.gpu for p in run) * 1000, "pods": len(run)},
+    )
     created = job.pods[0].created - 1
     sub = {
-        "GID": jid, "UID": jid, "Job": jid, "MinAvailable": n, "Priority": job.priority, "MatchIndex": 0,
-        "Tasks": tasks, "TaskStatusIndex": tsi, "AllocatedHyperNode": "", "NominatedHyperNode": "", "NetworkTopology": None,
+        "GID": jid,
+        "UID": jid,
+        "Job": jid,
+        "MinAvailable": n,
+        "Priority": job.priority,
+        "MatchIndex": 0,
+        "Tasks": tasks,
+        "TaskStatusIndex": tsi,
+        "AllocatedHyperNode": "",
+        "NominatedHyperNode": "",
+        "NetworkTopology": None,
     }
     pg_phase = "Running" if len(run) >= n else ("Inqueue" if run else "Pending")
     pg = {
         "metadata": {
-            "name": job.name, "namespace": job.namespace, "uid": job.uid, "resourceVersion": str(5000 + n),
-            "generation": 2, "creationTimestamp": ts(created),
+            "name": job.name,
+            "namespace": job.namespace,
+            "uid": job.uid,
+            "resourceVersion": str(5000 + n),
+            "generation": 2,
+            "creationTimestamp": ts(created),
             "annotations": {"scheduling.k8s.io/group-name": job.name},
-            "ownerReferences": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": job.name,
-                                 "uid": job.uid[:8] + "-job", "controller": True, "blockOwnerDeletion": True}],
-            "managedFields": [{"manager": "vc-controller-manager", "operation": "Update", "apiVersion": "scheduling.volcano.sh/v1beta1",
-                               "time": ts(created), "fieldsType": "FieldsV1", "fieldsV1": {
-                                   "f:metadata": {"f:ownerReferences": {}}, "f:spec": {"f:minMember": {}, "f:minResources": {},
-                                                                                         "f:minTaskMember": {}, "f:queue": {}}}}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch.volcano.sh/v1alpha1",
+                    "kind": "Job",
+                    "name": job.name,
+                    "uid": job.uid[:8] + "-job",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+            "managedFields": [
+                {
+                    "manager": "vc-controller-manager",
+                    "operation": "Update",
+                    "apiVersion": "scheduling.volcano.sh/v1beta1",
+                    "time": ts(created),
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {
+                        "f:metadata": {"f:ownerReferences": {}},
+                        "f:spec": {
+                            "f:minMember": {},
+                            "f:minResources": {},
+                            "f:minTaskMember": {},
+                            "f:queue": {},
+                        },
+                    },
+                }
+            ],
         },
-        "spec": {"minMember": n, "minTaskMember": gomap(roles), "queue": job.queue,
-                 "priorityClassName": "high" if job.priority >= 1000 else "normal",
-                 "minResources": gomap({"cpu": str(cpu // 1000), "memory": f"{mem // GI}Gi",
-                                        **({"nvidia.com/gpu": str(gpu // 1000)} if gpu else {})})},
-        "status": {"phase": pg_phase,
-                   "conditions": [{"type": "Scheduled", "status": "True", "transitionID": uid(random.Random(job.uid)),
-                                   "lastTransitionTime": ts(created + 5), "reason": "tasks in gang are ready to be scheduled",
-                                   "message": ""}] if run else [],
-                   **({"running": len(run)} if run else {})},
+        "spec": {
+            "minMember": n,
+            "minTaskMember": gomap(roles),
+            "queue": job.queue,
+            "priorityClassName": "high" if job.priority >= 1000 else "normal",
+            "minResources": gomap(
+                {
+                    "cpu": str(cpu // 1000),
+                    "memory": f"{mem // GI}Gi",
+                    **({"nvidia.com/gpu": str(gpu // 1000)} if gpu else {}),
+                }
+            ),
+        },
+        "status": {
+            "phase": pg_phase,
+            "conditions": [
+                {
+                    "type": "Scheduled",
+                    "status": "True",
+                    "transitionID": uid(random.Random(job.uid)),
+                    "lastTransitionTime": ts(created + 5),
+                    "reason": "tasks in gang are ready to be scheduled",
+                    "message": "",
+                }
+            ]
+            if run
+            else [],
+            **({"running": len(run)} if run else {}),
+        },
         "Version": "v1beta1",
     }
     info = {
-        "UID": jid, "PgUID": job.uid, "Name": job.name, "Namespace": job.namespace, "Queue": job.queue,
-        "Priority": job.priority, "MinAvailable": n, "WaitingTime": None, "JobFitErrors": "", "NodesFitErrors": {},
-        "AllocatedHyperNode": "", "NetworkTopology": None, "SubJobs": {jid: sub},
-        "TaskToSubJob": gomap({p.uid: jid for p in job.pods}), "MinSubJobs": {},
-        "TaskStatusIndex": tsi, "Tasks": tasks, "TaskMinAvailable": gomap(roles), "TaskMinAvailableTotal": n,
-        "Allocated": allocated, "TotalRequest": resource(cpu, mem, {"nvidia.com/gpu": gpu, "pods": n}),
-        "CreationTimestamp": ts(created), "PodGroup": pg, "ScheduleStartTimestamp": None,
-        "Preemptable": job.priority < 1000, "RevocableZone": "", "Budget": {"MinAvailable": "", "MaxUnavailable": ""},
+        "UID": jid,
+        "PgUID": job.uid,
+        "Name": job.name,
+        "Namespace": job.namespace,
+        "Queue": job.queue,
+        "Priority": job.priority,
+        "MinAvailable": n,
+        "WaitingTime": None,
+        "JobFitErrors": "",
+        "NodesFitErrors": {},
+        "AllocatedHyperNode": "",
+        "NetworkTopology": None,
+        "SubJobs": {jid: sub},
+        "TaskToSubJob": gomap({p.uid: jid for p in job.pods}),
+        "MinSubJobs": {},
+        "TaskStatusIndex": tsi,
+        "Tasks": tasks,
+        "TaskMinAvailable": gomap(roles),
+        "TaskMinAvailableTotal": n,
+        "Allocated": allocated,
+        "TotalRequest": resource(cpu, mem, {"nvidia.com/gpu": gpu, "pods": n}),
+        "CreationTimestamp": ts(created),
+        "PodGroup": pg,
+        "ScheduleStartTimestamp": None,
+        "Preemptable": job.priority < 1000,
+        "RevocableZone": "",
+        "Budget": {"MinAvailable": "", "MaxUnavailable": ""},
     }
     return orjson.dumps(info)
 
 
-def make_cluster(n_nodes: int, n_pods: int, *, running_frac: float = 0.75, daemons_per_node: int = 10,
-                 seed: int = 5) -> Cluster:
+def make_cluster(
+    n_nodes: int,
+    n_pods: int,
+    *,
+    running_frac: float = 0.75,
+    daemons_per_node: int = 10,
+    seed: int = 5,
+) -> Cluster:
     rng = random.Random(seed)
     node_names = [f"node-{i:04d}" for i in range(n_nodes)]
     # Jobs of 1..16 tasks (mean ~10), each task 4-16 cores, 1-2 GPUs.
@@ -599,7 +1237,22 @@ def make_cluster(n_nodes: int, n_pods: int, *, running_frac: float = 0.75, daemo
         gpu = rng.choice([0, 1, 2])
         for k in range(size):
             t += 1
-            job.pods.append(PodSpec(f"{name}-{role}-{k}", ns, uid(rng), name, role, cpu, mem, gpu, "", "", job.priority, t))
+            job.pods.append(
+                PodSpec(
+                    f"{name}-{role}-{k}",
+                    ns,
+                    uid(rng),
+                    name,
+                    role,
+                    cpu,
+                    mem,
+                    gpu,
+                    "",
+                    "",
+                    job.priority,
+                    t,
+                )
+            )
         jobs.append(job)
         made += size
     # Running jobs are placed round-robin over the nodes; the rest are pending.
@@ -628,11 +1281,24 @@ def make_cluster(n_nodes: int, n_pods: int, *, running_frac: float = 0.75, daemo
             else:
                 pending.append((job, p, tb, b""))
     # DaemonSet pods: one task per node per daemon, not part of any job.
-    for ni, n in enumerate(node_names):
+    for n in node_names:
         for d in DAEMONS[:daemons_per_node]:
             t += 1
-            p = PodSpec(f"{d}-{uid(rng)[:5]}", "kube-system", uid(rng), "", d, 1, 0, 0, n, "Running", 2000001000, t,
-                        daemon=True)
+            p = PodSpec(
+                f"{d}-{uid(rng)[:5]}",
+                "kube-system",
+                uid(rng),
+                "",
+                d,
+                1,
+                0,
+                0,
+                n,
+                "Running",
+                2000001000,
+                t,
+                daemon=True,
+            )
             tb = orjson.dumps(make_task(p, make_pod(p, rng)))
             node_tasks[n][f"{p.namespace}/{p.name}"] = tb
             u = used[n]
@@ -657,31 +1323,80 @@ def make_cluster(n_nodes: int, n_pods: int, *, running_frac: float = 0.75, daemo
     queues = {}
     for ns in NAMESPACES:
         q = "q-" + ns
-        queues[q] = {"UID": q, "Name": q, "Weight": 1, "Weights": "", "Hierarchy": "", "Queue": {
-            "metadata": {"name": q, "uid": uid(rng), "resourceVersion": "99", "generation": 1, "creationTimestamp": ts(0)},
-            "spec": {"weight": 1, "capability": {"cpu": "2000", "nvidia.com/gpu": "256"}, "reclaimable": True,
-                     "guarantee": {}, "deserved": {"cpu": "1000", "nvidia.com/gpu": "128"}},
-            "status": {"state": "Open", "pending": 1, "running": 1, "inqueue": 1, "reservation": {},
-                       "allocated": {"cpu": "100", "memory": "800Gi", "nvidia.com/gpu": "16", "pods": "10"}}}}
-    namespaces = {ns: {"Name": ns, "QuotaStatus": {f"{ns}-quota": {
-        "hard": {"requests.cpu": "4000", "requests.nvidia.com/gpu": "512"},
-        "used": {"requests.cpu": "100", "requests.nvidia.com/gpu": "16"}}}} for ns in NAMESPACES}
-    return Cluster(nodes, node_names, jobs, job_bytes, gomap(queues), gomap(namespaces), pend2,
-                   {n: list(v.values()) for n, v in node_tasks.items()})
+        queues[q] = {
+            "UID": q,
+            "Name": q,
+            "Weight": 1,
+            "Weights": "",
+            "Hierarchy": "",
+            "Queue": {
+                "metadata": {
+                    "name": q,
+                    "uid": uid(rng),
+                    "resourceVersion": "99",
+                    "generation": 1,
+                    "creationTimestamp": ts(0),
+                },
+                "spec": {
+                    "weight": 1,
+                    "capability": {"cpu": "2000", "nvidia.com/gpu": "256"},
+                    "reclaimable": True,
+                    "guarantee": {},
+                    "deserved": {"cpu": "1000", "nvidia.com/gpu": "128"},
+                },
+                "status": {
+                    "state": "Open",
+                    "pending": 1,
+                    "running": 1,
+                    "inqueue": 1,
+                    "reservation": {},
+                    "allocated": {
+                        "cpu": "100",
+                        "memory": "800Gi",
+                        "nvidia.com/gpu": "16",
+                        "pods": "10",
+                    },
+                },
+            },
+        }
+    namespaces = {
+        ns: {
+            "Name": ns,
+            "QuotaStatus": {
+                f"{ns}-quota": {
+                    "hard": {"requests.cpu": "4000", "requests.nvidia.com/gpu": "512"},
+                    "used": {"requests.cpu": "100", "requests.nvidia.com/gpu": "16"},
+                }
+            },
+        }
+        for ns in NAMESPACES
+    }
+    return Cluster(
+        nodes,
+        node_names,
+        jobs,
+        job_bytes,
+        gomap(queues),
+        gomap(namespaces),
+        pend2,
+        {n: list(v.values()) for n, v in node_tasks.items()},
+    )
 
 
 # ----------------------------------------------------------------------------- request bodies
 
 
 def session_open_body(c: Cluster) -> bytes:
-    return orjson.dumps({
-        "Jobs": gomap({k: Fragment(v) for k, v in c.job_bytes.items()}),
-        "Nodes": gomap({k: Fragment(v) for k, v in c.nodes.items()}),
-        "Queues": c.queues,
-        "NamespaceInfo": c.namespaces,
-        "RevocableNodes": {},
-        "NodeList": None,
-    })
+    return orjson.dumps(
+        {
+            "Jobs": gomap({k: Fragment(v) for k, v in c.job_bytes.items()}),
+            "Nodes": gomap({k: Fragment(v) for k, v in c.nodes.items()}),
+            "Queues": c.queues,
+            "NamespaceInfo": c.namespaces,
+            "RevocableNodes": {},
+            "NodeList": None,
+        }
+    )
 
 
 def predicate_body(task: bytes, node: bytes) -> bytes:
@@ -709,4 +1424,6 @@ def predicate_cluster(pods_on_node: int = 30, seed: int = 7) -> Cluster:
     daemons = pods_on_node // 3
     vol = pods_on_node - daemons
     # all running Volcano pods land on the single node; a few pending ones follow.
-    return make_cluster(1, vol + 8, running_frac=vol / (vol + 8), daemons_per_node=daemons, seed=seed)
+    return make_cluster(
+        1, vol + 8, running_frac=vol / (vol + 8), daemons_per_node=daemons, seed=seed
+    )
