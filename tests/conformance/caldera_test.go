@@ -143,7 +143,7 @@ func startCaldera(t *testing.T, cfg CalderaConfig) *Caldera {
 		skipOrFail("caldera unavailable: %v", calderaCheckErr)
 	}
 
-	check, _ := calderaCommand("check-config", "--config", path)
+	check, _ := calderaCommand("check-config", path)
 	out, err := check.CombinedOutput()
 	if err != nil {
 		code := -1

@@ -32,6 +32,8 @@ type Scenario struct {
 	// Expect, if set, is checked against the in-tree run (the upstream
 	// test's own expectation), proving the harness reproduces it.
 	Expect func(t *testing.T, o Outcome)
+	// Diff overrides the comparison (default: diff, exact).
+	Diff func(a, b Outcome) string
 }
 
 // extenderTiers replaces the entry named s.Plugin.
@@ -98,7 +100,11 @@ func compare(t *testing.T, s Scenario) {
 	tiers, _ := s.extenderTiers(c.URL)
 	ext := runSession(t, s.Cluster(), tiers, s.Actions())
 	t.Logf("extender: %s", ext)
-	if d := diff(inTree, ext); d != "" {
+	cmp := s.Diff
+	if cmp == nil {
+		cmp = diff
+	}
+	if d := cmp(inTree, ext); d != "" {
 		t.Errorf("extender run differs from in-tree %s:\n%s", s.Plugin, d)
 	}
 }
