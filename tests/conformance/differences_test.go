@@ -70,33 +70,40 @@ func TestDifferences(t *testing.T) {
 	})
 
 	t.Run("sla JobPipelined is not reachable", func(t *testing.T) {
-		// gang (tier 2) votes the 2-member job not pipelined; sla (tier 1),
-		// past its deadline, Permits first and short-circuits that vote, so
-		// the in-tree allocate keeps the partial allocation (Allocated, not
-		// bound). Through the extender only gang votes: the statement is
-		// discarded.
-		gangOpt := conf.PluginOption{Name: "gang", EnabledJobOrder: &yes, EnabledJobReady: &yes, EnabledJobPipelined: &yes}
+		// A 2-member gang can get only one task pipelined by preemption.
+		// gang (tier 2) votes "not pipelined"; sla (tier 1), past its
+		// deadline, Permits first and short-circuits that vote, so the
+		// in-tree preempt commits the eviction. Through the extender only
+		// gang votes and the statement is discarded: nothing is evicted.
+		gangOpt := conf.PluginOption{Name: "gang", EnabledJobOrder: &yes, EnabledJobReady: &yes,
+			EnabledJobPipelined: &yes, EnabledJobStarving: &yes}
 		slaPipe := conf.PluginOption{Name: "sla", Arguments: map[string]interface{}{"sla-waiting-time": "1m"},
 			EnabledJobPipelined: &yes, EnabledJobEnqueued: &yes}
 		documentDifference(t, Scenario{
-			Name: "sla JobPipelined", Actions: allocActions, Plugin: "sla",
-			Tiers: []conf.Tier{tier(slaPipe), tier(gangOpt)},
+			Name: "sla JobPipelined", Actions: preemptActions, Plugin: "sla",
+			Tiers: []conf.Tier{tier(slaPipe), tier(gangOpt, evictFlags("conformance"))},
 			Cluster: func() Cluster {
 				return Cluster{
-					Nodes:     []*v1.Node{node("node1", "2", "2G")},
-					PodGroups: []*vcapisv1.PodGroup{pgPrio("pg1", "ns1", "q1", 2, vcapisv1.PodGroupInqueue, "")},
-					Pods:      []*v1.Pod{pending("ns1", "p1", "2", "2G", "pg1"), pending("ns1", "p2", "2", "2G", "pg1")},
-					Queues:    []*vcapisv1.Queue{queue("q1", "", "")},
+					Nodes:      []*v1.Node{node("node1", "2", "2G")},
+					PriClasses: classes(),
+					PodGroups: []*vcapisv1.PodGroup{
+						pgPrio("pg-victim", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"),
+						pgPrio("pg-gang", "ns1", "q1", 2, vcapisv1.PodGroupInqueue, "high-priority"),
+					},
+					Pods: []*v1.Pod{
+						running("ns1", "victim", "node1", "2", "2G", "pg-victim", preemptable()),
+						pending("ns1", "gang-0", "2", "2G", "pg-gang"),
+						pending("ns1", "gang-1", "2", "2G", "pg-gang"),
+					},
+					Queues: []*vcapisv1.Queue{queue("q1", "", "")},
 				}
 			},
 		}, func(t *testing.T, in, ext Outcome) {
-			if len(in.Binds) != 0 || len(ext.Binds) != 0 {
-				t.Errorf("neither run may bind a partial gang: in-tree %v, extender %v", in.Binds, ext.Binds)
+			if mustJSON(in.Evicts) != `["ns1/victim"]` {
+				t.Errorf("in-tree: want [ns1/victim] evicted (sla JobPipelined Permit), got %v", in.Evicts)
 			}
-			// The observable difference is the job's session state; the
-			// PodGroup phase is what the harness records.
-			if in.String() == ext.String() {
-				t.Logf("no observable difference in binds/evicts/phases for this scenario (the difference is session-internal)")
+			if len(ext.Evicts) != 0 {
+				t.Errorf("extender: want no eviction (only gang's JobPipelined vote), got %v", ext.Evicts)
 			}
 		})
 	})
