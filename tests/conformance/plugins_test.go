@@ -194,6 +194,27 @@ func TestPriorityPlugin(t *testing.T) {
 			Actions: preemptActions,
 			Tiers:   []conf.Tier{tier(priorityEnableEvict)}, Plugin: "priority", Residual: true,
 		},
+		{
+			// priority registers no ReclaimableFn: the service must abstain.
+			Name: "reclaim: priority has no reclaimable function", Actions: reclaimActions,
+			Tiers: []conf.Tier{tier(priorityEnableEvict, evictFlags("conformance"))}, Plugin: "priority", Residual: true,
+			Cluster: func() Cluster {
+				return Cluster{
+					PriClasses: classes(),
+					PodGroups: []*vcapisv1.PodGroup{
+						pgPrio("pg-hi", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "high-priority"),
+						pgPrio("pg-lo", "ns2", "q2", 1, vcapisv1.PodGroupInqueue, "low-priority"),
+					},
+					Pods: []*v1.Pod{
+						running("ns1", "busy", "node1", "4", "4G", "pg-hi", preemptable()),
+						pending("ns2", "reclaimer", "2", "2G", "pg-lo"),
+					},
+					Nodes:  []*v1.Node{node("node1", "4", "4G")},
+					Queues: []*vcapisv1.Queue{queue("q1", "", ""), queue("q2", "", "")},
+				}
+			},
+			Expect: expectEvicts("ns1/busy"),
+		},
 	})
 }
 
@@ -224,6 +245,16 @@ func TestCdpPlugin(t *testing.T) {
 		{
 			Name: "preempt respects cooldown", Cluster: cluster, Actions: preemptActions,
 			Tiers: tiers, Plugin: "cdp",
+			Expect: expectEvicts("default/expired", "default/invalid"),
+		},
+		{
+			Name: "reclaim respects cooldown", Actions: reclaimActions, Tiers: tiers, Plugin: "cdp",
+			Cluster: func() Cluster {
+				cl := cluster()
+				cl.Queues = append(cl.Queues, queue("q2", "", ""))
+				cl.PodGroups[1] = pgPrio("pg-hi", "default", "q2", 1, vcapisv1.PodGroupInqueue, "high-priority")
+				return cl
+			},
 			Expect: expectEvicts("default/expired", "default/invalid"),
 		},
 		{
