@@ -18,6 +18,12 @@ from app.openapi import verb_openapi
 from schemas.responses import ErrorResponse
 
 logger = logging.getLogger("caldera.verbs")
+
+
+def debug_enabled() -> bool:
+    return logger.isEnabledFor(logging.DEBUG)
+
+
 JSON = "application/json"
 
 
@@ -46,6 +52,7 @@ def make_endpoint(
             metrics.responses.labels(verb, "400").inc()
             return error_response(400, ErrorResponse(error=str(exc), verb=verb))
         size.observe(len(body))
+        read = time.perf_counter()
         try:
             answer = extender.handle(verb, body)
         except BadRequest as exc:
@@ -63,8 +70,17 @@ def make_endpoint(
             metrics.responses.labels(verb, "500").inc()
             logger.error("%s failed: %s", verb, exc)
             return error_response(500, ErrorResponse(error=str(exc), verb=verb))
-        duration.observe(time.perf_counter() - started)
+        done = time.perf_counter()
+        duration.observe(done - started)
         ok.inc()
+        if debug_enabled():
+            logger.debug(
+                "%s: read %d bytes in %.2f ms, answered in %.2f ms",
+                verb,
+                len(body),
+                (read - started) * 1e3,
+                (done - read) * 1e3,
+            )
         return Response(answer, media_type=JSON)
 
     endpoint.__name__ = verb
