@@ -136,7 +136,7 @@ func startCaldera(t *testing.T, cfg CalderaConfig) *Caldera {
 			return
 		}
 		if out, err := cmd.CombinedOutput(); err != nil {
-			calderaCheckErr = fmt.Errorf("`%s --help` failed: %v\n%s", strings.Join(cmd.Args, " "), err, tail(out))
+			calderaCheckErr = fmt.Errorf("`%s` failed: %v\n%s", strings.Join(cmd.Args, " "), err, tail(out))
 		}
 	})
 	if calderaCheckErr != nil {
