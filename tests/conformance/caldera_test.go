@@ -93,8 +93,8 @@ func (c CalderaConfig) yaml() ([]byte, error) {
 
 // Caldera is a running `caldera serve`.
 type Caldera struct {
-	URL  string
-	cmd  *exec.Cmd
+	URL      string
+	cmd      *exec.Cmd
 	logs     *bytes.Buffer
 	once     sync.Once
 	waitExit chan error
