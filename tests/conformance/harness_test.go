@@ -9,7 +9,6 @@
 package conformance
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -287,5 +286,3 @@ var (
 )
 
 func gpu(v string) api.ScalarResource { return api.ScalarResource{Name: "nvidia.com/gpu", Value: v} }
-
-var _ = context.Background
