@@ -49,7 +49,9 @@ def assemble(
         row["caldera_over_go_p50"] = _ratio(cal and cal["p50_ms"], go and go["p50_ms"])
         # Caldera/floor: time per request relative to the in-process floor (>1: slower than floor).
         # One in flight: p50 latency; more in flight: 1/throughput (one server core either way).
-        if cal and flo:
+        if (
+            cal and flo and ld.verb != "onSessionClose"
+        ):  # "{}": nothing to decode, see the HTTP column
             if ld.concurrency == 1:
                 row["caldera_over_floor"] = _ratio(cal["p50_ms"], flo["p50_ms"])
             else:

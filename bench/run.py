@@ -506,23 +506,36 @@ def run_floor(suite: Suite, failures: list[str], raw: dict[str, Any], log: Any) 
         }
         for ld in seen.values()
     ]
-    plan_path = TMP / f"floor-plan-{suite.mode}.json"
-    out_path = TMP / f"floor-out-{suite.mode}.json"
-    plan_path.write_text(json.dumps(plan))
-    cmd = [
-        *servers.taskset(servers.SERVER_CPU),
-        sys.executable,
-        "-m",
-        "bench",
-        "floor",
-        str(plan_path),
-        str(out_path),
-    ]
-    p = subprocess.run(cmd, cwd=servers.REPO, capture_output=True, text=True)
-    if p.returncode != 0:
-        failures.append(f"floor: exit {p.returncode}: {p.stderr[-2000:]}")
-        return {}
-    data = json.loads(out_path.read_text())
+    # One fresh process per body (and per library for bodies over 1 MiB), so that each peak
+    # RSS growth starts from a clean heap rather than from what the previous body left.
+    from bench import floor as floor_mod
+
+    groups: list[list[dict[str, Any]]] = []
+    for item in plan:
+        if os.path.getsize(item["body"]) > MiB:
+            groups += [[{**item, "libs": [lib]}] for lib in floor_mod.LIBS]
+        else:
+            groups.append([{**item, "libs": list(floor_mod.LIBS)}])
+    data: dict[str, Any] = {}
+    for k, group in enumerate(groups):
+        plan_path = TMP / f"floor-plan-{suite.mode}-{k}.json"
+        out_path = TMP / f"floor-out-{suite.mode}-{k}.json"
+        plan_path.write_text(json.dumps(group))
+        cmd = [
+            *servers.taskset(servers.SERVER_CPU),
+            sys.executable,
+            "-m",
+            "bench",
+            "floor",
+            str(plan_path),
+            str(out_path),
+        ]
+        p = subprocess.run(cmd, cwd=servers.REPO, capture_output=True, text=True)
+        if p.returncode != 0:
+            failures.append(f"floor ({group[0]['name']}): exit {p.returncode}: {p.stderr[-2000:]}")
+            continue
+        for body, per in json.loads(out_path.read_text()).items():
+            data.setdefault(body, {}).update(per)
     rows: dict[str, Any] = {}
     for body, ld in seen.items():
         per = data.get(body, {})
@@ -553,7 +566,7 @@ def floor_main(plan_path: str, out_path: str) -> int:
     for item in plan:
         body = Path(item["body"]).read_bytes()
         per = out.setdefault(item["body"], {})
-        for lib in floor.LIBS:
+        for lib in item.get("libs", floor.LIBS):
             try:
                 rss0 = _self_rss()
                 with open("/proc/self/clear_refs", "w") as f:
