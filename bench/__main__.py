@@ -62,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--out", default=None, help="HTML report path (default bench/results/profile-WORKLOAD.html)"
     )
+    p.add_argument(
+        "--server",
+        action="store_true",
+        help="profile the real server process (uvicorn + HTTP) under load instead of the in-process ASGI path",
+    )
     gen = sub.add_parser("gen", help="generate workloads only")
     g2 = gen.add_mutually_exclusive_group()
     g2.add_argument("--quick", action="store_true")
@@ -88,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "profile":
         from bench import profile
 
-        return profile.main(a.workload, a.requests, a.config, a.out)
+        return profile.main(a.workload, a.requests, a.config, a.out, a.server)
     return 2
 
 

@@ -73,7 +73,11 @@ async def _drive(app: Any, path: str, body: bytes, n: int) -> list[float]:
     return times
 
 
-def main(workload: str, requests: int, config: str | None, out: str | None) -> int:
+def main(
+    workload: str, requests: int, config: str | None, out: str | None, server: bool = False
+) -> int:
+    if server:
+        return main_server(workload, requests, config, out)
     from pyinstrument import Profiler
 
     sys.path.insert(0, str(servers.REPO))
@@ -120,5 +124,92 @@ def main(workload: str, requests: int, config: str | None, out: str | None) -> i
     print(
         f"{name}: {len(times)} in-process calls of {len(body) / 1024:.0f} KiB; p50 {times[len(times) // 2] * 1e3:.3f} ms, "
         f"mean {sum(times) / len(times) * 1e3:.3f} ms (under the profiler)"
+    )
+    return 0
+
+
+def main_server(workload: str, requests: int, config: str | None, out: str | None) -> int:
+    """Profile the real server (uvicorn included): ``caldera serve`` under pyinstrument on the
+    server core, driven by bench/loadgen with one request in flight; SIGINT ends it and
+    pyinstrument writes its report."""
+    import os
+    import signal
+    import subprocess
+
+    from bench import gobuild
+
+    name = ALIASES.get(workload, workload)
+    mode = "full" if name == "onSessionOpen-500n" else "quick"
+    suite = runmod.build_suite(mode, runmod.TMP / mode)
+    loads = {ld.name: ld for ld in suite.loads}
+    if name not in loads:
+        print(
+            f"unknown workload {workload!r}; choose from: {', '.join(sorted(set(loads) | set(ALIASES)))}",
+            file=sys.stderr,
+        )
+        return 2
+    ld = loads[name]
+    if config is None:
+        cfg_path, label, _ = servers.caldera_configs(runmod.TMP)
+        config = str(cfg_path)
+        print(f"config: {label} ({config})")
+    lg = gobuild.build(go_extender=False)["loadgen"]
+    out_path = Path(out) if out else runmod.RESULTS / f"profile-server-{name}.txt"
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    port = servers.free_port()
+    cmd = [
+        *servers.taskset(servers.SERVER_CPU),
+        sys.executable,
+        "-m",
+        "pyinstrument",
+        "-r",
+        "text",
+        "--no-color",
+        "--show-all",
+        "-o",
+        str(out_path),
+        "-m",
+        "app.cli",
+        "serve",
+        "--config",
+        config,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
+    srv = servers.Server("caldera-profiled", cmd, port, runmod.TMP / "logs" / "profile-server.log")
+    srv.start()
+    n = requests or max(3, min(2000, int(2e8 / max(1, ld.body_bytes))))
+    try:
+        res = runmod.loadgen(
+            lg,
+            {
+                "base": srv.base,
+                "mode": "load",
+                "path": "/" + ld.verb,
+                "body": ld.body,
+                "concurrency": 1,
+                "requests": n,
+                "warmup": 2,
+                "max_seconds": 120,
+                "timeout_seconds": 120,
+            },
+            timeout=600,
+        )
+    finally:
+        assert srv.proc is not None
+        os.killpg(srv.proc.pid, signal.SIGINT)
+        try:
+            srv.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            srv.stop()
+    lat = sorted(res["latencies_us"])
+    print(out_path.read_text() if out_path.exists() else f"no profile written; see {srv.log}")
+    print(
+        f"{name}: {len(lat)} requests over HTTP, p50 {lat[len(lat) // 2] / 1e3:.3f} ms (server under the profiler); "
+        f"report: {out_path}"
     )
     return 0
