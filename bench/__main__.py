@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     g2 = gen.add_mutually_exclusive_group()
     g2.add_argument("--quick", action="store_true")
     g2.add_argument("--smoke", action="store_true")
+    f2 = sub.add_parser("asgi", help=argparse.SUPPRESS)
+    f2.add_argument("plan")
+    f2.add_argument("out")
     f = sub.add_parser("floor", help=argparse.SUPPRESS)
     f.add_argument("plan")
     f.add_argument("out")
@@ -84,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         return runmod.main(mode, targets, Path(a.out), cmd)
     if a.cmd == "floor":
         return runmod.floor_main(a.plan, a.out)
+    if a.cmd == "asgi":
+        return runmod.asgi_main(a.plan, a.out)
     if a.cmd == "gen":
         mode = "smoke" if a.smoke else "quick" if a.quick else "full"
         suite = runmod.build_suite(mode, runmod.TMP / mode)

@@ -38,6 +38,7 @@ def assemble(
             "description": ld.desc,
             "body_bytes": ld.body_bytes,
             "caldera": cal,
+            "caldera_asgi": results.get("asgi", {}).get(ld.name),
             "go": go,
             "floor": {"best": best, **(flo or {})} if flo else None,
             "floor_libs": fl.get("libs"),
@@ -72,6 +73,16 @@ def assemble(
             _ratio(cal["p50_ms"], flo["p50_ms"] + fixed)
             if cal and flo and fixed and row["concurrency"] == 1
             else None
+        )
+    for row in rows:
+        asg, cal, flo = row.get("caldera_asgi"), row["caldera"], row["floor"]
+        row["caldera_asgi_over_floor"] = (
+            _ratio(asg["p50_ms"], flo["p50_ms"])
+            if asg and flo and row["verb"] != "onSessionClose"
+            else None
+        )
+        row["http_share"] = (
+            (1 - asg["p50_ms"] / cal["p50_ms"]) if asg and cal and cal["p50_ms"] else None
         )
     cycle = None
     if suite.cycle is not None:
@@ -228,6 +239,10 @@ def _f(x: Any, fmt: str = "{:.2f}") -> str:
     return fmt.format(x)
 
 
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{v * 100:.0f}%"
+
+
 def _x(v: float | None) -> str:
     return "–" if v is None else f"{v:.2f}×"
 
@@ -268,11 +283,14 @@ def markdown(doc: dict[str, Any]) -> str:
     L.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in doc["workloads"]:
         first = True
-        for who in ("caldera", "go", "floor"):
+        for who in ("caldera", "caldera_asgi", "go", "floor"):
             x = r.get(who)
             if not x:
                 continue
-            label = who if who != "floor" else f"floor ({x.get('best')})"
+            label = {
+                "floor": f"floor ({x.get('best')})",
+                "caldera_asgi": "caldera app in-process (no HTTP)",
+            }.get(who, who)
             rss = "–"
             if x.get("peak_rss_MiB") is not None:
                 rss = f"{x['peak_rss_MiB']:.0f} ({x['peak_rss_growth_MiB']:+.0f})"
@@ -297,20 +315,24 @@ def markdown(doc: dict[str, Any]) -> str:
     L.append("")
     fixed = next((r.get("http_fixed_ms") for r in doc["workloads"] if r.get("http_fixed_ms")), None)
     L.append(
-        "The floor has no HTTP; the last column adds the smallest HTTP round trip measured here "
-        f"(Go extender, onSessionClose `{{}}`, p50 {_f(fixed, '{:.3f}')} ms) to the floor, to separate "
-        "per-request HTTP cost from decoding and plugin cost."
+        "The floor has no HTTP. *Caldera/(floor + HTTP)* adds the smallest HTTP round trip measured here "
+        f"(Go extender, onSessionClose `{{}}`, p50 {_f(fixed, '{:.3f}')} ms) to the floor. *Caldera app alone* "
+        "drives Caldera's ASGI app in-process with the same bodies (no sockets, no uvicorn; bench/run.py "
+        "`run_asgi`), and *HTTP share* is 1 − that p50 / Caldera's p50 over HTTP: the part of Caldera's "
+        "latency spent in uvicorn, the socket and the load generator rather than in Caldera's code."
     )
     L.append("")
     L.append(
-        "| workload | Caldera/Go throughput | Caldera/Go p50 | Caldera/floor | floor library | Caldera/(floor + HTTP) |"
+        "| workload | Caldera/Go throughput | Caldera/Go p50 | Caldera/floor | floor library | Caldera/(floor + HTTP) "
+        "| Caldera app alone (no HTTP) / floor | HTTP share of Caldera p50 |"
     )
-    L.append("|---|---|---|---|---|---|")
+    L.append("|---|---|---|---|---|---|---|---|")
     for r in doc["workloads"]:
         L.append(
             f"| {r['workload']} | {_x(r['caldera_over_go_throughput'])} | {_x(r['caldera_over_go_p50'])} | "
             f"{_x(r['caldera_over_floor'])} | {(r['floor'] or {}).get('best', '–')} | "
-            f"{_x(r.get('caldera_over_floor_plus_http'))} |"
+            f"{_x(r.get('caldera_over_floor_plus_http'))} | {_x(r.get('caldera_asgi_over_floor'))} | "
+            f"{_pct(r.get('http_share'))} |"
         )
     cy = doc.get("cycle")
     if cy:
@@ -405,14 +427,19 @@ def plot(doc: dict[str, Any], raw: dict[str, Any], path: Path) -> None:
     cols = 3
     rows = (n + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(15, 3.6 * rows), squeeze=False)
-    colors = {"caldera": "tab:blue", "go": "tab:orange"}
+    colors = {"caldera": "tab:blue", "go": "tab:orange", "asgi": "tab:cyan"}
+    labels = {"caldera": "caldera", "go": "go", "asgi": "caldera app, no HTTP"}
     for ax, r in zip(axes.flat, loads, strict=False):
-        for who in ("caldera", "go"):
+        for who in ("caldera", "asgi", "go"):
             lat = raw.get(f"{who}/{r['workload']}")
             if lat:
                 ys = sorted(x / 1e3 for x in lat)
                 ax.plot(
-                    ys, [(i + 1) / len(ys) for i in range(len(ys))], label=who, color=colors[who]
+                    ys,
+                    [(i + 1) / len(ys) for i in range(len(ys))],
+                    label=labels[who],
+                    color=colors[who],
+                    linestyle=":" if who == "asgi" else "-",
                 )
         fl = r.get("floor")
         if fl:

@@ -558,6 +558,88 @@ def run_floor(suite: Suite, failures: list[str], raw: dict[str, Any], log: Any) 
     return rows
 
 
+def run_asgi(
+    suite: Suite, cfg: Path, failures: list[str], raw: dict[str, Any], log: Any
+) -> dict[str, Any]:
+    """Caldera's app without sockets: the ASGI app from create_app driven in-process (one body
+    per call, as bench/profile.py does), pinned to the server core. Over-HTTP minus this is
+    what uvicorn, the socket and the client cost."""
+    plan = [
+        {
+            "name": ld.name,
+            "verb": ld.verb,
+            "body": ld.body,
+            "requests": ld.requests,
+            "max_seconds": min(ld.max_seconds, 20),
+            "config": str(cfg),
+        }
+        for ld in suite.loads
+        if ld.concurrency == 1
+    ]
+    plan_path = TMP / f"asgi-plan-{suite.mode}.json"
+    out_path = TMP / f"asgi-out-{suite.mode}.json"
+    plan_path.write_text(json.dumps(plan))
+    cmd = [
+        *servers.taskset(servers.SERVER_CPU),
+        sys.executable,
+        "-m",
+        "bench",
+        "asgi",
+        str(plan_path),
+        str(out_path),
+    ]
+    p = subprocess.run(cmd, cwd=servers.REPO, capture_output=True, text=True)
+    if p.returncode != 0:
+        failures.append(f"caldera in-process ASGI: exit {p.returncode}: {p.stderr[-2000:]}")
+        return {}
+    rows: dict[str, Any] = {}
+    for name, r in json.loads(out_path.read_text()).items():
+        ld = next(x for x in suite.loads if x.name == name)
+        if "error" in r:
+            failures.append(f"caldera in-process ASGI {name}: {r['error']}")
+            continue
+        rows[name] = summarize(r["latencies_us"], r["elapsed_seconds"], ld.body_bytes)
+        raw[f"asgi/{name}"] = r["latencies_us"]
+        log(f"caldera in-process ASGI {name}: p50 {rows[name]['p50_ms']:.3f} ms")
+    return rows
+
+
+def asgi_main(plan_path: str, out_path: str) -> int:
+    import asyncio
+
+    from app.config import load_config
+    from app.main import create_app
+    from bench.profile import _drive
+
+    plan = json.loads(Path(plan_path).read_text())
+    out: dict[str, Any] = {}
+    app = create_app(load_config(plan[0]["config"])) if plan else None
+
+    async def go() -> None:
+        assert app is not None
+        async with app.router.lifespan_context(app):
+            for item in plan:
+                body = Path(item["body"]).read_bytes()
+                try:
+                    await _drive(app, "/" + item["verb"], body, 1 if len(body) > 50 * MiB else 2)
+                    lat: list[float] = []
+                    deadline = time.monotonic() + item["max_seconds"]
+                    t0 = time.perf_counter()
+                    while len(lat) < item["requests"] and time.monotonic() < deadline:
+                        lat += [t * 1e6 for t in await _drive(app, "/" + item["verb"], body, 1)]
+                    out[item["name"]] = {
+                        "latencies_us": lat,
+                        "elapsed_seconds": time.perf_counter() - t0,
+                    }
+                except Exception as exc:
+                    out[item["name"]] = {"error": f"{type(exc).__name__}: {exc}"}
+
+    if app is not None:
+        asyncio.run(go())
+    Path(out_path).write_text(json.dumps(out))
+    return 0
+
+
 def floor_main(plan_path: str, out_path: str) -> int:
     from bench import floor
 
@@ -703,7 +785,7 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
                     failures.append(f"build go-extender: {exc}")
                 targets = targets - {"go"}
 
-    results: dict[str, Any] = {"caldera": {}, "go": {}, "floor": {}}
+    results: dict[str, Any] = {"caldera": {}, "go": {}, "floor": {}, "asgi": {}}
     caldera_cfg = None
     if lg is not None and "go" in targets and "go-extender" in bins:
         srv = servers.go_server(bins["go-extender"], TMP / "logs" / f"go-{mode}.log")
@@ -717,6 +799,8 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
             srv = servers.caldera_server(cfg, TMP / "logs" / f"caldera-{mode}.log", caldera_cmd)
             srv.config = label
             results["caldera"] = run_server(srv, suite, lg, failures, raw, log)
+            log("caldera: the same bodies through the ASGI app in-process (no sockets)")
+            results["asgi"] = run_asgi(suite, cfg, failures, raw, log)
         except Exception as exc:
             failures.append(f"caldera: {exc}")
             log(f"caldera: FAILED {exc}")
