@@ -53,6 +53,8 @@ MAX_RESPONSE_BYTES = 10 << 20
 """Volcano wraps every response in ``http.MaxBytesReader(10 << 20)``."""
 
 _T = TypeVar("_T")
+Body = bytes | bytearray
+"""A request body: bytes, or the buffer a long body was read into."""
 _encode = msgspec.json.encode
 EMPTY = b"{}"
 _ABSTAIN = _encode(EvictResponse(status=0, victims=[]))
@@ -73,10 +75,10 @@ class ResponseTooLarge(Exception):
     """An answer Volcano would refuse to read."""
 
 
-def _decoder(kind: type[_T]) -> Callable[[bytes], _T]:
+def _decoder(kind: type[_T]) -> Callable[[Body], _T]:
     decoder = msgspec.json.Decoder(kind)
 
-    def decode(body: bytes) -> _T:
+    def decode(body: Body) -> _T:
         try:
             return decoder.decode(body)
         except msgspec.ValidationError as exc:
@@ -108,7 +110,7 @@ _job = _decoder(JobRequest)
 _queue = _decoder(QueueOverusedRequest)
 _event = _decoder(EventHandlerRequest)
 _legacy = _decoder(LegacyReclaimablePathRequest)
-_ENVELOPES: dict[str, Callable[[bytes], object]] = {
+_ENVELOPES: dict[str, Callable[[Body], object]] = {
     "predicate": _decoder(PredicateEnvelope),
     "node_order": _decoder(PrioritizeEnvelope),
     "preemptable": _decoder(EvictEnvelope),
@@ -138,7 +140,7 @@ class Extender:
         self.snapshot_bound = any(
             getattr(registry.get(o.name), "needs_snapshot", False) for o in config.plugin_options()
         )
-        self._handlers: dict[str, Callable[[bytes], bytes]] = {
+        self._handlers: dict[str, Callable[[Body], bytes]] = {
             "onSessionOpen": self.on_session_open,
             "onSessionClose": self.on_session_close,
             "predicate": self.predicate,
@@ -155,7 +157,7 @@ class Extender:
         if self.dialect.legacy_reclaimable_path:
             self._handlers["reclaimable"] = self.legacy_reclaimable_path
 
-    def handle(self, verb: str, body: bytes) -> bytes:
+    def handle(self, verb: str, body: Body) -> bytes:
         """Answer ``verb``; raises BadRequest, PluginFailure or ResponseTooLarge."""
         answer = self._handlers[verb](body)
         if len(answer) > MAX_RESPONSE_BYTES:
@@ -176,7 +178,7 @@ class Extender:
 
     # --- verbs --------------------------------------------------------------------------------
 
-    def on_session_open(self, body: bytes) -> bytes:
+    def on_session_open(self, body: Body) -> bytes:
         # Drop the previous snapshot before decoding the next, so memory holds one at a time;
         # a body that cannot be read then leaves no session open rather than last cycle's.
         self.sessions.close()
@@ -184,12 +186,12 @@ class Extender:
             self.sessions.open(_open(body))
         return EMPTY
 
-    def on_session_close(self, body: bytes) -> bytes:
+    def on_session_close(self, body: Body) -> bytes:
         _close(body)
         self.sessions.close()
         return EMPTY
 
-    def _unanswered(self, hook: str, verb: str, body: bytes) -> Framework | None:
+    def _unanswered(self, hook: str, verb: str, body: Body) -> Framework | None:
         """The framework for ``hook``, or None after validating the body's shape when no
         configured plugin answers it (the answer is then neutral whatever the contents, so the
         body is not built: a 30-pod predicate body costs half as much)."""
@@ -199,7 +201,7 @@ class Extender:
         _ENVELOPES[hook](body)
         return None
 
-    def predicate(self, body: bytes) -> bytes:
+    def predicate(self, body: Body) -> bytes:
         framework = self._unanswered("predicate", "predicate", body)
         if framework is None:
             return self.dialect.encode_predicate(None)
@@ -208,7 +210,7 @@ class Extender:
             return self.dialect.encode_predicate(None)
         return self.dialect.encode_predicate(framework.predicate(request.task, request.node))
 
-    def prioritize(self, body: bytes) -> bytes:
+    def prioritize(self, body: Body) -> bytes:
         framework = self._unanswered("node_order", "prioritize", body)
         if framework is None:
             return _NO_SCORES
@@ -218,13 +220,13 @@ class Extender:
         scores = framework.node_order(request.task, request.nodes or [])
         return _encode(PrioritizeResponse(nodeScore=scores)) if scores else _NO_SCORES
 
-    def preemptable(self, body: bytes) -> bytes:
+    def preemptable(self, body: Body) -> bytes:
         return self._evictable("preemptable", body)
 
-    def reclaimable(self, body: bytes) -> bytes:
+    def reclaimable(self, body: Body) -> bytes:
         return self._evictable("reclaimable", body)
 
-    def _evictable(self, hook: str, body: bytes) -> bytes:
+    def _evictable(self, hook: str, body: Body) -> bytes:
         framework = self._unanswered(hook, hook, body)
         if framework is None:
             return _ABSTAIN
@@ -249,7 +251,7 @@ class Extender:
             raise RuntimeError(f"a {hook} plugin returned a task it was not given") from None
         return _encode(EvictResponse(status=int(Vote.PERMIT), victims=victims))
 
-    def job_enqueueable(self, body: bytes) -> bytes:
+    def job_enqueueable(self, body: Body) -> bytes:
         framework = self._framework("jobEnqueueable")
         if not (framework.implements("job_enqueueable") or framework.implements("job_enqueued")):
             _ENVELOPES["job_enqueueable"](body)
@@ -263,29 +265,29 @@ class Extender:
             framework.job_enqueued(job)
         return _encode(JobEnqueueableResponse(status=int(vote)))
 
-    def job_enqueued(self, body: bytes) -> bytes:
+    def job_enqueued(self, body: Body) -> bytes:
         framework = self._unanswered("job_enqueued", "jobEnqueued", body)
         if framework is not None:
             framework.job_enqueued(_job(body).job)
         return EMPTY
 
-    def queue_overused(self, body: bytes) -> bytes:
+    def queue_overused(self, body: Body) -> bytes:
         framework = self._unanswered("overused", "queueOverused", body)
         overused = framework is not None and framework.overused(_queue(body).queue)
         return _OVERUSED if overused else _NOT_OVERUSED
 
-    def job_ready(self, body: bytes) -> bytes:
+    def job_ready(self, body: Body) -> bytes:
         framework = self._unanswered("job_ready", "jobReady", body)
         ready = framework is None or framework.job_ready(_job(body).job)
         return _READY if ready else _NOT_READY
 
-    def allocate(self, body: bytes) -> bytes:
+    def allocate(self, body: Body) -> bytes:
         return self._event("allocate", body)
 
-    def deallocate(self, body: bytes) -> bytes:
+    def deallocate(self, body: Body) -> bytes:
         return self._event("deallocate", body)
 
-    def _event(self, hook: str, body: bytes) -> bytes:
+    def _event(self, hook: str, body: Body) -> bytes:
         framework = self._unanswered(hook, hook, body)
         if framework is None:
             return _NO_ERROR
@@ -295,7 +297,7 @@ class Extender:
         message = framework.event(hook, task)
         return _encode(EventHandlerResponse(errorMessage=message)) if message else _NO_ERROR
 
-    def legacy_reclaimable_path(self, body: bytes) -> bytes:
+    def legacy_reclaimable_path(self, body: Body) -> bytes:
         """v1.6–v1.7: reclaimable, jobEnqueueable and queueOverused share this path."""
         shape = _legacy(body)
         if shape.evictor:

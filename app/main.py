@@ -20,9 +20,9 @@ from app.config import CalderaConfig
 from app.extender import Extender
 from app.logs import request_id
 from app.metrics import Metrics
-from app.openapi import components
+from app.openapi import components, verb_paths
 from app.routes import debug, health, metrics
-from app.routes.verbs import build_router
+from app.routes.verbs import verb_routes
 from app.session import SessionManager
 from plugins import registry
 from plugins.arguments import Arguments
@@ -122,7 +122,7 @@ def create_app(config: CalderaConfig) -> FastAPI:
         f"tiers[{t}].plugins[{i}]:{config.tiers[t].plugins[i].name}": bg
         for (t, i), bg in backgrounds.items()
     }
-    app.include_router(build_router(extender, metrics_, config.maxRequestBytes))
+    app.router.routes.extend(verb_routes(extender, metrics_, config.maxRequestBytes))
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(debug.router)
@@ -149,6 +149,7 @@ def create_app(config: CalderaConfig) -> FastAPI:
                 description=app.description,
                 routes=app.routes,
             )
+            schema["paths"] = {**verb_paths(), **schema.get("paths", {})}
             schema.setdefault("components", {}).setdefault("schemas", {}).update(components())
             app.openapi_schema = schema
         return app.openapi_schema

@@ -64,26 +64,30 @@ def _error(description: str) -> dict[str, Any]:
     }
 
 
-def verb_openapi(verb: str) -> dict[str, Any]:
-    """Keyword arguments for ``add_api_route`` describing ``verb``."""
+def verb_paths() -> dict[str, Any]:
+    """The OpenAPI path items of the verbs (their routes are plain ASGI endpoints)."""
+    return {f"/{verb}": {"post": verb_operation(verb)} for verb in VERB_BODIES}
+
+
+def verb_operation(verb: str) -> dict[str, Any]:
     request, answers, summary = VERB_BODIES[verb]
     answer_schema = _ref(answers[0]) if len(answers) == 1 else {"oneOf": [_ref(a) for a in answers]}
     return {
+        "tags": ["extender"],
         "summary": summary.split(":")[0].split(".")[0],
         "description": summary,
-        "openapi_extra": {
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": _ref(request)}},
-            }
+        "operationId": verb,
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": _ref(request)}},
         },
         "responses": {
-            200: {
+            "200": {
                 "description": "The decision",
                 "content": {"application/json": {"schema": answer_schema}},
             },
-            400: _error("Malformed JSON, a wrong type or a missing required object"),
-            413: _error("The body exceeds maxRequestBytes"),
-            500: _error("A hosted plugin failed; Volcano applies extender.ignorable"),
+            "400": _error("Malformed JSON, a wrong type or a missing required object"),
+            "413": _error("The body exceeds maxRequestBytes"),
+            "500": _error("A hosted plugin failed; Volcano applies extender.ignorable"),
         },
     }

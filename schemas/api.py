@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import IntEnum
+from functools import cached_property
 
 import msgspec
 from msgspec import Struct, field
@@ -194,7 +195,15 @@ class NodeState(Struct, gc=False):
     Reason: str = ""
 
 
-class NodeInfo(Struct, gc=False):
+_node_tasks = msgspec.json.Decoder(dict[str, TaskInfo] | None)
+
+
+class NodeInfo(Struct, dict=True):
+    """``api.NodeInfo``. ``Tasks`` (every pod bound to the node, again) is decoded only when a
+    plugin first reads it: in a snapshot most of its bytes repeat the jobs' tasks, and no
+    snapshot-reading plugin here needs them, so they stay raw (a copy of their own bytes, not a
+    view that would keep the whole request body alive)."""
+
     Name: str = ""
     Node: Node | None = None
     State: NodeState | None = None
@@ -206,13 +215,19 @@ class NodeInfo(Struct, gc=False):
     Capacity: Resource | None = None
     Capability: Resource | None = None
     """v1.6–v1.7 name of ``Capacity``."""
-    Tasks: dict[str, TaskInfo] | None = None
-    """Every non-terminated pod bound to the node, keyed ``namespace/name`` (not UID)."""
+    TasksRaw: msgspec.Raw = field(default_factory=msgspec.Raw, name="Tasks")
     RevocableZone: str = ""
 
     def __post_init__(self) -> None:
         if self.Capacity is None and self.Capability is not None:
             self.Capacity = self.Capability
+        if self.TasksRaw:
+            self.TasksRaw = self.TasksRaw.copy()
+
+    @cached_property
+    def Tasks(self) -> dict[str, TaskInfo] | None:
+        """Every non-terminated pod bound to the node, keyed ``namespace/name`` (not UID)."""
+        return _node_tasks.decode(self.TasksRaw) if self.TasksRaw else None
 
 
 # --- Queues and namespaces -----------------------------------------------------------------

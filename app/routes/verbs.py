@@ -1,79 +1,85 @@
-"""POST /<verb>: the extender protocol. Thin: read the body, time it, hand it to Extender."""
+"""POST /<verb>: the extender protocol.
+
+Each verb is a plain ASGI endpoint mounted as a Starlette route: no per-request dependency
+solving or Request object, because these calls sit inside Volcano's scheduling cycle and the
+framework's share of a small call is larger than the work. The endpoint reads the body under the
+limit, times it, hands it to :class:`~app.extender.Extender` and sends the bytes back. Their
+OpenAPI description is attached separately (``app/openapi.py``).
+"""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
 
 import msgspec
-from fastapi import APIRouter, Request, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
-from app.body import BadLength, BodyTooLarge, read_body
+from app.body import BadLength, BodyTooLarge, Disconnected, read_body
 from app.dialect import VERBS
 from app.extender import BadRequest, Extender, ResponseTooLarge
 from app.framework import PluginFailure
 from app.metrics import Metrics
-from app.openapi import verb_openapi
 from schemas.responses import ErrorResponse
 
 logger = logging.getLogger("caldera.verbs")
+JSON_HEADER = (b"content-type", b"application/json")
 
 
-def debug_enabled() -> bool:
-    return logger.isEnabledFor(logging.DEBUG)
+class VerbEndpoint:
+    """The ASGI endpoint of one verb."""
 
+    def __init__(self, verb: str, extender: Extender, metrics: Metrics, limit: int) -> None:
+        self.verb = verb
+        self.extender = extender
+        self.metrics = metrics
+        self.limit = limit
+        self.duration = metrics.request_duration.labels(verb)
+        self.size = metrics.request_bytes.labels(verb)
+        self.ok = metrics.responses.labels(verb, "200")
 
-JSON = "application/json"
-
-
-def error_response(status: int, error: ErrorResponse) -> Response:
-    return Response(msgspec.json.encode(error), status_code=status, media_type=JSON)
-
-
-def make_endpoint(
-    verb: str, extender: Extender, metrics: Metrics, limit: int
-) -> Callable[[Request], Awaitable[Response]]:
-    duration = metrics.request_duration.labels(verb)
-    size = metrics.request_bytes.labels(verb)
-    ok = metrics.responses.labels(verb, "200")
-
-    async def endpoint(request: Request) -> Response:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
+        verb = self.verb
         try:
-            body = await read_body(request, limit)
+            body = await read_body(scope, receive, self.limit)
+        except Disconnected:
+            return
         except BodyTooLarge as exc:
-            metrics.bodies_refused.labels(verb, "too_large").inc()
-            metrics.responses.labels(verb, "413").inc()
+            self._refused("too_large", "413")
             logger.warning("refused %s body: %s", verb, exc)
-            return error_response(413, ErrorResponse(error=str(exc), verb=verb, limit=limit))
+            await self._send(send, 413, ErrorResponse(error=str(exc), verb=verb, limit=self.limit))
+            return
         except BadLength as exc:
-            metrics.bodies_refused.labels(verb, "bad_request").inc()
-            metrics.responses.labels(verb, "400").inc()
-            return error_response(400, ErrorResponse(error=str(exc), verb=verb))
-        size.observe(len(body))
+            self._refused("bad_request", "400")
+            await self._send(send, 400, ErrorResponse(error=str(exc), verb=verb))
+            return
+        self.size.observe(len(body))
         read = time.perf_counter()
         try:
-            answer = extender.handle(verb, body)
+            answer = self.extender.handle(verb, body)
         except BadRequest as exc:
-            metrics.bodies_refused.labels(verb, "bad_request").inc()
-            metrics.responses.labels(verb, "400").inc()
+            self._refused("bad_request", "400")
             logger.info("bad %s request: %s", verb, exc)
-            return error_response(400, ErrorResponse(error=str(exc), verb=verb))
+            await self._send(send, 400, ErrorResponse(error=str(exc), verb=verb))
+            return
         except PluginFailure as exc:
-            metrics.responses.labels(verb, "500").inc()
+            self.metrics.responses.labels(verb, "500").inc()
             logger.error("%s", exc, exc_info=exc.cause)
-            return error_response(
-                500, ErrorResponse(error=str(exc), verb=exc.verb, plugin=exc.plugin)
-            )
+            error = ErrorResponse(error=str(exc), verb=exc.verb, plugin=exc.plugin)
+            await self._send(send, 500, error)
+            return
         except (ResponseTooLarge, RuntimeError) as exc:
-            metrics.responses.labels(verb, "500").inc()
+            self.metrics.responses.labels(verb, "500").inc()
             logger.error("%s failed: %s", verb, exc)
-            return error_response(500, ErrorResponse(error=str(exc), verb=verb))
+            await self._send(send, 500, ErrorResponse(error=str(exc), verb=verb))
+            return
         done = time.perf_counter()
-        duration.observe(done - started)
-        ok.inc()
-        if debug_enabled():
+        self.duration.observe(done - started)
+        self.ok.inc()
+        await send_json(send, 200, answer)
+        if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "%s: read %d bytes in %.2f ms, answered in %.2f ms",
                 verb,
@@ -81,30 +87,34 @@ def make_endpoint(
                 (read - started) * 1e3,
                 (done - read) * 1e3,
             )
-        return Response(answer, media_type=JSON)
 
-    endpoint.__name__ = verb
-    return endpoint
+    def _refused(self, reason: str, code: str) -> None:
+        self.metrics.bodies_refused.labels(self.verb, reason).inc()
+        self.metrics.responses.labels(self.verb, code).inc()
+
+    async def _send(self, send: Send, status: int, error: ErrorResponse) -> None:
+        await send_json(send, status, msgspec.json.encode(error))
 
 
-def build_router(extender: Extender, metrics: Metrics, limit: int) -> APIRouter:
-    router = APIRouter(tags=["extender"])
-    for verb in VERBS:
-        router.add_api_route(
-            f"/{verb}",
-            make_endpoint(verb, extender, metrics, limit),
-            methods=["POST"],
-            response_class=Response,
-            name=verb,
-            **verb_openapi(verb),
-        )
+async def send_json(send: Send, status: int, payload: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [JSON_HEADER, (b"content-length", str(len(payload)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+def verb_routes(extender: Extender, metrics: Metrics, limit: int) -> list[Route]:
+    routes = [
+        Route(f"/{verb}", VerbEndpoint(verb, extender, metrics, limit), methods=["POST"], name=verb)
+        for verb in VERBS
+    ]
     if extender.dialect.legacy_reclaimable_path:
         # v1.6–v1.7 post jobEnqueueable/queueOverused to "<prefix>/" when reclaimableVerb is empty.
-        router.add_api_route(
-            "/",
-            make_endpoint("reclaimable", extender, metrics, limit),
-            methods=["POST"],
-            response_class=Response,
-            include_in_schema=False,
+        routes.append(
+            Route("/", VerbEndpoint("reclaimable", extender, metrics, limit), methods=["POST"])
         )
-    return router
+    return routes
