@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from app.config import CalderaConfig, ConfigError, Effective, load_config
 from app.dialect import VERB_ARGUMENT, Dialect
@@ -241,7 +242,15 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    code: int = args.run(args)
+    try:
+        code: int = args.run(args)
+    except ValidationError as exc:  # a CALDERA_* environment value of the wrong type
+        problems = "; ".join(
+            f"CALDERA_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
+            for e in exc.errors()
+        )
+        print(f"caldera: invalid setting: {problems}", file=sys.stderr)
+        return EXIT_CONFIG
     return code
 
 
