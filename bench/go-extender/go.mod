@@ -135,9 +135,8 @@ replace (
 	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.35.3
 	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.35.3
 	k8s.io/sample-controller => k8s.io/sample-controller v0.35.3
-	// Like upstream (which points at ./staging/src/volcano.sh/apis), volcano.sh/apis
-	// comes from the staging directory of the volcano v1.15.1 source tree; the module
-	// proxy does not serve volcano.sh/apis v1.15.1. bench/gobuild.py extracts it here.
-	volcano.sh/apis => ../results/tmp/volcano-apis-v1.15.1
+	// Upstream points at ./staging/src/volcano.sh/apis, which a dependent module cannot use;
+	// the published volcano.sh/apis v1.15.0 has the same tree (see tests/conformance/README.md).
+	volcano.sh/apis => volcano.sh/apis v1.15.0
 // This allows API changes to be made and reviewed in the same PR as implementation changes
 )
