@@ -3,10 +3,10 @@ and (1.16) jobEnqueued, or (1.15) the framework's implicit accounting after a no
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tests.service.conftest import CalderaProcess, StartCaldera
+from tests.service.plugin_bodies import post
 
 GI = 2**30
 GPU = "nvidia.com/gpu"
@@ -66,16 +66,6 @@ def job(
             "Version": "v1beta1",
         },
     }
-
-
-async def post(server: CalderaProcess, verb: str, body: dict[str, Any]) -> Any:
-    response = await server.client.post(
-        f"/{verb}",
-        content=json.dumps(body, separators=(",", ":")).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    assert response.status_code == 200, (verb, response.text)
-    return response.json()
 
 
 async def open_session(server: CalderaProcess, jobs: list[dict[str, Any]]) -> None:

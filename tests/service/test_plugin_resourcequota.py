@@ -3,12 +3,12 @@ then jobEnqueueable and (1.16) jobEnqueued, or (1.15) the usage recorded by the 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from tests.service.conftest import CalderaProcess, StartCaldera
+from tests.service.plugin_bodies import post
 
 
 def config(version: str, extra_plugins: str = "") -> str:
@@ -35,16 +35,6 @@ def job(name: str, min_resources: dict[str, str] | None, ns: str = "ns1") -> dic
             "Version": "v1beta1",
         },
     }
-
-
-async def post(server: CalderaProcess, verb: str, body: dict[str, Any]) -> Any:
-    response = await server.client.post(
-        f"/{verb}",
-        content=json.dumps(body, separators=(",", ":")).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    assert response.status_code == 200, (verb, response.text)
-    return response.json()
 
 
 async def open_session(server: CalderaProcess, nodes: dict[str, Any] | None = None) -> None:
