@@ -352,5 +352,4 @@ __all__ = [
     "Resource",
     "TaskInfo",
     "TaskStatus",
-    "msgspec",
 ]

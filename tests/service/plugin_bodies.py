@@ -130,3 +130,36 @@ async def evict(
     server: CalderaProcess, verb: str, evictor: dict[str, Any], evictees: list[dict[str, Any]]
 ) -> Any:
     return await post(server, verb, {"evictor": evictor, "evictees": evictees})
+
+
+def resource(
+    cpu: float = 0, memory: float = 0, scalars: dict[str, float] | None = None
+) -> dict[str, Any]:
+    """An ``api.Resource``: MilliCPU, Memory in bytes, scalars in milli-units."""
+    return {"MilliCPU": cpu, "Memory": memory, "ScalarResources": scalars, "MaxTaskNum": 0}
+
+
+def admission_job(
+    name: str, min_resources: dict[str, str] | None, *, phase: str = "Pending", ns: str
+) -> dict[str, Any]:
+    """A JobInfo with no tasks whose PodGroup asks for ``min_resources`` (None: no minimum),
+    as the enqueue action sees it."""
+    spec: dict[str, Any] = {"minMember": 1, "queue": "default"}
+    if min_resources is not None:
+        spec["minResources"] = min_resources
+    return {
+        "UID": f"{ns}/{name}",
+        "Name": name,
+        "Namespace": ns,
+        "Queue": "default",
+        "MinAvailable": 1,
+        "Tasks": {},
+        "Allocated": resource(),
+        "TotalRequest": resource(),
+        "PodGroup": {
+            "metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}"},
+            "spec": spec,
+            "status": {"phase": phase},
+            "Version": "v1beta1",
+        },
+    }

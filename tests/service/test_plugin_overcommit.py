@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.service.conftest import CalderaProcess, StartCaldera
-from tests.service.plugin_bodies import post
+from tests.service.plugin_bodies import admission_job, post, resource
 
 GI = 2**30
 GPU = "nvidia.com/gpu"
@@ -20,12 +20,6 @@ def config(version: str, factor: float = 1.0) -> str:
         "  - name: overcommit\n"
         f"    arguments: {{overcommit-factor: {factor}}}\n"
     )
-
-
-def resource(
-    cpu: float = 0, memory: float = 0, scalars: dict[str, float] | None = None
-) -> dict[str, Any]:
-    return {"MilliCPU": cpu, "Memory": memory, "ScalarResources": scalars, "MaxTaskNum": 0}
 
 
 def node(name: str, cpu: str, memory: str, milli_cpu: float, mem_bytes: float) -> dict[str, Any]:
@@ -47,25 +41,7 @@ def node(name: str, cpu: str, memory: str, milli_cpu: float, mem_bytes: float) -
 def job(
     name: str, phase: str, min_resources: dict[str, str] | None, ns: str = "team-a"
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {"minMember": 1, "queue": "default"}
-    if min_resources is not None:
-        spec["minResources"] = min_resources
-    return {
-        "UID": f"{ns}/{name}",
-        "Name": name,
-        "Namespace": ns,
-        "Queue": "default",
-        "MinAvailable": 1,
-        "Tasks": {},
-        "Allocated": resource(),
-        "TotalRequest": resource(),
-        "PodGroup": {
-            "metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}"},
-            "spec": spec,
-            "status": {"phase": phase},
-            "Version": "v1beta1",
-        },
-    }
+    return admission_job(name, min_resources, phase=phase, ns=ns)
 
 
 async def open_session(server: CalderaProcess, jobs: list[dict[str, Any]]) -> None:

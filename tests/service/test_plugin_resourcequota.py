@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.service.conftest import CalderaProcess, StartCaldera
-from tests.service.plugin_bodies import post
+from tests.service.plugin_bodies import admission_job, post
 
 
 def config(version: str, extra_plugins: str = "") -> str:
@@ -18,23 +18,7 @@ def config(version: str, extra_plugins: str = "") -> str:
 
 
 def job(name: str, min_resources: dict[str, str] | None, ns: str = "ns1") -> dict[str, Any]:
-    spec: dict[str, Any] = {"minMember": 1, "queue": "default"}
-    if min_resources is not None:
-        spec["minResources"] = min_resources
-    return {
-        "UID": f"{ns}/{name}",
-        "Name": name,
-        "Namespace": ns,
-        "Queue": "default",
-        "MinAvailable": 1,
-        "Tasks": {},
-        "PodGroup": {
-            "metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}"},
-            "spec": spec,
-            "status": {"phase": "Pending"},
-            "Version": "v1beta1",
-        },
-    }
+    return admission_job(name, min_resources, ns=ns)
 
 
 async def open_session(server: CalderaProcess, nodes: dict[str, Any] | None = None) -> None:
