@@ -62,19 +62,15 @@ class Resource(Struct, gc=False):
 class TaskInfo(Struct, gc=False):
     UID: str = ""
     Job: str = ""
+    """``<namespace>/<podgroup>`` from the pod's group annotation; ``""`` for non-Volcano pods."""
     Name: str = ""
     Namespace: str = ""
-    TaskRole: str = ""
     Resreq: Resource | None = None
-    InitResreq: Resource | None = None
     NodeName: str = ""
     Status: int = 0
     Priority: int = 0
-    VolumeReady: bool = False
-    Preemptable: bool = False
-    BestEffort: bool = False
+    """``pod.spec.priority`` or the ``volcano.sh/task-priority`` annotation; default 1."""
     SchGated: bool = False
-    RevocableZone: str = ""
     Pod: Pod | None = None
 
 

@@ -16,95 +16,56 @@ ResourceList = dict[str, str]
 """``v1.ResourceList``: resource name to canonical quantity string (``{"cpu": "500m"}``)."""
 
 
-class OwnerReference(Struct, omit_defaults=True):
-    apiVersion: str = ""
-    kind: str = ""
-    name: str = ""
-    uid: str = ""
-    controller: bool | None = None
-
-
-class ObjectMeta(Struct, omit_defaults=True):
+class ObjectMeta(Struct, omit_defaults=True, gc=False):
     name: str = ""
     namespace: str = ""
     uid: str = ""
     creationTimestamp: datetime | None = None
-    deletionTimestamp: datetime | None = None
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
-    ownerReferences: list[OwnerReference] | None = None
 
 
-class ResourceRequirements(Struct, omit_defaults=True):
+class ResourceRequirements(Struct, omit_defaults=True, gc=False):
     requests: ResourceList | None = None
     limits: ResourceList | None = None
 
 
-class Container(Struct, omit_defaults=True):
+class Container(Struct, omit_defaults=True, gc=False):
     name: str = ""
     resources: ResourceRequirements | None = None
-    restartPolicy: str | None = None
 
 
-class PodSchedulingGate(Struct, omit_defaults=True):
+class PodSchedulingGate(Struct, omit_defaults=True, gc=False):
     name: str = ""
 
 
-class PodSpec(Struct, omit_defaults=True):
+class PodSpec(Struct, omit_defaults=True, gc=False):
     containers: list[Container] | None = None
     initContainers: list[Container] | None = None
-    nodeName: str = ""
-    priority: int | None = None
     priorityClassName: str = ""
-    preemptionPolicy: str | None = None
-    schedulerName: str = ""
-    nodeSelector: dict[str, str] | None = None
-    overhead: ResourceList | None = None
     schedulingGates: list[PodSchedulingGate] | None = None
     """Read by overcommit (``api.HasOnlyVolcanoSchedulingGate``)."""
 
 
-class PodCondition(Struct, omit_defaults=True):
+class PodCondition(Struct, omit_defaults=True, gc=False):
     type: str = ""
     status: str = ""
     lastTransitionTime: datetime | None = None
-    reason: str = ""
-    message: str = ""
 
 
-class PodStatus(Struct, omit_defaults=True):
+class PodStatus(Struct, omit_defaults=True, gc=False):
     phase: str = ""
     conditions: list[PodCondition] | None = None
-    nominatedNodeName: str = ""
-    startTime: datetime | None = None
 
 
-class Pod(Struct, omit_defaults=True):
+class Pod(Struct, omit_defaults=True, gc=False):
     metadata: ObjectMeta | None = None
     spec: PodSpec | None = None
     status: PodStatus | None = None
 
 
-class Taint(Struct, omit_defaults=True):
-    key: str = ""
-    value: str = ""
-    effect: str = ""
-
-
-class NodeSpec(Struct, omit_defaults=True):
-    unschedulable: bool = False
-    taints: list[Taint] | None = None
-
-
-class NodeStatus(Struct, omit_defaults=True):
-    allocatable: ResourceList | None = None
-    capacity: ResourceList | None = None
-
-
-class Node(Struct, omit_defaults=True):
+class Node(Struct, omit_defaults=True, gc=False):
     metadata: ObjectMeta | None = None
-    spec: NodeSpec | None = None
-    status: NodeStatus | None = None
 
 
 class ResourceQuotaStatus(Struct, omit_defaults=True):

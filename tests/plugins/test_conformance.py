@@ -27,7 +27,7 @@ def make_task(
             namespace=namespace if pod_namespace is None else pod_namespace,
             annotations={"scheduling.k8s.io/group-name": "pg1"},
         ),
-        spec=PodSpec(nodeName="test-node", priorityClassName=priority_class),
+        spec=PodSpec(priorityClassName=priority_class),
         status=PodStatus(phase="Running"),
     )
     return TaskInfo(
