@@ -588,65 +588,39 @@ FIXED = {
 }
 
 
+def _decoder(lib: str, verb: str) -> Callable[[bytes], Any]:
+    if lib == "msgspec":
+        return _M_DECODERS[verb].decode
+    if lib == "pydantic":
+        return P_TYPES[verb].model_validate_json
+    if lib == "orjson":
+        return orjson.loads
+    raise ValueError(lib)
+
+
+def _candidate_names(request: Any) -> list[str]:
+    if isinstance(request, dict):  # orjson: plain dicts
+        return [n["Name"] for n in request.get("nodes") or ()]
+    return [n.Name for n in request.nodes or ()]
+
+
 def handler(lib: str, verb: str) -> Callable[[bytes], bytes]:
     """decode ``body`` with ``lib`` and build the fixed answer (prioritize: a 0 per node)."""
-    if lib == "msgspec":
-        dec = _M_DECODERS[verb]
-        if verb == "prioritize":
+    decode = _decoder(lib, verb)
+    if verb == "prioritize":
 
-            def h(body: bytes) -> bytes:
-                req = dec.decode(body)
-                return _ENC.encode(
-                    {"nodeScore": {n.Name: 0 for n in req.nodes or ()}, "errorMessage": ""}
-                )
+        def scores(body: bytes) -> bytes:
+            names = _candidate_names(decode(body))
+            return _ENC.encode({"nodeScore": dict.fromkeys(names, 0), "errorMessage": ""})
 
-            return h
-        fixed = FIXED[verb]
+        return scores
+    fixed = FIXED[verb]
 
-        def h(body: bytes) -> bytes:
-            dec.decode(body)
-            return fixed
+    def answer(body: bytes) -> bytes:
+        decode(body)
+        return fixed
 
-        return h
-    if lib == "pydantic":
-        model = P_TYPES[verb]
-        if verb == "prioritize":
-
-            def h(body: bytes) -> bytes:
-                req = model.model_validate_json(body)
-                return orjson.dumps(
-                    {"nodeScore": {n.Name: 0 for n in req.nodes or ()}, "errorMessage": ""}
-                )
-
-            return h
-        fixed = FIXED[verb]
-
-        def h(body: bytes) -> bytes:
-            model.model_validate_json(body)
-            return fixed
-
-        return h
-    if lib == "orjson":
-        if verb == "prioritize":
-
-            def h(body: bytes) -> bytes:
-                req = orjson.loads(body)
-                return orjson.dumps(
-                    {
-                        "nodeScore": {n["Name"]: 0 for n in req.get("nodes") or ()},
-                        "errorMessage": "",
-                    }
-                )
-
-            return h
-        fixed = FIXED[verb]
-
-        def h(body: bytes) -> bytes:
-            orjson.loads(body)
-            return fixed
-
-        return h
-    raise ValueError(lib)
+    return answer
 
 
 LIBS = ("msgspec", "pydantic", "orjson")
