@@ -127,9 +127,6 @@ class Framework:
 
     # --- bookkeeping -------------------------------------------------------------------------
 
-    def active(self, hook: str) -> list[list[Slot]]:
-        return self._active[hook]
-
     def active_names(self, hook: str) -> list[str]:
         return [slot.name for tier in self._active[hook] for slot in tier]
 
