@@ -137,9 +137,8 @@ class Extender:
         self.metrics = metrics
         self.managed = frozenset(config.managedResources)
         self.snapshot_gc = SnapshotGC()
-        self.snapshot_bound = any(
-            getattr(registry.get(o.name), "needs_snapshot", False) for o in config.plugin_options()
-        )
+        classes = [registry.get(option.name) for option in config.plugin_options()]
+        self.snapshot_bound = any(cls is not None and cls.needs_snapshot for cls in classes)
         self._handlers: dict[str, Callable[[Body], bytes]] = {
             "onSessionOpen": self.on_session_open,
             "onSessionClose": self.on_session_close,

@@ -123,6 +123,7 @@ class Framework:
             hook: [[slot for slot in tier if participates(slot, hook)] for tier in resolved]
             for hook in HOOKS
         }
+        self._implemented = frozenset(hook for hook, tiers in self._active.items() if any(tiers))
         self._counters: dict[tuple[str, str, str], Any] = {}
 
     # --- bookkeeping -------------------------------------------------------------------------
@@ -131,7 +132,8 @@ class Framework:
         return [slot.name for tier in self._active[hook] for slot in tier]
 
     def implements(self, hook: str) -> bool:
-        return any(self._active[hook])
+        """Whether any plugin answers ``hook`` (otherwise the answer is neutral)."""
+        return hook in self._implemented
 
     def _record(self, slot: Slot, hook: str, outcome: str) -> None:
         if self.metrics is None:

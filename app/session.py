@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from app.config import CalderaConfig, PluginOption
+from app.config import CalderaConfig
 from app.framework import HOOK_VERB, Framework, PluginFailure, Slot
 from app.metrics import Metrics
 from plugins import registry
@@ -78,32 +78,26 @@ class SessionManager:
             Session(volcano_version=config.volcanoVersion, now=clock), snapshot=False
         )
 
-    def _instantiate(self, position: tuple[int, int], option: PluginOption) -> Slot:
-        cls = registry.get(option.name)
-        if cls is None:  # validated at load time; a plugin uninstalled since is still an error
-            raise PluginFailure(option.name, "onSessionOpen", LookupError("plugin not installed"))
-        arguments = Arguments(option.arguments, plugin=option.name)
-        try:
-            plugin = cls(arguments, self.backgrounds.get(position))
-        except Exception as exc:
-            raise PluginFailure(option.name, "onSessionOpen", exc) from exc
-        return Slot(option, plugin, plugin.hooks())
-
     def _build(self, ssn: Session, snapshot: bool) -> Framework:
+        """Fresh plugin instances for every tier entry, opened in tier order (skipping the
+        snapshot-bound ones when there is no snapshot)."""
         tiers: list[list[Slot]] = []
         for t, tier in enumerate(self.config.tiers):
             slots: list[Slot] = []
             for i, option in enumerate(tier.plugins):
                 cls = registry.get(option.name)
-                if not snapshot and cls is not None and cls.needs_snapshot:
+                if cls is None:  # validated at load time; uninstalled since is still an error
+                    raise PluginFailure(option.name, "onSessionOpen", LookupError("not installed"))
+                if cls.needs_snapshot and not snapshot:
                     continue
-                slot = self._instantiate((t, i), option)
+                arguments = Arguments(option.arguments, plugin=option.name)
                 try:
-                    slot.plugin.on_session_open(ssn)
+                    plugin = cls(arguments, self.backgrounds.get((t, i)))
+                    plugin.on_session_open(ssn)
                 except Exception as exc:
                     raise PluginFailure(option.name, "onSessionOpen", exc) from exc
-                slot.hooks = slot.plugin.hooks()
-                slots.append(slot)
+                # Asked after opening: some plugins register hooks per Volcano release.
+                slots.append(Slot(option, plugin, plugin.hooks()))
             tiers.append(slots)
         return Framework(tiers, self.metrics)
 
