@@ -28,6 +28,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from plugins import registry
+from plugins.arguments import Arguments
 
 DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024
 SUPPORTED_VERSIONS = tuple((1, minor) for minor in range(6, 17))
@@ -225,13 +226,19 @@ def parse_config(data: Any, source: str) -> CalderaConfig:
         raise ConfigError(source, _path(loc), message) from None
     for t, tier in enumerate(config.tiers):
         for i, option in enumerate(tier.plugins):
-            if registry.get(option.name) is None:
+            where = f"tiers[{t}].plugins[{i}]"
+            cls = registry.get(option.name)
+            if cls is None:
                 known = ", ".join(registry.names()) or "none"
                 raise ConfigError(
                     source,
-                    f"tiers[{t}].plugins[{i}].name",
+                    f"{where}.name",
                     f"unknown plugin {option.name!r} (known plugins: {known})",
                 )
+            for key, problem in cls.argument_errors(
+                Arguments(option.arguments, option.name)
+            ).items():
+                raise ConfigError(source, f"{where}.arguments.{key}", problem)
     return config
 
 

@@ -145,6 +145,13 @@ class Plugin:
         self.background = background
 
     @classmethod
+    def argument_errors(cls, arguments: Arguments) -> dict[str, str]:
+        """Problems Volcano's getter rules cannot absorb, by argument name: an unknown choice,
+        a missing companion argument. Any makes the configuration invalid (exit 2 at startup);
+        a mere wrong type keeps the default with a warning, as in Volcano."""
+        return {}
+
+    @classmethod
     def create_background(cls, arguments: Arguments) -> Background | None:
         """Return the plugin's long-lived helper, if it needs one (called once at startup)."""
         return None

@@ -525,7 +525,18 @@ class PdbPlugin(Plugin):
     in_tree_only = ("VictimTasksFns",)
 
     @classmethod
+    def argument_errors(cls, arguments: Arguments) -> dict[str, str]:
+        source = arguments.get_string("source", "kubernetes")
+        if source not in ("kubernetes", "file"):
+            return {"source": f"unknown source {source!r} (expected 'kubernetes' or 'file')"}
+        if source == "file" and not arguments.get_string("file", ""):
+            return {"file": "source: file needs a 'file' argument: the path of the budgets"}
+        return {}
+
+    @classmethod
     def create_background(cls, arguments: Arguments) -> Background | None:
+        # Configurations are validated by argument_errors; a source built without that check
+        # (embedding, tests) still fails safe: never ready, no pod evicted.
         source = arguments.get_string("source", "kubernetes")
         if source == "kubernetes":
             kubeconfig = arguments.get_string("kubeconfig", "")

@@ -124,6 +124,16 @@ def test_versions(version: str, expected: tuple[int, int]) -> None:
             "tiers[0].plugins[0].arguments",
             "valid dictionary",
         ),
+        (
+            "tiers: [{plugins: [{name: pdb, arguments: {source: etcd}}]}]",
+            "tiers[0].plugins[0].arguments.source",
+            "unknown source 'etcd'",
+        ),
+        (
+            "tiers: [{plugins: [{name: pdb, arguments: {source: file}}]}]",
+            "tiers[0].plugins[0].arguments.file",
+            "needs a 'file' argument",
+        ),
         ("tiers: [\n- plugins: [", "line", "not valid YAML"),
         ("- 1\n- 2\n", "", "YAML mapping"),
     ],

@@ -516,3 +516,34 @@ async def test_file_source_background_polls(tmp_path: Path) -> None:
     finally:
         await source.stop()
     assert source.describe()["file"] == str(path)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "errors"),
+    [
+        ({}, {}),
+        ({"source": "kubernetes", "kubeconfig": "/tmp/kc"}, {}),
+        ({"source": "file", "file": "/etc/pdbs.yaml"}, {}),
+        ({"source": 7}, {}),  # a wrong type keeps the default (kubernetes), as Volcano's getters
+        ({"source": "etcd"}, {"source": "unknown source 'etcd' (expected 'kubernetes' or 'file')"}),
+        (
+            {"source": "file"},
+            {"file": "source: file needs a 'file' argument: the path of the budgets"},
+        ),
+        (
+            {"source": "file", "file": 3},
+            {"file": "source: file needs a 'file' argument: the path of the budgets"},
+        ),
+    ],
+    ids=[
+        "defaults",
+        "kubernetes",
+        "file",
+        "wrong type keeps default",
+        "unknown source",
+        "file without path",
+        "file path not a string",
+    ],
+)
+def test_argument_errors_stop_startup(arguments: dict[str, object], errors: dict[str, str]) -> None:
+    assert PdbPlugin.argument_errors(Arguments(arguments, plugin="pdb")) == errors
