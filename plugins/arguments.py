@@ -20,7 +20,16 @@ _PARSE_BOOL = {
 }  # fmt: skip
 """``strconv.ParseBool``'s accepted spellings."""
 
-_warned: set[tuple[str, str, str]] = set()
+_warned: set[tuple[str, str]] = set()
+
+
+def warn_once(log: logging.Logger, message: str) -> None:
+    """Log ``message`` once per process. Volcano warns about a bad argument every cycle, and
+    Caldera builds plugins every session too; once is enough to be seen."""
+    marker = (log.name, message)
+    if marker not in _warned:
+        _warned.add(marker)
+        log.warning(message)
 
 
 class Arguments(Mapping[str, Any]):
@@ -46,10 +55,7 @@ class Arguments(Mapping[str, Any]):
             " keeping the default, as Volcano does"
         )
         self.warnings.append(message)
-        marker = (self.plugin, key, repr(value))
-        if marker not in _warned:  # Volcano warns every cycle; once per process is enough here
-            _warned.add(marker)
-            logger.warning(message)
+        warn_once(logger, message)
 
     def get_int(self, key: str, default: int) -> int:
         """``GetInt``: a Go ``int`` only (no float, no string, no bool)."""

@@ -50,7 +50,7 @@ from __future__ import annotations
 import logging
 from typing import ClassVar
 
-from plugins.arguments import Arguments
+from plugins.arguments import Arguments, warn_once
 from plugins.base import Background, Plugin, Session, Vote
 from plugins.registry import register
 from plugins.resources import (
@@ -74,22 +74,16 @@ DEFAULT_OVERCOMMIT_FACTOR = 1.2
 PHASE_INQUEUE = "Inqueue"
 PHASE_RUNNING = "Running"
 
-_warned: set[float] = set()
-
 
 def parse_overcommit_factor(arguments: Arguments) -> float:
     """``overcommit-factor`` via ``GetFloat64``; below 1.0 falls back to the default 1.2, not 1.0."""
     factor = arguments.get_float64(OVERCOMMIT_FACTOR, DEFAULT_OVERCOMMIT_FACTOR)
     if factor < 1.0:
-        # Volcano warns every session; once per distinct value is enough here.
-        if factor not in _warned:
-            _warned.add(factor)
-            logger.warning(
-                "Invalid input %f for overcommit-factor, reason: overcommit-factor cannot be"
-                " less than 1, using default value: %f.",
-                factor,
-                DEFAULT_OVERCOMMIT_FACTOR,
-            )
+        warn_once(
+            logger,
+            f"Invalid input {factor:f} for overcommit-factor, reason: overcommit-factor cannot"
+            f" be less than 1, using default value: {DEFAULT_OVERCOMMIT_FACTOR:f}.",
+        )
         factor = DEFAULT_OVERCOMMIT_FACTOR
     return factor
 
@@ -122,7 +116,7 @@ class OvercommitPlugin(Plugin):
         self._exclude_queue_allocation_gate = version >= (1, 15)
         milli_scalars = version >= (1, 14)
 
-        self.total_resource = add_in_place(Resource(), ssn.total_resource)
+        self.total_resource = clone(ssn.total_resource)
         used = Resource()
         for node in ssn.nodes.values():
             add_in_place(used, node.Used)

@@ -24,7 +24,7 @@ import logging
 from datetime import UTC, datetime
 from typing import ClassVar
 
-from plugins.arguments import Arguments
+from plugins.arguments import Arguments, warn_once
 from plugins.base import Background, Plugin, Session, Vote, utc_now
 from plugins.registry import register
 from schemas.api import JobInfo
@@ -38,16 +38,6 @@ JOB_WAITING_TIME = "sla-waiting-time"
 _GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
 """Go's zero ``time.Time``; a ``null`` CreationTimestamp decodes to None and means this."""
 _INT64_MAX = 2**63 - 1
-
-_warned: set[str] = set()
-
-
-def _warn_once(message: str) -> None:
-    # Volcano logs this every session; Caldera builds a plugin per session too, so log each
-    # distinct problem once per process instead of once per scheduling cycle.
-    if message not in _warned:
-        _warned.add(message)
-        logger.warning(message)
 
 
 def parse_global_waiting_time(arguments: Arguments) -> int | None:
@@ -64,10 +54,10 @@ def parse_global_waiting_time(arguments: Arguments) -> int | None:
     try:
         nanos = parse_go_duration(text)
     except DurationError as exc:
-        _warn_once(f"sla: cannot parse global job waiting time {raw!r}: {exc}")
+        warn_once(logger, f"sla: cannot parse global job waiting time {raw!r}: {exc}")
         return None
     if nanos <= 0:
-        _warn_once(f"sla: invalid global waiting time {raw!r}; no global SLA")
+        warn_once(logger, f"sla: invalid global waiting time {raw!r}; no global SLA")
         return None
     return nanos
 
