@@ -64,11 +64,11 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | bytea
 
 
 async def _read_declared(receive: Receive, length: int) -> bytes | bytearray:
-    first = await receive()
-    if first["type"] == "http.disconnect":
+    message = await receive()
+    if message["type"] == "http.disconnect":
         raise Disconnected
-    chunk: bytes = first.get("body", b"")
-    if not first.get("more_body", False):  # the usual case for small bodies: no copy at all
+    chunk: bytes = message.get("body", b"")
+    if not message.get("more_body", False):  # the usual case for small bodies: no copy at all
         if len(chunk) != length:
             raise BadLength(f"body has {len(chunk)} bytes, Content-Length says {length}")
         return chunk
@@ -81,12 +81,12 @@ async def _read_declared(receive: Receive, length: int) -> bytes | bytearray:
             raise BadLength(f"body is longer than its Content-Length {length}")
         view[position:end] = chunk
         position = end
-        if not first.get("more_body", False):
+        if not message.get("more_body", False):
             break
-        first = await receive()
-        if first["type"] == "http.disconnect":
+        message = await receive()
+        if message["type"] == "http.disconnect":
             raise Disconnected
-        chunk = first.get("body", b"")
+        chunk = message.get("body", b"")
     if position != length:
         raise BadLength(f"body has {position} bytes, Content-Length says {length}")
     return buffer

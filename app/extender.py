@@ -15,7 +15,7 @@ import msgspec
 
 from app.config import CalderaConfig
 from app.dialect import Dialect
-from app.framework import Framework
+from app.framework import HOOK_VERB, Framework
 from app.gcpolicy import SnapshotGC
 from app.managed import is_interested
 from app.metrics import Metrics
@@ -190,18 +190,18 @@ class Extender:
         self.sessions.close()
         return EMPTY
 
-    def _unanswered(self, hook: str, verb: str, body: Body) -> Framework | None:
+    def _unanswered(self, hook: str, body: Body) -> Framework | None:
         """The framework for ``hook``, or None after validating the body's shape when no
         configured plugin answers it (the answer is then neutral whatever the contents, so the
         body is not built: a 30-pod predicate body costs half as much)."""
-        framework = self._framework(verb)
+        framework = self._framework(HOOK_VERB[hook])
         if framework.implements(hook):
             return framework
         _ENVELOPES[hook](body)
         return None
 
     def predicate(self, body: Body) -> bytes:
-        framework = self._unanswered("predicate", "predicate", body)
+        framework = self._unanswered("predicate", body)
         if framework is None:
             return self.dialect.encode_predicate(None)
         request = _predicate(body)
@@ -210,7 +210,7 @@ class Extender:
         return self.dialect.encode_predicate(framework.predicate(request.task, request.node))
 
     def prioritize(self, body: Body) -> bytes:
-        framework = self._unanswered("node_order", "prioritize", body)
+        framework = self._unanswered("node_order", body)
         if framework is None:
             return _NO_SCORES
         request = _prioritize(body)
@@ -226,7 +226,7 @@ class Extender:
         return self._evictable("reclaimable", body)
 
     def _evictable(self, hook: str, body: Body) -> bytes:
-        framework = self._unanswered(hook, hook, body)
+        framework = self._unanswered(hook, body)
         if framework is None:
             return _ABSTAIN
         request = _evict(body)
@@ -265,18 +265,18 @@ class Extender:
         return _encode(JobEnqueueableResponse(status=int(vote)))
 
     def job_enqueued(self, body: Body) -> bytes:
-        framework = self._unanswered("job_enqueued", "jobEnqueued", body)
+        framework = self._unanswered("job_enqueued", body)
         if framework is not None:
             framework.job_enqueued(_job(body).job)
         return EMPTY
 
     def queue_overused(self, body: Body) -> bytes:
-        framework = self._unanswered("overused", "queueOverused", body)
+        framework = self._unanswered("overused", body)
         overused = framework is not None and framework.overused(_queue(body).queue)
         return _OVERUSED if overused else _NOT_OVERUSED
 
     def job_ready(self, body: Body) -> bytes:
-        framework = self._unanswered("job_ready", "jobReady", body)
+        framework = self._unanswered("job_ready", body)
         ready = framework is None or framework.job_ready(_job(body).job)
         return _READY if ready else _NOT_READY
 
@@ -287,7 +287,7 @@ class Extender:
         return self._event("deallocate", body)
 
     def _event(self, hook: str, body: Body) -> bytes:
-        framework = self._unanswered(hook, hook, body)
+        framework = self._unanswered(hook, body)
         if framework is None:
             return _NO_ERROR
         task = _event(body).task
