@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import ClassVar
 
 from plugins.arguments import Arguments
 from plugins.base import Background, EvictResult, Plugin, Session, Vote, utc_now
 from plugins.registry import register
 from schemas.api import TaskInfo
-from schemas.goduration import DurationError, parse_go_duration
+from schemas.goduration import DurationError, go_time, nanos_between, parse_go_duration
 from schemas.k8s import Pod
 
 logger = logging.getLogger("caldera.plugins.cdp")
@@ -46,8 +46,6 @@ COOLDOWN_TIME = "volcano.sh/cooldown-time"
 """``v1beta1.CooldownTime``: read from the pod's labels, then its annotations."""
 RECLAIMABLE_SINCE = (1, 12)
 """The first release whose cdp registers a ``ReclaimableFn``."""
-
-_GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
 
 
 def pod_cooldown_time(pod: Pod | None) -> tuple[int, bool]:
@@ -69,17 +67,6 @@ def pod_cooldown_time(pod: Pod | None) -> tuple[int, bool]:
         return 0, False
 
 
-def _nanos_between(earlier: datetime, later: datetime) -> int:
-    delta = later - earlier
-    return ((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds) * 1_000
-
-
-def _as_utc(value: datetime | None) -> datetime:
-    if value is None:  # a null metav1.Time is Go's zero time
-        return _GO_ZERO_TIME
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 def in_cooldown(pod: Pod | None, now: datetime) -> bool:
     """True when the pod is protected: opted in, Running, and scheduled less than the cooldown ago."""
     cooldown, enabled = pod_cooldown_time(pod)
@@ -89,7 +76,7 @@ def in_cooldown(pod: Pod | None, now: datetime) -> bool:
         if condition.type == "PodScheduled" and condition.status == "True":
             # Only the first PodScheduled=True condition counts (upstream breaks here).
             # lastTransitionTime + cooldown after now  <=>  cooldown > now - lastTransitionTime
-            return cooldown > _nanos_between(_as_utc(condition.lastTransitionTime), now)
+            return cooldown > nanos_between(go_time(condition.lastTransitionTime), now)
     return False
 
 

@@ -21,21 +21,20 @@ What the extender cannot carry (``in_tree_only``):
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import ClassVar
 
 from plugins.arguments import Arguments, warn_once
 from plugins.base import Background, Plugin, Session, Vote, utc_now
 from plugins.registry import register
 from schemas.api import JobInfo
-from schemas.goduration import DurationError, parse_go_duration
+from schemas.goduration import DurationError, go_time, nanos_between, parse_go_duration
 
 logger = logging.getLogger("caldera.plugins.sla")
 
 JOB_WAITING_TIME = "sla-waiting-time"
 """The plugin argument holding the cluster-wide waiting time (a Go duration string)."""
 
-_GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
 """Go's zero ``time.Time``; a ``null`` CreationTimestamp decodes to None and means this."""
 _INT64_MAX = 2**63 - 1
 
@@ -62,21 +61,9 @@ def parse_global_waiting_time(arguments: Arguments) -> int | None:
     return nanos
 
 
-def _as_utc(value: datetime | None) -> datetime:
-    if value is None:
-        return _GO_ZERO_TIME
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
-def _nanos_between(earlier: datetime, later: datetime) -> int:
-    """``later - earlier`` in exact integer nanoseconds (datetimes carry microseconds)."""
-    delta = later - earlier
-    return ((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds) * 1_000
-
-
 def _go_since(then: datetime, now: datetime) -> int:
     """Go's ``time.Since``: ``Time.Sub`` saturates at the int64 bounds."""
-    return max(-_INT64_MAX - 1, min(_INT64_MAX, _nanos_between(then, now)))
+    return max(-_INT64_MAX - 1, min(_INT64_MAX, nanos_between(then, now)))
 
 
 @register
@@ -107,7 +94,7 @@ class SlaPlugin(Plugin):
             return -1
         # deadline(l) - deadline(r), exactly in nanoseconds
         diff = (
-            _nanos_between(_as_utc(right.CreationTimestamp), _as_utc(left.CreationTimestamp))
+            nanos_between(go_time(right.CreationTimestamp), go_time(left.CreationTimestamp))
             + lwt
             - rwt
         )
@@ -122,6 +109,6 @@ class SlaPlugin(Plugin):
         waiting = self.waiting_time(job)
         if waiting is None:
             return Vote.ABSTAIN
-        if _go_since(_as_utc(job.CreationTimestamp), self._now()) < waiting:
+        if _go_since(go_time(job.CreationTimestamp), self._now()) < waiting:
             return Vote.ABSTAIN
         return Vote.PERMIT

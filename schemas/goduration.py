@@ -9,6 +9,7 @@ unitless numbers such as ``"600"`` are errors. Results are integer nanoseconds, 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from fractions import Fraction
 
 _UNITS = {
@@ -57,3 +58,23 @@ def parse_go_duration(text: str) -> int:
     if nanos > _INT64_MAX + (1 if negative else 0):
         raise DurationError(f'time: invalid duration "{orig}"')
     return -nanos if negative else nanos
+
+
+# --- Go time arithmetic on metav1.Time values -----------------------------------------------
+
+GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
+"""Go's zero ``time.Time``: what a ``null`` metav1.Time (decoded as None) stands for."""
+
+
+def go_time(value: datetime | None) -> datetime:
+    """A decoded metav1.Time as Go sees it: None is the zero time; naive means UTC."""
+    if value is None:
+        return GO_ZERO_TIME
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def nanos_between(earlier: datetime, later: datetime) -> int:
+    """``later.Sub(earlier)`` in exact integer nanoseconds (datetimes carry microseconds),
+    without Go's int64 saturation (``time.Since`` callers clamp where it matters)."""
+    delta = later - earlier
+    return ((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds) * 1_000

@@ -74,3 +74,18 @@ def test_parse_go_duration(text: str, nanos: int) -> None:
 def test_go_duration_errors(text: str) -> None:
     with pytest.raises(DurationError):
         parse_go_duration(text)
+
+
+def test_go_time_and_nanos_between() -> None:
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from schemas.goduration import GO_ZERO_TIME, go_time, nanos_between
+
+    assert go_time(None) == GO_ZERO_TIME
+    naive = datetime(2026, 1, 1, 12, 0)
+    assert go_time(naive) == datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    plus_two = datetime(2026, 1, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))
+    assert nanos_between(go_time(naive), plus_two) == 0
+    later = go_time(naive) + timedelta(days=1, seconds=3, microseconds=7)
+    assert nanos_between(go_time(naive), later) == (86_403 * 1_000_000 + 7) * 1_000
+    assert nanos_between(later, go_time(naive)) < 0
