@@ -11,6 +11,8 @@ from fractions import Fraction
 
 import pytest
 
+from app.config import PluginOption
+from app.framework import Framework, Slot
 from plugins.arguments import Arguments
 from plugins.base import Plugin, Session, Vote
 from plugins.resourcequota import (
@@ -122,12 +124,12 @@ class RejecterPlugin(Plugin):
 
 
 def enqueue(tier: Sequence[Plugin], job: JobInfo) -> bool:
-    """One tier of ``ssn.JobEnqueueable`` followed by ``ssn.JobEnqueued`` when admitted."""
-    for plugin in tier:
-        if plugin.job_enqueueable(job) == Vote.REJECT:
-            return False
-    for plugin in tier:
-        plugin.job_enqueued(job)
+    """Volcano's enqueue action over one tier, through Caldera's own framework: the vote, then
+    JobEnqueued on every plugin when the job is not rejected."""
+    framework = Framework([[Slot(PluginOption(name=p.name), p, p.hooks()) for p in tier]])
+    if framework.job_enqueueable(job) == Vote.REJECT:
+        return False
+    framework.job_enqueued(job)
     return True
 
 
