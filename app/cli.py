@@ -16,9 +16,9 @@ from app.config import CalderaConfig, ConfigError, Effective, load_config
 from app.dialect import VERB_ARGUMENT, Dialect
 from app.framework import HOOK_FLAG, HOOK_VERB
 from app.settings import Settings
-from plugins import registry
-from plugins.arguments import Arguments
-from plugins.base import Plugin, Session, implemented_hooks
+from plugins.api import registry
+from plugins.api.arguments import Arguments
+from plugins.api.base import Plugin, Session, implemented_hooks
 
 EXIT_CONFIG = 2
 

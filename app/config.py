@@ -27,8 +27,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from plugins import registry
-from plugins.arguments import Arguments
+from plugins.api import registry
+from plugins.api.arguments import Arguments
 
 DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024
 SUPPORTED_VERSIONS = tuple((1, minor) for minor in range(6, 17))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from plugins.base import FitError, StatusCode
+from plugins.api.base import FitError, StatusCode
 from schemas.responses import (
     PredicateResponse,
     PredicateResponseV16,

@@ -20,8 +20,8 @@ from app.gcpolicy import SnapshotGC
 from app.managed import is_interested
 from app.metrics import Metrics
 from app.session import SessionManager
-from plugins import registry
-from plugins.base import Vote
+from plugins.api import registry
+from plugins.api.base import Vote
 from schemas.api import TaskInfo
 from schemas.requests import (
     EventHandlerEnvelope,

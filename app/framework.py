@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 from app.config import PluginOption
 from app.metrics import Metrics
-from plugins.base import HOOKS, FitError, Plugin, Vote
+from plugins.api.base import HOOKS, FitError, Plugin, Vote
 from schemas.api import JobInfo, NodeInfo, QueueInfo, TaskInfo
 
 HOOK_FLAG: dict[str, str | None] = {

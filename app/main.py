@@ -24,9 +24,9 @@ from app.openapi import components, verb_paths
 from app.routes import debug, health, metrics
 from app.routes.verbs import verb_routes
 from app.session import SessionManager
-from plugins import registry
-from plugins.arguments import Arguments
-from plugins.base import Background
+from plugins.api import registry
+from plugins.api.arguments import Arguments
+from plugins.api.base import Background
 from schemas.responses import ErrorResponse
 
 logger = logging.getLogger("caldera")

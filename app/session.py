@@ -17,10 +17,10 @@ from datetime import datetime
 from app.config import CalderaConfig
 from app.framework import HOOK_VERB, Framework, PluginFailure, Slot
 from app.metrics import Metrics
-from plugins import registry
-from plugins.arguments import Arguments
-from plugins.base import HOOKS, Background, Session, utc_now
-from plugins.resources import total_allocatable
+from plugins.api import registry
+from plugins.api.arguments import Arguments
+from plugins.api.base import HOOKS, Background, Session, utc_now
+from plugins.support.resources import total_allocatable
 from schemas.requests import OnSessionOpenRequest
 
 

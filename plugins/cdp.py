@@ -33,9 +33,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import ClassVar
 
-from plugins.arguments import Arguments
-from plugins.base import Background, EvictResult, Plugin, Session, Vote, utc_now
-from plugins.registry import register
+from plugins.api.arguments import Arguments
+from plugins.api.base import Background, EvictResult, Plugin, Session, Vote, utc_now
+from plugins.api.registry import register
 from schemas.api import TaskInfo
 from schemas.goduration import DurationError, go_time, nanos_between, parse_go_duration
 from schemas.k8s import Pod

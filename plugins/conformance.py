@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from plugins.base import EvictResult, Plugin, Vote
-from plugins.registry import register
+from plugins.api.base import EvictResult, Plugin, Vote
+from plugins.api.registry import register
 from schemas.api import TaskInfo
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})

@@ -6,7 +6,7 @@ Follows ``pkg/scheduler/plugins/overcommit/overcommit.go`` of volcano-sh/volcano
 ``plugins/util/util.go`` (``GetInqueueResource``, ``CalculateAllocatedTaskNum``,
 ``FormatResourceNames``), ``api/job_info.go`` (``GetMinResources``, ``DeductSchGatedResources``)
 and ``api/resource_info.go`` (``LessEqualWithDimensionAndResourcesName``); those are ported in
-:mod:`plugins.resources`.
+:mod:`plugins.support.resources`.
 
 At session open: ``idle = total * factor - sum(node.Used)`` (never clamped) and ``inqueue`` = the
 minimum resources of every Inqueue PodGroup, plus what every Running PodGroup whose allocated
@@ -50,10 +50,10 @@ from __future__ import annotations
 import logging
 from typing import ClassVar
 
-from plugins.arguments import Arguments, warn_once
-from plugins.base import Background, Plugin, Session, Vote
-from plugins.registry import register
-from plugins.resources import (
+from plugins.api.arguments import Arguments, warn_once
+from plugins.api.base import Background, Plugin, Session, Vote
+from plugins.api.registry import register
+from plugins.support.resources import (
     add_in_place,
     calculate_allocated_task_num,
     clone,

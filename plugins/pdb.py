@@ -24,10 +24,10 @@ eviction keeps every budget at or above zero:
 therefore ends the tier with no victims, as upstream.
 
 Upstream reads the budgets from client-go's PDB informer on every call. Caldera keeps them in the
-plugin's :class:`~plugins.base.Background`, chosen by the plugin arguments:
+plugin's :class:`~plugins.api.base.Background`, chosen by the plugin arguments:
 
 * ``source: kubernetes`` (default): list and watch ``policy/v1`` PodDisruptionBudgets of all
-  namespaces (``plugins/_kube.py``), with the pod's service account or ``kubeconfig: <path>``.
+  namespaces (``plugins/support/kube.py``), with the pod's service account or ``kubeconfig: <path>``.
   The service account needs ``list`` and ``watch`` on ``poddisruptionbudgets.policy``.
 * ``source: file`` with ``file: <path>``: a YAML or JSON file holding PodDisruptionBudget objects
   (a list, a ``kind: List``/``PodDisruptionBudgetList`` with ``items``, or ``---``-separated
@@ -58,10 +58,16 @@ from typing import Any
 import msgspec
 import yaml
 
-from plugins._kube import Backoff, ClusterConfig, Reflector, in_cluster_config, kubeconfig_config
-from plugins.arguments import Arguments
-from plugins.base import Background, EvictResult, Plugin, Vote
-from plugins.registry import register
+from plugins.api.arguments import Arguments
+from plugins.api.base import Background, EvictResult, Plugin, Vote
+from plugins.api.registry import register
+from plugins.support.kube import (
+    Backoff,
+    ClusterConfig,
+    Reflector,
+    in_cluster_config,
+    kubeconfig_config,
+)
 from schemas.api import TaskInfo
 from schemas.k8s import LabelSelector, PodDisruptionBudget
 
@@ -332,7 +338,7 @@ async def _cancel(task: asyncio.Task[None] | None) -> None:
 
 
 class KubePdbSource(PdbSource):
-    """List and watch PodDisruptionBudgets from the API server (``plugins/_kube.py``)."""
+    """List and watch PodDisruptionBudgets from the API server (``plugins/support/kube.py``)."""
 
     kind = "kubernetes"
 

@@ -27,9 +27,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from plugins.arguments import Arguments
-from plugins.base import Background, EvictResult, Plugin, Session, Vote
-from plugins.registry import register
+from plugins.api.arguments import Arguments
+from plugins.api.base import Background, EvictResult, Plugin, Session, Vote
+from plugins.api.registry import register
 from schemas.api import JobInfo, TaskInfo
 
 logger = logging.getLogger("caldera.plugins.priority")

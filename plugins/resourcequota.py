@@ -40,9 +40,9 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import ClassVar
 
-from plugins.arguments import Arguments
-from plugins.base import Background, Plugin, Session, Vote
-from plugins.registry import register
+from plugins.api.arguments import Arguments
+from plugins.api.base import Background, Plugin, Session, Vote
+from plugins.api.registry import register
 from schemas.api import JobInfo, NamespaceInfo
 from schemas.k8s import ResourceList
 from schemas.quantity import parse_quantity

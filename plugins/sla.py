@@ -24,9 +24,9 @@ import logging
 from datetime import datetime
 from typing import ClassVar
 
-from plugins.arguments import Arguments, warn_once
-from plugins.base import Background, Plugin, Session, Vote, utc_now
-from plugins.registry import register
+from plugins.api.arguments import Arguments, warn_once
+from plugins.api.base import Background, Plugin, Session, Vote, utc_now
+from plugins.api.registry import register
 from schemas.api import JobInfo
 from schemas.goduration import DurationError, go_time, nanos_between, parse_go_duration
 

@@ -7,8 +7,8 @@ from typing import ClassVar
 
 from app.config import PluginOption
 from app.framework import Framework, Slot
-from plugins.arguments import Arguments
-from plugins.base import EvictResult, FitError, Plugin, Vote
+from plugins.api.arguments import Arguments
+from plugins.api.base import EvictResult, FitError, Plugin, Vote
 from schemas.api import JobInfo, NodeInfo, QueueInfo, TaskInfo
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from app.dialect import Dialect
-from plugins.base import FitError, StatusCode
+from plugins.api.base import FitError, StatusCode
 from tests.examples import example_json
 
 REJECT = FitError("GPU model not allowed for this job", StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE)

@@ -13,8 +13,8 @@ import pytest_asyncio
 
 from app.config import load_config_text
 from app.main import create_app
-from plugins import registry
-from plugins.base import EvictResult, FitError, Plugin, Session, Vote
+from plugins.api import registry
+from plugins.api.base import EvictResult, FitError, Plugin, Session, Vote
 from schemas.api import JobInfo, NodeInfo, TaskInfo
 from tests.examples import example_bytes, example_json
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from app.framework import PluginFailure
-from plugins.arguments import Arguments
-from plugins.base import FitError, StatusCode, Vote
+from plugins.api.arguments import Arguments
+from plugins.api.base import FitError, StatusCode, Vote
 from schemas.api import JobInfo, NodeInfo, QueueInfo
 from tests.app.doubles import Answers, Evicts, Raises, Votes, framework, task
 

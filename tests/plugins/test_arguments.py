@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from plugins.arguments import Arguments
+from plugins.api.arguments import Arguments
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from plugins.arguments import Arguments
-from plugins.base import Session, Vote
+from plugins.api.arguments import Arguments
+from plugins.api.base import Session, Vote
 from plugins.cdp import CdpPlugin, in_cooldown, pod_cooldown_time
 from schemas.api import TaskInfo
 from schemas.k8s import ObjectMeta, Pod, PodCondition, PodSpec, PodStatus

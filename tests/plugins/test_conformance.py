@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from plugins.arguments import Arguments
-from plugins.base import Session, Vote
+from plugins.api.arguments import Arguments
+from plugins.api.base import Session, Vote
 from plugins.conformance import ConformancePlugin
 from schemas.api import TaskInfo, TaskStatus
 from schemas.k8s import ObjectMeta, Pod, PodSpec, PodStatus

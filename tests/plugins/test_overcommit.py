@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from plugins.arguments import Arguments
-from plugins.base import Session, Vote
+from plugins.api.arguments import Arguments
+from plugins.api.base import Session, Vote
 from plugins.overcommit import OvercommitPlugin, format_resource_names
-from plugins.resources import QUEUE_ALLOCATION_GATE, new_resource, total_allocatable
+from plugins.support.resources import QUEUE_ALLOCATION_GATE, new_resource, total_allocatable
 from schemas.api import (
     JobInfo,
     NodeInfo,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from plugins.arguments import Arguments
-from plugins.base import Session, Vote
+from plugins.api.arguments import Arguments
+from plugins.api.base import Session, Vote
 from plugins.pdb import (
     FilePdbSource,
     KubePdbSource,

@@ -1,4 +1,4 @@
-"""pdb's Kubernetes source (``plugins/_kube.py``) against a loopback fake API server.
+"""pdb's Kubernetes source (``plugins/support/kube.py``) against a loopback fake API server.
 
 The fake server is a raw asyncio HTTP/1.1 server, so the wire format is exactly what the test
 writes: paged LIST answers with ``metadata.resourceVersion`` and ``continue``, and chunked WATCH
@@ -24,15 +24,15 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from plugins._kube import (
+from plugins.api.arguments import Arguments
+from plugins.api.base import Session, Vote
+from plugins.pdb import PDB_PATH, KubePdbSource, PdbPlugin
+from plugins.support.kube import (
     Backoff,
     ConfigError,
     in_cluster_config,
     kubeconfig_config,
 )
-from plugins.arguments import Arguments
-from plugins.base import Session, Vote
-from plugins.pdb import PDB_PATH, KubePdbSource, PdbPlugin
 from schemas.api import TaskInfo
 from schemas.k8s import ObjectMeta, Pod
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from plugins.arguments import Arguments
-from plugins.base import Session, Vote
+from plugins.api.arguments import Arguments
+from plugins.api.base import Session, Vote
 from plugins.priority import PriorityPlugin
 from schemas.api import JobInfo, PodGroup, TaskInfo, TaskStatus
 

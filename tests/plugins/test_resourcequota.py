@@ -13,8 +13,8 @@ import pytest
 
 from app.config import PluginOption
 from app.framework import Framework, Slot
-from plugins.arguments import Arguments
-from plugins.base import Plugin, Session, Vote
+from plugins.api.arguments import Arguments
+from plugins.api.base import Plugin, Session, Vote
 from plugins.resourcequota import (
     ResourceQuotaPlugin,
     quota_add,

@@ -1,4 +1,4 @@
-"""Enqueue-accounting helpers of :mod:`plugins.resources`: ``GetInqueueResource``
+"""Enqueue-accounting helpers of :mod:`plugins.support.resources`: ``GetInqueueResource``
 (``pkg/scheduler/plugins/util/util_test.go``, TestGetInqueueResource), ``DeductSchGatedResources``
 and ``LessEqualWithDimensionAndResourcesName`` (``pkg/scheduler/api``)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from plugins.resources import (
+from plugins.support.resources import (
     QUEUE_ALLOCATION_GATE,
     calculate_allocated_task_num,
     deduct_sch_gated,

@@ -9,8 +9,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from plugins.arguments import Arguments
-from plugins.base import Session, Vote
+from plugins.api.arguments import Arguments
+from plugins.api.base import Session, Vote
 from plugins.sla import SlaPlugin, parse_global_waiting_time
 from schemas.api import JobInfo, PodGroup, TaskInfo
 

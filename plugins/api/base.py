@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from enum import IntEnum
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from plugins.arguments import Arguments
+from plugins.api.arguments import Arguments
 from schemas.api import JobInfo, NamespaceInfo, NodeInfo, QueueInfo, Resource, TaskInfo
 
 
@@ -130,7 +130,7 @@ class Plugin:
     """Base class of every Caldera plugin.
 
     Subclasses set ``name`` (the name used in the tiers), parse their arguments in ``__init__``
-    with the getters of :class:`~plugins.arguments.Arguments`, and override the hooks they
+    with the getters of :class:`~plugins.api.arguments.Arguments`, and override the hooks they
     implement. ``needs_snapshot`` marks plugins that read the onSessionOpen snapshot: with no
     open session they abstain (or pass) instead of answering from nothing.
     ``in_tree_only`` lists the upstream hooks the extender protocol cannot carry, for the docs.

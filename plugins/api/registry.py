@@ -14,15 +14,15 @@ import pkgutil
 from importlib.metadata import entry_points
 from typing import TypeVar
 
-import plugins as plugins_package
-from plugins.base import Plugin
+from plugins.api.base import Plugin
 
 logger = logging.getLogger("caldera.plugins")
 
 ENTRY_POINT_GROUP = "caldera.plugins"
-INFRASTRUCTURE_MODULES = frozenset({"arguments", "base", "registry", "resources"})
-"""Modules of this package that hold no plugin; every other module is imported on first lookup
-and registers the plugins it defines."""
+PLUGIN_PACKAGE = "plugins"
+"""Every plain module directly in this package is a plugin module, imported on first lookup so
+it registers what it defines. Subpackages are not: ``plugins.api`` is the plugin API and
+``plugins.support`` the helpers several plugins share, so no list of exceptions is kept."""
 
 _registry: dict[str, type[Plugin]] = {}
 _P = TypeVar("_P", bound=Plugin)
@@ -49,9 +49,10 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
-    for module in pkgutil.iter_modules(plugins_package.__path__):
-        if module.name not in INFRASTRUCTURE_MODULES and not module.name.startswith("_"):
-            importlib.import_module(f"{plugins_package.__name__}.{module.name}")
+    package = importlib.import_module(PLUGIN_PACKAGE)
+    for module in pkgutil.iter_modules(package.__path__):
+        if not module.ispkg and not module.name.startswith("_"):
+            importlib.import_module(f"{PLUGIN_PACKAGE}.{module.name}")
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
             obj = ep.load()

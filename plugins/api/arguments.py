@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-logger = logging.getLogger("caldera.plugins.arguments")
+logger = logging.getLogger("caldera.plugins.api.arguments")
 
 _PARSE_BOOL = {
     "1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
