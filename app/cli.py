@@ -19,6 +19,7 @@ from app.settings import Settings
 from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Plugin, Session, implemented_hooks
+from plugins.api.release import Release
 
 EXIT_CONFIG = 2
 
@@ -109,7 +110,7 @@ def plugin_hooks(
     before 1.12): build it and open it on an empty session, as a session would."""
     try:
         plugin = cls(Arguments(arguments, plugin=cls.name), None)
-        plugin.on_session_open(Session(volcano_version=version))
+        plugin.on_session_open(Session(release=Release.of(version)))
         return plugin.hooks()
     except Exception:
         return implemented_hooks(cls)

@@ -32,7 +32,8 @@ from typing import Any, TypeVar
 
 from app.config import PluginOption
 from app.metrics import Metrics
-from plugins.api.base import HOOKS, FitError, Plugin, Vote
+from plugins.api.base import FitError, Plugin, Vote
+from plugins.api.extension_points import PLUGIN_HOOKS as HOOKS
 from schemas.api import JobInfo, NodeInfo, QueueInfo, TaskInfo
 
 HOOK_FLAG: dict[str, str | None] = {

@@ -56,6 +56,13 @@ class Metrics:
             ["verb", "reason"],
             registry=r,
         )
+        self.clamped = Counter(
+            "caldera_resource_clamped_total",
+            "Times a plugin's resource accounting would have gone negative and was floored at"
+            " zero (an event whose matching half Caldera never saw), per plugin and resource.",
+            ["plugin", "resource"],
+            registry=r,
+        )
         self.sessionless = Counter(
             "caldera_verbs_without_session_total",
             "Verbs answered with no open session (snapshot-bound plugins abstained).",

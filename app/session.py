@@ -9,6 +9,7 @@ built once; the others abstain (or pass), and a counter records it.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,10 +19,14 @@ from app.config import CalderaConfig
 from app.framework import HOOK_VERB, Framework, PluginFailure, Slot
 from app.metrics import Metrics
 from plugins.api import registry
-from plugins.api.arguments import Arguments
-from plugins.api.base import HOOKS, Background, Session, utc_now
+from plugins.api.arguments import Arguments, warn_once
+from plugins.api.base import Background, Session, utc_now
+from plugins.api.extension_points import PLUGIN_HOOKS as HOOKS
+from plugins.api.release import Release
 from plugins.support.resources import total_allocatable
 from schemas.requests import OnSessionOpenRequest
+
+logger = logging.getLogger("caldera.session")
 
 
 @dataclass(slots=True)
@@ -75,8 +80,18 @@ class SessionManager:
         self.current: OpenSession | None = None
         self._opened = 0
         self.sessionless = self._build(
-            Session(volcano_version=config.volcanoVersion, now=clock), snapshot=False
+            Session(release=Release.of(config.volcanoVersion), now=clock, clamped=self._clamped),
+            snapshot=False,
         )
+
+    def _clamped(self, plugin: str, resource: str) -> None:
+        warn_once(
+            logger,
+            f"plugin {plugin}: its {resource} accounting would have gone negative and was"
+            " floored at zero (an allocate/deallocate whose other half Caldera never saw)",
+        )
+        if self.metrics is not None:
+            self.metrics.clamped.labels(plugin, resource).inc()
 
     def _build(self, ssn: Session, snapshot: bool) -> Framework:
         """Fresh plugin instances for every tier entry, opened in tier order (skipping the
@@ -111,8 +126,9 @@ class SessionManager:
             namespace_info=request.NamespaceInfo or {},
             total_resource=total_allocatable(nodes),
             has_snapshot=True,
-            volcano_version=self.config.volcanoVersion,
+            release=Release.of(self.config.volcanoVersion),
             now=self.clock,
+            clamped=self._clamped,
         )
         previous, self.current = self.current, None
         if previous is not None:

@@ -11,7 +11,7 @@ victim, in input order, and the vote is always Permit. Zero and negative duratio
 ("enabled") and protect only a pod whose transition time lies in the future; a unitless ``"600"``
 does not parse, so it disables protection.
 
-Releases (branching on ``ssn.volcano_version``):
+Releases (branching on ``ssn.release``):
 
 - v1.12.0+ registers the filter as ``PreemptableFn`` and ``ReclaimableFn``.
 - v1.7.0 to v1.11.x register it as ``PreemptableFn`` only, so for those versions
@@ -44,8 +44,6 @@ logger = logging.getLogger("caldera.plugins.cdp")
 
 COOLDOWN_TIME = "volcano.sh/cooldown-time"
 """``v1beta1.CooldownTime``: read from the pod's labels, then its annotations."""
-RECLAIMABLE_SINCE = (1, 12)
-"""The first release whose cdp registers a ``ReclaimableFn``."""
 
 
 def pod_cooldown_time(pod: Pod | None) -> tuple[int, bool]:
@@ -89,15 +87,16 @@ class CdpPlugin(Plugin):
     def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
         super().__init__(arguments, background)  # cdp takes no arguments
         self._now = utc_now
-        self._version: tuple[int, int] = Session().volcano_version
+        self._reclaimable = True
 
     def on_session_open(self, ssn: Session) -> None:
         self._now = ssn.now
-        self._version = ssn.volcano_version
+        # cdp registers a ReclaimableFn from v1.12 on.
+        self._reclaimable = ssn.release.at_least(1, 12)
 
     def hooks(self) -> frozenset[str]:
         hooks = super().hooks()
-        if self._version < RECLAIMABLE_SINCE:
+        if not self._reclaimable:
             hooks -= {"reclaimable"}  # as if no ReclaimableFn were registered
         return hooks
 
@@ -109,6 +108,6 @@ class CdpPlugin(Plugin):
         return self._filter(preemptees)
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> EvictResult:
-        if self._version < RECLAIMABLE_SINCE:
+        if not self._reclaimable:
             return [], Vote.ABSTAIN  # no ReclaimableFn before v1.12: the aggregator skips us
         return self._filter(reclaimees)

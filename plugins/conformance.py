@@ -2,7 +2,7 @@
 
 Follows ``pkg/scheduler/plugins/conformance/conformance.go`` of volcano-sh/volcano at ed72c7c81
 (master, 2026-08-20; the same file as v1.15.0+). The Preemptable/Reclaimable filter is unchanged
-from v1.6.0, so nothing branches on ``ssn.volcano_version``.
+from v1.6.0, so nothing branches on ``ssn.release``.
 
 One filter serves both preempt and reclaim: an evictee is protected when its pod's
 ``spec.priorityClassName`` is ``system-cluster-critical`` or ``system-node-critical`` (the class

@@ -15,7 +15,7 @@ task count reaches ``minMember`` still reserves, both less the job's scheduling-
 ``job_enqueued`` adds the admitted job to ``inqueue``, which makes the decisions of one session
 cumulative. A new session starts from the snapshot again.
 
-Release differences followed through ``ssn.volcano_version``:
+Release differences followed through ``ssn.release``:
 
 - ``GetInqueueResource`` units (Volcano #5391, 7110813b1, v1.16.0-alpha.0; backported to
   release-1.15 as e945225f3 in v1.15.1 and to release-1.14 as f3f05e2a6 in v1.14.3). Before it a
@@ -112,9 +112,8 @@ class OvercommitPlugin(Plugin):
         self._exclude_queue_allocation_gate = True
 
     def on_session_open(self, ssn: Session) -> None:
-        version = ssn.volcano_version
-        self._exclude_queue_allocation_gate = version >= (1, 15)
-        milli_scalars = version >= (1, 14)
+        self._exclude_queue_allocation_gate = ssn.release.at_least(1, 15)
+        milli_scalars = ssn.release.at_least(1, 14)
 
         self.total_resource = clone(ssn.total_resource)
         used = Resource()

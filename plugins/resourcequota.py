@@ -13,7 +13,7 @@ what this session already admitted in the namespace, and compared with ``hard``.
 exceeded quota rejects. A job without ``MinResources``, or in a namespace that never had a
 quota, is permitted.
 
-Where the session's admitted usage is recorded depends on the release (``ssn.volcano_version``):
+Where the session's admitted usage is recorded depends on the release (``ssn.release``):
 
 - 1.16 and later (commit 5be98af37, v1.16.0-alpha.0): in ``JobEnqueuedFn``, which Volcano calls
   (verb ``jobEnqueued``) only once the whole vote admitted the job; the full ``MinResources`` is
@@ -105,7 +105,7 @@ class ResourceQuotaPlugin(Plugin):
         self.namespace_info = ssn.namespace_info
         self.pending_resources = {}
         # Before 5be98af37 (v1.16.0-alpha.0) the usage was recorded by the enqueueable vote.
-        self._account_on_permit = ssn.volcano_version < (1, 16)
+        self._account_on_permit = not ssn.release.at_least(1, 16)
 
     def job_enqueueable(self, job: JobInfo) -> Vote:
         pg = job.PodGroup

@@ -3,7 +3,7 @@
 Follows ``pkg/scheduler/plugins/sla/sla.go`` of volcano-sh/volcano at ed72c7c81 (master,
 2026-08-20). The file's behaviour is identical at every release Caldera speaks (v1.6.0 to
 v1.16.0-alpha.1: only the klog import and comments changed), so nothing branches on
-``ssn.volcano_version``.
+``ssn.release``.
 
 The waiting time of a job is ``JobInfo.WaitingTime`` when Volcano set it (it parses the
 PodGroup annotations ``volcano.sh/sla-waiting-time``, then ``sla-waiting-time``, in

@@ -6,22 +6,14 @@ points it implements. Caldera builds a fresh instance for every scheduling sessi
 Volcano's ``OpenSession`` calls each plugin builder every cycle, so no state leaks across cycles.
 
 An extension point is implemented by overriding its method; the framework only consults plugins
-that override it (Volcano's "function registered" test) and whose ``enableXxx`` flag is on.
+that override it (Volcano's "function registered" test) and whose ``enableXxx`` flag is on. The
+methods, their verbs, flags and combination rules are listed once, in
+:mod:`plugins.api.extension_points`.
 
-=================  ===================  ====================  ==============================
-method             Volcano hook          extender verb         flag that gates it
-=================  ===================  ====================  ==============================
-predicate          PredicateFn           predicate             enablePredicate
-node_order         BatchNodeOrderFn      prioritize            enableNodeOrder
-preemptable        PreemptableFn         preemptable           enablePreemptable
-reclaimable        ReclaimableFn         reclaimable           enableReclaimable
-job_enqueueable    JobEnqueueableFn      jobEnqueueable        enableJobEnqueued
-job_enqueued       JobEnqueuedFn         jobEnqueued           enableJobEnqueued
-overused           OverusedFn            queueOverused         enabledOverused
-job_ready          JobReadyFn            jobReady              enableJobReady
-allocate           EventHandler.Alloc    allocate              (none)
-deallocate         EventHandler.Dealloc  deallocate            (none)
-=================  ===================  ====================  ==============================
+Node scoring comes in two forms, as in Volcano: ``node_score`` (``NodeOrderFn``, one node at a
+time; the framework builds the batch answer) or ``node_order`` (``BatchNodeOrderFn``, when the
+plugin needs the whole candidate list). A predicate failure is a value (:class:`FitError`);
+an exception is a plugin bug, answered as HTTP 500 naming the plugin and the verb.
 """
 
 from __future__ import annotations
@@ -33,6 +25,8 @@ from enum import IntEnum
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from plugins.api.arguments import Arguments
+from plugins.api.extension_points import PLUGIN_HOOKS
+from plugins.api.release import Release
 from schemas.api import JobInfo, NamespaceInfo, NodeInfo, QueueInfo, Resource, TaskInfo
 
 
@@ -67,6 +61,10 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def _ignore_clamp(plugin: str, resource: str) -> None:
+    return None
+
+
 @dataclass(slots=True)
 class Session:
     """What a plugin sees of the scheduling session (Volcano's ``ssn``).
@@ -75,6 +73,7 @@ class Session:
     ``queues`` by name, ``namespace_info`` by namespace. ``total_resource`` is the sum of the
     nodes' ``Allocatable`` (``ssn.TotalResource``). ``has_snapshot`` is false when a verb arrived
     with no open session; plugins with ``needs_snapshot`` are then not consulted at all.
+    ``release`` is the Volcano release calling (``volcanoVersion``): ask it named questions.
     """
 
     jobs: Mapping[str, JobInfo] = field(default_factory=dict)
@@ -83,9 +82,14 @@ class Session:
     namespace_info: Mapping[str, NamespaceInfo] = field(default_factory=dict)
     total_resource: Resource = field(default_factory=Resource)
     has_snapshot: bool = False
-    volcano_version: tuple[int, int] = (1, 16)
+    release: Release = field(default_factory=lambda: Release(1, 15))
     now: Callable[[], datetime] = utc_now
     """The wall clock (injectable in tests); sla and cdp compare against it."""
+    clamped: Callable[[str, str], None] = _ignore_clamp
+    """``clamped(plugin, resource)``: the plugin's accounting of ``resource`` would have gone
+    negative and was floored at zero (see ``plugins.support.resources.sub_clamped_in_place``).
+    The server logs it once per plugin and resource and counts it in
+    ``caldera_resource_clamped_total``."""
 
 
 @runtime_checkable
@@ -112,19 +116,6 @@ class Background(Protocol):
 EvictResult = tuple[Sequence[TaskInfo], Vote]
 """``(victims, vote)``: victims must be elements of the evictees the hook received."""
 
-HOOKS: tuple[str, ...] = (
-    "predicate",
-    "node_order",
-    "preemptable",
-    "reclaimable",
-    "job_enqueueable",
-    "job_enqueued",
-    "overused",
-    "job_ready",
-    "allocate",
-    "deallocate",
-)
-
 
 class Plugin:
     """Base class of every Caldera plugin.
@@ -134,11 +125,15 @@ class Plugin:
     implement. ``needs_snapshot`` marks plugins that read the onSessionOpen snapshot: with no
     open session they abstain (or pass) instead of answering from nothing.
     ``in_tree_only`` lists the upstream hooks the extender protocol cannot carry, for the docs.
+    ``requires_verbs`` lists the verbs without which the plugin would answer wrongly (state
+    kept from allocate/deallocate events, say): configuring it for a release that cannot send
+    them is a configuration error, and ``caldera volcano-config`` always enables them.
     """
 
     name: ClassVar[str] = ""
     needs_snapshot: ClassVar[bool] = False
     in_tree_only: ClassVar[tuple[str, ...]] = ()
+    requires_verbs: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
         self.arguments = arguments
@@ -175,7 +170,13 @@ class Plugin:
         raise NotImplementedError
 
     def node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Mapping[str, float]:
-        """``BatchNodeOrderFn``: scores added to the other plugins' per node (missing = 0)."""
+        """``BatchNodeOrderFn``: scores added to the other plugins' per node (missing = 0).
+        By default, :meth:`node_score` of each node."""
+        score = self.node_score
+        return {node.Name: score(task, node) for node in nodes}
+
+    def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """``NodeOrderFn``: the score of one node. Override this or :meth:`node_order`."""
         raise NotImplementedError
 
     def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
@@ -214,10 +215,18 @@ class Plugin:
 _hook_cache: dict[type[Plugin], frozenset[str]] = {}
 
 
+def _overrides(cls: type[Plugin], method: str) -> bool:
+    return getattr(cls, method) is not getattr(Plugin, method)
+
+
 def implemented_hooks(cls: type[Plugin]) -> frozenset[str]:
-    """The hooks ``cls`` overrides."""
+    """The extension points ``cls`` takes part in: the hooks it overrides (``node_order`` also
+    when only ``node_score`` is)."""
     cached = _hook_cache.get(cls)
     if cached is None:
-        cached = frozenset(h for h in HOOKS if getattr(cls, h) is not getattr(Plugin, h))
+        hooks = {hook for hook in PLUGIN_HOOKS if _overrides(cls, hook)}
+        if _overrides(cls, "node_score"):
+            hooks.add("node_order")
+        cached = frozenset(hooks)
         _hook_cache[cls] = cached
     return cached

@@ -7,7 +7,7 @@ milli-units except ``pods``. Functions return new objects unless their name says
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from schemas.api import ALLOCATED_STATUSES, JobInfo, NodeInfo, Resource, TaskInfo
 from schemas.quantity import milli_value, value
@@ -276,3 +276,37 @@ def less_equal_with_dimension_and_names(
             if amount > 0 and res.ScalarResources.get(name, 0.0) > rr_scalars.get(name, 0.0):
                 failed.append(name)
     return not failed, failed
+
+
+def sub_clamped_in_place(
+    res: Resource, other: Resource | None, clamped: Callable[[str], None] | None = None
+) -> Resource:
+    """Subtract ``other`` dimension by dimension, flooring each at zero.
+
+    Volcano's ``Resource.Sub`` panics when ``other`` is not less or equal; state that Caldera
+    keeps across calls (use per node group, shadow load) must survive an event Caldera never saw
+    the matching half of, so it floors instead. ``clamped`` is told the name of each dimension
+    that would have gone negative (``cpu``, ``memory`` or the scalar's name), so the caller can
+    log once and count it."""
+    if other is None:
+        return res
+    res.MilliCPU -= other.MilliCPU
+    if res.MilliCPU < 0:
+        res.MilliCPU = 0.0
+        if clamped is not None:
+            clamped("cpu")
+    res.Memory -= other.Memory
+    if res.Memory < 0:
+        res.Memory = 0.0
+        if clamped is not None:
+            clamped("memory")
+    for name, amount in (other.ScalarResources or {}).items():
+        if res.ScalarResources is None:
+            res.ScalarResources = {}
+        left = res.ScalarResources.get(name, 0.0) - amount
+        if left < 0:
+            left = 0.0
+            if clamped is not None:
+                clamped(name)
+        res.ScalarResources[name] = left
+    return res

@@ -10,6 +10,7 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
+from plugins.api.release import Release
 from plugins.cdp import CdpPlugin, in_cooldown, pod_cooldown_time
 from schemas.api import TaskInfo
 from schemas.k8s import ObjectMeta, Pod, PodCondition, PodSpec, PodStatus
@@ -54,7 +55,7 @@ def make_task(name: str, pod: Pod | None) -> TaskInfo:
 
 def make_plugin(version: tuple[int, int] = (1, 16), now: datetime = NOW) -> CdpPlugin:
     plugin = CdpPlugin(Arguments({}, plugin="cdp"))
-    plugin.on_session_open(Session(volcano_version=version, now=lambda: now))
+    plugin.on_session_open(Session(release=Release.of(version), now=lambda: now))
     return plugin
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
+from plugins.api.release import Release
 from plugins.overcommit import OvercommitPlugin, format_resource_names
 from plugins.support.resources import QUEUE_ALLOCATION_GATE, new_resource, total_allocatable
 from schemas.api import (
@@ -95,7 +96,7 @@ def make_session(
         nodes=node_map,
         total_resource=total_allocatable(node_map),
         has_snapshot=True,
-        volcano_version=version,
+        release=Release.of(version),
     )
 
 

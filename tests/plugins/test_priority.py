@@ -15,6 +15,7 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
+from plugins.api.release import Release
 from plugins.priority import PriorityPlugin
 from schemas.api import JobInfo, PodGroup, TaskInfo, TaskStatus
 
@@ -56,7 +57,7 @@ def make_plugin(jobs: Sequence[JobInfo], version: tuple[int, int] = (1, 16)) -> 
         Session(
             jobs={f"{j.Namespace}/{j.Name}": j for j in jobs},
             has_snapshot=True,
-            volcano_version=version,
+            release=Release.of(version),
         )
     )
     return plugin

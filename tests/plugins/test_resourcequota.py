@@ -15,6 +15,7 @@ from app.config import PluginOption
 from app.framework import Framework, Slot
 from plugins.api.arguments import Arguments
 from plugins.api.base import Plugin, Session, Vote
+from plugins.api.release import Release
 from plugins.resourcequota import (
     ResourceQuotaPlugin,
     quota_add,
@@ -58,7 +59,7 @@ def make_session(
     return Session(
         namespace_info={ns: NamespaceInfo(Name=ns, QuotaStatus=q) for ns, q in namespaces.items()},
         has_snapshot=True,
-        volcano_version=version,
+        release=Release.of(version),
     )
 
 

@@ -14,6 +14,7 @@ from plugins.support.resources import (
     get_min_resources,
     less_equal_with_dimension_and_names,
     new_resource,
+    sub_clamped_in_place,
 )
 from schemas.api import (
     JobInfo,
@@ -268,3 +269,19 @@ def test_less_equal_with_dimension_and_names(
     res: Resource, rr: Resource, req: Resource, expected: tuple[bool, list[str]]
 ) -> None:
     assert less_equal_with_dimension_and_names(res, rr, req) == expected
+
+
+def test_sub_clamped_floors_every_dimension_and_reports_each() -> None:
+    seen: list[str] = []
+    res = Resource(MilliCPU=1000, Memory=100, ScalarResources={"nvidia.com/gpu": 1000})
+    other = Resource(MilliCPU=1500, Memory=50, ScalarResources={"nvidia.com/gpu": 2000, "pods": 1})
+    sub_clamped_in_place(res, other, seen.append)
+    assert (res.MilliCPU, res.Memory) == (0.0, 50)
+    assert res.ScalarResources == {"nvidia.com/gpu": 0.0, "pods": 0.0}
+    assert seen == ["cpu", "nvidia.com/gpu", "pods"]
+
+
+def test_sub_clamped_without_underflow_reports_nothing() -> None:
+    seen: list[str] = []
+    res = sub_clamped_in_place(Resource(MilliCPU=2, Memory=2), Resource(MilliCPU=1), seen.append)
+    assert (res.MilliCPU, res.Memory, seen) == (1, 2, [])

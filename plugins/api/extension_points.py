@@ -1,0 +1,169 @@
+"""The extension points: one row per extender verb, everything else derived from it.
+
+Volcano's ``pkg/scheduler/framework/session_plugins.go`` registers a function per extension point
+and combines the plugins' answers with one rule per point; its ``extender`` plugin
+(``pkg/scheduler/plugins/extender/extender.go``) forwards each point to one HTTP verb, enabled by
+one ``extender.<verb>Verb`` argument. This table holds those facts once. The framework's
+combination, the routes, the wire release rules, ``caldera volcano-config``, the OpenAPI document
+and the metrics all read it. Adding an extension point is adding a row (and, for a new
+combination rule, the framework method of that name).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from schemas import requests as rq
+from schemas import responses as rs
+
+_encode = msgspec.json.encode
+
+
+class Rule(enum.StrEnum):
+    """How the answers of several plugins combine (``session_plugins.go``). The value names the
+    framework method that applies it."""
+
+    OPEN = "open"
+    """onSessionOpen: build the session's plugins (``OpenSession``)."""
+    CLOSE = "close"
+    """onSessionClose: end it (``CloseSession``)."""
+    FIRST_FAILURE = "first_failure"
+    """``PredicateFn``: the first plugin that rejects decides."""
+    SUM = "sum"
+    """``BatchNodeOrderFn``: scores added per node."""
+    VICTIMS = "victims"
+    """``Preemptable``/``Reclaimable``: per-tier intersection of the victims by UID."""
+    VOTE = "vote"
+    """``JobEnqueueable``: Reject ends the vote, a tier with a Permit ends it after that tier."""
+    NOTIFY = "notify"
+    """``JobEnqueued``: every plugin is told."""
+    ANY = "any"
+    """``Overused``: true when one plugin says so."""
+    ALL = "all"
+    """``JobReady``: true unless one plugin says no."""
+    EVENT = "event"
+    """``EventHandler``: every handler in order; the first error message."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionPoint:
+    verb: str
+    """The extender verb: the URL path Volcano posts to and the metrics label."""
+    hook: str
+    """The :class:`~plugins.api.base.Plugin` method a plugin overrides to take part."""
+    volcano: str
+    """The upstream hook it mirrors, for readers."""
+    flag: str | None
+    """The ``enableXxx`` plugin option that gates it (``None``: never gated)."""
+    since: tuple[int, int]
+    """The first Volcano release whose extender plugin sends this verb."""
+    argument: str
+    """The ``volcano-scheduler.conf`` argument that enables the verb."""
+    request: type[Any]
+    """The typed view of the body, as the plugins read it."""
+    envelope: type[Any]
+    """The body's required shape alone: what is validated when no plugin answers."""
+    answers: tuple[type[Any], ...]
+    """The answer's structs (several when the shape depends on the release)."""
+    neutral: bytes | None
+    """The answer when no configured plugin answers (``None``: the release's pass answer)."""
+    rule: Rule
+    summary: str
+    """What the verb asks, for the OpenAPI document."""
+
+
+def _point(
+    verb: str,
+    hook: str,
+    volcano: str,
+    flag: str | None,
+    since: tuple[int, int],
+    request: type[Any],
+    envelope: type[Any],
+    answers: tuple[type[Any], ...],
+    neutral: bytes | None,
+    rule: Rule,
+    summary: str,
+    argument: str = "",
+) -> ExtensionPoint:
+    return ExtensionPoint(
+        verb=verb,
+        hook=hook,
+        volcano=volcano,
+        flag=flag,
+        since=since,
+        argument=argument or f"extender.{verb}Verb",
+        request=request,
+        envelope=envelope,
+        answers=answers,
+        neutral=neutral,
+        rule=rule,
+        summary=summary,
+    )
+
+
+_EMPTY = b"{}"
+
+EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
+    _point("onSessionOpen", "on_session_open", "OnSessionOpen", None, (1, 6),
+           rq.OnSessionOpenRequest, rq.OnSessionOpenRequest, (rs.Empty,), _EMPTY, Rule.OPEN,
+           "Open a session: the whole-cluster snapshot. Builds fresh plugin instances."),
+    _point("onSessionClose", "on_session_close", "OnSessionClose", None, (1, 6),
+           rq.OnSessionCloseRequest, rq.OnSessionCloseRequest, (rs.Empty,), _EMPTY, Rule.CLOSE,
+           "End the open session."),
+    _point("predicate", "predicate", "PredicateFn", "enablePredicate", (1, 6),
+           rq.PredicateRequest, rq.PredicateEnvelope,
+           (rs.PredicateResponse, rs.PredicateResponseV18, rs.PredicateResponseV16), None,
+           Rule.FIRST_FAILURE,
+           "Does the task fit the node? First failure of the hosted plugins. The answer's"
+           " shape follows volcanoVersion: {status, code} (1.10+), {status: [{Code,"
+           " Reason}]} (1.8–1.9), {errorMessage} (1.6–1.7)."),
+    _point("prioritize", "node_order", "BatchNodeOrderFn", "enableNodeOrder", (1, 6),
+           rq.PrioritizeRequest, rq.PrioritizeEnvelope, (rs.PrioritizeResponse,),
+           _encode(rs.PrioritizeResponse(nodeScore={})), Rule.SUM,
+           "Score candidate nodes: the hosted plugins' scores summed per node."),
+    _point("preemptable", "preemptable", "PreemptableFn", "enablePreemptable", (1, 6),
+           rq.EvictRequest, rq.EvictEnvelope, (rs.EvictResponse,),
+           _encode(rs.EvictResponse(status=0, victims=[])), Rule.VICTIMS,
+           "Which evictees may be preempted; victims are echoed exactly as received."),
+    _point("reclaimable", "reclaimable", "ReclaimableFn", "enableReclaimable", (1, 6),
+           rq.EvictRequest, rq.EvictEnvelope, (rs.EvictResponse,),
+           _encode(rs.EvictResponse(status=0, victims=[])), Rule.VICTIMS,
+           "Which evictees may be reclaimed; victims are echoed exactly as received."),
+    _point("jobEnqueueable", "job_enqueueable", "JobEnqueueableFn", "enableJobEnqueued", (1, 6),
+           rq.JobRequest, rq.JobEnvelope, (rs.JobEnqueueableResponse,),
+           _encode(rs.JobEnqueueableResponse(status=0)), Rule.VOTE,
+           "May the job be enqueued: 1 permit, 0 abstain, -1 reject."),
+    _point("jobEnqueued", "job_enqueued", "JobEnqueuedFn", "enableJobEnqueued", (1, 16),
+           rq.JobRequest, rq.JobEnvelope, (rs.Empty,), _EMPTY, Rule.NOTIFY,
+           "The job was enqueued (Volcano 1.16+)."),
+    _point("queueOverused", "overused", "OverusedFn", "enabledOverused", (1, 6),
+           rq.QueueOverusedRequest, rq.QueueEnvelope, (rs.QueueOverusedResponse,),
+           _encode(rs.QueueOverusedResponse(overused=False)), Rule.ANY,
+           "Is the queue overused (true skips it)."),
+    _point("jobReady", "job_ready", "JobReadyFn", "enableJobReady", (1, 7),
+           rq.JobRequest, rq.JobEnvelope, (rs.JobReadyResponse,),
+           _encode(rs.JobReadyResponse(status=True)), Rule.ALL,
+           "Is the job ready to be committed."),
+    _point("allocate", "allocate", "EventHandler.AllocateFunc", None, (1, 13),
+           rq.EventHandlerRequest, rq.EventHandlerEnvelope, (rs.EventHandlerResponse,),
+           _encode(rs.EventHandlerResponse()), Rule.EVENT,
+           "A task was allocated; an error message rolls the allocation back.",
+           argument="extender.allocateFuncVerb"),
+    _point("deallocate", "deallocate", "EventHandler.DeallocateFunc", None, (1, 13),
+           rq.EventHandlerRequest, rq.EventHandlerEnvelope, (rs.EventHandlerResponse,),
+           _encode(rs.EventHandlerResponse()), Rule.EVENT,
+           "A task was deallocated or evicted.",
+           argument="extender.deallocateFuncVerb"),
+)  # fmt: skip
+
+BY_VERB: dict[str, ExtensionPoint] = {point.verb: point for point in EXTENSION_POINTS}
+BY_HOOK: dict[str, ExtensionPoint] = {point.hook: point for point in EXTENSION_POINTS}
+VERBS: tuple[str, ...] = tuple(BY_VERB)
+LIFECYCLE: frozenset[str] = frozenset({"on_session_open", "on_session_close"})
+PLUGIN_HOOKS: tuple[str, ...] = tuple(p.hook for p in EXTENSION_POINTS if p.hook not in LIFECYCLE)
+"""The extension points a plugin takes part in by overriding the method of that name."""
