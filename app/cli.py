@@ -82,7 +82,7 @@ def argument_warnings(config: CalderaConfig) -> list[str]:
         cls = registry.get(option.name)
         if cls is None:
             continue
-        arguments = Arguments(option.arguments, plugin=option.name)
+        arguments = Arguments(option.arguments, plugin=option.name, flags=option.flags)
         try:
             cls(arguments, None)
         except Exception as exc:

@@ -29,42 +29,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from plugins.api import registry
 from plugins.api.arguments import Arguments
+from plugins.api.options import FLAG_DEFAULTS
 
 DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024
 SUPPORTED_VERSIONS = tuple((1, minor) for minor in range(6, 17))
 NEWEST_VERSION = SUPPORTED_VERSIONS[-1]
 EMBEDDED_CONFIG_NAME = "default_config.yaml"
-
-FLAG_DEFAULTS: dict[str, bool] = {
-    "enableJobOrder": True,
-    "enableHierarchy": False,
-    "enableJobReady": True,
-    "enableJobPipelined": True,
-    "enableTaskOrder": True,
-    "enablePreemptable": True,
-    "enableReclaimable": True,
-    "enablePreemptive": True,
-    "enableQueueOrder": True,
-    "enabledClusterOrder": False,
-    "enablePredicate": True,
-    "enableBestNode": True,
-    "enableNodeOrder": True,
-    "enableTargetJob": True,
-    "enableReservedNodes": True,
-    "enableJobEnqueued": True,
-    "enabledVictim": True,
-    "enableJobStarving": True,
-    "enabledOverused": True,
-    "enabledAllocatable": True,
-    "enabledHyperNodeOrder": True,
-    "enabledSubJobReady": True,
-    "enabledSubJobPipelined": True,
-    "enabledSubJobOrder": True,
-    "enabledHyperNodeGradient": True,
-}
-"""``conf.PluginOption`` YAML keys (Volcano's own inconsistent spellings) and the values
-``plugins.ApplyPluginConfDefaults`` gives them when absent: all true except ``enableHierarchy``
-and ``enabledClusterOrder``."""
 
 
 class ConfigError(Exception):
@@ -236,7 +206,7 @@ def parse_config(data: Any, source: str) -> CalderaConfig:
                     f"unknown plugin {option.name!r} (known plugins: {known})",
                 )
             for key, problem in cls.argument_errors(
-                Arguments(option.arguments, option.name)
+                Arguments(option.arguments, option.name, option.flags)
             ).items():
                 raise ConfigError(source, f"{where}.arguments.{key}", problem)
     return config

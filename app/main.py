@@ -75,7 +75,9 @@ def build_backgrounds(config: CalderaConfig) -> dict[tuple[int, int], Background
             cls = registry.get(option.name)
             if cls is None:
                 continue
-            background = cls.create_background(Arguments(option.arguments, plugin=option.name))
+            background = cls.create_background(
+                Arguments(option.arguments, plugin=option.name, flags=option.flags)
+            )
             if background is not None:
                 backgrounds[(t, i)] = background
     return backgrounds

@@ -105,7 +105,7 @@ class SessionManager:
                     raise PluginFailure(option.name, "onSessionOpen", LookupError("not installed"))
                 if cls.needs_snapshot and not snapshot:
                     continue
-                arguments = Arguments(option.arguments, plugin=option.name)
+                arguments = Arguments(option.arguments, plugin=option.name, flags=option.flags)
                 try:
                     plugin = cls(arguments, self.backgrounds.get((t, i)))
                     plugin.on_session_open(ssn)

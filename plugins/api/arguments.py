@@ -12,6 +12,8 @@ import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from plugins.api.options import FLAG_DEFAULTS
+
 logger = logging.getLogger("caldera.plugins.api.arguments")
 
 _PARSE_BOOL = {
@@ -35,10 +37,22 @@ def warn_once(log: logging.Logger, message: str) -> None:
 class Arguments(Mapping[str, Any]):
     """The ``arguments`` map of one plugin entry, read through Volcano's typed getters."""
 
-    def __init__(self, values: Mapping[str, Any] | None = None, plugin: str = "") -> None:
+    def __init__(
+        self,
+        values: Mapping[str, Any] | None = None,
+        plugin: str = "",
+        flags: Mapping[str, bool] | None = None,
+    ) -> None:
         self._values: dict[str, Any] = dict(values or {})
         self.plugin = plugin
+        self.flags: dict[str, bool] = dict(flags or {})
+        """The entry's ``enableXxx`` options as written; :meth:`enabled` applies defaults."""
         self.warnings: list[str] = []
+
+    def enabled(self, flag: str) -> bool:
+        """The plugin option ``flag`` of this entry (``enableHierarchy``...), with Volcano's
+        default when the entry does not set it."""
+        return self.flags.get(flag, FLAG_DEFAULTS[flag])
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
