@@ -10,24 +10,7 @@ from __future__ import annotations
 
 from starlette.types import Receive, Scope
 
-
-class BodyTooLarge(Exception):
-    def __init__(self, limit: int, seen: int | None) -> None:
-        self.limit = limit
-        self.seen = seen
-        size = f"{seen} bytes" if seen is not None else "more than the limit"
-        super().__init__(
-            f"request body of {size} exceeds maxRequestBytes = {limit} bytes; raise"
-            " maxRequestBytes in the Caldera configuration for clusters this large"
-        )
-
-
-class BadLength(Exception):
-    """A Content-Length that is not a number or does not match the body."""
-
-
-class Disconnected(Exception):
-    """The client went away before the body was complete."""
+from app.errors import BadLength, BodyTooLarge, Disconnected
 
 
 def declared_length(scope: Scope) -> int | None:

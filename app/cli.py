@@ -12,14 +12,13 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from app.config import CalderaConfig, ConfigError, Effective, load_config
-from app.dialect import VERB_ARGUMENT, Dialect
-from app.framework import HOOK_FLAG, HOOK_VERB
+from app import shared_path
+from app.config import CalderaConfig, ConfigError, effective_config, load_config
+from app.session import SessionManager
 from app.settings import Settings
-from plugins.api import registry
 from plugins.api.arguments import Arguments
-from plugins.api.base import Plugin, Session, implemented_hooks
-from plugins.api.release import Release
+from plugins.api.extension_points import BY_VERB, VERBS
+from schemas.requests import OnSessionOpenRequest
 
 EXIT_CONFIG = 2
 
@@ -78,15 +77,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def argument_warnings(config: CalderaConfig) -> list[str]:
     """Build each plugin once so the argument getters report what Volcano would warn about."""
     warnings: list[str] = []
-    for option in config.plugin_options():
-        cls = registry.get(option.name)
-        if cls is None:
-            continue
-        arguments = Arguments(option.arguments, plugin=option.name, flags=option.flags)
+    for entry in config.entries:
+        arguments = Arguments(entry.option.arguments, entry.name, entry.option.flags)
         try:
-            cls(arguments, None)
+            entry.cls(arguments, None)
         except Exception as exc:
-            warnings.append(f"plugin {option.name}: building it failed: {exc}")
+            warnings.append(f"plugin {entry.name}: building it failed: {exc}")
         warnings.extend(arguments.warnings)
     return warnings
 
@@ -99,64 +95,38 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     print(f"# {args.file}: valid. Effective configuration, every default spelled out:")
     for warning in argument_warnings(config):
         print(f"# warning: {warning}")
-    print(yaml.safe_dump(Effective(config).as_dict(), sort_keys=False), end="")
+    print(yaml.safe_dump(effective_config(config), sort_keys=False), end="")
     return 0
 
 
-def plugin_hooks(
-    cls: type[Plugin], arguments: dict[str, Any], version: tuple[int, int]
-) -> frozenset[str]:
-    """The hooks a plugin registers for this release (some depend on it, like cdp's reclaimable
-    before 1.12): build it and open it on an empty session, as a session would."""
-    try:
-        plugin = cls(Arguments(arguments, plugin=cls.name), None)
-        plugin.on_session_open(Session(release=Release.of(version)))
-        return plugin.hooks()
-    except Exception:
-        return implemented_hooks(cls)
-
-
 def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
-    """The verbs the configured plugins answer, and notes on those this release cannot send."""
-    dialect = Dialect(config.volcanoVersion)
-    hooks: set[str] = set()
-    snapshot = False
-    for option in config.plugin_options():
-        cls = registry.get(option.name)
-        if cls is None:
-            continue
-        snapshot = snapshot or cls.needs_snapshot
-        for hook in plugin_hooks(cls, option.arguments, config.volcanoVersion):
-            flag = HOOK_FLAG[hook]
-            if flag is None or option.enabled(flag):
-                hooks.add(hook)
-    wanted = [HOOK_VERB[hook] for hook in hooks]
-    if snapshot:
-        wanted += ["onSessionOpen", "onSessionClose"]
+    """The verbs the configured plugins answer, and notes on those this release cannot send.
+
+    Asks the objects the server uses: a session opened on an empty snapshot, whose framework
+    knows which plugins take part in each verb for this release and these flags."""
+    release = config.release
+    framework = SessionManager(config).open(OnSessionOpenRequest()).framework
+    wanted = {verb for verb, names in framework.active_plugins().items() if names}
+    for entry in config.entries:
+        wanted.update(entry.cls.requires_verbs)
+        if entry.cls.needs_snapshot:
+            wanted.update(("onSessionOpen", "onSessionClose"))
     notes: list[str] = []
     verbs: list[str] = []
-    for verb in VERB_ARGUMENT:
+    for verb in VERBS:
         if verb not in wanted:
             continue
-        if verb == "jobEnqueued" and not dialect.has_verb(verb):
+        if verb == "jobEnqueued" and not release.admission_follows_vote:
             notes.append(
-                f"Volcano {dialect.name} has no jobEnqueued verb: Caldera accounts an admission"
+                f"Volcano {release} has no jobEnqueued verb: Caldera accounts an admission"
                 " when it answers jobEnqueueable"
             )
-            continue
-        if not dialect.has_verb(verb):
-            notes.append(f"Volcano {dialect.name} cannot send {verb}; that part stays unused")
-            continue
-        verbs.append(verb)
-    if dialect.legacy_reclaimable_path and {"jobEnqueueable", "queueOverused"} & set(verbs):
-        notes.append(
-            f"Volcano {dialect.name} posts jobEnqueueable and queueOverused to the reclaimable"
-            " verb; Caldera tells them apart by their body"
-        )
-        verbs = [v for v in verbs if v not in ("jobEnqueueable", "queueOverused")]
-        if "reclaimable" not in verbs:
-            verbs.append("reclaimable")
-    return verbs, notes
+        elif not release.has_verb(verb):
+            notes.append(f"Volcano {release} cannot send {verb}; that part stays unused")
+        else:
+            verbs.append(verb)
+    verbs, folded = shared_path.fold_verbs(release, verbs)
+    return verbs, notes + folded
 
 
 def volcano_entry(
@@ -165,13 +135,13 @@ def volcano_entry(
     verbs, notes = needed_verbs(config)
     arguments: dict[str, Any] = {"extender.urlPrefix": url, "extender.httpTimeout": timeout}
     for verb in verbs:
-        arguments[VERB_ARGUMENT[verb]] = verb
+        arguments[BY_VERB[verb].argument] = verb
     if config.managedResources:
-        if Dialect(config.volcanoVersion).has_managed_resources:
+        if config.release.has_managed_resources:
             arguments["extender.managedResources"] = list(config.managedResources)
         else:
             notes.append(
-                f"Volcano {config.version_string} has no extender.managedResources; Caldera"
+                f"Volcano {config.release} has no extender.managedResources; Caldera"
                 " still applies the filter to what it receives"
             )
     arguments["extender.ignorable"] = ignorable
@@ -188,7 +158,7 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
     entry, notes = volcano_entry(config, url.rstrip("/"), args.http_timeout, args.ignorable)
     print(
         "# Add this plugin entry to a tier of volcano-scheduler.conf (Volcano "
-        f"{config.version_string}), in place of the in-tree plugins Caldera now hosts."
+        f"{config.release}), in place of the in-tree plugins Caldera now hosts."
     )
     for note in notes:
         print(f"# note: {note}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from plugins.api import registry
 from plugins.api.arguments import Arguments
+from plugins.api.base import Plugin
 from plugins.api.options import FLAG_DEFAULTS
+from plugins.api.release import Release
 
 DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024
 SUPPORTED_VERSIONS = tuple((1, minor) for minor in range(6, 17))
@@ -90,12 +93,46 @@ class CalderaConfig(BaseModel):
             raise ValueError("must be a YAML list of resource names (Volcano refuses a string too)")
         return value
 
-    @property
-    def version_string(self) -> str:
-        return f"{self.volcanoVersion[0]}.{self.volcanoVersion[1]}"
+    @cached_property
+    def release(self) -> Release:
+        """The Volcano release calling us, built once."""
+        return Release.of(self.volcanoVersion)
 
     def plugin_options(self) -> list[PluginOption]:
         return [option for tier in self.tiers for option in tier.plugins]
+
+    @cached_property
+    def entries(self) -> tuple[PluginEntry, ...]:
+        """Every tier entry resolved once: its plugin class and parsed ``Arguments``."""
+        resolved: list[PluginEntry] = []
+        for t, tier in enumerate(self.tiers):
+            for i, option in enumerate(tier.plugins):
+                cls = registry.get(option.name)
+                if cls is None:
+                    raise LookupError(f"plugin {option.name!r} is not installed")
+                arguments = Arguments(option.arguments, option.name, option.flags)
+                resolved.append(PluginEntry(t, i, option, cls, arguments))
+        return tuple(resolved)
+
+
+@dataclass(frozen=True, slots=True)
+class PluginEntry:
+    """One entry of the tiers, resolved: where it stands, its option, class and arguments."""
+
+    tier: int
+    index: int
+    option: PluginOption
+    cls: type[Plugin]
+    arguments: Arguments
+
+    @property
+    def name(self) -> str:
+        return self.option.name
+
+    @property
+    def where(self) -> str:
+        """The entry's key path in the configuration file."""
+        return f"tiers[{self.tier}].plugins[{self.index}]"
 
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?(?:-[0-9A-Za-z.]+)?$")
@@ -196,19 +233,26 @@ def parse_config(data: Any, source: str) -> CalderaConfig:
         raise ConfigError(source, _path(loc), message) from None
     for t, tier in enumerate(config.tiers):
         for i, option in enumerate(tier.plugins):
-            where = f"tiers[{t}].plugins[{i}]"
-            cls = registry.get(option.name)
-            if cls is None:
+            if registry.get(option.name) is None:
                 known = ", ".join(registry.names()) or "none"
                 raise ConfigError(
                     source,
-                    f"{where}.name",
+                    f"tiers[{t}].plugins[{i}].name",
                     f"unknown plugin {option.name!r} (known plugins: {known})",
                 )
-            for key, problem in cls.argument_errors(
-                Arguments(option.arguments, option.name, option.flags)
-            ).items():
-                raise ConfigError(source, f"{where}.arguments.{key}", problem)
+    release = config.release
+    for entry in config.entries:
+        for key, problem in entry.cls.argument_errors(entry.arguments).items():
+            raise ConfigError(source, f"{entry.where}.arguments.{key}", problem)
+        missing = [verb for verb in entry.cls.requires_verbs if not release.has_verb(verb)]
+        if missing:
+            raise ConfigError(
+                source,
+                f"{entry.where}.name",
+                f"plugin {entry.name!r} needs the {', '.join(missing)} verb(s), which Volcano"
+                f" {release} cannot send (its answers would be wrong without them); set"
+                " volcanoVersion to the release you run, or remove the plugin",
+            )
     return config
 
 
@@ -239,28 +283,23 @@ def embedded_config_text() -> str:
     return files("app").joinpath(EMBEDDED_CONFIG_NAME).read_text(encoding="utf-8")
 
 
-@dataclass(frozen=True)
-class Effective:
+def effective_config(config: CalderaConfig) -> dict[str, Any]:
     """The configuration with every default spelled out, for ``check-config``."""
-
-    config: CalderaConfig
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "volcanoVersion": self.config.version_string,
-            "managedResources": list(self.config.managedResources),
-            "maxRequestBytes": self.config.maxRequestBytes,
-            "tiers": [
-                {
-                    "plugins": [
-                        {
-                            "name": option.name,
-                            "arguments": dict(option.arguments),
-                            **{flag: option.enabled(flag) for flag in FLAG_DEFAULTS},
-                        }
-                        for option in tier.plugins
-                    ]
-                }
-                for tier in self.config.tiers
-            ],
-        }
+    return {
+        "volcanoVersion": config.release.name,
+        "managedResources": list(config.managedResources),
+        "maxRequestBytes": config.maxRequestBytes,
+        "tiers": [
+            {
+                "plugins": [
+                    {
+                        "name": option.name,
+                        "arguments": dict(option.arguments),
+                        **{flag: option.enabled(flag) for flag in FLAG_DEFAULTS},
+                    }
+                    for option in tier.plugins
+                ]
+            }
+            for tier in config.tiers
+        ],
+    }

@@ -1,43 +1,42 @@
 """The extender verbs, from request bytes to response bytes, independent of HTTP.
 
 Kept apart from the routes so the same code path is what the service tests, the in-process
-benchmarks and the HTTP layer run. Each verb decodes only into the typed views of ``schemas/``
-(msgspec skips every key no plugin reads), asks the session's framework, and encodes the answer
-in the dialect of the configured Volcano release.
+benchmarks and the HTTP layer run. Every verb is a row of the extension-point table
+(``plugins/api/extension_points.py``); its handler is the method named after the row's
+combination rule. Each decodes only into the typed views of ``schemas/`` (msgspec skips every key
+no plugin reads), asks the session's framework, and encodes the answer for the calling release.
+When no configured plugin answers a verb, only the body's envelope is validated and the row's
+neutral answer is sent: parts of a body that no configured plugin reads are never validated.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any
 
 import msgspec
 
+from app import shared_path
 from app.config import CalderaConfig
-from app.dialect import Dialect
-from app.framework import HOOK_VERB, Framework
+from app.errors import AnswerError, RequestError
+from app.framework import Framework
 from app.gcpolicy import SnapshotGC
 from app.managed import is_interested
 from app.metrics import Metrics
 from app.session import SessionManager
-from plugins.api import registry
+from app.wire import encode_predicate
 from plugins.api.base import Vote
+from plugins.api.extension_points import BY_VERB, EXTENSION_POINTS, ExtensionPoint
 from schemas.api import TaskInfo
 from schemas.requests import (
-    EventHandlerEnvelope,
     EventHandlerRequest,
-    EvictEnvelope,
     EvictRequest,
-    JobEnvelope,
     JobRequest,
     LegacyReclaimablePathRequest,
-    OnSessionCloseRequest,
     OnSessionOpenRequest,
-    PredicateEnvelope,
     PredicateRequest,
-    PrioritizeEnvelope,
     PrioritizeRequest,
-    QueueEnvelope,
     QueueOverusedRequest,
 )
 from schemas.responses import (
@@ -52,39 +51,27 @@ from schemas.responses import (
 MAX_RESPONSE_BYTES = 10 << 20
 """Volcano wraps every response in ``http.MaxBytesReader(10 << 20)``."""
 
-_T = TypeVar("_T")
 Body = bytes | bytearray
 """A request body: bytes, or the buffer a long body was read into."""
+Handler = Callable[[Body], bytes]
 _encode = msgspec.json.encode
 EMPTY = b"{}"
-_ABSTAIN = _encode(EvictResponse(status=0, victims=[]))
-_NO_SCORES = _encode(PrioritizeResponse(nodeScore={}))
-_NO_ERROR = _encode(EventHandlerResponse())
-_ENQUEUE_ABSTAIN = _encode(JobEnqueueableResponse(status=int(Vote.ABSTAIN)))
 _OVERUSED = _encode(QueueOverusedResponse(overused=True))
 _NOT_OVERUSED = _encode(QueueOverusedResponse(overused=False))
 _READY = _encode(JobReadyResponse(status=True))
 _NOT_READY = _encode(JobReadyResponse(status=False))
 
 
-class BadRequest(Exception):
-    """A body Caldera cannot read: answered 400 naming the field."""
-
-
-class ResponseTooLarge(Exception):
-    """An answer Volcano would refuse to read."""
-
-
-def _decoder(kind: type[_T]) -> Callable[[Body], _T]:
+def _decoder(kind: type[Any]) -> Callable[[Body], Any]:
     decoder = msgspec.json.Decoder(kind)
 
-    def decode(body: Body) -> _T:
+    def decode(body: Body) -> Any:
         try:
             return decoder.decode(body)
         except msgspec.ValidationError as exc:
-            raise BadRequest(_describe(str(exc))) from None
+            raise RequestError(_describe(str(exc))) from None
         except msgspec.DecodeError as exc:
-            raise BadRequest(f"malformed JSON: {exc}") from None
+            raise RequestError(f"malformed JSON: {exc}") from None
 
     return decode
 
@@ -101,27 +88,11 @@ def _at(prefix: str, message: str) -> str:
     return f"{message} - at `{prefix}`"
 
 
-_open = _decoder(OnSessionOpenRequest)
-_close = _decoder(OnSessionCloseRequest)
-_predicate = _decoder(PredicateRequest)
-_prioritize = _decoder(PrioritizeRequest)
-_evict = _decoder(EvictRequest)
-_job = _decoder(JobRequest)
-_queue = _decoder(QueueOverusedRequest)
-_event = _decoder(EventHandlerRequest)
-_legacy = _decoder(LegacyReclaimablePathRequest)
-_ENVELOPES: dict[str, Callable[[Body], object]] = {
-    "predicate": _decoder(PredicateEnvelope),
-    "node_order": _decoder(PrioritizeEnvelope),
-    "preemptable": _decoder(EvictEnvelope),
-    "reclaimable": _decoder(EvictEnvelope),
-    "job_enqueueable": _decoder(JobEnvelope),
-    "job_enqueued": _decoder(JobEnvelope),
-    "overused": _decoder(QueueEnvelope),
-    "job_ready": _decoder(JobEnvelope),
-    "allocate": _decoder(EventHandlerEnvelope),
-    "deallocate": _decoder(EventHandlerEnvelope),
-}
+_DECODERS: dict[type[Any], Callable[[Body], Any]] = {}
+for _point in EXTENSION_POINTS:
+    for _kind in (_point.request, _point.envelope):
+        _DECODERS.setdefault(_kind, _decoder(_kind))
+_shared_path_shape = _decoder(LegacyReclaimablePathRequest)
 _task = msgspec.json.Decoder(TaskInfo)
 
 
@@ -132,180 +103,168 @@ class Extender:
         self, config: CalderaConfig, sessions: SessionManager, metrics: Metrics | None = None
     ) -> None:
         self.config = config
-        self.dialect = Dialect(config.volcanoVersion)
+        self.release = config.release
         self.sessions = sessions
         self.metrics = metrics
         self.managed = frozenset(config.managedResources)
         self.snapshot_gc = SnapshotGC()
-        classes = [registry.get(option.name) for option in config.plugin_options()]
-        self.snapshot_bound = any(cls is not None and cls.needs_snapshot for cls in classes)
-        self._handlers: dict[str, Callable[[Body], bytes]] = {
-            "onSessionOpen": self.on_session_open,
-            "onSessionClose": self.on_session_close,
-            "predicate": self.predicate,
-            "prioritize": self.prioritize,
-            "preemptable": self.preemptable,
-            "reclaimable": self.reclaimable,
-            "jobEnqueueable": self.job_enqueueable,
-            "jobEnqueued": self.job_enqueued,
-            "queueOverused": self.queue_overused,
-            "jobReady": self.job_ready,
-            "allocate": self.allocate,
-            "deallocate": self.deallocate,
+        self.snapshot_bound = any(entry.cls.needs_snapshot for entry in config.entries)
+        self._neutral = {
+            point.verb: point.neutral
+            if point.neutral is not None
+            else encode_predicate(self.release, None)
+            for point in EXTENSION_POINTS
         }
-        if self.dialect.legacy_reclaimable_path:
-            self._handlers["reclaimable"] = self.legacy_reclaimable_path
+        self._handlers: dict[str, Handler] = {
+            point.verb: functools.partial(getattr(self, point.rule.value), point)
+            for point in EXTENSION_POINTS
+        }
+        if self.release.shares_reclaimable_path:
+            self._handlers["reclaimable"] = self.shared_reclaimable_path
+
+    def routes(self) -> dict[str, str]:
+        """URL path to verb: one per verb, plus the bare prefix for 1.6–1.7."""
+        paths = {f"/{point.verb}": point.verb for point in EXTENSION_POINTS}
+        if self.release.shares_reclaimable_path:
+            paths[shared_path.BARE_PREFIX] = "reclaimable"
+        return paths
 
     def handle(self, verb: str, body: Body) -> bytes:
-        """Answer ``verb``; raises BadRequest, PluginFailure or ResponseTooLarge."""
+        """Answer ``verb``; raises a :class:`~app.errors.CalderaError` when it cannot."""
         answer = self._handlers[verb](body)
         if len(answer) > MAX_RESPONSE_BYTES:
-            raise ResponseTooLarge(
+            raise AnswerError(
                 f"the {verb} answer is {len(answer)} bytes; Volcano reads at most"
                 f" {MAX_RESPONSE_BYTES} (10 MiB) and would fail the call"
             )
         return answer
 
-    def _framework(self, verb: str) -> Framework:
+    def _answering(self, point: ExtensionPoint, body: Body) -> Framework | None:
+        """The framework when a configured plugin answers ``point``; otherwise None, after
+        checking only the body's envelope (the answer is then neutral whatever the contents,
+        so the body is not built: a 30-pod predicate body costs half as much)."""
         framework, has_session = self.sessions.framework()
         if not has_session and self.snapshot_bound and self.metrics is not None:
-            self.metrics.sessionless.labels(verb).inc()
-        return framework
+            self.metrics.sessionless.labels(point.verb).inc()
+        if framework.answers(point):
+            return framework
+        _DECODERS[point.envelope](body)
+        return None
 
     def _interested(self, task: TaskInfo) -> bool:
         return is_interested(task, self.managed)
 
-    # --- verbs --------------------------------------------------------------------------------
+    # --- one method per combination rule ------------------------------------------------------
 
-    def on_session_open(self, body: Body) -> bytes:
+    def open(self, point: ExtensionPoint, body: Body) -> bytes:
         # Drop the previous snapshot before decoding the next, so memory holds one at a time;
         # a body that cannot be read then leaves no session open rather than last cycle's.
         self.sessions.close()
+        request: OnSessionOpenRequest
         with self.snapshot_gc.building():
-            self.sessions.open(_open(body))
+            request = _DECODERS[point.request](body)
+            self.sessions.open(request)
         return EMPTY
 
-    def on_session_close(self, body: Body) -> bytes:
-        _close(body)
+    def close(self, point: ExtensionPoint, body: Body) -> bytes:
+        _DECODERS[point.request](body)
         self.sessions.close()
         return EMPTY
 
-    def _unanswered(self, hook: str, body: Body) -> Framework | None:
-        """The framework for ``hook``, or None after validating the body's shape when no
-        configured plugin answers it (the answer is then neutral whatever the contents, so the
-        body is not built: a 30-pod predicate body costs half as much)."""
-        framework = self._framework(HOOK_VERB[hook])
-        if framework.implements(hook):
-            return framework
-        _ENVELOPES[hook](body)
-        return None
-
-    def predicate(self, body: Body) -> bytes:
-        framework = self._unanswered("predicate", body)
+    def first_failure(self, point: ExtensionPoint, body: Body) -> bytes:
+        framework = self._answering(point, body)
         if framework is None:
-            return self.dialect.encode_predicate(None)
-        request = _predicate(body)
+            return self._neutral[point.verb]
+        request: PredicateRequest = _DECODERS[point.request](body)
         if not self._interested(request.task):
-            return self.dialect.encode_predicate(None)
-        return self.dialect.encode_predicate(framework.predicate(request.task, request.node))
+            return self._neutral[point.verb]
+        error = framework.first_failure(point, request.task, request.node)
+        return encode_predicate(self.release, error)
 
-    def prioritize(self, body: Body) -> bytes:
-        framework = self._unanswered("node_order", body)
+    def score_sum(self, point: ExtensionPoint, body: Body) -> bytes:
+        framework = self._answering(point, body)
         if framework is None:
-            return _NO_SCORES
-        request = _prioritize(body)
+            return self._neutral[point.verb]
+        request: PrioritizeRequest = _DECODERS[point.request](body)
         if not self._interested(request.task):
-            return _NO_SCORES
-        scores = framework.node_order(request.task, request.nodes or [])
-        return _encode(PrioritizeResponse(nodeScore=scores)) if scores else _NO_SCORES
+            return self._neutral[point.verb]
+        scores = framework.score_sum(point, request.task, request.nodes or [])
+        return (
+            _encode(PrioritizeResponse(nodeScore=scores)) if scores else self._neutral[point.verb]
+        )
 
-    def preemptable(self, body: Body) -> bytes:
-        return self._evictable("preemptable", body)
-
-    def reclaimable(self, body: Body) -> bytes:
-        return self._evictable("reclaimable", body)
-
-    def _evictable(self, hook: str, body: Body) -> bytes:
-        framework = self._unanswered(hook, body)
+    def victims(self, point: ExtensionPoint, body: Body) -> bytes:
+        framework = self._answering(point, body)
         if framework is None:
-            return _ABSTAIN
-        request = _evict(body)
+            return self._neutral[point.verb]
+        request: EvictRequest = _DECODERS[point.request](body)
         if not self._interested(request.evictor):
-            return _ABSTAIN
+            return self._neutral[point.verb]
         raws = request.evictees or []
         evictees: list[TaskInfo] = []
         for index, raw in enumerate(raws):
             try:
                 evictees.append(_task.decode(raw))
             except msgspec.ValidationError as exc:
-                raise BadRequest(_at(f"evictees[{index}]", str(exc))) from None
-        decision = framework.evictable(hook, request.evictor, evictees)
+                raise RequestError(_at(f"evictees[{index}]", str(exc))) from None
+        decision = framework.victims(point, request.evictor, evictees)
         if not decision.decided:
-            return _ABSTAIN
+            return self._neutral[point.verb]
         # Echo the evictees as received: Volcano evicts the objects it decodes from our answer.
         raw_of = {id(task): raw for task, raw in zip(evictees, raws, strict=True)}
         try:
             victims = [raw_of[id(task)] for task in decision.victims]
         except KeyError:
-            raise RuntimeError(f"a {hook} plugin returned a task it was not given") from None
+            raise AnswerError(f"a {point.verb} plugin returned a task it was not given") from None
         return _encode(EvictResponse(status=int(Vote.PERMIT), victims=victims))
 
-    def job_enqueueable(self, body: Body) -> bytes:
-        framework = self._framework("jobEnqueueable")
-        if not (framework.implements("job_enqueueable") or framework.implements("job_enqueued")):
-            _ENVELOPES["job_enqueueable"](body)
-            return _ENQUEUE_ABSTAIN
-        job = _job(body).job
-        vote = framework.job_enqueueable(job)
-        if vote != Vote.REJECT and not self.dialect.has_verb("jobEnqueued"):
-            # Before v1.16 no jobEnqueued call follows an admission. Volcano's enqueue action
-            # admits a job exactly when the overall vote is not Reject, so account for it now,
-            # as the in-tree plugins of those releases did inside JobEnqueueableFn.
-            framework.job_enqueued(job)
-        return _encode(JobEnqueueableResponse(status=int(vote)))
-
-    def job_enqueued(self, body: Body) -> bytes:
-        framework = self._unanswered("job_enqueued", body)
-        if framework is not None:
-            framework.job_enqueued(_job(body).job)
-        return EMPTY
-
-    def queue_overused(self, body: Body) -> bytes:
-        framework = self._unanswered("overused", body)
-        overused = framework is not None and framework.overused(_queue(body).queue)
-        return _OVERUSED if overused else _NOT_OVERUSED
-
-    def job_ready(self, body: Body) -> bytes:
-        framework = self._unanswered("job_ready", body)
-        ready = framework is None or framework.job_ready(_job(body).job)
-        return _READY if ready else _NOT_READY
-
-    def allocate(self, body: Body) -> bytes:
-        return self._event("allocate", body)
-
-    def deallocate(self, body: Body) -> bytes:
-        return self._event("deallocate", body)
-
-    def _event(self, hook: str, body: Body) -> bytes:
-        framework = self._unanswered(hook, body)
+    def vote(self, point: ExtensionPoint, body: Body) -> bytes:
+        framework = self._answering(point, body)
         if framework is None:
-            return _NO_ERROR
-        task = _event(body).task
-        if not self._interested(task):
-            return _NO_ERROR
-        message = framework.event(hook, task)
-        return _encode(EventHandlerResponse(errorMessage=message)) if message else _NO_ERROR
+            return self._neutral[point.verb]
+        request: JobRequest = _DECODERS[point.request](body)
+        return _encode(JobEnqueueableResponse(status=int(framework.vote(point, request.job))))
 
-    def legacy_reclaimable_path(self, body: Body) -> bytes:
-        """v1.6–v1.7: reclaimable, jobEnqueueable and queueOverused share this path."""
-        shape = _legacy(body)
-        if shape.evictor:
-            return self.reclaimable(body)
-        if shape.job:
-            return self.job_enqueueable(body)
-        if shape.queue:
-            return self.queue_overused(body)
-        raise BadRequest(
-            "expected an object with 'evictor' (reclaimable), 'job' (jobEnqueueable) or"
-            " 'queue' (queueOverused): Volcano 1.6–1.7 send all three to the reclaimable verb"
+    def notify(self, point: ExtensionPoint, body: Body) -> bytes:
+        framework = self._answering(point, body)
+        if framework is not None:
+            request: JobRequest = _DECODERS[point.request](body)
+            framework.notify(point, request.job)
+        return self._neutral[point.verb]
+
+    def any_true(self, point: ExtensionPoint, body: Body) -> bytes:
+        framework = self._answering(point, body)
+        if framework is None:
+            return self._neutral[point.verb]
+        request: QueueOverusedRequest = _DECODERS[point.request](body)
+        return _OVERUSED if framework.any_true(point, request.queue) else _NOT_OVERUSED
+
+    def all_true(self, point: ExtensionPoint, body: Body) -> bytes:
+        framework = self._answering(point, body)
+        if framework is None:
+            return self._neutral[point.verb]
+        request: JobRequest = _DECODERS[point.request](body)
+        return _READY if framework.all_true(point, request.job) else _NOT_READY
+
+    def event(self, point: ExtensionPoint, body: Body) -> bytes:
+        framework = self._answering(point, body)
+        if framework is None:
+            return self._neutral[point.verb]
+        request: EventHandlerRequest = _DECODERS[point.request](body)
+        if not self._interested(request.task):
+            return self._neutral[point.verb]
+        message = framework.event(point, request.task)
+        return (
+            _encode(EventHandlerResponse(errorMessage=message))
+            if message
+            else self._neutral[point.verb]
         )
+
+    def shared_reclaimable_path(self, body: Body) -> bytes:
+        """v1.6–v1.7: reclaimable, jobEnqueueable and queueOverused share this path."""
+        verb = shared_path.verb_of(_shared_path_shape(body))
+        if verb is None:
+            raise RequestError(shared_path.UNKNOWN_SHAPE)
+        point = BY_VERB[verb]
+        handler: Callable[[ExtensionPoint, Body], bytes] = getattr(self, point.rule.value)
+        return handler(point, body)

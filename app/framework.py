@@ -1,4 +1,5 @@
-"""How the hosted plugins' answers combine, per extension point.
+"""How the hosted plugins' answers combine: one method per combination rule of the
+extension-point table (``plugins/api/extension_points.py``).
 
 Follows ``pkg/scheduler/framework/session_plugins.go`` (Volcano HEAD ed72c7c81): tiers in order,
 plugins in order within a tier, a plugin consulted only when its ``enableXxx`` flag is on and it
@@ -26,55 +27,25 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from app.config import PluginOption
+from app.errors import PluginFailure
 from app.metrics import Metrics
 from plugins.api.base import FitError, Plugin, Vote
-from plugins.api.extension_points import PLUGIN_HOOKS as HOOKS
+from plugins.api.extension_points import (
+    BY_VERB,
+    EXTENSION_POINTS,
+    LIFECYCLE,
+    ExtensionPoint,
+)
+from plugins.api.release import Release
 from schemas.api import JobInfo, NodeInfo, QueueInfo, TaskInfo
 
-HOOK_FLAG: dict[str, str | None] = {
-    "predicate": "enablePredicate",
-    "node_order": "enableNodeOrder",
-    "preemptable": "enablePreemptable",
-    "reclaimable": "enableReclaimable",
-    "job_enqueueable": "enableJobEnqueued",
-    "job_enqueued": "enableJobEnqueued",
-    "overused": "enabledOverused",
-    "job_ready": "enableJobReady",
-    "allocate": None,  # event handlers have no flag
-    "deallocate": None,
-}
-
-HOOK_VERB: dict[str, str] = {
-    "predicate": "predicate",
-    "node_order": "prioritize",
-    "preemptable": "preemptable",
-    "reclaimable": "reclaimable",
-    "job_enqueueable": "jobEnqueueable",
-    "job_enqueued": "jobEnqueued",
-    "overused": "queueOverused",
-    "job_ready": "jobReady",
-    "allocate": "allocate",
-    "deallocate": "deallocate",
-    "on_session_open": "onSessionOpen",
-    "on_session_close": "onSessionClose",
-}
-
-_T = TypeVar("_T")
-
-
-class PluginFailure(Exception):
-    """A hosted plugin raised; answered as HTTP 500 naming the plugin and the verb."""
-
-    def __init__(self, plugin: str, verb: str, cause: BaseException) -> None:
-        self.plugin = plugin
-        self.verb = verb
-        self.cause = cause
-        super().__init__(f"plugin {plugin} failed in {verb}: {type(cause).__name__}: {cause}")
+ENQUEUED = BY_VERB["jobEnqueued"]
+CLOSE = BY_VERB["onSessionClose"]
 
 
 @dataclass(slots=True)
@@ -90,9 +61,8 @@ class Slot:
         return self.option.name
 
 
-def participates(slot: Slot, hook: str) -> bool:
-    flag = HOOK_FLAG[hook]
-    return hook in slot.hooks and (flag is None or slot.option.enabled(flag))
+def participates(slot: Slot, point: ExtensionPoint) -> bool:
+    return point.hook in slot.hooks and (point.flag is None or slot.option.enabled(point.flag))
 
 
 @dataclass(slots=True)
@@ -104,8 +74,14 @@ class EvictDecision:
 class Framework:
     """The plugin instances of one session, arranged by tier, and the combination rules."""
 
-    def __init__(self, tiers: Sequence[Sequence[Slot]], metrics: Metrics | None = None) -> None:
+    def __init__(
+        self,
+        tiers: Sequence[Sequence[Slot]],
+        release: Release,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.tiers = [list(tier) for tier in tiers]
+        self.release = release
         self.metrics = metrics
         last_by_name: dict[str, Slot] = {}
         for tier in self.tiers:
@@ -121,86 +97,97 @@ class Framework:
             for tier in self.tiers
         ]
         self._active: dict[str, list[list[Slot]]] = {
-            hook: [[slot for slot in tier if participates(slot, hook)] for tier in resolved]
-            for hook in HOOKS
+            point.verb: [[slot for slot in tier if participates(slot, point)] for tier in resolved]
+            for point in EXTENSION_POINTS
+            if point.hook not in LIFECYCLE
         }
-        self._implemented = frozenset(hook for hook, tiers in self._active.items() if any(tiers))
+        answered = {verb for verb, tiers in self._active.items() if any(tiers)}
+        if "jobEnqueued" in answered and not release.admission_follows_vote:
+            answered.add("jobEnqueueable")  # the vote is where admissions are accounted
+        self._answered = frozenset(answered)
         self._counters: dict[tuple[str, str, str], Any] = {}
 
     # --- bookkeeping -------------------------------------------------------------------------
 
-    def active_names(self, hook: str) -> list[str]:
-        return [slot.name for tier in self._active[hook] for slot in tier]
+    def active_plugins(self) -> dict[str, list[str]]:
+        """Per verb, the plugins that take part, in the order they are asked."""
+        return {
+            verb: [slot.name for tier in tiers for slot in tier]
+            for verb, tiers in self._active.items()
+        }
 
-    def implements(self, hook: str) -> bool:
-        """Whether any plugin answers ``hook`` (otherwise the answer is neutral)."""
-        return hook in self._implemented
+    def answers(self, point: ExtensionPoint) -> bool:
+        """Whether any plugin takes part in ``point`` (otherwise the answer is neutral)."""
+        return point.verb in self._answered
 
-    def _record(self, slot: Slot, hook: str, outcome: str) -> None:
+    def _record(self, slot: Slot, point: ExtensionPoint, outcome: str) -> None:
         if self.metrics is None:
             return
-        key = (slot.name, hook, outcome)
+        key = (slot.name, point.verb, outcome)
         child = self._counters.get(key)
         if child is None:
-            child = self.metrics.decisions.labels(slot.name, HOOK_VERB[hook], outcome)
+            child = self.metrics.decisions.labels(slot.name, point.verb, outcome)
             self._counters[key] = child
         child.inc()
 
-    def _call(self, slot: Slot, hook: str, fn: Callable[..., _T], *args: Any) -> _T:
+    def _call(self, slot: Slot, point: ExtensionPoint, *args: Any) -> Any:
         try:
-            return fn(*args)
+            return getattr(slot.plugin, point.hook)(*args)
         except Exception as exc:
             if self.metrics is not None:
-                self.metrics.plugin_errors.labels(slot.name, HOOK_VERB[hook]).inc()
-            raise PluginFailure(slot.name, HOOK_VERB[hook], exc) from exc
+                self.metrics.plugin_errors.labels(slot.name, point.verb).inc()
+            raise PluginFailure(slot.name, point.verb, exc) from exc
 
-    # --- extension points ----------------------------------------------------------------------
+    # --- combination rules, one method per :class:`~plugins.api.extension_points.Rule` -----
 
-    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    def first_failure(
+        self, point: ExtensionPoint, task: TaskInfo, node: NodeInfo
+    ) -> FitError | None:
         """``Session.PredicateFn``: the first failure, in tier and plugin order."""
-        for tier in self._active["predicate"]:
+        for tier in self._active[point.verb]:
             for slot in tier:
-                error = self._call(slot, "predicate", slot.plugin.predicate, task, node)
+                error: FitError | None = self._call(slot, point, task, node)
                 if error is not None:
-                    self._record(slot, "predicate", "fail")
+                    self._record(slot, point, "fail")
                     return error
-                self._record(slot, "predicate", "pass")
+                self._record(slot, point, "pass")
         return None
 
-    def node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
+    def score_sum(
+        self, point: ExtensionPoint, task: TaskInfo, nodes: Sequence[NodeInfo]
+    ) -> dict[str, float]:
         """``Session.BatchNodeOrderFn``: every plugin's scores added per node."""
         total: dict[str, float] = {}
-        for tier in self._active["node_order"]:
+        for tier in self._active[point.verb]:
             for slot in tier:
-                scores = self._call(slot, "node_order", slot.plugin.node_order, task, nodes)
+                scores = self._call(slot, point, task, nodes)
                 for node, score in scores.items():
                     if not math.isfinite(score):
                         raise PluginFailure(
-                            slot.name, "prioritize", ValueError(f"score {score} for {node}")
+                            slot.name, point.verb, ValueError(f"score {score} for {node}")
                         )
                     total[node] = total.get(node, 0.0) + score
-                self._record(slot, "node_order", "scored")
+                self._record(slot, point, "scored")
         return total
 
-    def evictable(
-        self, hook: str, evictor: TaskInfo, evictees: Sequence[TaskInfo]
+    def victims(
+        self, point: ExtensionPoint, evictor: TaskInfo, evictees: Sequence[TaskInfo]
     ) -> EvictDecision:
         """``Session.Preemptable`` / ``Session.Reclaimable``."""
         victims: list[TaskInfo] | None = None
         blocked = False
-        for tier in self._active[hook]:
+        for tier in self._active[point.verb]:
             for slot in tier:
-                method = getattr(slot.plugin, hook)
-                candidates, vote = self._call(slot, hook, method, evictor, evictees)
+                candidates, vote = self._call(slot, point, evictor, evictees)
                 if vote == Vote.ABSTAIN:
-                    self._record(slot, hook, "abstain")
+                    self._record(slot, point, "abstain")
                     continue
                 if len(candidates) == 0:
-                    self._record(slot, hook, "none")
+                    self._record(slot, point, "none")
                     victims = None
                     blocked = True
                     break  # an empty list with a vote ends this tier; the next one is tried
-                self._record(slot, hook, "victims")
+                self._record(slot, point, "victims")
                 if victims is None:
                     victims = list(candidates)
                 else:
@@ -212,65 +199,76 @@ class Framework:
                 return EvictDecision(victims, True)
         return EvictDecision([], blocked)
 
-    def job_enqueueable(self, job: JobInfo) -> Vote:
+    def vote(self, point: ExtensionPoint, job: JobInfo) -> Vote:
         """``Session.JobEnqueueable``: a Reject ends everything; a tier with a Permit ends the
-        vote after that tier; all abstaining leaves the decision to Volcano's other plugins."""
-        for tier in self._active["job_enqueueable"]:
+        vote after that tier; all abstaining leaves the decision to Volcano's other plugins.
+
+        Volcano's enqueue action admits the job exactly when the vote is not a Reject and then
+        calls ``JobEnqueued``. Releases whose extender has no jobEnqueued verb (before 1.16)
+        never tell Caldera, so the framework tells the plugins itself, here."""
+        decision = self._vote(point, job)
+        if decision != Vote.REJECT and not self.release.admission_follows_vote:
+            self.notify(ENQUEUED, job)
+        return decision
+
+    def _vote(self, point: ExtensionPoint, job: JobInfo) -> Vote:
+        for tier in self._active[point.verb]:
             permitted = False
             for slot in tier:
-                vote = self._call(slot, "job_enqueueable", slot.plugin.job_enqueueable, job)
+                vote = self._call(slot, point, job)
                 if vote < 0:
-                    self._record(slot, "job_enqueueable", "reject")
+                    self._record(slot, point, "reject")
                     return Vote.REJECT
                 if vote > 0:
-                    self._record(slot, "job_enqueueable", "permit")
+                    self._record(slot, point, "permit")
                     permitted = True
                 else:
-                    self._record(slot, "job_enqueueable", "abstain")
+                    self._record(slot, point, "abstain")
             if permitted:
                 return Vote.PERMIT
         return Vote.ABSTAIN
 
-    def job_enqueued(self, job: JobInfo) -> None:
-        for tier in self._active["job_enqueued"]:
+    def notify(self, point: ExtensionPoint, job: JobInfo) -> None:
+        """``Session.JobEnqueued``: every plugin, in order."""
+        for tier in self._active[point.verb]:
             for slot in tier:
-                self._call(slot, "job_enqueued", slot.plugin.job_enqueued, job)
-                self._record(slot, "job_enqueued", "called")
+                self._call(slot, point, job)
+                self._record(slot, point, "called")
 
-    def overused(self, queue: QueueInfo) -> bool:
+    def any_true(self, point: ExtensionPoint, queue: QueueInfo) -> bool:
         """``Session.Overused``: OR, the first true wins."""
-        for tier in self._active["overused"]:
+        for tier in self._active[point.verb]:
             for slot in tier:
-                if self._call(slot, "overused", slot.plugin.overused, queue):
-                    self._record(slot, "overused", "overused")
+                if self._call(slot, point, queue):
+                    self._record(slot, point, "overused")
                     return True
-                self._record(slot, "overused", "ok")
+                self._record(slot, point, "ok")
         return False
 
-    def job_ready(self, job: JobInfo) -> bool:
+    def all_true(self, point: ExtensionPoint, job: JobInfo) -> bool:
         """``Session.JobReady``: AND, the first false wins; true when nobody objects."""
-        for tier in self._active["job_ready"]:
+        for tier in self._active[point.verb]:
             for slot in tier:
-                if not self._call(slot, "job_ready", slot.plugin.job_ready, job):
-                    self._record(slot, "job_ready", "not_ready")
+                if not self._call(slot, point, job):
+                    self._record(slot, point, "not_ready")
                     return False
-                self._record(slot, "job_ready", "ready")
+                self._record(slot, point, "ready")
         return True
 
-    def event(self, hook: str, task: TaskInfo) -> str:
+    def event(self, point: ExtensionPoint, task: TaskInfo) -> str:
         """allocate / deallocate: every handler in order; the first error message."""
         first = ""
-        for tier in self._active[hook]:
+        for tier in self._active[point.verb]:
             for slot in tier:
-                message = self._call(slot, hook, getattr(slot.plugin, hook), task)
+                message = self._call(slot, point, task)
                 if message:
-                    self._record(slot, hook, "error")
+                    self._record(slot, point, "error")
                     first = first or message
                 else:
-                    self._record(slot, hook, "ok")
+                    self._record(slot, point, "ok")
         return first
 
     def close(self) -> None:
         for tier in self.tiers:
             for slot in tier:
-                self._call(slot, "on_session_close", slot.plugin.on_session_close)
+                self._call(slot, CLOSE)

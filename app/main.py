@@ -98,7 +98,7 @@ def create_app(config: CalderaConfig) -> FastAPI:
                 started.append(background)
             logger.info(
                 "serving Volcano %s dialect with plugins: %s",
-                config.version_string,
+                config.release.name,
                 ", ".join(o.name for o in config.plugin_options()) or "none",
             )
             yield

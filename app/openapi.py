@@ -1,7 +1,7 @@
 """The OpenAPI description of the extender verbs.
 
 Bodies are decoded with msgspec, not through FastAPI's pydantic parameters, so their schemas are
-generated from the ``schemas/`` structs and attached by hand. ``openapi/openapi.json`` is the
+generated from the ``schemas/`` structs named in the extension-point table and attached here. ``openapi/openapi.json`` is the
 checked-in copy of ``caldera openapi``; a test fails when the two differ.
 """
 
@@ -11,44 +11,17 @@ from typing import Any
 
 import msgspec
 
-from schemas import requests as rq
+from plugins.api.extension_points import EXTENSION_POINTS, ExtensionPoint
 from schemas import responses as rs
 
 REF = "#/components/schemas/{name}"
 
-VERB_BODIES: dict[str, tuple[type[Any], list[type[Any]], str]] = {
-    "onSessionOpen": (rq.OnSessionOpenRequest, [rs.Empty],
-                      "Open a session: the whole-cluster snapshot. Builds fresh plugin instances."),
-    "onSessionClose": (rq.OnSessionCloseRequest, [rs.Empty], "End the open session."),
-    "predicate": (rq.PredicateRequest,
-                  [rs.PredicateResponse, rs.PredicateResponseV18, rs.PredicateResponseV16],
-                  "Does the task fit the node? First failure of the hosted plugins. The answer's"
-                  " shape follows volcanoVersion: {status, code} (1.10+), {status: [{Code,"
-                  " Reason}]} (1.8–1.9), {errorMessage} (1.6–1.7)."),
-    "prioritize": (rq.PrioritizeRequest, [rs.PrioritizeResponse],
-                   "Score candidate nodes: the hosted plugins' scores summed per node."),
-    "preemptable": (rq.EvictRequest, [rs.EvictResponse],
-                    "Which evictees may be preempted; victims are echoed exactly as received."),
-    "reclaimable": (rq.EvictRequest, [rs.EvictResponse],
-                    "Which evictees may be reclaimed; victims are echoed exactly as received."),
-    "jobEnqueueable": (rq.JobRequest, [rs.JobEnqueueableResponse],
-                       "May the job be enqueued: 1 permit, 0 abstain, -1 reject."),
-    "jobEnqueued": (rq.JobRequest, [rs.Empty], "The job was enqueued (Volcano 1.16+)."),
-    "queueOverused": (rq.QueueOverusedRequest, [rs.QueueOverusedResponse],
-                      "Is the queue overused (true skips it)."),
-    "jobReady": (rq.JobRequest, [rs.JobReadyResponse], "Is the job ready to be committed."),
-    "allocate": (rq.EventHandlerRequest, [rs.EventHandlerResponse],
-                 "A task was allocated; an error message rolls the allocation back."),
-    "deallocate": (rq.EventHandlerRequest, [rs.EventHandlerResponse],
-                   "A task was deallocated or evicted."),
-}  # fmt: skip
-
 
 def components() -> dict[str, Any]:
     kinds: list[type[Any]] = [rs.ErrorResponse]
-    for request, answers, _ in VERB_BODIES.values():
-        kinds.append(request)
-        kinds.extend(answers)
+    for point in EXTENSION_POINTS:
+        kinds.append(point.request)
+        kinds.extend(point.answers)
     _, comps = msgspec.json.schema_components(kinds, ref_template=REF)
     return dict(sorted(comps.items()))
 
@@ -66,20 +39,20 @@ def _error(description: str) -> dict[str, Any]:
 
 def verb_paths() -> dict[str, Any]:
     """The OpenAPI path items of the verbs (their routes are plain ASGI endpoints)."""
-    return {f"/{verb}": {"post": verb_operation(verb)} for verb in VERB_BODIES}
+    return {f"/{point.verb}": {"post": verb_operation(point)} for point in EXTENSION_POINTS}
 
 
-def verb_operation(verb: str) -> dict[str, Any]:
-    request, answers, summary = VERB_BODIES[verb]
+def verb_operation(point: ExtensionPoint) -> dict[str, Any]:
+    answers, summary = point.answers, point.summary
     answer_schema = _ref(answers[0]) if len(answers) == 1 else {"oneOf": [_ref(a) for a in answers]}
     return {
         "tags": ["extender"],
         "summary": summary.split(":")[0].split(".")[0],
         "description": summary,
-        "operationId": verb,
+        "operationId": point.verb,
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": _ref(request)}},
+            "content": {"application/json": {"schema": _ref(point.request)}},
         },
         "responses": {
             "200": {

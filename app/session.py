@@ -16,13 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from app.config import CalderaConfig
-from app.framework import HOOK_VERB, Framework, PluginFailure, Slot
+from app.errors import PluginFailure
+from app.framework import Framework, Slot
 from app.metrics import Metrics
-from plugins.api import registry
-from plugins.api.arguments import Arguments, warn_once
+from plugins.api.arguments import warn_once
 from plugins.api.base import Background, Session, utc_now
-from plugins.api.extension_points import PLUGIN_HOOKS as HOOKS
-from plugins.api.release import Release
 from plugins.support.resources import total_allocatable
 from schemas.requests import OnSessionOpenRequest
 
@@ -55,12 +53,8 @@ class OpenSession:
                 "namespaces": len(self.ssn.namespace_info),
                 "tasks": sum(len(job.Tasks or ()) for job in self.ssn.jobs.values()),
             },
-            "activePlugins": active_plugins(self.framework),
+            "activePlugins": self.framework.active_plugins(),
         }
-
-
-def active_plugins(framework: Framework) -> dict[str, list[str]]:
-    return {HOOK_VERB[hook]: framework.active_names(hook) for hook in HOOKS}
 
 
 class SessionManager:
@@ -79,9 +73,8 @@ class SessionManager:
         self.clock = clock
         self.current: OpenSession | None = None
         self._opened = 0
-        self.sessionless = self._build(
-            Session(release=Release.of(config.volcanoVersion), now=clock, clamped=self._clamped),
-            snapshot=False,
+        self.without_snapshot = self._build(
+            Session(release=config.release, now=clock, clamped=self._clamped), snapshot=False
         )
 
     def _clamped(self, plugin: str, resource: str) -> None:
@@ -96,25 +89,18 @@ class SessionManager:
     def _build(self, ssn: Session, snapshot: bool) -> Framework:
         """Fresh plugin instances for every tier entry, opened in tier order (skipping the
         snapshot-bound ones when there is no snapshot)."""
-        tiers: list[list[Slot]] = []
-        for t, tier in enumerate(self.config.tiers):
-            slots: list[Slot] = []
-            for i, option in enumerate(tier.plugins):
-                cls = registry.get(option.name)
-                if cls is None:  # validated at load time; uninstalled since is still an error
-                    raise PluginFailure(option.name, "onSessionOpen", LookupError("not installed"))
-                if cls.needs_snapshot and not snapshot:
-                    continue
-                arguments = Arguments(option.arguments, plugin=option.name, flags=option.flags)
-                try:
-                    plugin = cls(arguments, self.backgrounds.get((t, i)))
-                    plugin.on_session_open(ssn)
-                except Exception as exc:
-                    raise PluginFailure(option.name, "onSessionOpen", exc) from exc
-                # Asked after opening: some plugins register hooks per Volcano release.
-                slots.append(Slot(option, plugin, plugin.hooks()))
-            tiers.append(slots)
-        return Framework(tiers, self.metrics)
+        tiers: list[list[Slot]] = [[] for _ in self.config.tiers]
+        for entry in self.config.entries:
+            if entry.cls.needs_snapshot and not snapshot:
+                continue
+            try:
+                plugin = entry.cls(entry.arguments, self.backgrounds.get((entry.tier, entry.index)))
+                plugin.on_session_open(ssn)
+            except Exception as exc:
+                raise PluginFailure(entry.name, "onSessionOpen", exc) from exc
+            # Asked after opening: some plugins register hooks per Volcano release.
+            tiers[entry.tier].append(Slot(entry.option, plugin, plugin.hooks()))
+        return Framework(tiers, self.config.release, self.metrics)
 
     def open(self, request: OnSessionOpenRequest) -> OpenSession:
         """Replace the open session with one built from ``request``."""
@@ -126,7 +112,7 @@ class SessionManager:
             namespace_info=request.NamespaceInfo or {},
             total_resource=total_allocatable(nodes),
             has_snapshot=True,
-            release=Release.of(self.config.volcanoVersion),
+            release=self.config.release,
             now=self.clock,
             clamped=self._clamped,
         )
@@ -159,5 +145,5 @@ class SessionManager:
         """The framework a verb should use now, and whether a session is open."""
         current = self.current
         if current is None:
-            return self.sessionless, False
+            return self.without_snapshot, False
         return current.framework, True

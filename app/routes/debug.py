@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from app.responses import json_response
-from app.session import active_plugins
+from app.routes.json import json_response
 
 router = APIRouter(tags=["operations"])
 
@@ -19,14 +18,14 @@ async def debug_session(request: Request) -> Response:
         return json_response(
             {
                 "open": False,
-                "volcanoVersion": request.app.state.config.version_string,
-                "activePluginsWithoutSession": active_plugins(sessions.sessionless),
+                "volcanoVersion": request.app.state.config.release.name,
+                "activePluginsWithoutSession": sessions.without_snapshot.active_plugins(),
             }
         )
     return json_response(
         {
             "open": True,
-            "volcanoVersion": request.app.state.config.version_string,
+            "volcanoVersion": request.app.state.config.release.name,
             **current.describe(),
         }
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from app.responses import json_response
+from app.routes.json import json_response
 
 router = APIRouter(tags=["operations"])
 
@@ -28,7 +28,7 @@ async def readyz(request: Request) -> Response:
         ready = ready and ok
     body = {
         "status": "ready" if ready else "not ready",
-        "volcanoVersion": state.config.version_string,
+        "volcanoVersion": state.config.release.name,
         "plugins": [option.name for option in state.config.plugin_options()],
         "backgrounds": backgrounds,
     }

@@ -33,7 +33,7 @@ class Rule(enum.StrEnum):
     """onSessionClose: end it (``CloseSession``)."""
     FIRST_FAILURE = "first_failure"
     """``PredicateFn``: the first plugin that rejects decides."""
-    SUM = "sum"
+    SCORE_SUM = "score_sum"
     """``BatchNodeOrderFn``: scores added per node."""
     VICTIMS = "victims"
     """``Preemptable``/``Reclaimable``: per-tier intersection of the victims by UID."""
@@ -41,9 +41,9 @@ class Rule(enum.StrEnum):
     """``JobEnqueueable``: Reject ends the vote, a tier with a Permit ends it after that tier."""
     NOTIFY = "notify"
     """``JobEnqueued``: every plugin is told."""
-    ANY = "any"
+    ANY_TRUE = "any_true"
     """``Overused``: true when one plugin says so."""
-    ALL = "all"
+    ALL_TRUE = "all_true"
     """``JobReady``: true unless one plugin says no."""
     EVENT = "event"
     """``EventHandler``: every handler in order; the first error message."""
@@ -124,7 +124,7 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
            " Reason}]} (1.8–1.9), {errorMessage} (1.6–1.7)."),
     _point("prioritize", "node_order", "BatchNodeOrderFn", "enableNodeOrder", (1, 6),
            rq.PrioritizeRequest, rq.PrioritizeEnvelope, (rs.PrioritizeResponse,),
-           _encode(rs.PrioritizeResponse(nodeScore={})), Rule.SUM,
+           _encode(rs.PrioritizeResponse(nodeScore={})), Rule.SCORE_SUM,
            "Score candidate nodes: the hosted plugins' scores summed per node."),
     _point("preemptable", "preemptable", "PreemptableFn", "enablePreemptable", (1, 6),
            rq.EvictRequest, rq.EvictEnvelope, (rs.EvictResponse,),
@@ -143,11 +143,11 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
            "The job was enqueued (Volcano 1.16+)."),
     _point("queueOverused", "overused", "OverusedFn", "enabledOverused", (1, 6),
            rq.QueueOverusedRequest, rq.QueueEnvelope, (rs.QueueOverusedResponse,),
-           _encode(rs.QueueOverusedResponse(overused=False)), Rule.ANY,
+           _encode(rs.QueueOverusedResponse(overused=False)), Rule.ANY_TRUE,
            "Is the queue overused (true skips it)."),
     _point("jobReady", "job_ready", "JobReadyFn", "enableJobReady", (1, 7),
            rq.JobRequest, rq.JobEnvelope, (rs.JobReadyResponse,),
-           _encode(rs.JobReadyResponse(status=True)), Rule.ALL,
+           _encode(rs.JobReadyResponse(status=True)), Rule.ALL_TRUE,
            "Is the job ready to be committed."),
     _point("allocate", "allocate", "EventHandler.AllocateFunc", None, (1, 13),
            rq.EventHandlerRequest, rq.EventHandlerEnvelope, (rs.EventHandlerResponse,),

@@ -52,7 +52,7 @@ T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
 
 
-class ConfigError(Exception):
+class KubeconfigError(Exception):
     """The cluster connection cannot be configured (missing env, unreadable kubeconfig…)."""
 
 
@@ -92,7 +92,7 @@ class ClusterConfig:
             try:
                 token = Path(self.token_file).read_text().strip()
             except OSError as exc:
-                raise ConfigError(f"cannot read token file {self.token_file}: {exc}") from exc
+                raise KubeconfigError(f"cannot read token file {self.token_file}: {exc}") from exc
         return {"Authorization": f"Bearer {token}"} if token else {}
 
 
@@ -104,7 +104,7 @@ def in_cluster_config(
     host = env.get("KUBERNETES_SERVICE_HOST", "")
     port = env.get("KUBERNETES_SERVICE_PORT", "")
     if not host or not port:
-        raise ConfigError(
+        raise KubeconfigError(
             "not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT"
             " must be set (or give the plugin a kubeconfig)"
         )
@@ -113,13 +113,13 @@ def in_cluster_config(
     sa = Path(service_account_dir)
     token_file = sa / "token"
     if not token_file.is_file():
-        raise ConfigError(f"service account token {token_file} is missing")
+        raise KubeconfigError(f"service account token {token_file} is missing")
     context = ssl.create_default_context()
     ca_file = sa / "ca.crt"
     try:
         context.load_verify_locations(cafile=str(ca_file))
     except (OSError, ssl.SSLError) as exc:
-        raise ConfigError(f"cannot load the cluster CA {ca_file}: {exc}") from exc
+        raise KubeconfigError(f"cannot load the cluster CA {ca_file}: {exc}") from exc
     return ClusterConfig(
         server=f"https://{host}:{port}",
         ssl_context=context,
@@ -133,7 +133,7 @@ def _named(entries: Any, name: str, what: str, path: str) -> dict[str, Any]:
         if isinstance(entry, dict) and entry.get("name") == name:
             body = entry.get(what)
             return body if isinstance(body, dict) else {}
-    raise ConfigError(f"kubeconfig {path}: {what} {name!r} not found")
+    raise KubeconfigError(f"kubeconfig {path}: {what} {name!r} not found")
 
 
 def _load_client_cert(
@@ -160,12 +160,12 @@ def kubeconfig_config(path: str) -> ClusterConfig:
     try:
         doc = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read kubeconfig {path}: {exc}") from exc
+        raise KubeconfigError(f"cannot read kubeconfig {path}: {exc}") from exc
     if not isinstance(doc, dict):
-        raise ConfigError(f"kubeconfig {path} is not a mapping")
+        raise KubeconfigError(f"kubeconfig {path} is not a mapping")
     context_name = doc.get("current-context")
     if not context_name:
-        raise ConfigError(f"kubeconfig {path} has no current-context")
+        raise KubeconfigError(f"kubeconfig {path} has no current-context")
     ctx = _named(doc.get("contexts"), context_name, "context", path)
     cluster = _named(doc.get("clusters"), ctx.get("cluster", ""), "cluster", path)
     user = _named(doc.get("users"), ctx.get("user", ""), "user", path) if ctx.get("user") else {}
@@ -178,11 +178,11 @@ def kubeconfig_config(path: str) -> ClusterConfig:
         try:
             return base64.b64decode(value) if isinstance(value, str) and value else b""
         except ValueError as exc:
-            raise ConfigError(f"kubeconfig {path}: bad base64 data: {exc}") from exc
+            raise KubeconfigError(f"kubeconfig {path}: bad base64 data: {exc}") from exc
 
     server = cluster.get("server")
     if not isinstance(server, str) or not server:
-        raise ConfigError(f"kubeconfig {path}: cluster has no server")
+        raise KubeconfigError(f"kubeconfig {path}: cluster has no server")
     server = server.rstrip("/")
     context: ssl.SSLContext | None = None
     if server.startswith("https://"):
@@ -202,7 +202,7 @@ def kubeconfig_config(path: str) -> ClusterConfig:
             if (cert_file or cert_data) and (key_file or key_data):
                 _load_client_cert(context, cert_file, key_file, cert_data, key_data)
         except (OSError, ssl.SSLError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"kubeconfig {path}: TLS setup failed: {exc}") from exc
+            raise KubeconfigError(f"kubeconfig {path}: TLS setup failed: {exc}") from exc
     if "exec" in user or "auth-provider" in user:
         logger.warning(
             "kubeconfig %s: exec and auth-provider credentials are not supported; "

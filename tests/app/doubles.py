@@ -9,6 +9,7 @@ from app.config import PluginOption
 from app.framework import Framework, Slot
 from plugins.api.arguments import Arguments
 from plugins.api.base import EvictResult, FitError, Plugin, Vote
+from plugins.api.release import Release
 from schemas.api import JobInfo, NodeInfo, QueueInfo, TaskInfo
 
 
@@ -111,10 +112,16 @@ class Raises(Plugin):
         raise ZeroDivisionError("boom")
 
 
+SENDS_JOB_ENQUEUED = Release(1, 16)
+
+
 def framework(
     *tiers: Sequence[tuple[str, Plugin] | tuple[str, Plugin, dict[str, bool]]],
+    release: Release = SENDS_JOB_ENQUEUED,
 ) -> Framework:
-    """Tiers of (plugin name, instance[, flags]); each name must be unique unless testing that."""
+    """Tiers of (plugin name, instance[, flags]); each name must be unique unless testing that.
+    The release defaults to one whose Volcano sends jobEnqueued itself, so the rules are seen
+    alone."""
     built = []
     for tier in tiers:
         slots = []
@@ -124,4 +131,4 @@ def framework(
             option = PluginOption(name=name, flags=flags)
             slots.append(Slot(option, plugin, plugin.hooks()))
         built.append(slots)
-    return Framework(built)
+    return Framework(built, release)

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.body import BadLength, BodyTooLarge, Disconnected, read_body
+from app.body import read_body
+from app.errors import BadLength, BodyTooLarge, Disconnected
 
 
 def scope(length: int | None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from app.config import (
     DEFAULT_MAX_REQUEST_BYTES,
     FLAG_DEFAULTS,
     ConfigError,
-    Effective,
+    effective_config,
     load_config,
     load_config_text,
 )
@@ -159,7 +159,7 @@ def test_null_arguments_are_empty() -> None:
 
 def test_effective_configuration_spells_out_defaults() -> None:
     config = load("tiers: [{plugins: [{name: sla, enablePreemptable: false}]}]")
-    effective = Effective(config).as_dict()
+    effective = effective_config(config)
     entry = effective["tiers"][0]["plugins"][0]
     assert entry["enablePreemptable"] is False and entry["enableJobEnqueued"] is True
     assert effective["volcanoVersion"] == "1.16"

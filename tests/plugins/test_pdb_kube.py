@@ -29,7 +29,7 @@ from plugins.api.base import Session, Vote
 from plugins.pdb import PDB_PATH, KubePdbSource, PdbPlugin
 from plugins.support.kube import (
     Backoff,
-    ConfigError,
+    KubeconfigError,
     in_cluster_config,
     kubeconfig_config,
 )
@@ -595,13 +595,13 @@ def test_kubeconfig_relative_paths_and_token_file(tmp_path: Path) -> None:
 def test_kubeconfig_errors(tmp_path: Path, doc: str, message: str) -> None:
     path = tmp_path / "kc"
     path.write_text(doc)
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(KubeconfigError, match=message):
         kubeconfig_config(str(path))
 
 
 def test_in_cluster_config_needs_the_environment(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="KUBERNETES_SERVICE_HOST"):
+    with pytest.raises(KubeconfigError, match="KUBERNETES_SERVICE_HOST"):
         in_cluster_config({}, str(tmp_path))
     env = {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
-    with pytest.raises(ConfigError, match="token"):
+    with pytest.raises(KubeconfigError, match="token"):
         in_cluster_config(env, str(tmp_path))

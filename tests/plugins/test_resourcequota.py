@@ -15,6 +15,7 @@ from app.config import PluginOption
 from app.framework import Framework, Slot
 from plugins.api.arguments import Arguments
 from plugins.api.base import Plugin, Session, Vote
+from plugins.api.extension_points import BY_VERB
 from plugins.api.release import Release
 from plugins.resourcequota import (
     ResourceQuotaPlugin,
@@ -124,13 +125,18 @@ class RejecterPlugin(Plugin):
         pass
 
 
-def enqueue(tier: Sequence[Plugin], job: JobInfo) -> bool:
+RELEASE_1_16 = Release(1, 16)
+
+
+def enqueue(tier: Sequence[Plugin], job: JobInfo, release: Release = RELEASE_1_16) -> bool:
     """Volcano's enqueue action over one tier, through Caldera's own framework: the vote, then
-    JobEnqueued on every plugin when the job is not rejected."""
-    framework = Framework([[Slot(PluginOption(name=p.name), p, p.hooks()) for p in tier]])
-    if framework.job_enqueueable(job) == Vote.REJECT:
+    JobEnqueued on every plugin when the job is not rejected (a jobEnqueued call from 1.16; the
+    framework's own step inside the vote before)."""
+    framework = Framework([[Slot(PluginOption(name=p.name), p, p.hooks()) for p in tier]], release)
+    if framework.vote(BY_VERB["jobEnqueueable"], job) == Vote.REJECT:
         return False
-    framework.job_enqueued(job)
+    if release.admission_follows_vote:
+        framework.notify(BY_VERB["jobEnqueued"], job)
     return True
 
 
@@ -153,8 +159,8 @@ def test_before_1_16_a_co_tier_reject_still_consumes_quota() -> None:
     tier = [open_plugin(ssn), RejecterPlugin("pgA")]
     pg_a = make_job("pgA", RES_1CPU, namespace="ns1", phase="Pending")
     pg_b = make_job("pgB", RES_1CPU, namespace="ns1", phase="Pending")
-    assert enqueue(tier, pg_a) is False
-    assert enqueue(tier, pg_b) is False
+    assert enqueue(tier, pg_a, ssn.release) is False
+    assert enqueue(tier, pg_b, ssn.release) is False
 
 
 # --- accounting within and across sessions ----------------------------------------------------

@@ -1,4 +1,4 @@
-"""Small JSON response helper for the operator endpoints."""
+"""The JSON response of the operator endpoints (the verbs send their own bytes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire dialects per Volcano release (protocol reference §3)."""
+"""Wire shapes and verbs per Volcano release (protocol reference §3)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from app.dialect import Dialect
+from app.wire import encode_predicate
 from plugins.api.base import FitError, StatusCode
+from plugins.api.release import Release
 from tests.examples import example_json
 
 REJECT = FitError("GPU model not allowed for this job", StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE)
@@ -26,30 +27,30 @@ REJECT = FitError("GPU model not allowed for this job", StatusCode.UNSCHEDULABLE
     ],
 )
 def test_predicate_pass_matches_examples(version: tuple[int, int], example_dir: str) -> None:
-    encoded = json.loads(Dialect(version).encode_predicate(None))
+    encoded = json.loads(encode_predicate(Release.of(version), None))
     assert encoded == example_json(example_dir, "predicate.response.pass.json")
 
 
 def test_predicate_reject_shapes() -> None:
-    assert json.loads(Dialect((1, 16)).encode_predicate(REJECT)) == {
+    assert json.loads(encode_predicate(Release.of((1, 16)), REJECT)) == {
         "status": REJECT.reason,
         "code": 3,
     }
-    assert json.loads(Dialect((1, 9)).encode_predicate(REJECT)) == example_json(
+    assert json.loads(encode_predicate(Release.of((1, 9)), REJECT)) == example_json(
         "v1.9", "predicate.response.reject.json"
     )
-    assert json.loads(Dialect((1, 7)).encode_predicate(FitError("GPU model not allowed"))) == (
+    assert json.loads(encode_predicate(Release.of((1, 7)), FitError("GPU model not allowed"))) == (
         example_json("v1.6-v1.7", "predicate.response.reject.json")
     )
 
 
 def test_success_code_with_message_is_sent_as_error_and_empty_reason_still_rejects() -> None:
-    assert json.loads(Dialect((1, 16)).encode_predicate(FitError("x", StatusCode.SUCCESS))) == {
+    assert json.loads(encode_predicate(Release.of((1, 16)), FitError("x", StatusCode.SUCCESS))) == {
         "status": "x",
         "code": 1,
     }
-    assert json.loads(Dialect((1, 16)).encode_predicate(FitError("")))["status"] != ""
-    v18 = json.loads(Dialect((1, 8)).encode_predicate(FitError("", StatusCode.SUCCESS)))
+    assert json.loads(encode_predicate(Release.of((1, 16)), FitError("")))["status"] != ""
+    v18 = json.loads(encode_predicate(Release.of((1, 8)), FitError("", StatusCode.SUCCESS)))
     assert v18["status"][0]["Code"] == 1 and v18["status"][0]["Reason"]
 
 
@@ -66,10 +67,12 @@ def test_success_code_with_message_is_sent_as_error_and_empty_reason_still_rejec
     ],
 )
 def test_verbs_per_release(version, job_ready, events, enqueued, legacy) -> None:
-    dialect = Dialect(version)
-    assert dialect.has_verb("jobReady") is job_ready
-    assert dialect.has_verb("allocate") is events and dialect.has_verb("deallocate") is events
-    assert dialect.has_managed_resources is events
-    assert dialect.has_verb("jobEnqueued") is enqueued
-    assert dialect.legacy_reclaimable_path is legacy
-    assert dialect.has_verb("predicate") and dialect.has_verb("jobEnqueueable")
+    release = Release.of(version)
+    assert release.has_verb("jobReady") is job_ready
+    assert release.has_verb("allocate") is events and release.has_verb("deallocate") is events
+    assert release.has_managed_resources is events
+    assert release.has_verb("jobEnqueued") is enqueued
+    assert release.admission_follows_vote is enqueued
+    assert release.shares_reclaimable_path is legacy
+    assert release.has_verb("predicate") and release.has_verb("jobEnqueueable")
+    assert not release.has_verb("noSuchVerb")

@@ -1,0 +1,83 @@
+"""The plugin API's contract: which hooks a plugin takes part in, per-node scoring, the verbs a
+plugin requires, and the one table every verb is derived from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import ClassVar
+
+import pytest
+
+from app.cli import needed_verbs
+from app.config import ConfigError, load_config_text
+from plugins.api import registry
+from plugins.api.arguments import Arguments
+from plugins.api.base import Plugin, implemented_hooks
+from plugins.api.extension_points import BY_HOOK, EXTENSION_POINTS, PLUGIN_HOOKS, Rule
+from schemas.api import NodeInfo, TaskInfo
+
+
+class ScoresOneNode(Plugin):
+    name: ClassVar[str] = "scores-one-node"
+
+    def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        return float(len(node.Name))
+
+
+class KeepsEventState(Plugin):
+    name: ClassVar[str] = "keeps-event-state"
+    requires_verbs: ClassVar[tuple[str, ...]] = ("allocate", "deallocate")
+
+    def allocate(self, task: TaskInfo) -> str | None:
+        return None
+
+
+@pytest.fixture
+def installed() -> Iterator[None]:
+    added = {cls.name: cls for cls in (ScoresOneNode, KeepsEventState)}
+    registry.names()  # discover the built-in plugins first
+    registry._registry.update(added)
+    yield
+    for name in added:
+        registry._registry.pop(name, None)
+
+
+def test_node_score_alone_takes_part_in_prioritize_and_is_batched() -> None:
+    plugin = ScoresOneNode(Arguments())
+    assert implemented_hooks(ScoresOneNode) == {"node_order"}
+    scores = plugin.node_order(TaskInfo(), [NodeInfo(Name="ab"), NodeInfo(Name="abcd")])
+    assert scores == {"ab": 2.0, "abcd": 4.0}
+
+
+def test_a_plugin_needing_verbs_its_release_cannot_send_is_a_configuration_error(
+    installed: None,
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config_text(
+            'volcanoVersion: "1.12"\ntiers: [{plugins: [{name: keeps-event-state}]}]', "c.yaml"
+        )
+    assert info.value.path == "tiers[0].plugins[0].name"
+    assert "allocate, deallocate" in info.value.problem and "1.12" in info.value.problem
+
+
+def test_volcano_config_always_lists_the_required_verbs(installed: None) -> None:
+    config = load_config_text(
+        'volcanoVersion: "1.15"\ntiers: [{plugins: [{name: keeps-event-state}]}]', "c.yaml"
+    )
+    verbs, _ = needed_verbs(config)
+    assert verbs == ["allocate", "deallocate"]  # deallocate is not implemented, but required
+
+
+def test_every_plugin_hook_is_a_method_of_the_base_class() -> None:
+    for hook in PLUGIN_HOOKS:
+        assert callable(getattr(Plugin, hook))
+    assert set(BY_HOOK) - set(PLUGIN_HOOKS) == {"on_session_open", "on_session_close"}
+
+
+def test_the_table_is_consistent() -> None:
+    verbs = [point.verb for point in EXTENSION_POINTS]
+    assert len(verbs) == len(set(verbs)) == 12
+    for point in EXTENSION_POINTS:
+        assert point.argument.startswith("extender.") and point.argument.endswith("Verb")
+        assert (point.neutral is None) == (point.rule is Rule.FIRST_FAILURE)
+        assert point.since >= (1, 6)
