@@ -14,14 +14,14 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
-from plugins.pdb import (
+from plugins.pdb import PdbPlugin
+from plugins.support.labels import label_selector_as_selector
+from plugins.support.pdb_sources import (
     FilePdbSource,
     KubePdbSource,
     MisconfiguredPdbSource,
-    PdbPlugin,
     PdbSource,
     StaticPdbSource,
-    label_selector_as_selector,
     parse_pdb_file,
 )
 from schemas.api import TaskInfo

@@ -26,13 +26,14 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
-from plugins.pdb import PDB_PATH, KubePdbSource, PdbPlugin
+from plugins.pdb import PdbPlugin
 from plugins.support.kube import (
     Backoff,
     KubeconfigError,
     in_cluster_config,
     kubeconfig_config,
 )
+from plugins.support.pdb_sources import PDB_PATH, KubePdbSource
 from schemas.api import TaskInfo
 from schemas.k8s import ObjectMeta, Pod
 

@@ -1,0 +1,96 @@
+"""PodDisruptionBudget arithmetic of Volcano's pdb plugin (``pdbFilterFn`` of
+``pkg/scheduler/plugins/pdb/pdb.go``): budgets compiled once when they arrive, then consumed per
+call in the order the candidate victims come.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from plugins.support.labels import Selector, SelectorError, label_selector_as_selector
+from schemas.api import TaskInfo
+from schemas.k8s import PodDisruptionBudget
+
+logger = logging.getLogger("caldera.plugins.pdb")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CompiledPdb:
+    """A PDB that can apply to some pod: its selector converted once, when it arrives.
+
+    Compared by identity: the filter keys its per-call budgets by the object itself.
+    """
+
+    namespace: str
+    name: str
+    selector: Selector
+    disruptions_allowed: int
+    disrupted_pods: frozenset[str]
+
+
+def compile_pdb(pdb: PodDisruptionBudget) -> CompiledPdb | None:
+    """None for a PDB the filter would always skip (invalid or empty selector)."""
+    meta = pdb.metadata
+    namespace = meta.namespace if meta else ""
+    name = meta.name if meta else ""
+    try:
+        selector = label_selector_as_selector(pdb.spec.selector if pdb.spec else None)
+    except SelectorError as exc:
+        logger.warning("PodDisruptionBudget %s/%s is ignored: %s", namespace, name, exc)
+        return None
+    if selector.empty() or selector.nothing:  # Nothing() is never Matched either
+        return None
+    status = pdb.status
+    return CompiledPdb(
+        namespace=namespace,
+        name=name,
+        selector=selector,
+        disruptions_allowed=status.disruptionsAllowed if status else 0,
+        disrupted_pods=frozenset(status.disruptedPods or ()) if status else frozenset(),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PdbSnapshot:
+    """An immutable view of the budgets, swapped in whole whenever they change."""
+
+    by_namespace: Mapping[str, tuple[CompiledPdb, ...]]
+    count: int
+    """How many PDB objects the source holds (including those that can never apply)."""
+
+    @classmethod
+    def build(cls, compiled: Iterable[CompiledPdb | None]) -> PdbSnapshot:
+        by_namespace: dict[str, list[CompiledPdb]] = {}
+        count = 0
+        for pdb in compiled:
+            count += 1
+            if pdb is not None:
+                by_namespace.setdefault(pdb.namespace, []).append(pdb)
+        return cls({ns: tuple(pdbs) for ns, pdbs in by_namespace.items()}, count)
+
+    @classmethod
+    def of(cls, pdbs: Iterable[PodDisruptionBudget]) -> PdbSnapshot:
+        return cls.build(compile_pdb(pdb) for pdb in pdbs)
+
+
+def pdb_filter(tasks: Sequence[TaskInfo], snapshot: PdbSnapshot) -> list[TaskInfo]:
+    """``pdbFilterFn``: the tasks that may be evicted, in input order."""
+    budgets: dict[CompiledPdb, int] = {}  # only the PDBs this call touches; fresh every call
+    victims: list[TaskInfo] = []
+    for task in tasks:
+        meta = task.Pod.metadata if task.Pod is not None else None
+        if meta is None or not meta.labels:
+            continue  # upstream: "a pod with no labels will not match any PDB" (never a victim)
+        violated = False
+        for pdb in snapshot.by_namespace.get(meta.namespace or task.Namespace, ()):
+            if not pdb.selector.matches(meta.labels) or meta.name in pdb.disrupted_pods:
+                continue  # an already disrupted pod was counted by the disruption controller
+            left = budgets.get(pdb, pdb.disruptions_allowed) - 1
+            budgets[pdb] = left
+            if left < 0:
+                violated = True  # keep going: every matching budget is consumed
+        if not violated:
+            victims.append(task)
+    return victims
