@@ -32,11 +32,9 @@ from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Plugin
 from plugins.api.options import FLAG_DEFAULTS
-from plugins.api.release import Release
+from plugins.api.release import NEWEST_STABLE_VERSION, SUPPORTED_VERSIONS, Release
 
 DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024
-SUPPORTED_VERSIONS = tuple((1, minor) for minor in range(6, 17))
-NEWEST_VERSION = SUPPORTED_VERSIONS[-1]
 EMBEDDED_CONFIG_NAME = "default_config.yaml"
 
 
@@ -74,7 +72,7 @@ class Tier(BaseModel):
 class CalderaConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    volcanoVersion: tuple[int, int] = NEWEST_VERSION
+    volcanoVersion: tuple[int, int] = NEWEST_STABLE_VERSION
     managedResources: list[str] = Field(default_factory=list)
     maxRequestBytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
     tiers: list[Tier] = Field(default_factory=list)

@@ -24,6 +24,7 @@ from app.framework import Framework
 from app.gcpolicy import SnapshotGC
 from app.managed import is_interested
 from app.metrics import Metrics
+from app.release_watch import ReleaseWatch
 from app.session import SessionManager
 from app.wire import encode_predicate
 from plugins.api.base import Vote
@@ -109,6 +110,10 @@ class Extender:
         self.managed = frozenset(config.managedResources)
         self.snapshot_gc = SnapshotGC()
         self.snapshot_bound = any(entry.cls.needs_snapshot for entry in config.entries)
+        self.release_watch = ReleaseWatch(self.release, metrics)
+        self._unsendable = frozenset(
+            point.verb for point in EXTENSION_POINTS if not self.release.has_verb(point.verb)
+        )
         self._neutral = {
             point.verb: point.neutral
             if point.neutral is not None
@@ -131,6 +136,8 @@ class Extender:
 
     def handle(self, verb: str, body: Body) -> bytes:
         """Answer ``verb``; raises a :class:`~app.errors.CalderaError` when it cannot."""
+        if verb in self._unsendable:
+            self.release_watch.check_verb(verb)
         answer = self._handlers[verb](body)
         if len(answer) > MAX_RESPONSE_BYTES:
             raise AnswerError(
@@ -164,6 +171,7 @@ class Extender:
         with self.snapshot_gc.building():
             request = _DECODERS[point.request](body)
             self.sessions.open(request)
+        self.release_watch.check_session(body, request)
         return EMPTY
 
     def close(self, point: ExtensionPoint, body: Body) -> bytes:

@@ -63,6 +63,13 @@ class Metrics:
             ["plugin", "resource"],
             registry=r,
         )
+        self.release_mismatch = Counter(
+            "caldera_release_mismatch_total",
+            "Evidence that the calling Volcano release is not the configured volcanoVersion,"
+            " per signal (a verb it cannot send, a payload shape or field of another release).",
+            ["signal"],
+            registry=r,
+        )
         self.sessionless = Counter(
             "caldera_verbs_without_session_total",
             "Verbs answered with no open session (snapshot-bound plugins abstained).",

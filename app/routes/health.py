@@ -31,5 +31,6 @@ async def readyz(request: Request) -> Response:
         "volcanoVersion": state.config.release.name,
         "plugins": [option.name for option in state.config.plugin_options()],
         "backgrounds": backgrounds,
+        "releaseMismatch": dict(state.extender.release_watch.evidence),
     }
     return json_response(body, status_code=200 if ready else 503)

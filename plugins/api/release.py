@@ -83,5 +83,17 @@ class Release:
         exactly when Volcano's enqueue action admits the job and calls ``JobEnqueued`` in-tree."""
         return self.has_verb("jobEnqueued")
 
+    @property
+    def is_stable(self) -> bool:
+        """Whether this release has a stable (non-alpha) tag."""
+        return self.version <= NEWEST_STABLE_VERSION
+
     def __str__(self) -> str:
         return self.name
+
+
+SUPPORTED_VERSIONS: tuple[tuple[int, int], ...] = tuple((1, minor) for minor in range(6, 17))
+"""The extender protocol exists from 1.6; 1.16 exists only as alpha tags (v1.16.0-alpha.0/1)."""
+NEWEST_STABLE_VERSION = (1, 15)
+"""The release assumed when ``volcanoVersion`` is not set: the newest stable one (v1.15.1).
+Alpha releases are served only when named explicitly."""

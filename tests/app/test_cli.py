@@ -32,7 +32,7 @@ def test_check_config_prints_effective_configuration(tmp_path: Path, capsys) -> 
     assert "warning: plugin overcommit: argument 'overcommit-factor'" in out
     effective = yaml.safe_load(out)
     assert effective["tiers"][0]["plugins"][0]["enableJobEnqueued"] is True
-    assert effective["volcanoVersion"] == "1.16"
+    assert effective["volcanoVersion"] == "1.15"
 
 
 def test_check_config_error_exits_2_naming_file_and_key(tmp_path: Path, capsys) -> None:
@@ -135,3 +135,19 @@ def test_volcano_config_follows_release_specific_hooks(tmp_path: Path, capsys) -
     assert {k for k in old["arguments"] if k.endswith("Verb")} == {"extender.preemptableVerb"}
     new, _ = entry(tmp_path, capsys, 'volcanoVersion: "1.12"\ntiers: [{plugins: [{name: cdp}]}]')
     assert "extender.reclaimableVerb" in new["arguments"]
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("tiers: []", "volcanoVersion is not set: assuming Volcano 1.15"),
+        ('volcanoVersion: "1.16"', "volcanoVersion 1.16 is an alpha release"),
+        ('volcanoVersion: "1.12"', "volcanoVersion 1.12: it decides"),
+    ],
+    ids=["default", "alpha", "named"],
+)
+def test_check_config_says_which_release_is_assumed(
+    tmp_path: Path, capsys, text: str, said: str
+) -> None:
+    assert main(["check-config", write(tmp_path, text)]) == 0
+    assert said in capsys.readouterr().out

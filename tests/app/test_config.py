@@ -162,4 +162,4 @@ def test_effective_configuration_spells_out_defaults() -> None:
     effective = effective_config(config)
     entry = effective["tiers"][0]["plugins"][0]
     assert entry["enablePreemptable"] is False and entry["enableJobEnqueued"] is True
-    assert effective["volcanoVersion"] == "1.16"
+    assert effective["volcanoVersion"] == "1.15"
