@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from app import shared_path
-from app.config import CalderaConfig, ConfigError, effective_config, load_config
+from app.config import CalderaConfig, ConfigError, effective_config, load_config, release_note
 from app.session import SessionManager
 from app.settings import Settings
 from plugins.api.arguments import Arguments
@@ -98,25 +98,6 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         print(f"# warning: {warning}")
     print(yaml.safe_dump(effective_config(config), sort_keys=False), end="")
     return 0
-
-
-def release_note(config: CalderaConfig) -> str:
-    """Which Volcano release the answers follow, and why it matters."""
-    release = config.release
-    why = (
-        "it decides the predicate answer's shape, which verbs exist (jobEnqueued only from"
-        " 1.16: before it Caldera accounts admissions when it answers jobEnqueueable) and"
-        " per-release plugin behaviour; a mismatch is logged and counted in"
-        " caldera_release_mismatch_total"
-    )
-    if "volcanoVersion" not in config.model_fields_set:
-        return (
-            f"volcanoVersion is not set: assuming Volcano {release}, the newest stable release;"
-            f" set it to the release you run, because {why}"
-        )
-    if not release.is_stable:
-        return f"volcanoVersion {release} is an alpha release of Volcano; {why}"
-    return f"volcanoVersion {release}: {why}"
 
 
 def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:

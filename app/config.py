@@ -281,6 +281,25 @@ def embedded_config_text() -> str:
     return files("app").joinpath(EMBEDDED_CONFIG_NAME).read_text(encoding="utf-8")
 
 
+def release_note(config: CalderaConfig) -> str:
+    """Which Volcano release the answers follow, and why it matters."""
+    release = config.release
+    why = (
+        "it decides the predicate answer's shape, which verbs exist (jobEnqueued only from"
+        " 1.16: before it Caldera accounts admissions when it answers jobEnqueueable) and"
+        " per-release plugin behaviour; a mismatch is logged and counted in"
+        " caldera_release_mismatch_total"
+    )
+    if "volcanoVersion" not in config.model_fields_set:
+        return (
+            f"volcanoVersion is not set: assuming Volcano {release}, the newest stable release;"
+            f" set it to the release you run, because {why}"
+        )
+    if not release.is_stable:
+        return f"volcanoVersion {release} is an alpha release of Volcano; {why}"
+    return f"volcanoVersion {release}: {why}"
+
+
 def effective_config(config: CalderaConfig) -> dict[str, Any]:
     """The configuration with every default spelled out, for ``check-config``."""
     return {

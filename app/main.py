@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import __version__
-from app.config import CalderaConfig
+from app.config import CalderaConfig, release_note
 from app.extender import Extender
 from app.logs import request_id
 from app.metrics import Metrics
@@ -97,8 +97,9 @@ def create_app(config: CalderaConfig) -> FastAPI:
                 await background.start()
                 started.append(background)
             logger.info(
-                "serving Volcano %s dialect with plugins: %s",
+                "serving Volcano %s (%s) with plugins: %s",
                 config.release.name,
+                release_note(config),
                 ", ".join(o.name for o in config.plugin_options()) or "none",
             )
             yield

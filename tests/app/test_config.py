@@ -22,7 +22,8 @@ def load(text: str):
 
 def test_embedded_default_is_valid() -> None:
     config = load_config(None)
-    assert config.volcanoVersion == (1, 16)
+    assert config.volcanoVersion == (1, 15)
+    assert "volcanoVersion" not in config.model_fields_set  # assumed, not pinned
     assert config.maxRequestBytes == DEFAULT_MAX_REQUEST_BYTES
 
 
