@@ -16,7 +16,6 @@ from app import shared_path
 from app.config import CalderaConfig, ConfigError, effective_config, load_config, release_note
 from app.session import SessionManager
 from app.settings import Settings
-from plugins.api.arguments import Arguments
 from plugins.api.extension_points import BY_VERB, VERBS
 from schemas.requests import OnSessionOpenRequest
 
@@ -78,12 +77,11 @@ def argument_warnings(config: CalderaConfig) -> list[str]:
     """Build each plugin once so the argument getters report what Volcano would warn about."""
     warnings: list[str] = []
     for entry in config.entries:
-        arguments = Arguments(entry.option.arguments, entry.name, entry.option.flags)
         try:
-            entry.cls(arguments, None)
+            entry.cls(entry.arguments, None)
         except Exception as exc:
             warnings.append(f"plugin {entry.name}: building it failed: {exc}")
-        warnings.extend(arguments.warnings)
+        warnings.extend(entry.arguments.warnings)
     return warnings
 
 

@@ -68,7 +68,9 @@ class Arguments(Mapping[str, Any]):
             f"plugin {self.plugin or '?'}: argument {key!r} = {value!r} is not a valid {kind};"
             " keeping the default, as Volcano does"
         )
-        self.warnings.append(message)
+        # The same Arguments serve every session's instance: remember each problem once.
+        if message not in self.warnings:
+            self.warnings.append(message)
         warn_once(logger, message)
 
     def get_int(self, key: str, default: int) -> int:

@@ -99,3 +99,10 @@ def test_rejections_are_recorded_as_warnings() -> None:
     arguments = Arguments({"k": "x"}, plugin="sla")
     arguments.get_int("k", 1)
     assert arguments.warnings and "plugin sla" in arguments.warnings[0]
+
+
+def test_a_problem_is_remembered_once_however_many_sessions_read_it() -> None:
+    arguments = Arguments({"weight": "heavy"}, plugin="p")
+    for _ in range(3):  # one plugin instance per session, all reading the same entry
+        assert arguments.get_int("weight", 1) == 1
+    assert len(arguments.warnings) == 1
