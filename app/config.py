@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -72,14 +72,16 @@ class Tier(BaseModel):
 class CalderaConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    volcanoVersion: tuple[int, int] = NEWEST_STABLE_VERSION
+    volcanoVersion: tuple[int, int] | Literal["auto"] = NEWEST_STABLE_VERSION
     managedResources: list[str] = Field(default_factory=list)
     maxRequestBytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
     tiers: list[Tier] = Field(default_factory=list)
 
     @field_validator("volcanoVersion", mode="before")
     @classmethod
-    def _parse_version(cls, value: Any) -> tuple[int, int]:
+    def _parse_version(cls, value: Any) -> tuple[int, int] | Literal["auto"]:
+        if value == "auto":
+            return "auto"
         return parse_volcano_version(value)
 
     @field_validator("managedResources", mode="before")
@@ -94,7 +96,14 @@ class CalderaConfig(BaseModel):
     @cached_property
     def release(self) -> Release:
         """The Volcano release calling us, built once."""
+        if self.volcanoVersion == "auto":
+            return Release.of(NEWEST_STABLE_VERSION)  # until the first onSessionOpen says
         return Release.of(self.volcanoVersion)
+
+    @property
+    def infers_release(self) -> bool:
+        """``volcanoVersion: auto``: the release is inferred from what Volcano sends."""
+        return self.volcanoVersion == "auto"
 
     def plugin_options(self) -> list[PluginOption]:
         return [option for tier in self.tiers for option in tier.plugins]
@@ -150,7 +159,9 @@ def parse_volcano_version(value: Any) -> tuple[int, int]:
         raise ValueError(f'must be a string such as "1.15", not {value!r}')
     match = _VERSION.match(value.strip())
     if match is None:
-        raise ValueError(f'{value!r} is not a Volcano release such as "1.15" or "v1.15.1"')
+        raise ValueError(
+            f'{value!r} is not a Volcano release such as "1.15" or "v1.15.1" (or "auto")'
+        )
     version = (int(match[1]), int(match[2]))
     if version not in SUPPORTED_VERSIONS:
         raise ValueError(
@@ -290,6 +301,13 @@ def release_note(config: CalderaConfig) -> str:
         " per-release plugin behaviour; a mismatch is logged and counted in"
         " caldera_release_mismatch_total"
     )
+    if config.infers_release:
+        return (
+            f"volcanoVersion is auto: Caldera infers the release from the first onSessionOpen"
+            f" body and the verbs it receives (until then it answers as {release}); where the"
+            f" payload cannot tell two releases apart it follows the older one. A convenience:"
+            f" set the release you run, because {why}"
+        )
     if "volcanoVersion" not in config.model_fields_set:
         return (
             f"volcanoVersion is not set: assuming Volcano {release}, the newest stable release;"
@@ -303,7 +321,7 @@ def release_note(config: CalderaConfig) -> str:
 def effective_config(config: CalderaConfig) -> dict[str, Any]:
     """The configuration with every default spelled out, for ``check-config``."""
     return {
-        "volcanoVersion": config.release.name,
+        "volcanoVersion": "auto" if config.infers_release else config.release.name,
         "managedResources": list(config.managedResources),
         "maxRequestBytes": config.maxRequestBytes,
         "tiers": [

@@ -29,6 +29,7 @@ from app.session import SessionManager
 from app.wire import encode_predicate
 from plugins.api.base import Vote
 from plugins.api.extension_points import BY_VERB, EXTENSION_POINTS, ExtensionPoint
+from plugins.api.release import Release
 from schemas.api import TaskInfo
 from schemas.requests import (
     EventHandlerRequest,
@@ -104,41 +105,39 @@ class Extender:
         self, config: CalderaConfig, sessions: SessionManager, metrics: Metrics | None = None
     ) -> None:
         self.config = config
-        self.release = config.release
         self.sessions = sessions
         self.metrics = metrics
         self.managed = frozenset(config.managedResources)
         self.snapshot_gc = SnapshotGC()
         self.snapshot_bound = any(entry.cls.needs_snapshot for entry in config.entries)
-        self.release_watch = ReleaseWatch(self.release, metrics)
-        self._unsendable = frozenset(
-            point.verb for point in EXTENSION_POINTS if not self.release.has_verb(point.verb)
-        )
-        self._neutral = {
-            point.verb: point.neutral
-            if point.neutral is not None
-            else encode_predicate(self.release, None)
-            for point in EXTENSION_POINTS
-        }
+        self.release_watch = ReleaseWatch(config.release, metrics, infer=config.infers_release)
+        self._neutral = {point.verb: point.neutral or b"" for point in EXTENSION_POINTS}
         self._handlers: dict[str, Handler] = {
             point.verb: functools.partial(getattr(self, point.rule.value), point)
             for point in EXTENSION_POINTS
         }
-        if self.release.shares_reclaimable_path:
-            self._handlers["reclaimable"] = self.shared_reclaimable_path
+
+    @property
+    def release(self) -> Release:
+        """The release answered as: configured, or inferred with ``volcanoVersion: auto``."""
+        return self.sessions.release
 
     def routes(self) -> dict[str, str]:
-        """URL path to verb: one per verb, plus the bare prefix for 1.6–1.7."""
+        """URL path to verb: one per verb, plus the bare prefix for 1.6–1.7 (and ``auto``)."""
         paths = {f"/{point.verb}": point.verb for point in EXTENSION_POINTS}
-        if self.release.shares_reclaimable_path:
+        if self.release.shares_reclaimable_path or self.config.infers_release:
             paths[shared_path.BARE_PREFIX] = "reclaimable"
         return paths
 
     def handle(self, verb: str, body: Body) -> bytes:
         """Answer ``verb``; raises a :class:`~app.errors.CalderaError` when it cannot."""
-        if verb in self._unsendable:
-            self.release_watch.check_verb(verb)
-        answer = self._handlers[verb](body)
+        release = self.release
+        if not release.has_verb(verb):
+            self.sessions.set_release(self.release_watch.check_verb(verb))
+        if verb == "reclaimable" and release.shares_reclaimable_path:
+            answer = self.shared_reclaimable_path(body)
+        else:
+            answer = self._handlers[verb](body)
         if len(answer) > MAX_RESPONSE_BYTES:
             raise AnswerError(
                 f"the {verb} answer is {len(answer)} bytes; Volcano reads at most"
@@ -170,8 +169,8 @@ class Extender:
         request: OnSessionOpenRequest
         with self.snapshot_gc.building():
             request = _DECODERS[point.request](body)
+            self.sessions.set_release(self.release_watch.check_session(body, request))
             self.sessions.open(request)
-        self.release_watch.check_session(body, request)
         return EMPTY
 
     def close(self, point: ExtensionPoint, body: Body) -> bytes:
@@ -182,10 +181,10 @@ class Extender:
     def first_failure(self, point: ExtensionPoint, body: Body) -> bytes:
         framework = self._answering(point, body)
         if framework is None:
-            return self._neutral[point.verb]
+            return encode_predicate(self.release, None)
         request: PredicateRequest = _DECODERS[point.request](body)
         if not self._interested(request.task):
-            return self._neutral[point.verb]
+            return encode_predicate(self.release, None)
         error = framework.first_failure(point, request.task, request.node)
         return encode_predicate(self.release, error)
 

@@ -1,4 +1,5 @@
-"""Noticing when what arrives contradicts the configured ``volcanoVersion``.
+"""Noticing when what arrives contradicts the configured ``volcanoVersion`` — or, with
+``volcanoVersion: auto``, inferring the release from it.
 
 The release decides answers, not only the wire shape: configured for 1.16, overcommit and
 resourcequota wait for jobEnqueued calls that a 1.15 scheduler never sends, and admit more than
@@ -6,7 +7,9 @@ the in-tree plugins would. So Caldera watches for evidence of another release an
 an error log line once per session and signal, ``caldera_release_mismatch_total{signal}``, and
 the latest evidence in ``/readyz``. It keeps answering as configured.
 
-Each signal is one row: what was seen, and which releases it proves.
+Each signal is one row: what was seen, and which releases it proves. With ``auto`` the same rows
+are bounds: every key, shape and verb narrows the releases that could have sent the body, and
+Caldera follows the oldest of them (the older behaviour, said in the log and ``/debug/session``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import logging
 from dataclasses import dataclass, field
 
 from app.metrics import Metrics
-from plugins.api.release import Release
+from plugins.api.extension_points import BY_VERB
+from plugins.api.release import SUPPORTED_VERSIONS, Release
 from schemas.requests import OnSessionOpenRequest
 
 logger = logging.getLogger("caldera.release")
@@ -36,6 +40,7 @@ class TaskField:
 TASK_FIELDS: tuple[TaskField, ...] = (
     TaskField("PodAnnotations", (1, 16)),
     TaskField("DRAResreq", (1, 15)),
+    TaskField("JobAllocatedHyperNode", (1, 12)),
     TaskField("TaskRole", (1, 10)),
 )
 """Protocol reference §3.4: fields added to ``TaskInfo`` by a release (never removed since)."""
@@ -48,18 +53,27 @@ PROBE_WINDOW = 256 << 10
 first task is within it in any cluster that has one. Searching 75 MiB would cost tens of ms."""
 
 
-def task_fields_signals(body: bytes | bytearray, release: Release) -> list[tuple[str, str]]:
-    """Signals from the keys of the first task in ``body``: a key the configured release cannot
-    write, or a key it always writes that is missing."""
+def first_task_keys(body: bytes | bytearray) -> frozenset[str] | None:
+    """Which of :data:`TASK_FIELDS` the first task in ``body`` carries; None when the start of
+    the body holds no task."""
     window = bytes(body[:PROBE_WINDOW])
     start = window.find(TASK_MARKER)
     if start < 0:
-        return []
+        return None
     # The keys of one TaskInfo surround its Resreq; look at a stretch around it.
     task = window[max(0, start - 4096) : start + 16384]
+    return frozenset(spec.key for spec in TASK_FIELDS if spec.needle in task)
+
+
+def task_fields_signals(body: bytes | bytearray, release: Release) -> list[tuple[str, str]]:
+    """Signals from the keys of the first task in ``body``: a key the configured release cannot
+    write, or a key it always writes that is missing."""
+    keys = first_task_keys(body)
+    if keys is None:
+        return []
     found: list[tuple[str, str]] = []
     for spec in TASK_FIELDS:
-        present = spec.needle in task
+        present = spec.key in keys
         expected = release.at_least(*spec.since)
         if present and not expected:
             found.append(
@@ -78,6 +92,70 @@ def task_fields_signals(body: bytes | bytearray, release: Release) -> list[tuple
                 )
             )
     return found
+
+
+def nested_objects(request: OnSessionOpenRequest) -> bool | None:
+    """Whether PodGroup and Queue objects come in the 1.14+ ``metadata/spec/status`` shape
+    (False: the flattened shape of 1.13 and before; None: no object to tell)."""
+    for job in (request.Jobs or {}).values():
+        pg = job.PodGroup
+        if pg is not None and (pg.Spec is not None or pg.metadata.name):
+            return pg.Spec is None
+    for queue in (request.Queues or {}).values():
+        q = queue.Queue
+        if q is not None and (q.Spec is not None or q.metadata.name):
+            return q.Spec is None
+    return None
+
+
+def node_capacity_key(request: OnSessionOpenRequest) -> str | None:
+    """``Capability`` (1.6–1.7) or ``Capacity`` (1.8 on): what the nodes' capacity is called."""
+    for node in (request.Nodes or {}).values():
+        if node.Capability is not None:
+            return "Capability"
+        if node.Capacity is not None:
+            return "Capacity"
+    return None
+
+
+def _older(version: tuple[int, int]) -> tuple[int, int]:
+    return (version[0], version[1] - 1)
+
+
+def infer_release(
+    body: bytes | bytearray, request: OnSessionOpenRequest
+) -> tuple[tuple[int, int], tuple[int, int], list[str]] | None:
+    """The oldest and newest release that could have sent this snapshot, and the evidence;
+    None when the snapshot holds nothing that tells (no task, node, PodGroup or Queue)."""
+    low, high = SUPPORTED_VERSIONS[0], SUPPORTED_VERSIONS[-1]
+    evidence: list[str] = []
+    keys = first_task_keys(body)
+    if keys is not None:
+        for spec in TASK_FIELDS:
+            if spec.key in keys:
+                low = max(low, spec.since)
+                evidence.append(f"tasks carry {spec.key}")
+            else:
+                high = min(high, _older(spec.since))
+    nested = nested_objects(request)
+    if nested is not None:
+        if nested:
+            low = max(low, (1, 14))
+        else:
+            high = min(high, (1, 13))
+        evidence.append("PodGroup/Queue " + ("nested" if nested else "flattened"))
+    capacity = node_capacity_key(request)
+    if capacity == "Capability":
+        high = min(high, (1, 7))
+    elif capacity == "Capacity":
+        low = max(low, (1, 8))
+    if capacity is not None:
+        evidence.append(f"nodes carry {capacity}")
+    if not evidence:
+        return None
+    if low > high:  # contradictory evidence: trust the newest thing seen
+        high = low
+    return low, high, evidence
 
 
 def object_shape_signals(request: OnSessionOpenRequest, release: Release) -> list[tuple[str, str]]:
@@ -130,13 +208,18 @@ def verb_signal(verb: str, release: Release) -> tuple[str, str] | None:
 
 @dataclass
 class ReleaseWatch:
-    """Collects the signals, logs each once per session, counts every one."""
+    """Collects the signals, logs each once per session, counts every one. With ``infer`` it
+    infers the release instead, and reports what it inferred."""
 
     release: Release
     metrics: Metrics | None = None
+    infer: bool = False
     evidence: dict[str, str] = field(default_factory=dict)
     """The latest detail per signal, for ``/readyz``."""
+    inferred: str = ""
+    """With ``infer``: what the release was inferred from, for ``/debug/session``."""
     _logged: set[str] = field(default_factory=set)
+    _verb_floor: tuple[int, int] = SUPPORTED_VERSIONS[0]
 
     def new_session(self) -> None:
         self._logged.clear()
@@ -155,14 +238,53 @@ class ReleaseWatch:
                 self.release,
             )
 
-    def check_session(self, body: bytes | bytearray, request: OnSessionOpenRequest) -> None:
+    def check_session(self, body: bytes | bytearray, request: OnSessionOpenRequest) -> Release:
+        """Look at a new session's snapshot; returns the release to answer it as."""
         self.new_session()
+        if self.infer:
+            return self._infer(body, request)
         for signal, detail in task_fields_signals(body, self.release):
             self.report(signal, detail)
         for signal, detail in object_shape_signals(request, self.release):
             self.report(signal, detail)
+        return self.release
 
-    def check_verb(self, verb: str) -> None:
+    def check_verb(self, verb: str) -> Release:
+        """Look at a call of ``verb``; returns the release to answer it as."""
+        if self.release.has_verb(verb):
+            return self.release
+        since = BY_VERB[verb].since
+        if self.infer:
+            # The open session's plugins keep their release; the wire follows at once.
+            self._verb_floor = max(self._verb_floor, since)
+            self._adopt(
+                Release.of(since), f"Volcano sent {verb}, which exists from {since[0]}.{since[1]}"
+            )
+            return self.release
         found = verb_signal(verb, self.release)
         if found is not None:
             self.report(*found)
+        return self.release
+
+    def _infer(self, body: bytes | bytearray, request: OnSessionOpenRequest) -> Release:
+        found = infer_release(body, request)
+        if found is None:
+            return self.release  # an empty snapshot tells nothing: keep what was known
+        low, high, evidence = found
+        low = max(low, self._verb_floor)  # a verb seen earlier may prove more (allocate: 1.13)
+        high = max(high, low)
+        why = ", ".join(evidence)
+        if low != high:
+            why += (
+                f"; Volcano {low[0]}.{low[1]} to {high[0]}.{high[1]} send the same shape, so"
+                f" Caldera follows the oldest, {low[0]}.{low[1]}"
+            )
+        self._adopt(Release.of(low), why)
+        return self.release
+
+    def _adopt(self, release: Release, why: str) -> None:
+        changed = release != self.release or not self.inferred
+        self.release = release
+        self.inferred = why
+        if changed:
+            logger.info("volcanoVersion auto: answering as Volcano %s (%s)", release, why)

@@ -21,6 +21,7 @@ from app.framework import Framework, Slot
 from app.metrics import Metrics
 from plugins.api.arguments import warn_once
 from plugins.api.base import Background, Session, utc_now
+from plugins.api.release import Release
 from plugins.support.resources import total_allocatable
 from schemas.requests import OnSessionOpenRequest
 
@@ -71,11 +72,21 @@ class SessionManager:
         self.metrics = metrics
         self.backgrounds = dict(backgrounds or {})
         self.clock = clock
+        self.release = config.release
+        """The release sessions are built for: the configured one, or the inferred one."""
         self.current: OpenSession | None = None
         self._opened = 0
-        self.without_snapshot = self._build(
-            Session(release=config.release, now=clock, clamped=self._clamped), snapshot=False
-        )
+        self.without_snapshot = self._build_without_snapshot()
+
+    def _build_without_snapshot(self) -> Framework:
+        ssn = Session(release=self.release, now=self.clock, clamped=self._clamped)
+        return self._build(ssn, snapshot=False)
+
+    def set_release(self, release: Release) -> None:
+        """Build the next sessions for ``release`` (``volcanoVersion: auto``)."""
+        if release != self.release:
+            self.release = release
+            self.without_snapshot = self._build_without_snapshot()
 
     def _clamped(self, plugin: str, resource: str) -> None:
         warn_once(
@@ -100,7 +111,7 @@ class SessionManager:
                 raise PluginFailure(entry.name, "onSessionOpen", exc) from exc
             # Asked after opening: some plugins register hooks per Volcano release.
             tiers[entry.tier].append(Slot(entry.option, plugin, plugin.hooks()))
-        return Framework(tiers, self.config.release, self.metrics)
+        return Framework(tiers, self.release, self.metrics)
 
     def open(self, request: OnSessionOpenRequest) -> OpenSession:
         """Replace the open session with one built from ``request``."""
@@ -112,7 +123,7 @@ class SessionManager:
             namespace_info=request.NamespaceInfo or {},
             total_resource=total_allocatable(nodes),
             has_snapshot=True,
-            release=self.config.release,
+            release=self.release,
             now=self.clock,
             clamped=self._clamped,
         )

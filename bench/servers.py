@@ -178,6 +178,8 @@ def go_server(binary: Path, log: Path) -> Server:
     return Server("go", cmd, port, log, env={"GOMAXPROCS": "1"})
 
 
+# The workloads are Volcano HEAD-shaped (TaskInfo carries PodAnnotations): 1.16 is the release
+# that sends them, and naming it keeps the release watch quiet.
 JOB_PLUGINS = ["priority", "conformance", "sla", "overcommit", "resourcequota", "cdp"]
 
 
@@ -188,10 +190,10 @@ def caldera_configs(tmp: Path, cmd_prefix: list[str] | None = None) -> tuple[Pat
     plugins = "\n".join(f"    - name: {p}" for p in JOB_PLUGINS)
     full = tmp / "caldera-jobplugins.yaml"
     full.write_text(
-        'volcanoVersion: "1.15"\nmaxRequestBytes: 536870912\ntiers:\n- plugins:\n' + plugins + "\n"
+        'volcanoVersion: "1.16"\nmaxRequestBytes: 536870912\ntiers:\n- plugins:\n' + plugins + "\n"
     )
     bare = tmp / "caldera-bare.yaml"
-    bare.write_text('volcanoVersion: "1.15"\nmaxRequestBytes: 536870912\ntiers: []\n')
+    bare.write_text('volcanoVersion: "1.16"\nmaxRequestBytes: 536870912\ntiers: []\n')
     base = cmd_prefix or ["uv", "run", "--no-sync", "caldera"]
     p = subprocess.run([*base, "check-config", str(full)], cwd=REPO, capture_output=True, text=True)
     if p.returncode == 0:

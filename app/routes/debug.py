@@ -12,20 +12,20 @@ router = APIRouter(tags=["operations"])
 
 @router.get("/debug/session", summary="The open session: age, snapshot counts, active plugins")
 async def debug_session(request: Request) -> Response:
-    sessions = request.app.state.sessions
+    state = request.app.state
+    sessions = state.sessions
+    release: dict[str, object] = {"volcanoVersion": sessions.release.name}
+    if state.config.infers_release:
+        release["volcanoVersionInferredFrom"] = (
+            state.extender.release_watch.inferred or "nothing yet (no onSessionOpen seen)"
+        )
     current = sessions.current
     if current is None:
         return json_response(
             {
                 "open": False,
-                "volcanoVersion": request.app.state.config.release.name,
+                **release,
                 "activePluginsWithoutSession": sessions.without_snapshot.active_plugins(),
             }
         )
-    return json_response(
-        {
-            "open": True,
-            "volcanoVersion": request.app.state.config.release.name,
-            **current.describe(),
-        }
-    )
+    return json_response({"open": True, **release, **current.describe()})

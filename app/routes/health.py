@@ -28,7 +28,7 @@ async def readyz(request: Request) -> Response:
         ready = ready and ok
     body = {
         "status": "ready" if ready else "not ready",
-        "volcanoVersion": state.config.release.name,
+        "volcanoVersion": state.sessions.release.name,
         "plugins": [option.name for option in state.config.plugin_options()],
         "backgrounds": backgrounds,
         "releaseMismatch": dict(state.extender.release_watch.evidence),

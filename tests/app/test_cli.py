@@ -143,8 +143,9 @@ def test_volcano_config_follows_release_specific_hooks(tmp_path: Path, capsys) -
         ("tiers: []", "volcanoVersion is not set: assuming Volcano 1.15"),
         ('volcanoVersion: "1.16"', "volcanoVersion 1.16 is an alpha release"),
         ('volcanoVersion: "1.12"', "volcanoVersion 1.12: it decides"),
+        ("volcanoVersion: auto", "volcanoVersion is auto: Caldera infers the release"),
     ],
-    ids=["default", "alpha", "named"],
+    ids=["default", "alpha", "named", "auto"],
 )
 def test_check_config_says_which_release_is_assumed(
     tmp_path: Path, capsys, text: str, said: str

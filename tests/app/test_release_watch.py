@@ -84,3 +84,62 @@ def test_a_release_that_has_the_verb_reports_nothing() -> None:
     job = (FIXTURES / "volcano-1.15" / "jobEnqueueable.request.json").read_bytes()
     ext.handle("jobEnqueued", job)
     assert signals(metrics) == {}
+
+
+# --- volcanoVersion: auto -----------------------------------------------------------------------
+
+
+def auto_extender() -> Extender:
+    config = load_config_text(
+        "volcanoVersion: auto\ntiers: [{plugins: [{name: overcommit}]}]", "t.yaml"
+    )
+    return Extender(config, SessionManager(config), None)
+
+
+@pytest.mark.parametrize(
+    ("body", "inferred", "said"),
+    [
+        (CAPTURED_1_15, "1.15", "tasks carry DRAResreq"),
+        (example_bytes("head", "onSessionOpen.request.json"), "1.16", "PodAnnotations"),
+        (example_bytes("v1.9", "onSessionOpen.request.json"), "1.8", "follows the oldest, 1.8"),
+    ],
+    ids=["captured 1.15", "head example", "1.9 example (1.8-1.9 look alike)"],
+)
+def test_auto_infers_the_release_from_the_snapshot(body: bytes, inferred: str, said: str) -> None:
+    ext = auto_extender()
+    assert ext.release.name == "1.15"  # the newest stable until a snapshot says otherwise
+    ext.handle("onSessionOpen", body)
+    assert ext.release.name == inferred
+    assert ext.sessions.current is not None
+    assert ext.sessions.current.ssn.release.name == inferred  # the plugins were built for it
+    assert said in ext.release_watch.inferred
+    assert ext.release_watch.evidence == {}  # inferring is not a mismatch
+
+
+def test_auto_answers_predicate_in_the_inferred_shape() -> None:
+    ext = auto_extender()
+    ext.handle("onSessionOpen", example_bytes("v1.9", "onSessionOpen.request.json"))
+    answer = ext.handle("predicate", example_bytes("v1.9", "predicate.request.json"))
+    assert answer == b'{"status":[]}'
+
+
+def test_auto_a_verb_raises_the_floor_for_the_next_session() -> None:
+    ext = auto_extender()
+    job = (FIXTURES / "volcano-1.15" / "jobEnqueueable.request.json").read_bytes()
+    ext.handle("onSessionOpen", CAPTURED_1_15)
+    ext.handle("jobEnqueued", job)
+    assert ext.release.name == "1.16" and "jobEnqueued" in ext.release_watch.inferred
+    ext.handle("onSessionOpen", CAPTURED_1_15)
+    assert ext.release.name == "1.16"  # the verb proved more than the snapshot can
+
+
+def test_auto_follows_1_6_to_the_shared_reclaimable_path() -> None:
+    ext = auto_extender()
+    assert "/" in ext.routes()  # registered up front: the release is not known yet
+    v16 = example_bytes("v1.9", "onSessionOpen.request.json").replace(
+        b'"Capacity":', b'"Capability":'
+    )
+    ext.handle("onSessionOpen", v16)
+    assert ext.release.name == "1.6" and "Capability" in ext.release_watch.inferred
+    job = example_bytes("v1.9", "jobEnqueueable.request.json")
+    assert ext.handle("reclaimable", job) in (b'{"status":1}', b'{"status":0}', b'{"status":-1}')
