@@ -687,7 +687,9 @@ def test_boundary_is_strict() -> None:
     assert not is_protected(10 * S, None, NOW)
 
 
-def test_durations_are_cached_per_queue_pair_not_per_job_pair() -> None:
+def test_durations_are_cached_per_queue_pair_not_per_job_pair(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Many pending and victim jobs in few queues resolve once per (queue, queue)."""
     pendings = [create_pod_group(f"p{i}", q, None, 1, 1)
                 for i, q in enumerate(["dev-team1", "dev-team2"] * 10)]  # fmt: skip
@@ -701,7 +703,7 @@ def test_durations_are_cached_per_queue_pair_not_per_job_pair() -> None:
         calls.append((preemptor, victim))
         return original(preemptor, victim)
 
-    plugin.resolver.reclaim_lca = counting  # type: ignore[method-assign]
+    monkeypatch.setattr(plugin.resolver, "reclaim_lca", counting)
     for pending in pendings:
         plugin.reclaimable(preemptor_of(pending), [t for v in victims for t in tasks_of(v)])
     assert sorted(calls) == sorted({(p, v) for p in ("dev-team1", "dev-team2")
