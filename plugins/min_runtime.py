@@ -149,16 +149,22 @@ LAST_START_TIMESTAMP = "kai.scheduler/last-start-timestamp"
 # --- arguments ---------------------------------------------------------------------------------
 
 
+def _warn(arguments: Arguments, message: str) -> None:
+    """Log once, and list it for ``caldera check-config``."""
+    arguments.warnings.append(message)
+    warn_once(logger, message)
+
+
 def parse_min_runtime(arguments: Arguments, key: str) -> int:
     """KAI's ``parseMinRuntime``: nanoseconds; missing gives 0, unparsable or negative gives 0."""
     text = arguments.get_string(key, "0s")
     try:
         nanos = parse_str2duration(text)
     except DurationError as exc:
-        warn_once(logger, f"min-runtime: failed to parse {key} {text!r} ({exc}); using 0s")
+        _warn(arguments, f"min-runtime: failed to parse {key} {text!r} ({exc}); using 0s")
         return 0
     if nanos < 0:
-        warn_once(logger, f"min-runtime: {key} {text!r} is negative; using 0s")
+        _warn(arguments, f"min-runtime: {key} {text!r} is negative; using 0s")
         return 0
     return nanos
 
@@ -168,8 +174,8 @@ def parse_resolve_method(arguments: Arguments) -> str:
     if not method:
         return RESOLVE_LCA
     if method not in RESOLVE_METHODS:
-        warn_once(
-            logger,
+        _warn(
+            arguments,
             f"min-runtime: invalid {RECLAIM_RESOLVE_METHOD} {method!r}"
             f" (expected {' or '.join(RESOLVE_METHODS)}); using {RESOLVE_LCA}",
         )
@@ -180,7 +186,7 @@ def parse_resolve_method(arguments: Arguments) -> str:
 def _annotation_key(arguments: Arguments, key: str, default: str) -> str:
     value = arguments.get_string(key, default)
     if not value:
-        warn_once(logger, f"min-runtime: {key} is empty; using {default!r}")
+        _warn(arguments, f"min-runtime: {key} is empty; using {default!r}")
         return default
     return value
 

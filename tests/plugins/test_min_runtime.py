@@ -731,8 +731,9 @@ def test_parse_min_runtime_sanity_parse_passes() -> None:
 
 def test_parse_min_runtime_invalid_durations_should_return_zero() -> None:
     for text in ["5", "1h2", "2h45m15", "abc", "1h-30m", "dfdsfdfdf"]:
-        assert parse_min_runtime(Arguments({DEFAULT_PREEMPT_MIN_RUNTIME: text}),
-                                 DEFAULT_PREEMPT_MIN_RUNTIME) == 0, text  # fmt: skip
+        arguments = Arguments({DEFAULT_PREEMPT_MIN_RUNTIME: text})
+        assert parse_min_runtime(arguments, DEFAULT_PREEMPT_MIN_RUNTIME) == 0, text
+        assert len(arguments.warnings) == 1, text
 
 
 def test_parse_min_runtime_invalid_negative_durations() -> None:
@@ -741,7 +742,7 @@ def test_parse_min_runtime_invalid_negative_durations() -> None:
                                  DEFAULT_RECLAIM_MIN_RUNTIME) == 0, text  # fmt: skip
 
 
-def test_argument_defaults_and_bad_types(caplog: pytest.LogCaptureFixture) -> None:
+def test_argument_defaults_and_bad_types() -> None:
     assert parse_min_runtime(Arguments({}), DEFAULT_PREEMPT_MIN_RUNTIME) == 0
     assert parse_min_runtime(Arguments({"k": "0"}), "k") == 0
     args = Arguments({"k": 10}, plugin="min-runtime")
@@ -760,22 +761,27 @@ def test_parse_resolve_method(value: object, expected: str) -> None:
 
 
 def test_plugin_arguments_are_read() -> None:
-    plugin = MinRuntimePlugin(
-        Arguments({
-            DEFAULT_PREEMPT_MIN_RUNTIME: "1w",
-            DEFAULT_RECLAIM_MIN_RUNTIME: "-1s",
-            "reclaimResolveMethod": "queue",
-            "preemptMinRuntimeAnnotation": "example.com/preempt",
-            "reclaimMinRuntimeAnnotation": "",
-            "lastStartTimestampAnnotation": "example.com/started",
-        })
-    )  # fmt: skip
+    arguments = Arguments({
+        DEFAULT_PREEMPT_MIN_RUNTIME: "1w",
+        DEFAULT_RECLAIM_MIN_RUNTIME: "-1s",
+        "reclaimResolveMethod": "queue",
+        "preemptMinRuntimeAnnotation": "example.com/preempt",
+        "reclaimMinRuntimeAnnotation": "",
+        "lastStartTimestampAnnotation": "example.com/started",
+    })  # fmt: skip
+    plugin = MinRuntimePlugin(arguments)
     assert plugin.default_preempt == 168 * 3600 * S
     assert plugin.default_reclaim == 0
     assert plugin.resolve_method == RESOLVE_QUEUE
     assert plugin.preempt_annotation == "example.com/preempt"
     assert plugin.reclaim_annotation == "reclaim-min-runtime"  # empty: default kept
     assert plugin.start_annotation == "example.com/started"
+    # What was replaced is listed for ``caldera check-config``.
+    assert len(arguments.warnings) == 2
+    assert (
+        "negative" in arguments.warnings[0]
+        and "reclaimMinRuntimeAnnotation" in arguments.warnings[1]
+    )
 
 
 def test_custom_start_annotation_is_read() -> None:
