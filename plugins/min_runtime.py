@@ -560,7 +560,7 @@ class MinRuntimePlugin(Plugin):
         return nanos
 
     def _filter(self, kind: str, evictor: TaskInfo, evictees: Sequence[TaskInfo]) -> EvictResult:
-        now = self._now()
+        now = go_time(self._now())  # an aware instant, whatever the clock returns
         evictor_job = self._jobs.get(evictor.Job)
         victims: list[TaskInfo] = []
         for task in evictees:
