@@ -46,7 +46,13 @@ sub-groups) after all those victims. Counting every grant as an eviction is cons
 granted victim that another plugin or the fit check spares still uses the budget (the
 reference's option (a); tracking real evictions would need the allocate/deallocate verbs). A
 victim granted before is granted again without counting twice. The budget lives in the plugin
-instance, which the framework builds afresh for every session.
+instance, which the framework builds afresh for every session. "Allocated" is
+``api.AllocatedStatus`` in the snapshot (Allocated, Binding, Bound, Running); KAI's validator
+also counts Releasing and Pipelined pods as staying, but a Releasing pod is leaving and the
+snapshot, taken at session open, holds no Pipelined ones. Elastic means ``MinAvailable`` below
+the number of tasks in any status, as KAI counts pods. A protected job already below its
+minimum (pods failed) gives nothing. Gang's own victim rule is close to this one; the README
+explains when each applies.
 
 **Start time.** The PodGroup annotation ``kai.scheduler/last-start-timestamp`` (key configurable)
 when it is set and non-empty, parsed as Go's ``time.Parse(time.RFC3339, …)``; a value that does
@@ -73,7 +79,9 @@ tree helpers in ``plugins/support/queues.py``:
   top-level queue and before the plugin default: annotating ``root`` sets a cluster-wide value.
   With ``root`` unannotated (KAI has no such queue) the results are KAI's exactly.
 
-A parent cycle, which KAI's walk would never leave, ends the walk (``QueueTree`` cuts it).
+A job whose queue the session does not hold (or, for reclaim, whose preemptor's job or queue it
+does not hold) gets the plugin default, as KAI's resolver does for a nil queue. A parent cycle,
+which KAI's walk would never leave, ends the walk (``QueueTree`` cuts it).
 Durations are cached per session: per victim queue for preempt, per (preemptor queue, victim
 queue) for reclaim; nothing is kept per (pending job, victim) pair.
 
@@ -97,6 +105,10 @@ An empty annotation key is logged and the default kept.
 that may go, in their order, as cdp and pdb do: when every evictee is protected the empty list
 ends the plugin's tier with no victims, and Volcano's next tier decides (see the README for the
 tier layout this needs).
+
+Releases: nothing branches on ``ssn.release``. Both verbs exist from v1.6, and the ≤1.13
+(flattened) and ≥1.14 JSON shapes of Queue and PodGroup fold into the same view, so the
+annotations are read alike; before hierarchical queues every queue is top-level.
 
 What the extender cannot carry (``in_tree_only``): KAI's hooks have no Volcano twin beyond the
 victim filters; the gang-aware ``gangpreempt``/``gangreclaim`` actions (v1.15+) consult only
