@@ -48,7 +48,7 @@ class PodSpec(Struct, omit_defaults=True, gc=False):
 
 
 class PodCondition(Struct, omit_defaults=True, gc=False):
-    """Read by cdp and min-runtime (``PodScheduled`` and its ``lastTransitionTime``)."""
+    """``v1.PodCondition``; cdp and min-runtime read ``PodScheduled`` and its ``lastTransitionTime``."""
 
     type: str = ""
     status: str = ""
