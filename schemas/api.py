@@ -65,6 +65,9 @@ class TaskInfo(Struct, gc=False):
     """``<namespace>/<podgroup>`` from the pod's group annotation; ``""`` for non-Volcano pods."""
     Name: str = ""
     Namespace: str = ""
+    TaskRole: str = ""
+    """The ``volcano.sh/task-spec`` annotation (or label) of the pod: the key of the job's
+    ``TaskMinAvailable``."""
     Resreq: Resource | None = None
     NodeName: str = ""
     Status: int = 0

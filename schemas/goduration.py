@@ -1,9 +1,14 @@
-"""Go ``time.ParseDuration``, exactly.
+"""Go ``time.ParseDuration``, exactly, and its ``d``/``w`` sibling ``str2duration.ParseDuration``.
 
 Volcano reads durations from plugin arguments and annotations with ``time.ParseDuration``
 (``sla-waiting-time``, ``volcano.sh/cooldown-time``): an optional sign, then one or more
 ``<decimal><unit>`` pairs with units ns, us, µs, μs, ms, s, m, h. ``"0"`` alone is valid; ``""`` and
 unitless numbers such as ``"600"`` are errors. Results are integer nanoseconds, as Go's int64.
+
+KAI-Scheduler reads its plugin arguments (``PluginArguments.GetDuration``) with
+``github.com/xhit/go-str2duration/v2`` v2.1.0, a copy of Go's parser with two more units, ``d``
+(24h) and ``w`` (168h), and one difference at the edge: its overflow check refuses
+``-9223372036854775808ns``, which Go accepts. :func:`parse_str2duration` is that grammar.
 """
 
 from __future__ import annotations
@@ -22,7 +27,10 @@ _UNITS = {
     "m": 60_000_000_000,
     "h": 3_600_000_000_000,
 }
-_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+_STR2DURATION_UNITS = {**_UNITS, "d": 24 * _UNITS["h"], "w": 168 * _UNITS["h"]}
+_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+_STR2DURATION_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h|d|w)")
+_NUMBER = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)")
 _INT64_MAX = 2**63 - 1
 
 
@@ -31,7 +39,17 @@ class DurationError(ValueError):
 
 
 def parse_go_duration(text: str) -> int:
-    """Parse ``text`` as Go does and return nanoseconds."""
+    """Parse ``text`` as Go's ``time.ParseDuration`` does and return nanoseconds."""
+    return _parse(text, _PART, _UNITS, negative_limit=_INT64_MAX + 1)
+
+
+def parse_str2duration(text: str) -> int:
+    """Parse ``text`` as ``str2duration.ParseDuration`` (v2.1.0) does: Go's grammar plus ``d``
+    and ``w``; nanoseconds."""
+    return _parse(text, _STR2DURATION_PART, _STR2DURATION_UNITS, negative_limit=_INT64_MAX)
+
+
+def _parse(text: str, part: re.Pattern[str], units: dict[str, int], negative_limit: int) -> int:
     orig = text
     negative = False
     if text[:1] in ("+", "-"):
@@ -44,18 +62,18 @@ def parse_go_duration(text: str) -> int:
     total = Fraction(0)
     pos = 0
     while pos < len(text):
-        match = _PART.match(text, pos)
+        match = part.match(text, pos)
         if match is None:
-            if re.match(r"(\d+\.?\d*|\.\d+)", text[pos:]):
+            if _NUMBER.match(text, pos):
                 raise DurationError(f'time: missing unit in duration "{orig}"')
             raise DurationError(f'time: invalid duration "{orig}"')
         number, unit = match.groups()
         if number == ".":
             raise DurationError(f'time: invalid duration "{orig}"')
-        total += Fraction(number) * _UNITS[unit]
+        total += Fraction(number) * units[unit]
         pos = match.end()
     nanos = int(total)  # Go truncates fractional nanoseconds
-    if nanos > _INT64_MAX + (1 if negative else 0):
+    if nanos > (negative_limit if negative else _INT64_MAX):
         raise DurationError(f'time: invalid duration "{orig}"')
     return -nanos if negative else nanos
 

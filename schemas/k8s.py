@@ -48,6 +48,8 @@ class PodSpec(Struct, omit_defaults=True, gc=False):
 
 
 class PodCondition(Struct, omit_defaults=True, gc=False):
+    """``v1.PodCondition``; cdp and min-runtime read ``PodScheduled`` and its ``lastTransitionTime``."""
+
     type: str = ""
     status: str = ""
     lastTransitionTime: datetime | None = None
@@ -56,6 +58,8 @@ class PodCondition(Struct, omit_defaults=True, gc=False):
 class PodStatus(Struct, omit_defaults=True, gc=False):
     phase: str = ""
     conditions: list[PodCondition] | None = None
+    startTime: datetime | None = None
+    """Set by the kubelet when it accepts the pod; min-runtime's fallback start time."""
 
 
 class Pod(Struct, omit_defaults=True, gc=False):

@@ -72,6 +72,28 @@ def test_every_declared_volcano_key_is_in_the_captures(view: type) -> None:
     assert not missing, f"{view.__name__} keys never seen in Volcano 1.15 bodies: {missing}"
 
 
+# The pod fields plugins read through TaskInfo.Pod. The captured pods come from Volcano's fake
+# cache: Running pods with a phase and nothing else, so a pod's conditions (cdp, min-runtime)
+# and startTime (min-runtime) never occur in them; those keys are standard Kubernetes
+# (core/v1 PodStatus ``conditions``, ``startTime``; PodCondition ``type``, ``status``,
+# ``lastTransitionTime``) and are decoded from Kubernetes-shaped bodies in the plugins' tests
+# (tests/plugins/test_min_runtime.py, tests/service/test_plugin_min_runtime.py).
+POD_VIEWS = [k8s.Pod, k8s.PodStatus]
+POD_KEYS_NOT_IN_CAPTURES = {"PodStatus": {"conditions", "startTime"}}
+
+
+@pytest.mark.skipif(
+    not any(CAPTURED.glob("onSessionOpen.request.json")),
+    reason="no captured Volcano 1.15 fixtures yet",
+)
+@pytest.mark.parametrize("view", POD_VIEWS, ids=lambda v: v.__name__)
+def test_every_declared_pod_key_is_in_the_captures(view: type) -> None:
+    seen = captured_seen()
+    expected = declared(view) - POD_KEYS_NOT_IN_CAPTURES.get(view.__name__, set())
+    missing = expected - seen.get(view.__name__, set())
+    assert not missing, f"{view.__name__} keys never seen in Volcano 1.15 bodies: {missing}"
+
+
 def test_walk_detects_a_missing_key() -> None:
     raw = {"Jobs": {"a/b": {"UID": "a/b", "Namespace": "a"}}}
     seen = walk(raw, OnSessionOpenRequest)

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from schemas.goduration import DurationError, parse_go_duration
+from schemas.goduration import DurationError, parse_go_duration, parse_str2duration
 from schemas.quantity import QuantityError, milli_value, parse_quantity, value
 
 S = 1_000_000_000
@@ -70,10 +70,51 @@ def test_parse_go_duration(text: str, nanos: int) -> None:
     assert parse_go_duration(text) == nanos
 
 
-@pytest.mark.parametrize("text", ["", "600", "600abcde", "1d", "s", ".s", "1h-5m", "-", "3 m"])
+@pytest.mark.parametrize(
+    "text", ["", "600", "600abcde", "1d", "2w", "s", ".s", "1h-5m", "-", "3 m", "\u0663s"]
+)
 def test_go_duration_errors(text: str) -> None:
     with pytest.raises(DurationError):
         parse_go_duration(text)
+
+
+H = 3600 * S
+
+
+@pytest.mark.parametrize(
+    ("text", "nanos"),
+    [
+        ("0", 0),
+        ("-0", 0),
+        ("1h30m", 5400 * S),
+        ("1d", 24 * H),
+        ("1.5d", 36 * H),
+        ("2d4h30m", (52 * 3600 + 1800) * S),
+        ("5w4d12h", (5 * 168 + 4 * 24 + 12) * H),
+        ("-3w", -3 * 168 * H),
+        ("+1w", 168 * H),
+        ("1d1ms", 24 * H + 1_000_000),
+        ("9223372036854775807ns", 2**63 - 1),
+    ],
+)
+def test_parse_str2duration(text: str, nanos: int) -> None:
+    """go-str2duration v2.1.0: Go's grammar plus d (24h) and w (168h)."""
+    assert parse_str2duration(text) == nanos
+
+
+@pytest.mark.parametrize(
+    "text",
+    # str2duration refuses the most negative int64 that Go's own parser accepts.
+    ["", "5", "1h2", "2h45m15", "abc", "1h-30m", "dfdsfdfdf", "1y", "1dw", "-9223372036854775808ns",
+     "15251w"],
+)  # fmt: skip
+def test_str2duration_errors(text: str) -> None:
+    with pytest.raises(DurationError):
+        parse_str2duration(text)
+
+
+def test_go_duration_keeps_its_most_negative_value() -> None:
+    assert parse_go_duration("-9223372036854775808ns") == -(2**63)
 
 
 def test_go_time_and_nanos_between() -> None:

@@ -114,11 +114,16 @@ async def post(server: CalderaProcess, verb: str, body: dict[str, Any]) -> Any:
     return response.json()
 
 
-async def open_session(server: CalderaProcess, jobs: list[dict[str, Any]]) -> None:
+async def open_session(
+    server: CalderaProcess,
+    jobs: list[dict[str, Any]],
+    queues: list[dict[str, Any]] | None = None,
+) -> None:
+    """Open a session holding ``jobs`` and the QueueInfos ``queues`` (keyed by ``Name``)."""
     body = {
         "Jobs": {f"{j['Namespace']}/{j['Name']}": j for j in jobs},
         "Nodes": {},
-        "Queues": {},
+        "Queues": {q["Name"]: q for q in queues or []},
         "NamespaceInfo": {},
         "RevocableNodes": {},
         "NodeList": None,

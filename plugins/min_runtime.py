@@ -1,0 +1,607 @@
+"""``min-runtime``: a running job is not preempted or reclaimed before it has run a minimum time.
+
+A port of KAI-Scheduler's ``minruntime`` plugin (reclaim-min-runtime and preempt-min-runtime):
+``pkg/scheduler/plugins/minruntime/minruntime.go`` and ``resolver.go`` of
+kai-scheduler/KAI-Scheduler at d5bc503a (2026-08-07), the same algorithm as NVIDIA/KAI-Scheduler
+at 72de64fc (PR #162) apart from the per-job protection caches PR #1809 removed (protection is
+recomputed from the clock on every call here too). The design is KAI's
+``docs/developer/designs/min-runtime/README.md``; the start time is the PodGroup annotation
+``kai.scheduler/last-start-timestamp`` (``pkg/common/constants/constants.go``), read as
+``podgroup_info/job_info.go`` reads it.
+
+**Semantics.** A job is protected while ``now < start + min-runtime`` (strictly: at equality it
+may be evicted). A job with no start time is never protected. Two durations exist, each resolved
+through the queue tree and falling back to a plugin default:
+
+* preempt-min-runtime, for a victim in the preemptor's queue: the first queue, walking up from
+  the victim's queue, that sets it (the preemptor is ignored, as in KAI);
+* reclaim-min-runtime, for a victim in another queue. ``reclaimResolveMethod: lca`` (default):
+  take the lowest common ancestor of the two queues, step one queue down towards the victim
+  (no step when the victim's queue is the ancestor), then walk up. Top-level queues are siblings
+  under a shadow root, so across top-level trees the victim's top-level queue decides.
+  ``reclaimResolveMethod: queue``: walk up from the victim's queue, as for preempt.
+
+A queue that sets a value, even ``0s`` or a negative one, stops the walk. A non-elastic victim
+that is protected is filtered out. An elastic one (PodGroup ``minMember`` below its task count)
+always passes KAI's victim filter; KAI's scenario validator then refuses any eviction scenario
+that would leave a protected elastic job below ``minAvailable`` in a sub-group it touches.
+
+**Volcano mapping.** Volcano's ``extender`` plugin calls ``preemptable`` from the ``preempt``
+action and ``reclaimable`` from ``reclaim``. The preempt action only offers victims of the
+preemptor's own queue (between jobs, ``preempt.go``: ``job.Queue == preemptorJob.Queue``) or of
+the preemptor's own job (intra-job preemption); reclaim only offers victims of other queues
+(``reclaim.go``: ``j.Queue != job.Queue``). So KAI's same-queue rule is exactly the preemptable
+verb and its cross-queue rule exactly the reclaimable verb, as the reference (§8.3) recommends:
+``preemptable`` uses preempt-min-runtime and ``reclaimable`` reclaim-min-runtime. Victims of the
+preemptor's own job pass (KAI never offers a job as its own victim), as do victims whose job is
+not in the session (no PodGroup, so no start time).
+
+KAI sees a whole eviction scenario at once; Volcano asks once per (preemptor task, node), and
+evicts from the victims returned only until the task fits. The elastic rule therefore becomes a
+session-wide budget: every victim of an elastic job this plugin grants, in any preemptable or
+reclaimable call of the session, is counted as gone, and while the job is protected a victim is
+granted only if the job keeps at least ``MinAvailable`` allocated tasks (and its role at least
+``TaskMinAvailable[role]``, Volcano's per-role ``minTaskMember``, the analogue of KAI's
+sub-groups) after all those victims. Counting every grant as an eviction is conservative: a
+granted victim that another plugin or the fit check spares still uses the budget (the
+reference's option (a); tracking real evictions would need the allocate/deallocate verbs). A
+victim granted before is granted again without counting twice. The budget lives in the plugin
+instance, which the framework builds afresh for every session. "Allocated" is
+``api.AllocatedStatus`` in the snapshot (Allocated, Binding, Bound, Running); KAI's validator
+also counts Releasing and Pipelined pods as staying, but a Releasing pod is leaving and the
+snapshot, taken at session open, holds no Pipelined ones. Elastic means ``MinAvailable`` below
+the number of tasks in any status, as KAI counts pods. A protected job already below its
+minimum (pods failed) gives nothing. Gang's own victim rule is close to this one; the README
+explains when each applies.
+
+**Start time.** The PodGroup annotation ``kai.scheduler/last-start-timestamp`` (key configurable)
+when it is set and non-empty, parsed as Go's ``time.Parse(time.RFC3339, …)``; a value that does
+not parse means "no start time" (KAI ignores it, and so the job is not protected). Volcano
+writes no such annotation, so without it the start time is derived from the snapshot alone: the
+earliest, over the job's tasks that are allocated now (``api.AllocatedStatus``: Allocated,
+Binding, Bound, Running), of the pod's ``PodScheduled=True`` condition ``lastTransitionTime``,
+or else the pod's ``status.startTime``. That survives a restart of Caldera; it approximates KAI's
+"stamped when the job goes from 0 to some allocated tasks" (a job whose original pods were all
+replaced without ever reaching zero looks younger than it is, so it is protected longer).
+
+**Queue settings** come from Volcano Queue annotations (Volcano Queues have no such fields):
+``preempt-min-runtime`` and ``reclaim-min-runtime`` by default, parsed with Go's
+``time.ParseDuration`` like KAI's ``metav1.Duration`` queue fields (no ``d``/``w``). Present
+means set; a value that does not parse is treated as absent (inherit) and logged once. The tree is
+``spec.parent`` (empty means ``root``). Two deliberate differences from a literal reading of the
+tree helpers in ``plugins/support/queues.py``:
+
+* KAI's hierarchy path stops at a queue whose parent the snapshot lacks and treats that orphan
+  as top-level (resolver_test.go, "orphaned victim queue"); ``QueueTree`` hangs the missing
+  parent under ``root`` as a queue of its own, which would make it the step-down target. The
+  resolver builds KAI's path from ``QueueTree.ancestors`` and resolves the LCA on it.
+* ``root`` is above every top-level queue and is consulted last in every walk, after the
+  top-level queue and before the plugin default: annotating ``root`` sets a cluster-wide value.
+  With ``root`` unannotated (KAI has no such queue) the results are KAI's exactly.
+
+A job whose queue the session does not hold (or, for reclaim, whose preemptor's job or queue it
+does not hold) gets the plugin default, as KAI's resolver does for a nil queue. A parent cycle,
+which KAI's walk would never leave, ends the walk (``QueueTree`` cuts it).
+Durations are cached per session: per victim queue for preempt, per (preemptor queue, victim
+queue) for reclaim; nothing is kept per (pending job, victim) pair.
+
+**Arguments** (KAI's names for the first three):
+
+* ``defaultPreemptMinRuntime``, ``defaultReclaimMinRuntime``: duration strings in
+  ``go-str2duration`` v2's grammar (Go's units plus ``d`` = 24h and ``w`` = 168h), default
+  ``0s``. A value that does not parse, or is negative, is logged and gives ``0s`` (KAI's
+  ``parseMinRuntime``). A non-string YAML value (``10``) keeps the default with a warning
+  (Volcano's ``GetString`` rule; KAI would read ``"10"``, which does not parse either).
+* ``reclaimResolveMethod``: ``lca`` (default) or ``queue``; empty means ``lca``, anything else is
+  logged and gives ``lca``.
+* ``preemptMinRuntimeAnnotation``, ``reclaimMinRuntimeAnnotation``: the Queue annotation keys
+  (defaults ``preempt-min-runtime``, ``reclaim-min-runtime``).
+* ``lastStartTimestampAnnotation``: the PodGroup annotation holding the start time (default
+  ``kai.scheduler/last-start-timestamp``, KAI's key, for a controller that stamps it).
+
+An empty annotation key is logged and the default kept.
+
+**Votes.** ``preemptable`` and ``reclaimable`` return ``(victims, Permit)`` with the evictees
+that may go, in their order, as cdp and pdb do: when every evictee is protected the empty list
+ends the plugin's tier with no victims, and Volcano's next tier decides (see the README for the
+tier layout this needs).
+
+Releases: nothing branches on ``ssn.release``. Both verbs exist from v1.6, and the ≤1.13
+(flattened) and ≥1.14 JSON shapes of Queue and PodGroup fold into the same view, so the
+annotations are read alike; before hierarchical queues every queue is top-level.
+
+What the extender cannot carry (``in_tree_only``): KAI's hooks have no Volcano twin beyond the
+victim filters; the gang-aware ``gangpreempt``/``gangreclaim`` actions (v1.15+) consult only
+``UnifiedEvictableFn``, which no extender verb carries, so they never ask this plugin.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
+from typing import ClassVar
+
+from plugins.api.arguments import Arguments, warn_once
+from plugins.api.base import Background, EvictResult, Plugin, Session, Vote, utc_now
+from plugins.api.registry import register
+from plugins.support.queues import ROOT, QueueTree
+from schemas.api import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo
+from schemas.goduration import (
+    GO_ZERO_TIME,
+    DurationError,
+    go_time,
+    nanos_between,
+    parse_go_duration,
+    parse_str2duration,
+)
+
+logger = logging.getLogger("caldera.plugins.min_runtime")
+
+DEFAULT_PREEMPT_MIN_RUNTIME = "defaultPreemptMinRuntime"
+DEFAULT_RECLAIM_MIN_RUNTIME = "defaultReclaimMinRuntime"
+RECLAIM_RESOLVE_METHOD = "reclaimResolveMethod"
+PREEMPT_ANNOTATION_ARGUMENT = "preemptMinRuntimeAnnotation"
+RECLAIM_ANNOTATION_ARGUMENT = "reclaimMinRuntimeAnnotation"
+START_ANNOTATION_ARGUMENT = "lastStartTimestampAnnotation"
+
+RESOLVE_LCA = "lca"
+RESOLVE_QUEUE = "queue"
+RESOLVE_METHODS = (RESOLVE_LCA, RESOLVE_QUEUE)
+
+PREEMPT_MIN_RUNTIME = "preempt-min-runtime"
+RECLAIM_MIN_RUNTIME = "reclaim-min-runtime"
+LAST_START_TIMESTAMP = "kai.scheduler/last-start-timestamp"
+"""KAI's ``constants.LastStartTimeStamp``."""
+
+
+# --- arguments ---------------------------------------------------------------------------------
+
+
+def _warn(arguments: Arguments, message: str) -> None:
+    """Log once, and list it for ``caldera check-config``."""
+    arguments.warnings.append(message)
+    warn_once(logger, message)
+
+
+def parse_min_runtime(arguments: Arguments, key: str) -> int:
+    """KAI's ``parseMinRuntime``: nanoseconds; missing gives 0, unparsable or negative gives 0."""
+    text = arguments.get_string(key, "0s")
+    try:
+        nanos = parse_str2duration(text)
+    except DurationError as exc:
+        _warn(arguments, f"min-runtime: failed to parse {key} {text!r} ({exc}); using 0s")
+        return 0
+    if nanos < 0:
+        _warn(arguments, f"min-runtime: {key} {text!r} is negative; using 0s")
+        return 0
+    return nanos
+
+
+def parse_resolve_method(arguments: Arguments) -> str:
+    method = arguments.get_string(RECLAIM_RESOLVE_METHOD, "")
+    if not method:
+        return RESOLVE_LCA
+    if method not in RESOLVE_METHODS:
+        _warn(
+            arguments,
+            f"min-runtime: invalid {RECLAIM_RESOLVE_METHOD} {method!r}"
+            f" (expected {' or '.join(RESOLVE_METHODS)}); using {RESOLVE_LCA}",
+        )
+        return RESOLVE_LCA
+    return method
+
+
+def _annotation_key(arguments: Arguments, key: str, default: str) -> str:
+    value = arguments.get_string(key, default)
+    if not value:
+        _warn(arguments, f"min-runtime: {key} is empty; using {default!r}")
+        return default
+    return value
+
+
+# --- queue settings and resolution (resolver.go) -----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueMinRuntimes:
+    """A queue's own settings in nanoseconds; None means unset (inherit)."""
+
+    preempt: int | None = None
+    reclaim: int | None = None
+
+
+NO_SETTINGS = QueueMinRuntimes()
+
+
+def _annotation_duration(info: QueueInfo, key: str) -> int | None:
+    queue = info.Queue
+    annotations = queue.metadata.annotations if queue is not None else None
+    if not annotations or key not in annotations:
+        return None
+    value = annotations[key]
+    try:
+        return parse_go_duration(value)
+    except DurationError as exc:
+        warn_once(
+            logger,
+            f"min-runtime: queue {info.Name}: annotation {key}={value!r} is not a duration"
+            f" ({exc}); treated as unset",
+        )
+        return None
+
+
+Resolution = tuple[int, str | None]
+"""``(nanoseconds, error)``: KAI's ``(metav1.Duration, error)``; on error the value is the
+default."""
+
+
+class Resolver:
+    """KAI's ``resolver``: min-runtimes through the queue tree, cached for one session.
+
+    Queues are named as in ``ssn.queues``. A name the snapshot does not hold is a queue with no
+    settings whose parent is unknown (KAI's resolver given a queue missing from its map);
+    ``None`` is KAI's nil queue: the default, with an error.
+    """
+
+    def __init__(
+        self,
+        queues: Mapping[str, QueueInfo],
+        default_preempt: int,
+        default_reclaim: int,
+        preempt_annotation: str = PREEMPT_MIN_RUNTIME,
+        reclaim_annotation: str = RECLAIM_MIN_RUNTIME,
+    ) -> None:
+        self._queues = queues
+        self._tree = QueueTree(queues)
+        self.default_preempt = default_preempt
+        self.default_reclaim = default_reclaim
+        self._preempt_annotation = preempt_annotation
+        self._reclaim_annotation = reclaim_annotation
+        self._settings: dict[str, QueueMinRuntimes] = {}
+        self._paths: dict[str, tuple[str, ...]] = {}
+        self._preempt_cache: dict[str, int] = {}
+        self._reclaim_cache: dict[tuple[str, str], int] = {}
+
+    def settings(self, queue: str) -> QueueMinRuntimes:
+        cached = self._settings.get(queue)
+        if cached is None:
+            info = self._queues.get(queue)
+            if info is None:
+                cached = NO_SETTINGS
+            else:
+                cached = QueueMinRuntimes(
+                    preempt=_annotation_duration(info, self._preempt_annotation),
+                    reclaim=_annotation_duration(info, self._reclaim_annotation),
+                )
+            self._settings[queue] = cached
+        return cached
+
+    def hierarchy_path(self, queue: str) -> tuple[str, ...]:
+        """KAI's ``getQueueHierarchyPath``: the top-level queue first, ``queue`` last. The path
+        climbs only through queues the snapshot holds (a missing parent makes the queue below it
+        top-level) and never includes ``root``, KAI's implicit shadow root."""
+        cached = self._paths.get(queue)
+        if cached is None:
+            path = [queue]
+            for name in self._tree.ancestors(queue)[1:]:
+                if name == ROOT or name not in self._queues:
+                    break
+                path.append(name)
+            cached = tuple(reversed(path))
+            self._paths[queue] = cached
+        return cached
+
+    def _walk_up(self, path: Sequence[str], start: int, preempt: bool) -> int:
+        """The first setting from ``path[start]`` up to the top-level queue, then ``root``'s,
+        then the default."""
+        for name in (*path[start::-1], ROOT):
+            own = self.settings(name)
+            value = own.preempt if preempt else own.reclaim
+            if value is not None:
+                return value
+        return self.default_preempt if preempt else self.default_reclaim
+
+    def preempt_min_runtime(self, queue: str | None) -> Resolution:
+        """``getPreemptMinRuntime``: walk up from the victim's queue."""
+        if queue is None:
+            return self.default_preempt, "queue is nil"
+        cached = self._preempt_cache.get(queue)
+        if cached is None:
+            path = self.hierarchy_path(queue)
+            cached = self._walk_up(path, len(path) - 1, preempt=True)
+            self._preempt_cache[queue] = cached
+        return cached, None
+
+    def reclaim_min_runtime(
+        self, method: str, preemptor_queue: str | None, victim_queue: str | None
+    ) -> Resolution:
+        """``getReclaimMinRuntime``: by LCA (``lca``) or walking up from the victim (``queue``)."""
+        if preemptor_queue is None:
+            return self.default_reclaim, "preemptorQueue is nil"
+        if victim_queue is None:
+            return self.default_reclaim, "preempteeQueue is nil"
+        key = (preemptor_queue, victim_queue)
+        cached = self._reclaim_cache.get(key)
+        if cached is None:
+            if method == RESOLVE_LCA:
+                cached = self.reclaim_lca(preemptor_queue, victim_queue)
+            else:
+                cached = self.reclaim_walk_up(victim_queue)
+            self._reclaim_cache[key] = cached
+        return cached, None
+
+    def reclaim_walk_up(self, victim_queue: str) -> int:
+        """``resolveReclaimMinRuntimeQueue``."""
+        path = self.hierarchy_path(victim_queue)
+        return self._walk_up(path, len(path) - 1, preempt=False)
+
+    def reclaim_lca(self, preemptor_queue: str, victim_queue: str) -> int:
+        """``resolveReclaimMinRuntimeLCA``: one step below the lowest common ancestor towards
+        the victim, then up. Different top-level queues meet at the shadow root, so the step
+        lands on the victim's top-level queue."""
+        preemptor_path = self.hierarchy_path(preemptor_queue)
+        victim_path = self.hierarchy_path(victim_queue)
+        if preemptor_path[0] != victim_path[0]:
+            return self._walk_up(victim_path, 0, preempt=False)
+        lca = 0
+        for index in range(min(len(preemptor_path), len(victim_path))):
+            if preemptor_path[index] != victim_path[index]:
+                break
+            lca = index
+        start = lca + 1 if lca + 1 < len(victim_path) else lca
+        return self._walk_up(victim_path, start, preempt=False)
+
+
+# --- start time -----------------------------------------------------------------------------
+
+_RFC3339 = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?"
+    r"(?:(Z)|([+-])([0-9]{2}):([0-9]{2}))"
+)
+
+
+def parse_rfc3339(text: str) -> datetime | None:
+    """Go's ``time.Parse(time.RFC3339, text)``: fractional seconds accepted (truncated to
+    microseconds here), ``Z`` or a ``±hh:mm`` offset required; None where Go errs."""
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, zulu, sign, off_h, off_m = match.groups()
+    try:
+        if zulu:
+            tz: timezone = UTC
+        else:
+            if int(off_h) > 23 or int(off_m) > 59:
+                return None
+            offset = timedelta(hours=int(off_h), minutes=int(off_m))
+            tz = timezone(-offset if sign == "-" else offset)
+        micros = int((fraction or "0")[:6].ljust(6, "0"))
+        return datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second), micros, tz
+        )
+    except ValueError:
+        return None
+
+
+def _pod_start(task: TaskInfo) -> datetime | None:
+    """The pod's first ``PodScheduled=True`` transition, else its ``status.startTime``."""
+    status = task.Pod.status if task.Pod is not None else None
+    if status is None:
+        return None
+    for condition in status.conditions or ():
+        if condition.type == "PodScheduled" and condition.status == "True":
+            if condition.lastTransitionTime is not None:
+                return go_time(condition.lastTransitionTime)
+            break
+    return go_time(status.startTime) if status.startTime is not None else None
+
+
+def derived_start_time(job: JobInfo) -> datetime | None:
+    """The earliest start of the job's tasks that are allocated now (see the module docstring)."""
+    earliest: datetime | None = None
+    for task in (job.Tasks or {}).values():
+        if task.Status not in ALLOCATED_STATUSES:
+            continue
+        started = _pod_start(task)
+        if started is None or started == GO_ZERO_TIME:
+            continue
+        if earliest is None or started < earliest:
+            earliest = started
+    return earliest
+
+
+def job_start_time(job: JobInfo, annotation: str = LAST_START_TIMESTAMP) -> datetime | None:
+    """The annotation when set and non-empty (None if it does not parse), else the derived time.
+    Go's zero time counts as no start time (``IsZero``)."""
+    meta = job.PodGroup.metadata if job.PodGroup is not None else None
+    value = (meta.annotations or {}).get(annotation, "") if meta is not None else ""
+    if value:
+        started = parse_rfc3339(value)
+        if started is None:
+            warn_once(
+                logger,
+                f"min-runtime: job {job.Namespace}/{job.Name}: {annotation}={value!r} is not"
+                " RFC 3339; the job has no start time and is not protected",
+            )
+            return None
+    else:
+        started = derived_start_time(job)
+    if started is None or started == GO_ZERO_TIME:
+        return None
+    return started
+
+
+def is_protected(min_runtime: int, start: datetime | None, now: datetime) -> bool:
+    """``now < start + min_runtime``; never without a start time."""
+    return start is not None and nanos_between(start, now) < min_runtime
+
+
+# --- the elastic budget ---------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ElasticBudget:
+    """What an elastic job may lose while protected, and what it was granted this session."""
+
+    min_available: int
+    task_min_available: Mapping[str, int]
+    allocated: int
+    allocated_by_role: Mapping[str, int]
+    granted: dict[str, str] = field(default_factory=dict)
+    """Task UID to role, for every victim of this job granted in the session."""
+    granted_by_role: Counter[str] = field(default_factory=Counter)
+
+    @classmethod
+    def of(cls, job: JobInfo) -> ElasticBudget:
+        by_role: Counter[str] = Counter()
+        for task in (job.Tasks or {}).values():
+            if task.Status in ALLOCATED_STATUSES:
+                by_role[task.TaskRole] += 1
+        return cls(
+            min_available=job.MinAvailable,
+            task_min_available=job.TaskMinAvailable or {},
+            allocated=sum(by_role.values()),
+            allocated_by_role=by_role,
+        )
+
+    def fits(self, task: TaskInfo) -> bool:
+        """Whether the job keeps ``MinAvailable`` (and its role's minimum) after every grant so
+        far and ``task``."""
+        new = task.UID not in self.granted
+        role = task.TaskRole
+        if self.allocated - (len(self.granted) + new) < self.min_available:
+            return False
+        role_min = self.task_min_available.get(role)
+        if role_min is None:
+            return True
+        remaining = self.allocated_by_role.get(role, 0) - (self.granted_by_role[role] + new)
+        return remaining >= role_min
+
+    def grant(self, task: TaskInfo) -> None:
+        if task.UID not in self.granted:
+            self.granted[task.UID] = task.TaskRole
+            self.granted_by_role[task.TaskRole] += 1
+
+
+@dataclass(slots=True)
+class _JobState:
+    start: datetime | None
+    budget: ElasticBudget | None
+    """None for a job that is not elastic."""
+
+
+def is_elastic(job: JobInfo) -> bool:
+    """``PodGroupInfo.IsElastic``: fewer required than the tasks it has, in any status."""
+    return job.MinAvailable < len(job.Tasks or {})
+
+
+# --- the plugin -------------------------------------------------------------------------------
+
+PREEMPT = "preempt"
+RECLAIM = "reclaim"
+
+
+@register
+class MinRuntimePlugin(Plugin):
+    name: ClassVar[str] = "min-runtime"
+    needs_snapshot: ClassVar[bool] = True
+    in_tree_only: ClassVar[tuple[str, ...]] = ("UnifiedEvictableFn",)
+
+    def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
+        super().__init__(arguments, background)
+        self.default_preempt = parse_min_runtime(arguments, DEFAULT_PREEMPT_MIN_RUNTIME)
+        self.default_reclaim = parse_min_runtime(arguments, DEFAULT_RECLAIM_MIN_RUNTIME)
+        self.resolve_method = parse_resolve_method(arguments)
+        self.preempt_annotation = _annotation_key(
+            arguments, PREEMPT_ANNOTATION_ARGUMENT, PREEMPT_MIN_RUNTIME
+        )
+        self.reclaim_annotation = _annotation_key(
+            arguments, RECLAIM_ANNOTATION_ARGUMENT, RECLAIM_MIN_RUNTIME
+        )
+        self.start_annotation = _annotation_key(
+            arguments, START_ANNOTATION_ARGUMENT, LAST_START_TIMESTAMP
+        )
+        self._jobs: Mapping[str, JobInfo] = {}
+        self._queues: Mapping[str, QueueInfo] = {}
+        self._now = utc_now
+        self.resolver = Resolver({}, self.default_preempt, self.default_reclaim)
+        self._state: dict[str, _JobState] = {}
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._jobs = ssn.jobs
+        self._queues = ssn.queues
+        self._now = ssn.now
+        self.resolver = Resolver(
+            ssn.queues,
+            self.default_preempt,
+            self.default_reclaim,
+            self.preempt_annotation,
+            self.reclaim_annotation,
+        )
+
+    def _job_state(self, key: str, job: JobInfo) -> _JobState:
+        state = self._state.get(key)
+        if state is None:
+            budget = ElasticBudget.of(job) if is_elastic(job) else None
+            state = _JobState(job_start_time(job, self.start_annotation), budget)
+            self._state[key] = state
+        return state
+
+    def _queue(self, job: JobInfo | None) -> str | None:
+        """The job's queue as KAI looks it up: None when the session does not hold it."""
+        if job is None or job.Queue not in self._queues:
+            return None
+        return job.Queue
+
+    def _min_runtime(self, kind: str, evictor_job: JobInfo | None, victim_job: JobInfo) -> int:
+        if kind == PREEMPT:
+            nanos, error = self.resolver.preempt_min_runtime(self._queue(victim_job))
+        else:
+            nanos, error = self.resolver.reclaim_min_runtime(
+                self.resolve_method, self._queue(evictor_job), self._queue(victim_job)
+            )
+        if error is not None:
+            logger.debug(
+                "min-runtime: %s of %s/%s: %s; using the default",
+                kind, victim_job.Namespace, victim_job.Name, error,
+            )  # fmt: skip
+        return nanos
+
+    def _filter(self, kind: str, evictor: TaskInfo, evictees: Sequence[TaskInfo]) -> EvictResult:
+        now = go_time(self._now())  # an aware instant, whatever the clock returns
+        evictor_job = self._jobs.get(evictor.Job)
+        victims: list[TaskInfo] = []
+        for task in evictees:
+            job = self._jobs.get(task.Job)
+            if job is None or task.Job == evictor.Job:
+                victims.append(task)  # no PodGroup, no start time; or intra-job preemption
+                continue
+            state = self._job_state(task.Job, job)
+            protected = state.start is not None and is_protected(
+                self._min_runtime(kind, evictor_job, job), state.start, now
+            )
+            budget = state.budget
+            if budget is None:
+                if not protected:
+                    victims.append(task)
+                else:
+                    logger.debug("min-runtime: %s/%s protected from %s",
+                                 task.Namespace, task.Name, kind)  # fmt: skip
+                continue
+            if protected and not budget.fits(task):
+                logger.debug("min-runtime: %s/%s kept: its elastic job would drop below its"
+                             " minimum while protected", task.Namespace, task.Name)  # fmt: skip
+                continue
+            budget.grant(task)
+            victims.append(task)
+        return victims, Vote.PERMIT
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
+        return self._filter(PREEMPT, preemptor, preemptees)
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> EvictResult:
+        return self._filter(RECLAIM, reclaimer, reclaimees)
