@@ -62,7 +62,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             log_config=None,
             access_log=False,
             log_level=settings.log_level,
-            timeout_graceful_shutdown=5,
+            timeout_keep_alive=settings.keep_alive_seconds,
+            timeout_graceful_shutdown=settings.shutdown_seconds,
             server_header=False,
         )
     )

@@ -72,7 +72,7 @@ def _decoder(kind: type[Any]) -> Callable[[Body], Any]:
             return decoder.decode(body)
         except msgspec.ValidationError as exc:
             raise RequestError(_describe(str(exc))) from None
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             raise RequestError(f"malformed JSON: {exc}") from None
 
     return decode
@@ -214,6 +214,8 @@ class Extender:
                 evictees.append(_task.decode(raw))
             except msgspec.ValidationError as exc:
                 raise RequestError(_at(f"evictees[{index}]", str(exc))) from None
+            except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # invalid UTF-8, say
+                raise RequestError(f"malformed JSON: {exc} - at `evictees[{index}]`") from None
         decision = framework.victims(point, request.evictor, evictees)
         if not decision.decided:
             return self._neutral[point.verb]

@@ -1,8 +1,8 @@
 """Process settings: where to listen and which configuration to load.
 
 From the command line, else the environment (``CALDERA_CONFIG``, ``CALDERA_HOST``,
-``CALDERA_PORT``, ``CALDERA_LOG_LEVEL``, ``CALDERA_LOG_FORMAT``), else the defaults: a sidecar
-listens on loopback.
+``CALDERA_PORT``, ``CALDERA_LOG_LEVEL``, ``CALDERA_LOG_FORMAT``, ``CALDERA_KEEP_ALIVE_SECONDS``,
+``CALDERA_SHUTDOWN_SECONDS``), else the defaults: a sidecar listens on loopback.
 """
 
 from __future__ import annotations
@@ -25,3 +25,9 @@ class Settings(BaseSettings):
     log_level: LogLevel = "info"
     log_format: Literal["auto", "json", "text"] = "auto"
     """``auto``: JSON lines when stderr is not a terminal (production), text otherwise."""
+    keep_alive_seconds: int = Field(default=120, gt=0)
+    """How long an idle keep-alive connection stays open. Volcano's Go client keeps idle
+    connections for 90 s and does not retry a POST on one the server has closed, so closing
+    sooner (uvicorn's default is 5 s) turns into failed extender calls."""
+    shutdown_seconds: int = Field(default=5, ge=0)
+    """On SIGTERM: how long in-flight requests may take to finish before the process exits."""

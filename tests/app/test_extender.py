@@ -291,3 +291,18 @@ async def test_answers_volcano_could_not_read_are_refused(client_factory: Any) -
     response = await client.post("/preemptable", content=body)
     assert response.status_code == 500
     assert "10 MiB" in response.json()["error"] and len(response.content) < 1000
+
+
+async def test_invalid_utf8_in_an_evictee_is_a_json_400(client_factory: Any) -> None:
+    # Was a plain-text 500: the evictees are decoded one by one, and msgspec's DecodeError
+    # (not a ValidationError) escaped.
+    client = client_factory(
+        f"tiers: [{{plugins: [{{name: test-scripted, arguments: {{victims: [{VICTIM_UID}]}}}}]}}]"
+    )
+    name = json.dumps(example_json("head", "preemptable.request.json")["evictees"][0]["Name"])
+    body = PREEMPTABLE.replace(name.encode(), b'"bad-\xff\xfe-name"', 1)
+    assert body != PREEMPTABLE
+    response = await client.post("/preemptable", content=body)
+    assert response.status_code == 400
+    assert response.headers["content-type"] == "application/json"
+    assert "evictees[" in response.json()["error"]

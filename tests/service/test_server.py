@@ -172,3 +172,29 @@ async def test_clean_shutdown_on_sigterm(tmp_path) -> None:
     assert "Shutting down" in server.log() or "shutdown" in server.log().lower()
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", int(server.url.rsplit(":", 1)[1])), timeout=1)
+
+
+async def test_idle_keep_alive_connection_is_reused_like_go_does(
+    caldera_server: StartCaldera,
+) -> None:
+    # Volcano's Go client keeps idle connections 90 s and never retries a POST on one the
+    # server closed. uvicorn's own default closes them after 5 s; Caldera keeps them 120 s.
+    server = await caldera_server(None)
+    host, port = server.url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    request = (
+        f"POST /onSessionClose HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        "Content-Length: 2\r\n\r\n{}"
+    ).encode()
+    try:
+        for _ in range(2):
+            writer.write(request)
+            await writer.drain()
+            status = await asyncio.wait_for(reader.readline(), 5)
+            assert status.startswith(b"HTTP/1.1 200"), status
+            while (await reader.readline()) not in (b"\r\n", b""):
+                pass
+            assert await reader.readexactly(2) == b"{}"
+            await asyncio.sleep(6)  # idle past uvicorn's 5 s default
+    finally:
+        writer.close()
