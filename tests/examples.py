@@ -1,4 +1,11 @@
-"""Access to the example bodies in shared/reference/protocol-examples and tests/fixtures."""
+"""Access to the example bodies in tests/fixtures (see tests/fixtures/README.md).
+
+Everything a test reads lives inside the repository, so a plain clone can run the suite:
+- ``protocol-examples/<dialect>``: the hand-built examples of the protocol reference, per wire
+  dialect ("head", "v1.9", "v1.6-v1.7");
+- ``volcano-<release>``: request bodies captured from that Volcano release's own json.Marshal by
+  tests/conformance.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +14,23 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT.parent / "shared" / "reference" / "protocol-examples"
 FIXTURES = ROOT / "tests" / "fixtures"
+EXAMPLES = FIXTURES / "protocol-examples"
+CAPTURED = "volcano-1.15"
 
 
-def example_path(dialect: str, name: str) -> Path:
-    return EXAMPLES / dialect / name
+def example_path(source: str, name: str) -> Path:
+    """``source`` is a dialect of the hand-built examples or a captured set ("volcano-1.15")."""
+    if source.startswith("volcano-"):
+        return FIXTURES / source / name
+    return EXAMPLES / source / name
 
 
-def example_bytes(dialect: str, name: str) -> bytes:
+def example_bytes(source: str, name: str) -> bytes:
     """The example, compacted as Go's json.Marshal writes it."""
-    data = json.loads(example_path(dialect, name).read_bytes())
+    data = json.loads(example_path(source, name).read_bytes())
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def example_json(dialect: str, name: str) -> Any:
-    return json.loads(example_path(dialect, name).read_bytes())
+def example_json(source: str, name: str) -> Any:
+    return json.loads(example_path(source, name).read_bytes())

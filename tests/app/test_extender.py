@@ -16,7 +16,7 @@ from app.main import create_app
 from plugins.api import registry
 from plugins.api.base import EvictResult, FitError, Plugin, Session, Vote
 from schemas.api import JobInfo, NodeInfo, TaskInfo
-from tests.examples import example_bytes, example_json
+from tests.examples import CAPTURED, example_bytes, example_json
 
 
 class Scripted(Plugin):
@@ -166,7 +166,7 @@ async def test_job_enqueued_is_implied_before_1_16(
     client = client_factory(
         f'volcanoVersion: "{version}"\ntiers: [{{plugins: [{{name: test-scripted}}]}}]'
     )
-    body = example_bytes("head", "jobEnqueueable.request.json")
+    body = example_bytes(CAPTURED, "jobEnqueueable.request.json")
     assert (await client.post("/jobEnqueueable", content=body)).json() == {"status": 1}
     assert Scripted.seen == (["jobEnqueueable", "jobEnqueued"] if implicit else ["jobEnqueueable"])
 
@@ -175,7 +175,7 @@ async def test_rejected_job_is_never_accounted(client_factory: Any) -> None:
     client = client_factory(
         'volcanoVersion: "1.15"\ntiers: [{plugins: [{name: test-scripted, arguments: {vote: -1}}]}]'
     )
-    body = example_bytes("head", "jobEnqueueable.request.json")
+    body = example_bytes(CAPTURED, "jobEnqueueable.request.json")
     assert (await client.post("/jobEnqueueable", content=body)).json() == {"status": -1}
     assert Scripted.seen == ["jobEnqueueable"]
 
@@ -185,13 +185,13 @@ async def test_legacy_releases_share_the_reclaimable_path(client_factory: Any) -
         'volcanoVersion: "1.7"\ntiers: [{plugins: [{name: test-scripted, arguments: {vote: -1}}]}]'
     )
     job = await client.post(
-        "/reclaimable", content=example_bytes("head", "jobEnqueueable.request.json")
+        "/reclaimable", content=example_bytes(CAPTURED, "jobEnqueueable.request.json")
     )
     assert job.json() == {"status": -1}
-    queue = await client.post("/", content=example_bytes("head", "queueOverused.request.json"))
+    queue = await client.post("/", content=example_bytes(CAPTURED, "queueOverused.request.json"))
     assert queue.json() == {"overused": False}
     evict = await client.post(
-        "/reclaimable", content=example_bytes("head", "reclaimable.request.json")
+        "/reclaimable", content=example_bytes(CAPTURED, "reclaimable.request.json")
     )
     assert evict.json() == {"status": 0, "victims": []}
     neither = await client.post("/reclaimable", content=b'{"something": 1}')
@@ -225,11 +225,13 @@ async def test_plugin_failure_is_500_naming_plugin_and_verb(client_factory: Any)
 
 async def test_verbs_without_session_skip_snapshot_plugins(client_factory: Any) -> None:
     client = client_factory("tiers: [{plugins: [{name: test-needs-snapshot}]}]")
-    job = example_bytes("head", "jobReady.request.json")
+    job = example_bytes(CAPTURED, "jobReady.request.json")
     assert (await client.post("/jobReady", content=job)).json() == {"status": True}
     metrics = (await client.get("/metrics")).text
     assert 'caldera_verbs_without_session_total{verb="jobReady"} 1.0' in metrics
-    await client.post("/onSessionOpen", content=example_bytes("head", "onSessionOpen.request.json"))
+    await client.post(
+        "/onSessionOpen", content=example_bytes(CAPTURED, "onSessionOpen.request.json")
+    )
     assert (await client.post("/jobReady", content=job)).json() == {"status": False}
     await client.post("/onSessionClose", content=b"{}")
     assert (await client.post("/jobReady", content=job)).json() == {"status": True}

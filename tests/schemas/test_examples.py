@@ -1,5 +1,5 @@
 """The payload views against every example body: the hand-built protocol examples of all three
-dialects (shared/reference/protocol-examples) and the bodies captured from Volcano 1.15's own
+dialects (tests/fixtures/protocol-examples) and the bodies captured from Volcano 1.15's own
 json.Marshal (tests/fixtures/volcano-1.15)."""
 
 from __future__ import annotations

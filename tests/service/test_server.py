@@ -9,24 +9,25 @@ import socket
 
 import pytest
 
-from tests.examples import example_bytes, example_json
+from tests.examples import CAPTURED, example_bytes, example_json
 from tests.service.conftest import StartCaldera, start_caldera
 
 HEAD = "head"
 
+# Captured from Volcano 1.15 where it sends the verb; jobEnqueued is newer (hand-built).
 VERB_EXAMPLES = [
-    ("onSessionOpen", "onSessionOpen.request.json", {}),
-    ("predicate", "predicate.request.json", {"status": "", "code": 0}),
-    ("prioritize", "prioritize.request.json", {"nodeScore": {}, "errorMessage": ""}),
-    ("preemptable", "preemptable.request.json", {"status": 0, "victims": []}),
-    ("reclaimable", "reclaimable.request.json", {"status": 0, "victims": []}),
-    ("jobEnqueueable", "jobEnqueueable.request.json", {"status": 0}),
-    ("jobEnqueued", "jobEnqueued.request.json", {}),
-    ("queueOverused", "queueOverused.request.json", {"overused": False}),
-    ("jobReady", "jobReady.request.json", {"status": True}),
-    ("allocate", "allocateFunc.request.json", {"errorMessage": ""}),
-    ("deallocate", "deallocateFunc.request.json", {"errorMessage": ""}),
-    ("onSessionClose", "onSessionClose.request.json", {}),
+    ("onSessionOpen", (CAPTURED, "onSessionOpen.request.json"), {}),
+    ("predicate", (CAPTURED, "predicate.request.json"), {"status": "", "code": 0}),
+    ("prioritize", (CAPTURED, "prioritize.request.json"), {"nodeScore": {}, "errorMessage": ""}),
+    ("preemptable", (CAPTURED, "preemptable.request.json"), {"status": 0, "victims": []}),
+    ("reclaimable", (CAPTURED, "reclaimable.request.json"), {"status": 0, "victims": []}),
+    ("jobEnqueueable", (CAPTURED, "jobEnqueueable.request.json"), {"status": 0}),
+    ("jobEnqueued", (HEAD, "jobEnqueued.request.json"), {}),
+    ("queueOverused", (CAPTURED, "queueOverused.request.json"), {"overused": False}),
+    ("jobReady", (CAPTURED, "jobReady.request.json"), {"status": True}),
+    ("allocate", (CAPTURED, "allocateFunc.request.json"), {"errorMessage": ""}),
+    ("deallocate", (CAPTURED, "deallocateFunc.request.json"), {"errorMessage": ""}),
+    ("onSessionClose", (CAPTURED, "onSessionClose.request.json"), {}),
 ]
 
 
@@ -35,7 +36,7 @@ async def test_every_verb_answers_with_no_plugins(caldera_server: StartCaldera) 
     for verb, example, expected in VERB_EXAMPLES:
         response = await server.client.post(
             f"/{verb}",
-            content=example_bytes(HEAD, example),
+            content=example_bytes(*example),
             headers={"Content-Type": "application/json"},
         )
         assert response.status_code == 200, (verb, response.text)
