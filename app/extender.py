@@ -111,7 +111,10 @@ class Extender:
         self.snapshot_gc = SnapshotGC()
         self.snapshot_bound = any(entry.cls.needs_snapshot for entry in config.entries)
         self.release_watch = ReleaseWatch(config.release, metrics, infer=config.infers_release)
-        self._neutral = {point.verb: point.neutral or b"" for point in EXTENSION_POINTS}
+        # The predicate's neutral answer depends on the release: encode_predicate gives it.
+        self._neutral = {
+            point.verb: point.neutral for point in EXTENSION_POINTS if point.neutral is not None
+        }
         self._handlers: dict[str, Handler] = {
             point.verb: functools.partial(getattr(self, point.rule.value), point)
             for point in EXTENSION_POINTS
