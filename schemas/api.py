@@ -65,6 +65,8 @@ class TaskInfo(Struct, gc=False):
     """``<namespace>/<podgroup>`` from the pod's group annotation; ``""`` for non-Volcano pods."""
     Name: str = ""
     Namespace: str = ""
+    TaskRole: str = ""
+    """The pod's ``volcano.sh/task-spec`` annotation, else that label (``getTaskRole``)."""
     Resreq: Resource | None = None
     NodeName: str = ""
     Status: int = 0

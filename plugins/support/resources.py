@@ -343,18 +343,18 @@ def resource_get(res: Resource | None, name: str) -> float:
     return (res.ScalarResources or {}).get(name, 0.0)
 
 
-def less_partly_zero(res: Resource, rr: Resource, missing_scalar_counts: bool = True) -> bool:
+def less_partly_zero(res: Resource, rr: Resource) -> bool:
     """``res.LessPartly(rr, Zero)``: some dimension of ``res`` is strictly below ``rr``'s.
 
     cpu or memory below; a scalar ``rr`` names that ``res`` lacks (even when ``rr``'s value is
-    0; from commit 029a17cc8, v1.8.0, when ``missing_scalar_counts``); or a scalar of ``res`` below ``rr``'s
-    (0 when ``rr`` lacks it, so a negative ``res`` scalar counts). No tolerance.
+    0; from commit 029a17cc8, v1.8.0); or a scalar of ``res`` below ``rr``'s (0 when ``rr``
+    lacks it, so a negative ``res`` scalar counts). No tolerance.
     """
     if res.MilliCPU < rr.MilliCPU or res.Memory < rr.Memory:
         return True
     res_scalars = res.ScalarResources or {}
     rr_scalars = rr.ScalarResources or {}
-    if missing_scalar_counts and any(name not in res_scalars for name in rr_scalars):
+    if any(name not in res_scalars for name in rr_scalars):
         return True
     return any(amount < rr_scalars.get(name, 0.0) for name, amount in res_scalars.items())
 
