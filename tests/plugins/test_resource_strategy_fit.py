@@ -741,3 +741,28 @@ def test_bad_payloads_never_crash() -> None:
     assert math.isfinite(
         framework_of(plugin).node_order(pod_task("t", {"cpu": "1"}), [node])["bare"]
     )
+
+
+def test_prioritize_plans_the_task_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    import plugins.resource_strategy_fit as rsf
+
+    calls = 0
+    original = rsf.plan_score
+
+    def counting(task: TaskInfo, weights: ResourceStrategyFit) -> Any:
+        nonlocal calls
+        calls += 1
+        return original(task, weights)
+
+    monkeypatch.setattr(rsf, "plan_score", counting)
+    plugin = make_plugin({"sra": sra_args(GPU, 1, {})})
+    task = pod_task(
+        "t", {"cpu": "1", "memory": gi(1)}, {SCORING_TYPE: MOST, SCORING_WEIGHT: '{"cpu": 1}'}
+    )
+    nodes = [built_node(f"n{i:03}", {"cpu": str(i + 1), "memory": gi(8), "pods": "110"})
+             for i in range(150)]  # fmt: skip
+    scores = framework_of(plugin).node_order(task, nodes)
+    assert calls == 1
+    assert len(scores) == 150
+    # MostAllocated on cpu only: 1 core of 4 -> 250, plus SRA 100 on a node without GPUs.
+    assert scores["n003"] == pytest.approx(250 + 100)
