@@ -230,6 +230,13 @@ def test_worked_example_anti_affinity_splits_the_ps_pods() -> None:
     assert framework.node_order(PS1, [node("A"), node("B")]) == {"A": 50.0, "B": 100.0}
 
 
+def test_equal_tasks_are_bucketed_by_pod_name_whatever_the_payload_order() -> None:
+    # The same job as above with its tasks listed backwards: the sort, not the payload, decides.
+    job = topology_job([W1, W0, PS1, PS0], affinity="ps,worker", anti="ps")
+    plugin, _ = open_plugin([job])
+    assert [bucket_of(plugin, t) for t in (PS0, PS1, W0, W1)] == [0, 1, 0, 1]
+
+
 # --- scoring -------------------------------------------------------------------------------------
 
 
