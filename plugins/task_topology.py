@@ -68,6 +68,7 @@ after another; the node scores above still pull each task towards its bucket's n
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -402,6 +403,40 @@ def has_pending_tasks(job: JobInfo) -> bool:
     return any(task.Status == TaskStatus.Pending for task in (job.Tasks or {}).values())
 
 
+def _non_negative(res: Resource) -> bool:
+    return (
+        res.MilliCPU >= 0
+        and res.Memory >= 0
+        and all(amount >= 0 for amount in (res.ScalarResources or {}).values())
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PartialRequests:
+    """Upstream's remove-until-fits loop, computed once per prioritize call: ``partials[k]``
+    is the bucket's request once ``k + 1`` other unplaced tasks are taken out."""
+
+    partials: list[Resource]
+    monotone: bool
+    """Every removed request is non-negative, so the partial requests only shrink and "fits"
+    (``LessEqual``, tolerance included) never turns false again: a binary search finds the
+    first that fits. Otherwise every one is tried in turn, as upstream does."""
+
+    def removed_until_fit(self, max_resource: Resource) -> int:
+        """How many tasks upstream takes out for a node of ``max_resource``: up to and
+        including the first partial request that fits, or all of them."""
+        partials = self.partials
+        if self.monotone:
+            first = bisect_left(
+                range(len(partials)), True, key=lambda k: less_equal_zero(partials[k], max_resource)
+            )
+            return first + 1 if first < len(partials) else len(partials)
+        for count, remains in enumerate(partials, start=1):
+            if less_equal_zero(remains, max_resource):
+                return count
+        return len(partials)
+
+
 # --- the plugin --------------------------------------------------------------------------------
 
 
@@ -467,7 +502,7 @@ class TaskTopologyPlugin(Plugin):
         name = get_task_name(task)
         uid = pod_uid(task)
         resreq = task.Resreq
-        partial_requests: list[Resource] | None = None
+        partial_requests: PartialRequests | None = None
         scores: dict[str, float] = {}
         for node in nodes:
             max_resource = _max_resource(node)
@@ -489,27 +524,24 @@ class TaskTopologyPlugin(Plugin):
                 if not less_equal_zero(bucket.request, max_resource):
                     if partial_requests is None:
                         partial_requests = self._partial_requests(manager, bucket, uid)
-                    removed = len(partial_requests)
-                    for count, remains in enumerate(partial_requests, start=1):
-                        if less_equal_zero(remains, max_resource):
-                            removed = count
-                            break
-                    score -= removed
+                    score -= partial_requests.removed_until_fit(max_resource)
             scores[node.Name] = self._scale(score, manager)
         return scores
 
     @staticmethod
-    def _partial_requests(manager: JobManager, bucket: Bucket, uid: str) -> list[Resource]:
+    def _partial_requests(manager: JobManager, bucket: Bucket, uid: str) -> PartialRequests:
         """The bucket's request after taking out each other unplaced task in turn (upstream
         recomputes this per node, in map order)."""
         remains = clone(bucket.request)
         partials: list[Resource] = []
+        monotone = True
         for task_uid, member in bucket.tasks.items():
             if task_uid == uid or member.Resreq is None:
                 continue
+            monotone = monotone and _non_negative(member.Resreq)
             sub_asserting_in_place(remains, member.Resreq, manager.clamped)
             partials.append(clone(remains))
-        return partials
+        return PartialRequests(partials, monotone)
 
     def _scale(self, score: int, manager: JobManager | None) -> float:
         value = float(go_int64(score * self.weight))

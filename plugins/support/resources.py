@@ -362,17 +362,19 @@ def less_partly_zero(res: Resource, rr: Resource) -> bool:
 def less_equal_zero(res: Resource, rr: Resource) -> bool:
     """``res.LessEqual(rr, Zero)``: every dimension of ``res`` at most ``rr``'s, within 0.1;
     a scalar ``rr`` lacks counts as 0 there; scalars only ``rr`` has are not compared."""
-
-    def le(left: float, right: float) -> bool:
-        return left < right or abs(left - right) < MIN_RESOURCE
-
-    if not le(res.MilliCPU, rr.MilliCPU) or not le(res.Memory, rr.Memory):
+    left, right = res.MilliCPU, rr.MilliCPU
+    if not (left < right or abs(left - right) < MIN_RESOURCE):
         return False
-    rr_scalars = rr.ScalarResources or {}
-    return all(
-        le(amount, rr_scalars.get(name, 0.0))
-        for name, amount in (res.ScalarResources or {}).items()
-    )
+    left, right = res.Memory, rr.Memory
+    if not (left < right or abs(left - right) < MIN_RESOURCE):
+        return False
+    if res.ScalarResources:
+        rr_scalars = rr.ScalarResources or {}
+        for name, left in res.ScalarResources.items():
+            right = rr_scalars.get(name, 0.0)
+            if not (left < right or abs(left - right) < MIN_RESOURCE):
+                return False
+    return True
 
 
 def sub_asserting_in_place(

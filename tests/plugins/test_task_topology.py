@@ -392,3 +392,42 @@ def test_prioritize_computes_the_partial_requests_once_per_call(
     # A node of k cores keeps k of the 300 tasks (this one and k - 1 others).
     assert scores["n009"] == pytest.approx(10 * 100 / 300)
     assert scores["n049"] == pytest.approx(50 * 100 / 300)
+
+
+def test_the_binary_search_agrees_with_upstream_linear_loop() -> None:
+    import random
+
+    from plugins.task_topology import PartialRequests
+
+    rng = random.Random(7)
+    for _ in range(200):
+        partials: list[Resource] = []
+        remains = Resource(0, 0, {"pods": 0.0, "g": 0.0})
+        members = [Resource(rng.choice([0, 0.05, 500, 1000]), rng.choice([0, GI]),
+                            {"pods": 1.0, "g": rng.choice([0.0, 1000.0])})
+                   for _ in range(rng.randint(0, 12))]  # fmt: skip
+        for member in members:
+            remains.MilliCPU += member.MilliCPU
+            remains.Memory += member.Memory
+            for key, value in (member.ScalarResources or {}).items():
+                assert remains.ScalarResources is not None
+                remains.ScalarResources[key] += value
+        for member in members:
+            remains = Resource(remains.MilliCPU - member.MilliCPU, remains.Memory - member.Memory,
+                               {k: v - (member.ScalarResources or {}).get(k, 0.0)
+                                for k, v in (remains.ScalarResources or {}).items()})  # fmt: skip
+            partials.append(remains)
+        capacity = Resource(rng.choice([0, 999.95, 2000, 5000]), rng.choice([0, 3 * GI]),
+                            {"pods": float(rng.randint(0, 6)), "g": rng.choice([0.0, 2000.0])})  # fmt: skip
+        fast = PartialRequests(partials, True).removed_until_fit(capacity)
+        assert fast == PartialRequests(partials, False).removed_until_fit(capacity)
+
+
+def test_a_negative_request_falls_back_to_trying_every_partial_request() -> None:
+    odd = pod_task("j-w-2", "w", cpu=-3000)  # removing it grows the request: not monotone
+    tasks = [pod_task("j-w-0", "w", cpu=1000), pod_task("j-w-1", "w", cpu=4000), odd,
+             pod_task("j-w-3", "w", cpu=4000)]  # fmt: skip
+    _, framework = open_plugin([topology_job(tasks, affinity="w")])
+    # Request 6000 on a 4-core node: taking out w-1 leaves 2000, which fits: 4 - 1 = 3 of 4.
+    # (Partial requests 2000, 5000, 1000: fits, does not, fits; a bisection would say 3.)
+    assert framework.node_order(tasks[0], [node("c4", cpu=4000)]) == {"c4": 75.0}
