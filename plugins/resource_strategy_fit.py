@@ -34,7 +34,9 @@ longest prefix of it, else none (the resource is skipped). A pod annotated
 ``volcano.sh/resource-strategy-scoring-type: <type>`` uses that type for every resource and the
 weights of ``volcano.sh/resource-strategy-weight`` (JSON ``{"<exact name>": int}``; no
 wildcards; a resource it does not name is skipped); a missing, empty or invalid weight
-annotation makes the main score 0.
+annotation makes the main score 0. The weights are read as Go's ``encoding/json`` reads a
+``map[ResourceName]int``: integer literals within int64 only (``1.0``, ``1e2``, ``"1"`` and
+``true`` are errors), ``null`` is an empty map, the last of duplicate keys wins.
 
 SRA score: 0 when the node's ``Allocatable`` lacks any resource the task requests (``pods``
 included); else ``(1 - sum of the weights of the sra resources the node has / their weight sum)

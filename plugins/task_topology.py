@@ -52,7 +52,11 @@ Deliberate choices:
   reported through ``ssn.clamped``.
 - Bound tasks sorted onto the same node are interchangeable, so Go's unstable sort cannot change
   the buckets; the request's scalars are summed in the payload's order (sorted by name).
-- A task without a pod, a node without ``Idle``: treated as empty, where Go would panic.
+- A task without a pod (no task-spec; its own UID stands for the pod's), a node without
+  ``Idle``: treated as empty, where Go would panic.
+
+With Caldera's ``managedResources`` set, Volcano sends no allocate event for a task outside
+them, so such a task of a job with buckets stays counted as unplaced for the session.
 
 Per prioritize call the job's manager, the task's bucket and, when the bucket's request is too
 big for some node, the sequence of partial requests are computed once. Each node then finds the
