@@ -66,8 +66,8 @@ class TaskInfo(Struct, gc=False):
     Name: str = ""
     Namespace: str = ""
     TaskRole: str = ""
-    """The ``volcano.sh/task-spec`` annotation (or label) of the pod: the key of the job's
-    ``TaskMinAvailable``."""
+    """The pod's ``volcano.sh/task-spec`` annotation, else that label (``getTaskRole``): the
+    key of the job's ``TaskMinAvailable``."""
     Resreq: Resource | None = None
     NodeName: str = ""
     Status: int = 0

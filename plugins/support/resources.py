@@ -310,3 +310,82 @@ def sub_clamped_in_place(
                 clamped(name)
         res.ScalarResources[name] = left
     return res
+
+
+# --- per-dimension reads and comparisons (``api/resource_info.go``) ---------------------------
+
+
+def resource_names(res: Resource | None) -> list[str]:
+    """``Resource.ResourceNames``: ``cpu`` and ``memory`` when at least 0.1, then every scalar
+    (``pods`` included) at least 0.1. Go lists the scalars in map order; here they come in the
+    payload's order, which is sorted by name (Go's JSON encoder sorts map keys)."""
+    if res is None:
+        return []
+    names: list[str] = []
+    if res.MilliCPU >= MIN_RESOURCE:
+        names.append("cpu")
+    if res.Memory >= MIN_RESOURCE:
+        names.append("memory")
+    for name, amount in (res.ScalarResources or {}).items():
+        if amount >= MIN_RESOURCE:
+            names.append(name)
+    return names
+
+
+def resource_get(res: Resource | None, name: str) -> float:
+    """``Resource.Get``: cpu in milli, memory in bytes, else the scalar (0 when absent)."""
+    if res is None:
+        return 0.0
+    if name == "cpu":
+        return res.MilliCPU
+    if name == "memory":
+        return res.Memory
+    return (res.ScalarResources or {}).get(name, 0.0)
+
+
+def less_partly_zero(res: Resource, rr: Resource) -> bool:
+    """``res.LessPartly(rr, Zero)``: some dimension of ``res`` is strictly below ``rr``'s.
+
+    cpu or memory below; a scalar ``rr`` names that ``res`` lacks (even when ``rr``'s value is
+    0; from commit 029a17cc8, v1.8.0); or a scalar of ``res`` below ``rr``'s (0 when ``rr``
+    lacks it, so a negative ``res`` scalar counts). No tolerance.
+    """
+    if res.MilliCPU < rr.MilliCPU or res.Memory < rr.Memory:
+        return True
+    res_scalars = res.ScalarResources or {}
+    rr_scalars = rr.ScalarResources or {}
+    if any(name not in res_scalars for name in rr_scalars):
+        return True
+    return any(amount < rr_scalars.get(name, 0.0) for name, amount in res_scalars.items())
+
+
+def less_equal_zero(res: Resource, rr: Resource) -> bool:
+    """``res.LessEqual(rr, Zero)``: every dimension of ``res`` at most ``rr``'s, within 0.1;
+    a scalar ``rr`` lacks counts as 0 there; scalars only ``rr`` has are not compared."""
+    left, right = res.MilliCPU, rr.MilliCPU
+    if not (left < right or abs(left - right) < MIN_RESOURCE):
+        return False
+    left, right = res.Memory, rr.Memory
+    if not (left < right or abs(left - right) < MIN_RESOURCE):
+        return False
+    if res.ScalarResources:
+        rr_scalars = rr.ScalarResources or {}
+        for name, left in res.ScalarResources.items():
+            right = rr_scalars.get(name, 0.0)
+            if not (left < right or abs(left - right) < MIN_RESOURCE):
+                return False
+    return True
+
+
+def sub_asserting_in_place(
+    res: Resource, other: Resource | None, clamped: Callable[[str], None] | None = None
+) -> Resource:
+    """``Resource.Sub``: when ``other <= res`` (``LessEqual`` with its 0.1 tolerance) the plain
+    subtraction, scalars only when ``res`` has a scalar map (so a value within the tolerance may
+    end slightly negative, as in Volcano). Where Volcano's assertion would panic (the default,
+    ``PANIC_ON_ERROR``), the subtraction is floored at zero per dimension and ``clamped`` told."""
+    if other is None:
+        return res
+    if less_equal_zero(other, res):
+        return sub_without_assert_in_place(res, other)
+    return sub_clamped_in_place(res, other, clamped)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+import msgspec
 import pytest
 
 from schemas import api, k8s
@@ -100,3 +101,55 @@ def test_walk_detects_a_missing_key() -> None:
     assert seen["JobInfo"] == {"UID", "Namespace"}
     assert "Priority" in declared(api.JobInfo) - seen["JobInfo"]
     assert k8s.ObjectMeta.__name__ not in seen
+
+
+# Keys each node plugin reads, by view, including Kubernetes views the list above leaves out:
+# a plugin must not rely on a key Volcano 1.15 never sends.
+PLUGIN_READS = {
+    "resource-strategy-fit": {
+        "TaskInfo": {"Resreq", "Pod"},
+        "Pod": {"metadata"},
+        "ObjectMeta": {"annotations"},
+        "NodeInfo": {"Name", "Idle", "Used", "Allocatable"},
+        "Resource": {"MilliCPU", "Memory", "ScalarResources"},
+    },
+    "task-topology": {
+        "TaskInfo": {"UID", "Job", "Name", "TaskRole", "Resreq", "NodeName", "Status", "Pod"},
+        "Pod": {"metadata"},
+        "ObjectMeta": {"uid", "annotations"},
+        "JobInfo": {"UID", "Name", "Namespace", "Tasks", "PodGroup"},
+        "PodGroup": {"metadata"},
+        "NodeInfo": {"Name", "Idle", "Releasing"},
+        "Resource": {"MilliCPU", "Memory", "ScalarResources"},
+    },
+}
+
+
+@pytest.mark.skipif(
+    not any(CAPTURED.glob("onSessionOpen.request.json")),
+    reason="no captured Volcano 1.15 fixtures yet",
+)
+@pytest.mark.parametrize("plugin", sorted(PLUGIN_READS))
+def test_node_plugin_keys_are_in_the_captures(plugin: str) -> None:
+    seen = captured_seen()
+    missing = {
+        view: keys - seen.get(view, set())
+        for view, keys in PLUGIN_READS[plugin].items()
+        if keys - seen.get(view, set())
+    }
+    assert not missing, f"{plugin} reads keys never seen in Volcano 1.15 bodies: {missing}"
+
+
+@pytest.mark.skipif(
+    not any(CAPTURED.glob("predicate.request.json")),
+    reason="no captured Volcano 1.15 fixtures yet",
+)
+def test_task_role_and_pod_identity_decode_from_the_captures() -> None:
+    for verb in ("predicate", "prioritize", "allocateFunc"):
+        raw = json.loads((CAPTURED / f"{verb}.request.json").read_bytes())
+        task = msgspec.json.decode((CAPTURED / f"{verb}.request.json").read_bytes(),
+                                   type=REQUEST_TYPES[verb]).task  # fmt: skip
+        assert task.TaskRole == raw["task"]["TaskRole"] != ""
+        assert task.Pod is not None and task.Pod.metadata is not None
+        assert task.Pod.metadata.uid == raw["task"]["Pod"]["metadata"]["uid"] != ""
+        assert task.Pod.metadata.annotations == raw["task"]["Pod"]["metadata"]["annotations"]
