@@ -12,11 +12,12 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from app import shared_path
+from app import shared_path, sizing
 from app.config import CalderaConfig, ConfigError, effective_config, load_config, release_note
 from app.session import SessionManager
 from app.settings import Settings
 from plugins.api.extension_points import BY_VERB, VERBS
+from schemas.goduration import DurationError, parse_go_duration
 from schemas.requests import OnSessionOpenRequest
 
 EXIT_CONFIG = 2
@@ -155,6 +156,15 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail_config(exc)
     url = args.url or f"http://{settings.host}:{settings.port}"
+    try:
+        timeout = parse_go_duration(args.http_timeout) / 1e9
+        period = parse_go_duration(args.schedule_period) / 1e9
+    except DurationError as exc:
+        print(f"caldera: invalid duration: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    if (args.nodes is None) != (args.pods is None):
+        print("caldera: --nodes and --pods go together", file=sys.stderr)
+        return EXIT_CONFIG
     entry, notes = volcano_entry(config, url.rstrip("/"), args.http_timeout, args.ignorable)
     print(
         "# Add this plugin entry to a tier of volcano-scheduler.conf (Volcano "
@@ -162,6 +172,11 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
     )
     for note in notes:
         print(f"# note: {note}")
+    if args.nodes is not None:
+        cluster = sizing.Cluster(args.nodes, args.pods, args.pending_tasks)
+        verbs = [v for v in VERBS if v in entry["arguments"].values()]
+        for warning in sizing.warnings(cluster, verbs, timeout, config.maxRequestBytes, period):
+            print(f"# warning: {warning}")
     print(yaml.safe_dump([entry], sort_keys=False), end="")
     return 0
 
@@ -175,6 +190,13 @@ def cmd_openapi(args: argparse.Namespace) -> int:
 
 def openapi_text(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
 
 
 def parser() -> argparse.ArgumentParser:
@@ -204,6 +226,19 @@ def parser() -> argparse.ArgumentParser:
     volcano.add_argument("--url", help="URL Volcano reaches Caldera at (default from host/port)")
     volcano.add_argument("--http-timeout", default="1s", help="extender.httpTimeout (default 1s)")
     volcano.add_argument("--ignorable", action="store_true", help="set extender.ignorable: true")
+    volcano.add_argument(
+        "--nodes", type=_count, help="cluster nodes: warn about settings too small for them"
+    )
+    volcano.add_argument("--pods", type=_count, help="cluster pods (with --nodes)")
+    volcano.add_argument(
+        "--pending-tasks",
+        type=_count,
+        default=sizing.BENCH_PENDING_TASKS,
+        help="pending tasks per cycle for the cycle estimate (default 50, the benchmark's)",
+    )
+    volcano.add_argument(
+        "--schedule-period", default="1s", help="vc-scheduler --schedule-period (default 1s)"
+    )
     volcano.set_defaults(run=cmd_volcano_config)
 
     openapi = sub.add_parser("openapi", help="print the OpenAPI document")
