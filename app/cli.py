@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -21,6 +22,8 @@ from schemas.goduration import DurationError, parse_go_duration
 from schemas.requests import OnSessionOpenRequest
 
 EXIT_CONFIG = 2
+EXIT_DIFFERS = 1
+"""caldera replay: some answer differs from the recording."""
 
 
 def _fail_config(exc: ConfigError) -> int:
@@ -54,7 +57,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail_config(exc)
     configure_logging(settings.log_level, settings.log_format)
-    app = create_app(config)
+    recorder = None
+    if args.record is not None:
+        from app.record import Recorder, RecordError
+
+        try:
+            recorder = Recorder(args.record, args.record_max_bytes)
+        except RecordError as exc:
+            print(f"caldera: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
+    app = create_app(config, recorder)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
@@ -181,6 +193,24 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    from app.replay import ReplayError, render, replay
+
+    settings = _settings(args)
+    try:
+        config = load_config(settings.config)
+    except ConfigError as exc:
+        return _fail_config(exc)
+    try:
+        report = replay(config, Path(args.directory))
+    except ReplayError as exc:
+        print(f"caldera replay: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    for line in render(report):
+        print(line)
+    return EXIT_DIFFERS if report.differs else 0
+
+
 def cmd_openapi(args: argparse.Namespace) -> int:
     from app.main import create_app
 
@@ -213,6 +243,18 @@ def parser() -> argparse.ArgumentParser:
         "--log-level",
         choices=["critical", "error", "warning", "info", "debug"],
     )
+    serve.add_argument(
+        "--record",
+        metavar="DIR",
+        help="write every request and answer to DIR (a new or empty directory; bodies hold"
+        " pod specs: keep DIR private) for caldera replay",
+    )
+    serve.add_argument(
+        "--record-max-bytes",
+        type=_count,
+        default=1 << 30,
+        help="stop recording after this many bytes of bodies and answers (default 1 GiB)",
+    )
     serve.set_defaults(run=cmd_serve)
 
     check = sub.add_parser("check-config", help="validate a configuration file and print it")
@@ -240,6 +282,14 @@ def parser() -> argparse.ArgumentParser:
         "--schedule-period", default="1s", help="vc-scheduler --schedule-period (default 1s)"
     )
     volcano.set_defaults(run=cmd_volcano_config)
+
+    replay = sub.add_parser(
+        "replay",
+        help="answer a recording (serve --record) again and show where the answers differ",
+    )
+    replay.add_argument("directory", help="the recording directory")
+    replay.add_argument("--config", help="configuration file (default: the embedded one)")
+    replay.set_defaults(run=cmd_replay)
 
     openapi = sub.add_parser("openapi", help="print the OpenAPI document")
     openapi.set_defaults(run=cmd_openapi)
