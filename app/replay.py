@@ -154,11 +154,15 @@ async def _replay(config: CalderaConfig, recorded: list[Exchange], progress: Pro
         deadline = time.monotonic() + BACKGROUND_SYNC_SECONDS
         while not all(b.ready() for b in backgrounds.values()):
             if time.monotonic() > deadline:
-                print(
-                    "caldera replay: warning: a plugin's data source did not sync in"
-                    f" {BACKGROUND_SYNC_SECONDS:g}s; its answers may differ",
-                    file=sys.stderr,
-                )
+                for key, background in backgrounds.items():
+                    if not background.ready():
+                        print(
+                            f"caldera replay: warning: the data source of tiers[{key[0]}]"
+                            f".plugins[{key[1]}] did not sync in {BACKGROUND_SYNC_SECONDS:g}s"
+                            f" ({background.describe().get('lastError')}); its answers may"
+                            " differ",
+                            file=sys.stderr,
+                        )
                 break
             await asyncio.sleep(0.05)
         extender = Extender(config, SessionManager(config, None, backgrounds, clock=clock))

@@ -147,3 +147,16 @@ def test_replay_of_something_that_is_not_a_recording(tmp_path: Path, capsys) -> 
         exchanges(tmp_path)
     assert main(["replay", str(tmp_path / "missing")]) == 2
     assert "is not a directory" in capsys.readouterr().err
+
+
+def test_replay_warns_when_a_data_source_does_not_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("app.replay.BACKGROUND_SYNC_SECONDS", 0.2)
+    handwritten_recording(tmp_path / "rec", CREATED + timedelta(minutes=5), b'{"status":0}')
+    missing = tmp_path / "no-such-pdbs.yaml"
+    config = f"tiers: [{{plugins: [{{name: sla}}, {{name: pdb, arguments: {{source: file, file: {missing}}}}}]}}]\n"
+    report = replay(load_config_from_text(tmp_path, config), tmp_path / "rec")
+    assert not report.differs
+    err = capsys.readouterr().err
+    assert "data source of tiers[0].plugins[1] did not sync" in err
