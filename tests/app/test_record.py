@@ -9,6 +9,7 @@ import logging
 import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -160,3 +161,26 @@ def test_replay_warns_when_a_data_source_does_not_sync(
     assert not report.differs
     err = capsys.readouterr().err
     assert "data source of tiers[0].plugins[1] did not sync" in err
+
+
+def test_without_record_the_endpoints_call_the_extender_itself(tmp_path: Path) -> None:
+    """Recording off is absent, not a flag checked per request: the verb endpoints hold the
+    plain Extender and the sessions the plain clock."""
+    from app.main import create_app
+    from app.routes.verbs import VerbEndpoint
+    from plugins.api.base import utc_now
+
+    def verb_endpoints(app: Any) -> list[VerbEndpoint]:
+        endpoints = (getattr(route, "endpoint", None) for route in app.router.routes)
+        return [e for e in endpoints if isinstance(e, VerbEndpoint)]
+
+    plain = create_app(load_config(None))
+    endpoints = verb_endpoints(plain)
+    assert endpoints and all(e.extender is plain.state.extender for e in endpoints)
+    assert plain.state.sessions.clock is utc_now
+
+    recorder = Recorder(tmp_path / "rec")
+    recording = create_app(load_config(None), recorder)
+    endpoints = verb_endpoints(recording)
+    assert endpoints and all(isinstance(e.extender, RecordingExtender) for e in endpoints)
+    recorder.close()
