@@ -7,19 +7,23 @@ import json
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from app import shared_path
+from app import shared_path, sizing
 from app.config import CalderaConfig, ConfigError, effective_config, load_config, release_note
 from app.session import SessionManager
 from app.settings import Settings
 from plugins.api.extension_points import BY_VERB, VERBS
+from schemas.goduration import DurationError, parse_go_duration
 from schemas.requests import OnSessionOpenRequest
 
 EXIT_CONFIG = 2
+EXIT_DIFFERS = 1
+"""caldera replay: some answer differs from the recording."""
 
 
 def _fail_config(exc: ConfigError) -> int:
@@ -53,7 +57,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail_config(exc)
     configure_logging(settings.log_level, settings.log_format)
-    app = create_app(config)
+    recorder = None
+    if args.record is not None:
+        from app.record import Recorder, RecordError
+
+        try:
+            recorder = Recorder(args.record, args.record_max_bytes)
+        except RecordError as exc:
+            print(f"caldera: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
+    app = create_app(config, recorder)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
@@ -155,6 +168,15 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail_config(exc)
     url = args.url or f"http://{settings.host}:{settings.port}"
+    try:
+        timeout = parse_go_duration(args.http_timeout) / 1e9
+        period = parse_go_duration(args.schedule_period) / 1e9
+    except DurationError as exc:
+        print(f"caldera: invalid duration: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    if (args.nodes is None) != (args.pods is None):
+        print("caldera: --nodes and --pods go together", file=sys.stderr)
+        return EXIT_CONFIG
     entry, notes = volcano_entry(config, url.rstrip("/"), args.http_timeout, args.ignorable)
     print(
         "# Add this plugin entry to a tier of volcano-scheduler.conf (Volcano "
@@ -162,8 +184,31 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
     )
     for note in notes:
         print(f"# note: {note}")
+    if args.nodes is not None:
+        cluster = sizing.Cluster(args.nodes, args.pods, args.pending_tasks)
+        verbs = [v for v in VERBS if v in entry["arguments"].values()]
+        for warning in sizing.warnings(cluster, verbs, timeout, config.maxRequestBytes, period):
+            print(f"# warning: {warning}")
     print(yaml.safe_dump([entry], sort_keys=False), end="")
     return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from app.replay import ReplayError, render, replay
+
+    settings = _settings(args)
+    try:
+        config = load_config(settings.config)
+    except ConfigError as exc:
+        return _fail_config(exc)
+    try:
+        report = replay(config, Path(args.directory))
+    except ReplayError as exc:
+        print(f"caldera replay: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    for line in render(report):
+        print(line)
+    return EXIT_DIFFERS if report.differs else 0
 
 
 def cmd_openapi(args: argparse.Namespace) -> int:
@@ -175,6 +220,13 @@ def cmd_openapi(args: argparse.Namespace) -> int:
 
 def openapi_text(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
 
 
 def parser() -> argparse.ArgumentParser:
@@ -191,6 +243,18 @@ def parser() -> argparse.ArgumentParser:
         "--log-level",
         choices=["critical", "error", "warning", "info", "debug"],
     )
+    serve.add_argument(
+        "--record",
+        metavar="DIR",
+        help="write every request and answer to DIR (a new or empty directory; bodies hold"
+        " pod specs: keep DIR private) for caldera replay",
+    )
+    serve.add_argument(
+        "--record-max-bytes",
+        type=_count,
+        default=1 << 30,
+        help="stop recording after this many bytes of bodies and answers (default 1 GiB)",
+    )
     serve.set_defaults(run=cmd_serve)
 
     check = sub.add_parser("check-config", help="validate a configuration file and print it")
@@ -204,7 +268,28 @@ def parser() -> argparse.ArgumentParser:
     volcano.add_argument("--url", help="URL Volcano reaches Caldera at (default from host/port)")
     volcano.add_argument("--http-timeout", default="1s", help="extender.httpTimeout (default 1s)")
     volcano.add_argument("--ignorable", action="store_true", help="set extender.ignorable: true")
+    volcano.add_argument(
+        "--nodes", type=_count, help="cluster nodes: warn about settings too small for them"
+    )
+    volcano.add_argument("--pods", type=_count, help="cluster pods (with --nodes)")
+    volcano.add_argument(
+        "--pending-tasks",
+        type=_count,
+        default=sizing.BENCH_PENDING_TASKS,
+        help="pending tasks per cycle for the cycle estimate (default 50, the benchmark's)",
+    )
+    volcano.add_argument(
+        "--schedule-period", default="1s", help="vc-scheduler --schedule-period (default 1s)"
+    )
     volcano.set_defaults(run=cmd_volcano_config)
+
+    replay = sub.add_parser(
+        "replay",
+        help="answer a recording (serve --record) again and show where the answers differ",
+    )
+    replay.add_argument("directory", help="the recording directory")
+    replay.add_argument("--config", help="configuration file (default: the embedded one)")
+    replay.set_defaults(run=cmd_replay)
 
     openapi = sub.add_parser("openapi", help="print the OpenAPI document")
     openapi.set_defaults(run=cmd_openapi)

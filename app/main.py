@@ -21,12 +21,13 @@ from app.extender import Extender
 from app.logs import request_id
 from app.metrics import Metrics
 from app.openapi import components, verb_paths
+from app.record import Recorder, RecordingExtender
 from app.routes import debug, health, metrics
 from app.routes.verbs import verb_routes
 from app.session import SessionManager
 from plugins.api import registry
 from plugins.api.arguments import Arguments
-from plugins.api.base import Background
+from plugins.api.base import Background, utc_now
 from schemas.responses import ErrorResponse
 
 logger = logging.getLogger("caldera")
@@ -83,10 +84,13 @@ def build_backgrounds(config: CalderaConfig) -> dict[tuple[int, int], Background
     return backgrounds
 
 
-def create_app(config: CalderaConfig) -> FastAPI:
+def create_app(config: CalderaConfig, recorder: Recorder | None = None) -> FastAPI:
+    """The app for ``config``; with a ``recorder`` (``serve --record``) every exchange is also
+    written to disk, and the app closes the recorder when it shuts down."""
     metrics_ = Metrics()
     backgrounds = build_backgrounds(config)
-    sessions = SessionManager(config, metrics_, backgrounds)
+    clock = recorder.clock if recorder is not None else utc_now
+    sessions = SessionManager(config, metrics_, backgrounds, clock=clock)
     extender = Extender(config, sessions, metrics_)
 
     @asynccontextmanager
@@ -109,6 +113,8 @@ def create_app(config: CalderaConfig) -> FastAPI:
                     await background.stop()
                 except Exception:
                     logger.exception("stopping a plugin background failed")
+            if recorder is not None:
+                recorder.close()
 
     app = FastAPI(
         title="Caldera",
@@ -125,7 +131,8 @@ def create_app(config: CalderaConfig) -> FastAPI:
         f"tiers[{t}].plugins[{i}]:{config.tiers[t].plugins[i].name}": bg
         for (t, i), bg in backgrounds.items()
     }
-    app.router.routes.extend(verb_routes(extender, metrics_, config.maxRequestBytes))
+    answers = extender if recorder is None else RecordingExtender(extender, recorder)
+    app.router.routes.extend(verb_routes(answers, metrics_, config.maxRequestBytes))
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(debug.router)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Protocol
 
 import msgspec
 from starlette.routing import Route
@@ -18,17 +19,26 @@ from starlette.types import Receive, Scope, Send
 
 from app.body import read_body
 from app.errors import AnswerError, CalderaError, Disconnected, PluginFailure, RequestError
-from app.extender import Extender
+from app.extender import Body
 from app.metrics import Metrics
 
 logger = logging.getLogger("caldera.verbs")
 JSON_HEADER = (b"content-type", b"application/json")
 
 
+class Answers(Protocol):
+    """What the endpoints call: the Extender, or the recorder wrapped around it
+    (``serve --record``)."""
+
+    def handle(self, verb: str, body: Body) -> bytes: ...
+
+    def routes(self) -> dict[str, str]: ...
+
+
 class VerbEndpoint:
     """The ASGI endpoint of one verb."""
 
-    def __init__(self, verb: str, extender: Extender, metrics: Metrics, limit: int) -> None:
+    def __init__(self, verb: str, extender: Answers, metrics: Metrics, limit: int) -> None:
         self.verb = verb
         self.extender = extender
         self.metrics = metrics
@@ -92,7 +102,7 @@ async def send_json(send: Send, status: int, payload: bytes) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
-def verb_routes(extender: Extender, metrics: Metrics, limit: int) -> list[Route]:
+def verb_routes(extender: Answers, metrics: Metrics, limit: int) -> list[Route]:
     return [
         Route(path, VerbEndpoint(verb, extender, metrics, limit), methods=["POST"])
         for path, verb in extender.routes().items()

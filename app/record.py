@@ -1,0 +1,212 @@
+"""``caldera serve --record DIR``: every request and answer of every session, on disk, for
+``caldera replay`` (app/replay.py).
+
+Layout, one directory per session (a new one at each onSessionOpen; verbs before the first go
+to ``session-000000``)::
+
+    DIR/session-000001/index.jsonl                     one line per request, in answer order
+    DIR/session-000001/000001-onSessionOpen.request.json   the body exactly as received
+    DIR/session-000001/000001-onSessionOpen.response.json  the answer exactly as sent
+
+An index line: ``{"seq", "verb", "time", "status", "request", "response"}``; ``time`` is the
+wall time the request was answered at (RFC 3339, microseconds), which every plugin of that
+request saw as "now", so a replay can hand plugins the same clock.
+
+Off by default, and then absent: the app routes to the plain :class:`~app.extender.Extender`
+and the session clock is ``utc_now``, so not recording costs nothing. When on, answers are
+computed exactly as without it: the recorder only freezes "now" for the length of one request
+(plugins read the time at which the request arrived rather than a few microseconds later) and
+hands the bytes to a writer thread, so the event loop does not wait for the disk. Files are
+0600 in 0700 directories, because bodies hold whole pod specs (env values, annotations, image
+names). After ``max_bytes`` of bodies and answers, recording stops with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import msgspec
+
+from app.errors import AnswerError, CalderaError
+from app.extender import Body, Extender
+from plugins.api.base import utc_now
+
+logger = logging.getLogger("caldera.record")
+
+INDEX = "index.jsonl"
+DEFAULT_MAX_BYTES = 1 << 30
+"""1 GiB: about a dozen cycles of a 100-node cluster with victim and job plugins."""
+
+
+class RecordError(Exception):
+    """The record directory cannot be used."""
+
+
+def answer_of(extender: Extender, verb: str, body: Body) -> tuple[int, bytes]:
+    """The status and bytes the HTTP layer would send for ``verb`` (app/routes/verbs.py)."""
+    try:
+        return 200, extender.handle(verb, body)
+    except CalderaError as exc:
+        return exc.status, msgspec.json.encode(exc.answer(verb))
+    except Exception as exc:
+        error = AnswerError(f"internal error: {type(exc).__name__}")
+        return error.status, msgspec.json.encode(error.answer(verb))
+
+
+def session_directory(number: int) -> str:
+    return f"session-{number:06d}"
+
+
+@dataclass(slots=True)
+class Entry:
+    session: int
+    seq: int
+    verb: str
+    time: datetime
+    status: int
+    request: Body
+    response: bytes
+
+
+class Recorder:
+    """Writes what :class:`RecordingExtender` hands it, in order, from one thread."""
+
+    def __init__(self, directory: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES):
+        self.directory = Path(directory)
+        self.max_bytes = max_bytes
+        self.written = 0
+        self.stopped = False
+        self.session = 0
+        self.seq = 0
+        self.now: datetime | None = None
+        self._open_directory()
+        self._queue: queue.Queue[Entry | None] = queue.Queue()
+        self._made: set[int] = set()
+        self._thread = threading.Thread(target=self._write_loop, name="caldera-record")
+        self._thread.daemon = True
+        self._thread.start()
+        logger.warning(
+            "RECORDING every extender request and answer to %s (up to %d bytes). The bodies"
+            " hold whole pod specs: env values, annotations, images. Treat the directory as a"
+            " secret and delete it when done.",
+            self.directory,
+            max_bytes,
+        )
+
+    def _open_directory(self) -> None:
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if any(self.directory.iterdir()):
+                raise RecordError(
+                    f"record directory {self.directory} is not empty: give a new one, so"
+                    " recordings are never mixed"
+                )
+            os.chmod(self.directory, 0o700)
+        except OSError as exc:
+            raise RecordError(f"record directory {self.directory}: {exc}") from None
+
+    def clock(self) -> datetime:
+        """The sessions' clock: the current request's time while one is answered."""
+        return self.now or utc_now()
+
+    def record(
+        self, verb: str, time: datetime, status: int, request: Body, response: bytes
+    ) -> None:
+        if self.stopped:
+            return
+        size = len(request) + len(response)
+        if self.written + size > self.max_bytes:
+            self.stopped = True
+            logger.warning(
+                "recording stopped: %s would pass the cap of %d bytes (%d written); Caldera"
+                " keeps serving",
+                verb,
+                self.max_bytes,
+                self.written,
+            )
+            return
+        self.written += size
+        if verb == "onSessionOpen":
+            self.session += 1
+            self.seq = 0
+        self.seq += 1
+        self._queue.put(Entry(self.session, self.seq, verb, time, status, request, response))
+
+    def close(self) -> None:
+        """Write everything queued, then stop the writer thread."""
+        self._queue.put(None)
+        self._thread.join()
+
+    def _write_loop(self) -> None:
+        while (entry := self._queue.get()) is not None:
+            try:
+                self._write(entry)
+            except OSError as exc:
+                self.stopped = True
+                logger.error("recording stopped: writing to %s failed: %s", self.directory, exc)
+                while self._queue.get() is not None:  # drain what is queued, keep serving
+                    pass
+                return
+
+    def _write(self, entry: Entry) -> None:
+        directory = self.directory / session_directory(entry.session)
+        if entry.session not in self._made:
+            directory.mkdir(mode=0o700)
+            self._made.add(entry.session)
+        stem = f"{entry.seq:06d}-{entry.verb}"
+        request, response = f"{stem}.request.json", f"{stem}.response.json"
+        _write_private(directory / request, entry.request)
+        _write_private(directory / response, entry.response)
+        line = {
+            "seq": entry.seq,
+            "verb": entry.verb,
+            "time": entry.time.isoformat(timespec="microseconds"),
+            "status": entry.status,
+            "request": request,
+            "response": response,
+        }
+        _write_private(directory / INDEX, json.dumps(line).encode() + b"\n", append=True)
+
+
+def _write_private(path: Path, data: Body, append: bool = False) -> None:
+    """Write ``data`` to a file only its owner can read (0600 whatever the umask)."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_EXCL)
+    with open(os.open(path, flags, 0o600), "wb") as file:
+        file.write(data)
+
+
+class RecordingExtender:
+    """Answers as the extender it wraps and hands each exchange to the recorder."""
+
+    def __init__(self, extender: Extender, recorder: Recorder) -> None:
+        self.extender = extender
+        self.recorder = recorder
+
+    def routes(self) -> dict[str, str]:
+        return self.extender.routes()
+
+    def handle(self, verb: str, body: Body) -> bytes:
+        now = utc_now()
+        self.recorder.now = now
+        try:
+            answer = self.extender.handle(verb, body)
+        except CalderaError as exc:
+            self.recorder.record(verb, now, exc.status, body, msgspec.json.encode(exc.answer(verb)))
+            raise
+        except Exception as exc:
+            error = AnswerError(f"internal error: {type(exc).__name__}")
+            self.recorder.record(
+                verb, now, error.status, body, msgspec.json.encode(error.answer(verb))
+            )
+            raise
+        finally:
+            self.recorder.now = None
+        self.recorder.record(verb, now, 200, body, answer)
+        return answer

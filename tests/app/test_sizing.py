@@ -1,0 +1,141 @@
+"""app/sizing.py: the body-size model against bench/workloads.py's bodies, and each warning of
+`caldera volcano-config --nodes/--pods`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+import yaml
+
+from app import sizing
+from app.cli import main
+from bench import workloads
+from plugins.api import registry
+from plugins.api.base import FitError, Plugin
+from schemas.api import NodeInfo, TaskInfo
+
+
+@pytest.mark.parametrize(("nodes", "pods"), [(12, 150), (30, 400)])
+def test_session_open_estimate_matches_generated_bodies(nodes: int, pods: int) -> None:
+    cluster = workloads.make_cluster(nodes, pods)
+    actual = len(workloads.session_open_body(cluster))
+    estimate = sizing.Cluster(nodes, pods).body_bytes("onSessionOpen")
+    assert abs(estimate - actual) / actual < 0.05, (estimate, actual)
+
+
+def test_node_info_task_and_job_estimates_match_generated_bodies() -> None:
+    generated = workloads.make_cluster(16, 480)
+    model = sizing.Cluster(16, 480)
+    node_infos = [len(body) for body in generated.nodes.values()]
+    mean_node_info = sum(node_infos) / len(node_infos)
+    assert abs(model.node_info_bytes() - mean_node_info) / mean_node_info < 0.05
+    tasks = [len(t) for job in generated.jobs for t in job.tasks.values()]
+    assert abs(sizing.TASK_INFO_BYTES - sum(tasks) / len(tasks)) < 300
+    per_task = sum(map(len, generated.job_bytes.values())) / sum(
+        len(j.tasks) for j in generated.jobs
+    )
+    assert abs(sizing.JOB_INFO_BYTES_PER_TASK - per_task) / per_task < 0.05
+
+
+def test_estimates_reproduce_the_benchmark_figures() -> None:
+    """bench/results/latest.md: 75.0 MiB for 100 nodes / 2,000 pods, p99 360 ms over HTTP."""
+    big = sizing.Cluster(100, 2000)
+    assert big.body_bytes("onSessionOpen") / 2**20 == pytest.approx(75.0, rel=0.03)
+    assert big.p99_seconds("onSessionOpen") == pytest.approx(0.360, rel=0.05)
+
+
+class Filter(Plugin):
+    """A node filter and scorer, so predicate and prioritize are among the needed verbs."""
+
+    name = "test-node-filter"
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        return None
+
+    def node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Mapping[str, float]:
+        return {}
+
+
+@pytest.fixture
+def node_filter() -> Iterator[None]:
+    registry.register(Filter)
+    yield
+    registry._registry.pop(Filter.name, None)
+
+
+def volcano_config(tmp_path: Path, capsys: pytest.CaptureFixture[str], config: str, *args: str):
+    path = tmp_path / "caldera.yaml"
+    path.write_text(config)
+    assert main(["volcano-config", "--config", str(path), *args]) == 0
+    out = capsys.readouterr().out
+    [entry] = yaml.safe_load(out)
+    warnings = [line for line in out.splitlines() if line.startswith("# warning: ")]
+    return entry, warnings
+
+
+VICTIMS = "maxRequestBytes: 134217728\ntiers: [{plugins: [{name: priority}, {name: cdp}]}]\n"
+
+
+def test_no_warning_for_a_well_sized_configuration(tmp_path: Path, capsys) -> None:
+    _, warnings = volcano_config(tmp_path, capsys, VICTIMS, "--nodes", "100", "--pods", "2000")
+    assert warnings == []
+
+
+def test_no_cluster_size_no_sizing_warnings(tmp_path: Path, capsys) -> None:
+    _, warnings = volcano_config(tmp_path, capsys, "tiers: [{plugins: [{name: priority}]}]\n")
+    assert warnings == []
+
+
+def test_http_timeout_below_the_heaviest_verbs_p99(tmp_path: Path, capsys) -> None:
+    config = "maxRequestBytes: 1073741824\ntiers: [{plugins: [{name: priority}]}]\n"
+    args = ("--nodes", "500", "--pods", "10000")
+    _, warnings = volcano_config(tmp_path, capsys, config, *args, "--http-timeout", "1s")
+    [warning] = warnings
+    assert "extender.httpTimeout 1s is below the estimated p99 of onSessionOpen" in warning
+    assert "375.0 MiB" in warning
+    _, warnings = volcano_config(tmp_path, capsys, config, *args, "--http-timeout", "4s")
+    assert warnings == []
+
+
+def test_max_request_bytes_too_small_for_the_snapshot(tmp_path: Path, capsys) -> None:
+    config = "maxRequestBytes: 10485760\ntiers: [{plugins: [{name: priority}]}]\n"
+    _, warnings = volcano_config(tmp_path, capsys, config, "--nodes", "100", "--pods", "2000")
+    [warning] = warnings
+    assert "maxRequestBytes 10485760" in warning and "onSessionOpen body of 75.0 MiB" in warning
+    _, warnings = volcano_config(tmp_path, capsys, config, "--nodes", "10", "--pods", "100")
+    assert warnings == []
+
+
+def test_predicate_and_prioritize_that_miss_the_scheduling_period(
+    tmp_path: Path, capsys, node_filter: None
+) -> None:
+    config = "maxRequestBytes: 1073741824\ntiers: [{plugins: [{name: test-node-filter}]}]\n"
+    entry, warnings = volcano_config(
+        tmp_path, capsys, config, "--nodes", "100", "--pods", "2000", "--http-timeout", "5s"
+    )
+    assert {"extender.predicateVerb", "extender.prioritizeVerb"} <= set(entry["arguments"])
+    [warning] = warnings
+    assert "predicate and prioritize enabled" in warning
+    assert "50 pending tasks on 100 nodes" in warning and "1s scheduling period" in warning
+    # a small cluster with few pending tasks fits in the period
+    _, warnings = volcano_config(
+        tmp_path, capsys, config, "--nodes", "5", "--pods", "50", "--pending-tasks", "2"
+    )
+    assert warnings == []
+
+
+def test_cycle_estimate_counts_each_pending_task_on_each_node() -> None:
+    cluster = sizing.Cluster(100, 2000, pending_tasks=50)
+    predicate_only = cluster.cycle_bytes({"predicate"})
+    assert predicate_only == 50 * 100 * cluster.body_bytes("predicate")
+    # the benchmark's replayed cycle sent 992.8 MiB of predicate bodies for this shape
+    assert predicate_only / 2**20 == pytest.approx(992.8, rel=0.1)
+
+
+def test_nodes_without_pods_is_refused(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(VICTIMS)
+    assert main(["volcano-config", "--config", str(path), "--nodes", "3"]) == 2
+    assert "--nodes and --pods go together" in capsys.readouterr().err

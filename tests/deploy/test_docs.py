@@ -1,0 +1,50 @@
+"""The guides name files, commands and alerts of this repository: they must exist."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from app.cli import parser
+
+ROOT = Path(__file__).resolve().parents[2]
+GUIDES = [ROOT / "docs" / "operator-guide.md", ROOT / "docs" / "plugin-author-guide.md"]
+PATH = re.compile(r"`((?:app|plugins|schemas|tests|bench|deploy|docs)/[\w./-]+?)`")
+
+
+@pytest.mark.parametrize("guide", GUIDES, ids=lambda p: p.name)
+def test_every_repository_path_a_guide_names_exists(guide: Path) -> None:
+    paths = PATH.findall(guide.read_text())
+    assert paths, f"{guide.name} names no file"
+    for path in paths:
+        if "X.Y.Z" in path:  # the name a guide tells the reader to create
+            continue
+        assert (ROOT / path.rstrip("/")).exists(), f"{guide.name} names missing {path}"
+
+
+def test_the_readme_links_the_guides() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for guide in GUIDES:
+        assert f"](docs/{guide.name})" in readme
+
+
+def test_caldera_options_the_operator_guide_uses_exist() -> None:
+    text = GUIDES[0].read_text()
+    subcommands = parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    for command, options in re.findall(
+        r"caldera (serve|replay|volcano-config)((?: --[\w-]+)+)", text
+    ):
+        known = {o for action in subcommands[command]._actions for o in action.option_strings}
+        for option in options.split():
+            assert option in known, f"caldera {command} has no {option}"
+
+
+def test_the_operator_guide_lists_every_alert() -> None:
+    document = yaml.safe_load((ROOT / "deploy" / "kubernetes" / "prometheusrule.yaml").read_text())
+    text = GUIDES[0].read_text()
+    for group in document["spec"]["groups"]:
+        for rule in group["rules"]:
+            assert f"`{rule['alert']}`" in text
