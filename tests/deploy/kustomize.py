@@ -1,7 +1,8 @@
 """A small kustomize renderer for the features deploy/kubernetes uses, so the manifests can be
 tested where no kustomize binary exists (none is installable from PyPI).
 
-Supported, as kustomize v5 does them: ``resources`` (files and kustomization directories),
+Supported, as kustomize v5 does them: ``resources`` (files, kustomization directories, and
+remote files by URL through the caller's ``fetch``),
 ``namespace`` (namespaced kinds only), ``labels`` without selectors, ``images`` (name to
 newName/newTag), and ``patches`` given by ``path`` as strategic-merge patches, with Kubernetes'
 merge keys for the pod-spec lists the patches touch (items the target lacks are put first, as
@@ -13,6 +14,7 @@ kubectl is installed.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,15 +47,24 @@ def load_documents(path: Path) -> list[Document]:
     return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
 
 
-def render(directory: Path) -> list[Document]:
+Fetch = Callable[[str], Path]
+"""Where the test finds the local copy of a remote resource."""
+
+
+def render(directory: Path, fetch: Fetch | None = None) -> list[Document]:
     kustomization: Document = yaml.safe_load((directory / "kustomization.yaml").read_text())
     unknown = set(kustomization) - SUPPORTED_KEYS
     if unknown:
         raise ValueError(f"{directory}: kustomization keys this renderer does not know: {unknown}")
     documents: list[Document] = []
     for resource in kustomization.get("resources", []):
+        if resource.startswith("https://"):
+            if fetch is None:
+                raise ValueError(f"{directory}: remote resource {resource} and no fetch given")
+            documents += load_documents(fetch(resource))
+            continue
         target = directory / resource
-        documents += render(target) if target.is_dir() else load_documents(target)
+        documents += render(target, fetch) if target.is_dir() else load_documents(target)
     namespace = kustomization.get("namespace")
     for label_set in kustomization.get("labels", []):
         if label_set.get("includeSelectors") or label_set.get("includeTemplates"):

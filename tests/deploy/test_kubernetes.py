@@ -3,7 +3,10 @@ against the code — the extender entry against `caldera volcano-config` for the
 configuration, the probe paths against the app's routes, the port against vc-scheduler's own.
 
 No cluster here: the manifests are kept correct by this rendering and review. The rendering is
-tests/deploy/kustomize.py's; where kubectl is installed, its `kubectl kustomize` must agree."""
+tests/deploy/kustomize.py's; where kubectl is installed, its `kubectl kustomize` must agree.
+The overlay's Volcano manifest is a URL at the release tag; the test reads the same file from
+the published Go module of that release (`go mod download`), so nothing of Volcano is copied
+into the repository and the test needs no network beyond the module proxy."""
 
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ import yaml
 from app.cli import main
 from app.config import load_config
 from app.main import create_app
-from tests.deploy.kustomize import Document, render
+from tests.deploy.kustomize import Document, load_documents, render
+from tests.deploy.upstream import volcano_file
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES = ROOT / "deploy" / "kubernetes"
@@ -29,9 +33,29 @@ VC_SCHEDULER_PORTS = {8080, 11251}
 (cmd/scheduler/app/options/options.go); the sidecar shares the pod's network namespace."""
 
 
+SCHEDULER_OBJECTS = [
+    ("ServiceAccount", "volcano-scheduler"),
+    ("ConfigMap", "volcano-scheduler-configmap"),
+    ("ClusterRole", "volcano-scheduler"),
+    ("ClusterRoleBinding", "volcano-scheduler-role"),
+    ("Service", "volcano-scheduler-service"),
+    ("Deployment", "volcano-scheduler"),
+]
+CALDERA_OBJECTS = [
+    ("ConfigMap", "caldera-config"),
+    ("ClusterRole", "caldera-pdb-reader"),
+    ("ClusterRoleBinding", "caldera-pdb-reader"),
+]
+
+
+def overlay_urls() -> list[str]:
+    kustomization = yaml.safe_load((OVERLAY / "kustomization.yaml").read_text())
+    return [r for r in kustomization["resources"] if r.startswith("https://")]
+
+
 @pytest.fixture(scope="module")
 def documents() -> list[Document]:
-    return render(OVERLAY)
+    return render(OVERLAY, volcano_file)
 
 
 def find(documents: list[Document], kind: str, name: str) -> Document:
@@ -73,30 +97,26 @@ def caldera_config_file(documents: list[Document], tmp_path: Path) -> Path:
 def test_every_document_parses_with_the_expected_kinds_and_names(
     documents: list[Document],
 ) -> None:
-    assert sorted((d["kind"], d["metadata"]["name"]) for d in documents) == sorted(
-        [
-            ("ServiceAccount", "volcano-scheduler"),
-            ("ConfigMap", "volcano-scheduler-configmap"),
-            ("ClusterRole", "volcano-scheduler"),
-            ("ClusterRoleBinding", "volcano-scheduler-role"),
-            ("Service", "volcano-scheduler-service"),
-            ("Deployment", "volcano-scheduler"),
-            ("ConfigMap", "caldera-config"),
-            ("ClusterRole", "caldera-pdb-reader"),
-            ("ClusterRoleBinding", "caldera-pdb-reader"),
-        ]
-    )
+    rendered = [(d["kind"], d["metadata"]["name"]) for d in documents]
+    assert len(rendered) == len(set(rendered)), "no object twice"
+    for wanted in SCHEDULER_OBJECTS + CALDERA_OBJECTS:
+        assert wanted in rendered, f"{wanted} missing from the rendered overlay"
     for document in documents:
-        if not document["kind"].startswith("Cluster"):
+        ours = (
+            document["kind"],
+            document["metadata"]["name"],
+        ) in SCHEDULER_OBJECTS + CALDERA_OBJECTS
+        if ours and not document["kind"].startswith("Cluster"):
             assert document["metadata"]["namespace"] == "volcano-system"
 
 
 def test_sidecar_sits_beside_the_unchanged_scheduler(documents: list[Document]) -> None:
     deployment = find(documents, "Deployment", "volcano-scheduler")
+    [url] = overlay_urls()
     upstream = next(
         d
-        for d in yaml.safe_load_all((OVERLAY / "volcano-scheduler.yaml").read_text())
-        if d and d["kind"] == "Deployment"
+        for d in load_documents(volcano_file(url))
+        if d["kind"] == "Deployment" and d["metadata"]["name"] == "volcano-scheduler"
     )
     scheduler = container(deployment, "volcano-scheduler")
     assert scheduler == upstream["spec"]["template"]["spec"]["containers"][0]
@@ -224,9 +244,19 @@ def test_the_hosted_plugins_left_volcanos_tiers_and_victim_actions_run(
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed here")
-def test_kubectl_kustomize_renders_the_same(documents: list[Document]) -> None:
+def test_kubectl_kustomize_renders_the_same(documents: list[Document], tmp_path: Path) -> None:
+    # kubectl would fetch the URL; give it the same file locally instead.
+    local = tmp_path / "kubernetes"
+    shutil.copytree(KUBERNETES, local)
+    overlay = local / OVERLAY.name
+    text = (overlay / "kustomization.yaml").read_text()
+    for index, url in enumerate(overlay_urls()):
+        name = f"upstream-{index}.yaml"
+        shutil.copy(volcano_file(url), overlay / name)
+        text = text.replace(url, name)
+    (overlay / "kustomization.yaml").write_text(text)
     result = subprocess.run(
-        ["kubectl", "kustomize", str(OVERLAY)], capture_output=True, text=True, check=True
+        ["kubectl", "kustomize", str(overlay)], capture_output=True, text=True, check=True
     )
     rendered = [d for d in yaml.safe_load_all(result.stdout) if d]
 

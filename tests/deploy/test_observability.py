@@ -19,6 +19,7 @@ import yaml
 from app.metrics import Metrics
 from schemas.goduration import parse_go_duration
 from tests.deploy.kustomize import render
+from tests.deploy.upstream import volcano_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "caldera-dashboard.json"
@@ -145,7 +146,7 @@ def test_rules_query_only_exported_metrics_and_cover_the_alerts() -> None:
 
 
 def shipped_http_timeout() -> float:
-    documents = render(OVERLAY)
+    documents = render(OVERLAY, volcano_file)
     [conf] = [d for d in documents if d["metadata"]["name"] == "volcano-scheduler-configmap"]
     tiers = yaml.safe_load(conf["data"]["volcano-scheduler.conf"])["tiers"]
     [extender] = [p for tier in tiers for p in tier["plugins"] if p["name"] == "extender"]
@@ -164,11 +165,15 @@ def test_latency_alert_and_dashboard_line_follow_the_shipped_http_timeout() -> N
 
 def test_pod_monitor_scrapes_the_sidecar_port() -> None:
     monitor = yaml.safe_load(POD_MONITOR.read_text())
-    documents = render(OVERLAY)
-    [deployment] = [d for d in documents if d["kind"] == "Deployment"]
+    documents = render(OVERLAY, volcano_file)
+    deployments = [d for d in documents if d["kind"] == "Deployment"]
+    [deployment] = [d for d in deployments if d["metadata"]["name"] == "volcano-scheduler"]
     pod = deployment["spec"]["template"]
     labels = pod["metadata"]["labels"]
-    assert monitor["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    selector = monitor["spec"]["selector"]["matchLabels"].items()
+    assert selector <= labels.items()
+    others = [d for d in deployments if d is not deployment]
+    assert not any(selector <= d["spec"]["template"]["metadata"]["labels"].items() for d in others)
     [caldera] = [c for c in pod["spec"]["containers"] if c["name"] == "caldera"]
     [endpoint] = monitor["spec"]["podMetricsEndpoints"]
     assert endpoint["port"] in {p["name"] for p in caldera["ports"]}

@@ -1,0 +1,34 @@
+"""Volcano's own files at a release tag, read from the published Go module of that release.
+
+The Kubernetes overlay installs Volcano's manifest by its release URL; the tests read the same
+file from ``volcano.sh/volcano@<tag>`` as the Go module proxy serves it, so nothing of Volcano
+is copied into this repository and no network beyond the module proxy is needed.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+VOLCANO_RAW = re.compile(r"^https://raw\.githubusercontent\.com/volcano-sh/volcano/(v[\d.]+)/(.+)$")
+
+
+@functools.cache
+def volcano_file(url: str) -> Path:
+    """The file a volcano-sh/volcano raw URL names, from the published module of that tag."""
+    match = VOLCANO_RAW.match(url)
+    if match is None:
+        raise ValueError(f"not a volcano-sh/volcano release file URL: {url}")
+    tag, path = match.groups()
+    downloaded = subprocess.run(
+        ["go", "mod", "download", "-json", f"volcano.sh/volcano@{tag}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "GOFLAGS": "-mod=mod"},
+    )
+    return Path(json.loads(downloaded.stdout)["Dir"]) / path
