@@ -64,6 +64,12 @@ _READY = _encode(JobReadyResponse(status=True))
 _NOT_READY = _encode(JobReadyResponse(status=False))
 
 
+NESTED_TOO_DEEPLY = (
+    "malformed JSON: nested too deeply (Volcano's bodies nest a few dozen levels; Go's own"
+    " decoder stops at 10000)"
+)
+
+
 def _decoder(kind: type[Any]) -> Callable[[Body], Any]:
     decoder = msgspec.json.Decoder(kind)
 
@@ -74,6 +80,8 @@ def _decoder(kind: type[Any]) -> Callable[[Body], Any]:
             raise RequestError(_describe(str(exc))) from None
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             raise RequestError(f"malformed JSON: {exc}") from None
+        except RecursionError:  # msgspec recurses per level, even through skipped keys
+            raise RequestError(NESTED_TOO_DEEPLY) from None
 
     return decode
 
@@ -219,6 +227,8 @@ class Extender:
                 raise RequestError(_at(f"evictees[{index}]", str(exc))) from None
             except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # invalid UTF-8, say
                 raise RequestError(f"malformed JSON: {exc} - at `evictees[{index}]`") from None
+            except RecursionError:
+                raise RequestError(f"{NESTED_TOO_DEEPLY} - at `evictees[{index}]`") from None
         decision = framework.victims(point, request.evictor, evictees)
         if not decision.decided:
             return self._neutral[point.verb]

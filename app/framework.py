@@ -31,8 +31,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from app.config import PluginOption
-from app.errors import PluginFailure
+from app.errors import PluginFailure, RequestError
 from app.metrics import Metrics
 from plugins.api.base import FitError, Plugin, Vote
 from plugins.api.extension_points import (
@@ -133,6 +135,12 @@ class Framework:
     def _call(self, slot: Slot, point: ExtensionPoint, *args: Any) -> Any:
         try:
             return getattr(slot.plugin, point.hook)(*args)
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
+            # A part of the body decoded only when a plugin first reads it (NodeInfo.Tasks):
+            # the caller's body is at fault, not the plugin, so it is a 400 like any other.
+            raise RequestError(
+                f"malformed body in a part {slot.name} reads in {point.verb}: {exc}"
+            ) from None
         except Exception as exc:
             if self.metrics is not None:
                 self.metrics.plugin_errors.labels(slot.name, point.verb).inc()

@@ -16,6 +16,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import IntEnum
 from functools import cached_property
+from typing import Annotated
 
 import msgspec
 from msgspec import Struct, field
@@ -42,6 +43,11 @@ ALLOCATED_STATUSES = frozenset(
     {TaskStatus.Bound, TaskStatus.Binding, TaskStatus.Running, TaskStatus.Allocated}
 )
 """``api.AllocatedStatus``: Bound, Binding, Running and Allocated (Pipelined is not)."""
+
+
+Int32 = Annotated[int, msgspec.Meta(ge=-(1 << 31), le=(1 << 31) - 1)]
+"""A Go ``int32``: Go's decoder refuses a number outside it, so Caldera does too rather than
+compare priorities Volcano could never have sent."""
 
 
 class NodePhase(IntEnum):
@@ -71,7 +77,7 @@ class TaskInfo(Struct, gc=False):
     Resreq: Resource | None = None
     NodeName: str = ""
     Status: int = 0
-    Priority: int = 0
+    Priority: Int32 = 0
     """``pod.spec.priority`` or the ``volcano.sh/task-priority`` annotation; default 1."""
     SchGated: bool = False
     Pod: Pod | None = None
@@ -169,7 +175,7 @@ class JobInfo(Struct, gc=False):
     Name: str = ""
     Namespace: str = ""
     Queue: str = ""
-    Priority: int = 0
+    Priority: Int32 = 0
     MinAvailable: int = 0
     WaitingTime: int | None = None
     """``*time.Duration`` in nanoseconds, from the PodGroup's sla-waiting-time annotations."""

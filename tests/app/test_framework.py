@@ -5,17 +5,27 @@ share Preemptable's tier walk and intersection code)."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
-from app.errors import PluginFailure
+from app.errors import PluginFailure, RequestError
 from plugins.api.arguments import Arguments
-from plugins.api.base import FitError, StatusCode, Vote
+from plugins.api.base import FitError, Plugin, StatusCode, Vote
 from plugins.api.extension_points import BY_VERB
 from plugins.api.release import Release
-from schemas.api import JobInfo, NodeInfo, QueueInfo
+from schemas.api import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from tests.app.doubles import Answers, Evicts, Raises, Votes, framework, task
 
 ABC = [task("a"), task("b"), task("c")]
+
+
+class ReadsNodeTasks(Plugin):
+    name = "reads-node-tasks"
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        return FitError("full") if len(node.Tasks or {}) > 10 else None
+
+
 PREDICATE, PRIORITIZE = BY_VERB["predicate"], BY_VERB["prioritize"]
 ENQUEUEABLE, ENQUEUED = BY_VERB["jobEnqueueable"], BY_VERB["jobEnqueued"]
 OVERUSED, READY = BY_VERB["queueOverused"], BY_VERB["jobReady"]
@@ -191,6 +201,17 @@ class TestOtherHooks:
             fw.all_true(READY, JobInfo())
         assert info.value.plugin == "raises" and info.value.verb == "jobReady"
         assert "boom" in str(info.value)
+
+    def test_malformed_part_decoded_when_a_plugin_reads_it_is_the_callers_fault(self) -> None:
+        """NodeInfo.Tasks stays raw until a plugin reads it: a wrong type found then is a 400
+        naming the plugin, not a 500 blaming it."""
+        node = msgspec.json.decode(
+            b'{"Name": "n1", "Tasks": {"p": {"Priority": "x"}}}', type=NodeInfo
+        )
+        fw = framework([("reads-node-tasks", ReadsNodeTasks(Arguments()))])
+        with pytest.raises(RequestError, match="reads-node-tasks reads in predicate") as info:
+            fw.first_failure(PREDICATE, task("t"), node)
+        assert info.value.status == 400 and "Priority" in str(info.value)
 
     def test_plugin_listed_twice_answers_with_the_last_instance(self) -> None:
         first, last = Votes(Vote.REJECT), Votes(Vote.PERMIT)
