@@ -48,6 +48,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from app.connections import ConnectionLimits, guarded_protocol
     from app.logs import configure_logging
     from app.main import create_app
 
@@ -66,12 +67,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except RecordError as exc:
             print(f"caldera: {exc}", file=sys.stderr)
             return EXIT_CONFIG
-    app = create_app(config, recorder)
+    app = create_app(config, recorder, body_timeout=settings.body_timeout_seconds)
+    limits = ConnectionLimits(settings.header_timeout_seconds, settings.max_header_bytes)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
             host=settings.host,
             port=settings.port,
+            http=guarded_protocol(limits),
             log_config=None,
             access_log=False,
             log_level=settings.log_level,

@@ -3,8 +3,8 @@
 Each error knows its HTTP status, its metric outcome and the JSON body it is answered with:
 every error Caldera returns is JSON, never a plain-text page.
 
-- :class:`RequestError` (4xx): the caller's body cannot be served — too large, a lying
-  Content-Length, malformed JSON, a wrong type in a field a configured plugin reads.
+- :class:`RequestError` (4xx): the caller's body cannot be served — too large, too slow, a
+  lying Content-Length, malformed JSON, a wrong type in a field a configured plugin reads.
 - :class:`PluginFailure` (500): a hosted plugin raised or broke the plugin contract; names the
   plugin and the verb. Volcano then applies ``extender.ignorable``.
 - :class:`AnswerError` (500): an answer Volcano could not accept (over its 10 MiB read limit).
@@ -19,6 +19,8 @@ class CalderaError(Exception):
     status: int = 500
     outcome: str = "error"
     """The ``reason`` label of ``caldera_request_bodies_refused_total`` for 4xx answers."""
+    closes_connection: bool = False
+    """Answer with ``Connection: close``."""
 
     def answer(self, verb: str) -> ErrorResponse:
         return ErrorResponse(error=str(self), verb=verb)
@@ -50,6 +52,21 @@ class BodyTooLarge(RequestError):
 
 class BadLength(RequestError):
     """A Content-Length that is not a number or does not match the body."""
+
+
+class BodyTimeout(RequestError):
+    """The body did not arrive in time: a stalled or trickling client. The connection is closed
+    with the answer, since the rest of that body may still be on its way."""
+
+    status = 408
+    outcome = "timeout"
+    closes_connection = True
+
+    def __init__(self, seconds: float, received: int) -> None:
+        super().__init__(
+            f"request body not complete within {seconds:g} s ({received} bytes received;"
+            " CALDERA_BODY_TIMEOUT_SECONDS)"
+        )
 
 
 class PluginFailure(CalderaError):

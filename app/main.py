@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import __version__
+from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
 from app.config import CalderaConfig, release_note
 from app.extender import Extender
 from app.logs import request_id
@@ -84,9 +85,14 @@ def build_backgrounds(config: CalderaConfig) -> dict[tuple[int, int], Background
     return backgrounds
 
 
-def create_app(config: CalderaConfig, recorder: Recorder | None = None) -> FastAPI:
+def create_app(
+    config: CalderaConfig,
+    recorder: Recorder | None = None,
+    body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+) -> FastAPI:
     """The app for ``config``; with a ``recorder`` (``serve --record``) every exchange is also
-    written to disk, and the app closes the recorder when it shuts down."""
+    written to disk, and the app closes the recorder when it shuts down. A request body must
+    arrive within ``body_timeout`` seconds (``CALDERA_BODY_TIMEOUT_SECONDS``)."""
     metrics_ = Metrics()
     backgrounds = build_backgrounds(config)
     clock = recorder.clock if recorder is not None else utc_now
@@ -132,7 +138,7 @@ def create_app(config: CalderaConfig, recorder: Recorder | None = None) -> FastA
         for (t, i), bg in backgrounds.items()
     }
     answers = extender if recorder is None else RecordingExtender(extender, recorder)
-    app.router.routes.extend(verb_routes(answers, metrics_, config.maxRequestBytes))
+    app.router.routes.extend(verb_routes(answers, metrics_, config.maxRequestBytes, body_timeout))
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(debug.router)

@@ -2,7 +2,8 @@
 
 From the command line, else the environment (``CALDERA_CONFIG``, ``CALDERA_HOST``,
 ``CALDERA_PORT``, ``CALDERA_LOG_LEVEL``, ``CALDERA_LOG_FORMAT``, ``CALDERA_KEEP_ALIVE_SECONDS``,
-``CALDERA_SHUTDOWN_SECONDS``), else the defaults: a sidecar listens on loopback.
+``CALDERA_SHUTDOWN_SECONDS``, ``CALDERA_HEADER_TIMEOUT_SECONDS``, ``CALDERA_BODY_TIMEOUT_SECONDS``,
+``CALDERA_MAX_HEADER_BYTES``), else the defaults: a sidecar listens on loopback.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
 
 LogLevel = Literal["critical", "error", "warning", "info", "debug"]
 
@@ -31,3 +34,11 @@ class Settings(BaseSettings):
     sooner (uvicorn's default is 5 s) turns into failed extender calls."""
     shutdown_seconds: int = Field(default=5, ge=0)
     """On SIGTERM: how long in-flight requests may take to finish before the process exits."""
+    header_timeout_seconds: float = Field(default=10.0, gt=0)
+    """From a request's first byte to the end of its headers; then 408 and the connection
+    closes (a client sending a byte a second holds nothing for long)."""
+    body_timeout_seconds: float = Field(default=DEFAULT_BODY_TIMEOUT, gt=0)
+    """For a whole request body; then 408 and the connection closes. Keep it above
+    ``extender.httpTimeout``: Volcano gives up by then anyway."""
+    max_header_bytes: int = Field(default=64 * 1024, ge=1024)
+    """Request line plus headers (Volcano sends about 200 bytes); above it, 431 and close."""

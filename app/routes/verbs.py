@@ -17,13 +17,14 @@ import msgspec
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from app.body import read_body
+from app.body import DEFAULT_TIMEOUT, read_body
 from app.errors import AnswerError, CalderaError, Disconnected, PluginFailure, RequestError
 from app.extender import Body
 from app.metrics import Metrics
 
 logger = logging.getLogger("caldera.verbs")
 JSON_HEADER = (b"content-type", b"application/json")
+CLOSE_HEADER = (b"connection", b"close")
 
 
 class Answers(Protocol):
@@ -38,11 +39,19 @@ class Answers(Protocol):
 class VerbEndpoint:
     """The ASGI endpoint of one verb."""
 
-    def __init__(self, verb: str, extender: Answers, metrics: Metrics, limit: int) -> None:
+    def __init__(
+        self,
+        verb: str,
+        extender: Answers,
+        metrics: Metrics,
+        limit: int,
+        body_timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> None:
         self.verb = verb
         self.extender = extender
         self.metrics = metrics
         self.limit = limit
+        self.body_timeout = body_timeout
         self.duration = metrics.request_duration.labels(verb)
         self.size = metrics.request_bytes.labels(verb)
         self.ok = metrics.responses.labels(verb, "200")
@@ -51,7 +60,7 @@ class VerbEndpoint:
         started = time.perf_counter()
         verb = self.verb
         try:
-            body = await read_body(scope, receive, self.limit)
+            body = await read_body(scope, receive, self.limit, self.body_timeout)
             self.size.observe(len(body))
             read = time.perf_counter()
             answer = self.extender.handle(verb, body)
@@ -88,22 +97,23 @@ class VerbEndpoint:
             logger.error("%s", exc, exc_info=exc.cause)
         else:
             logger.error("%s failed: %s", self.verb, exc)
-        await send_json(send, exc.status, msgspec.json.encode(exc.answer(self.verb)))
+        await send_json(
+            send, exc.status, msgspec.json.encode(exc.answer(self.verb)), exc.closes_connection
+        )
 
 
-async def send_json(send: Send, status: int, payload: bytes) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [JSON_HEADER, (b"content-length", str(len(payload)).encode())],
-        }
-    )
+async def send_json(send: Send, status: int, payload: bytes, close: bool = False) -> None:
+    headers = [JSON_HEADER, (b"content-length", str(len(payload)).encode())]
+    if close:
+        headers.append(CLOSE_HEADER)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})
 
 
-def verb_routes(extender: Answers, metrics: Metrics, limit: int) -> list[Route]:
+def verb_routes(
+    extender: Answers, metrics: Metrics, limit: int, body_timeout: float | None = DEFAULT_TIMEOUT
+) -> list[Route]:
     return [
-        Route(path, VerbEndpoint(verb, extender, metrics, limit), methods=["POST"])
+        Route(path, VerbEndpoint(verb, extender, metrics, limit, body_timeout), methods=["POST"])
         for path, verb in extender.routes().items()
     ]

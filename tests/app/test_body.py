@@ -3,12 +3,13 @@ and bodies that do not match their Content-Length."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from app.body import read_body
-from app.errors import BadLength, BodyTooLarge, Disconnected
+from app.errors import BadLength, BodyTimeout, BodyTooLarge, Disconnected
 
 
 def scope(length: int | None) -> dict[str, Any]:
@@ -80,3 +81,30 @@ async def test_non_numeric_length_is_bad_request() -> None:
 async def test_client_gone_mid_body(length: int | None) -> None:
     with pytest.raises(Disconnected):
         await read_body(scope(length), receiver(b"abc", disconnect=True), 100)
+
+
+@pytest.mark.parametrize("length", [None, 100])
+async def test_body_that_stalls_is_refused_at_the_deadline(length: int | None) -> None:
+    sent = [{"type": "http.request", "body": b"x" * 10, "more_body": True}]
+
+    async def receive() -> dict[str, Any]:
+        if sent:
+            return sent.pop()
+        await asyncio.Event().wait()  # the client went quiet, connection still open
+        raise AssertionError("unreachable")
+
+    with pytest.raises(BodyTimeout) as info:
+        await read_body(scope(length), receive, 1000, timeout=0.05)
+    assert info.value.status == 408 and info.value.closes_connection
+    assert "10 bytes received" in str(info.value)
+
+
+async def test_body_trickling_in_is_bounded_as_a_whole() -> None:
+    """One byte every 10 ms never leaves the reader idle for long; the deadline still holds."""
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.sleep(0.01)
+        return {"type": "http.request", "body": b"x", "more_body": True}
+
+    with pytest.raises(BodyTimeout):
+        await read_body(scope(None), receive, 1000, timeout=0.1)

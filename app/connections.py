@@ -1,0 +1,186 @@
+"""HTTP/1.1 connection guards: bounds uvicorn's httptools protocol does not set by itself.
+
+uvicorn bounds how long a connection may sit idle *between* requests (``timeout_keep_alive``),
+but not a connection that never sends a request, nor how long or how large a request head may
+grow: a client sending one header byte a second, or a megabyte of headers, would hold its
+connection and buffer for ever. :class:`GuardedHttpToolsProtocol` adds, per connection:
+
+- an idle bound from the moment the connection opens (the keep-alive bound, as between
+  requests);
+- a deadline for the request head, from its first byte to the end of its headers
+  (``header_seconds``): 408 and close when it passes;
+- a size bound on the request head (``max_head_bytes``): 431 and close, checked while it
+  arrives, so the buffer never grows far past it;
+- JSON instead of uvicorn's plain-text page for a request the parser cannot read (a bad chunk
+  size, a body longer than its Content-Length that runs into the next request line): 400 and
+  close, as uvicorn does.
+
+The body's own deadline is the app's (``app/body.py``), where the request's verb is known.
+Every refusal here closes the connection: after a broken or abandoned frame nothing that follows
+on it can be trusted to start a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from dataclasses import dataclass
+from typing import ClassVar
+
+import msgspec
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from schemas.responses import ErrorResponse
+
+logger = logging.getLogger("caldera.connections")
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    header_seconds: float
+    """From a request's first byte to the end of its headers."""
+    max_head_bytes: int
+    """Request line plus headers."""
+
+
+class _Refused(Exception):
+    """Raised inside a parser callback to stop parsing; the refusal is already recorded."""
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the bounds above. Built per server by
+    :func:`guarded_protocol`, which sets :attr:`limits`."""
+
+    limits: ClassVar[ConnectionLimits]
+
+    _head_timer: asyncio.TimerHandle | None = None
+    _refusal: tuple[int, str] | None = None
+    _reading_head = True
+    _head_received = 0
+    """Bytes received while a head was incomplete: bounds what the parser buffers."""
+    _head_parsed = 0
+    """Request line and header bytes the parser has handed over for the current request."""
+
+    # --- connection lifetime -----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        # A connection that never sends a byte is as idle as one between two requests.
+        self.timeout_keep_alive_task = self.loop.call_later(
+            self.timeout_keep_alive, self.timeout_keep_alive_handler
+        )
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._reading_head:
+            self._head_received += len(data)
+        super().data_received(data)
+        if (
+            self._reading_head
+            and self._head_received > self.limits.max_head_bytes
+            and not self.transport.is_closing()
+        ):
+            self._refuse(431, self._too_large())
+
+    # --- parser callbacks --------------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_parsed = 0
+        self._cancel_head_timer()
+        self._head_timer = self.loop.call_later(self.limits.header_seconds, self._head_too_slow)
+
+    def on_url(self, url: bytes) -> None:
+        self._count(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._cancel_head_timer()
+        self._reading_head = False
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._reading_head = True
+        self._head_received = 0
+
+    # --- refusals ----------------------------------------------------------------------------
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn calls this from the except block around the parser: the parser's own reason
+        (or a refusal recorded by a callback) says more than its fixed message."""
+        if self._refusal is not None:
+            status, message = self._refusal
+        else:
+            cause = sys.exc_info()[1]
+            status, message = 400, f"invalid HTTP request: {cause or msg}"
+        self._refuse(status, message)
+
+    def _count(self, size: int) -> None:
+        self._head_parsed += size
+        if self._head_parsed > self.limits.max_head_bytes:
+            self._refusal = (431, self._too_large())
+            raise _Refused
+
+    def _too_large(self) -> str:
+        return (
+            f"request line and headers exceed {self.limits.max_head_bytes} bytes"
+            " (CALDERA_MAX_HEADER_BYTES)"
+        )
+
+    def _head_too_slow(self) -> None:
+        self._head_timer = None
+        if not self.transport.is_closing():
+            self._refuse(
+                408,
+                f"request headers not complete within {self.limits.header_seconds:g} s"
+                " (CALDERA_HEADER_TIMEOUT_SECONDS)",
+            )
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _refuse(self, status: int, message: str) -> None:
+        """Answer ``status`` with a JSON error and close: nothing after a broken head can be
+        read as the start of a request."""
+        self._cancel_head_timer()
+        logger.info("refused a connection's request: %s", message)
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            if cycle.response_started:
+                # A response is on its way out: another one written now would interleave with
+                # it, so the connection is just closed.
+                self.transport.close()
+                return
+            # The request this frame broke (or the one before it) goes unanswered: its app
+            # sees a disconnect, and whatever it sends is dropped.
+            cycle.disconnected = True
+            cycle.message_event.set()
+        body = msgspec.json.encode(ErrorResponse(error=message))
+        self.transport.write(
+            b"".join(
+                [
+                    STATUS_LINE[status],
+                    b"content-type: application/json\r\n",
+                    b"content-length: %d\r\n" % len(body),
+                    b"connection: close\r\n\r\n",
+                    body,
+                ]
+            )
+        )
+        self.transport.close()
+
+
+def guarded_protocol(limits: ConnectionLimits) -> type[GuardedHttpToolsProtocol]:
+    """The protocol class to hand to ``uvicorn.Config(http=...)`` for ``limits``."""
+    return type("GuardedHttpToolsProtocol", (GuardedHttpToolsProtocol,), {"limits": limits})
