@@ -175,7 +175,9 @@ class Extender:
 
     def open(self, point: ExtensionPoint, body: Body) -> bytes:
         # Drop the previous snapshot before decoding the next, so memory holds one at a time;
-        # a body that cannot be read then leaves no session open rather than last cycle's.
+        # a body that cannot be read then leaves no session open rather than last cycle's,
+        # which is also right for Volcano: the verbs of a cycle whose snapshot failed must not
+        # be answered from the previous cycle's (tests/service/test_session_faults.py).
         self.sessions.close()
         request: OnSessionOpenRequest
         with self.snapshot_gc.building():

@@ -61,10 +61,17 @@ class CalderaProcess:
 
 
 async def start_caldera(
-    config_text: str | None, workdir: Path, extra_env: dict[str, str] | None = None
+    config_text: str | None,
+    workdir: Path,
+    extra_env: dict[str, str] | None = None,
+    command_prefix: list[str] | None = None,
 ) -> CalderaProcess:
+    """``command_prefix`` replaces the ``caldera`` script (tests/service/fault_server.py)."""
     port = free_port()
-    command = [*caldera_command(), "serve", "--port", str(port), "--host", "127.0.0.1"]
+    command = [
+        *(command_prefix or caldera_command()),
+        *("serve", "--port", str(port), "--host", "127.0.0.1"),
+    ]
     if config_text is not None:
         config_path = workdir / f"caldera-{port}.yaml"
         config_path.write_text(textwrap.dedent(config_text))

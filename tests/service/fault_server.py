@@ -1,0 +1,67 @@
+"""``python -m tests.service.fault_server serve ...``: the real ``caldera serve`` with test plugins
+registered and one deliberate Caldera bug, for the fault tests of tests/service.
+
+- ``test-snapshot-marker`` (needs the snapshot) fails every predicate with a message naming the
+  node and job counts of the session it was built for, read at call time: an answer mixing two
+  snapshots would show a pair neither has.
+- ``test-fails`` raises in jobReady for a job whose UID is ``fail``, and only then.
+- ``test-open-fails`` raises in onSessionOpen when the snapshot has a queue named ``poison``.
+- A jobReady body of exactly :data:`INTERNAL_ERROR_BODY` raises a KeyError outside any plugin,
+  standing for a Caldera bug: the route must still answer JSON.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from app.cli import main
+from app.extender import Body, Extender
+from plugins.api import registry
+from plugins.api.base import FitError, Plugin, Session
+from schemas.api import JobInfo, NodeInfo, TaskInfo
+
+INTERNAL_ERROR_BODY = b'{"caldera-test": "internal error"}'
+
+
+class SnapshotMarker(Plugin):
+    name = "test-snapshot-marker"
+    needs_snapshot = True
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        return FitError(f"nodes={len(self.ssn.nodes)} jobs={len(self.ssn.jobs)}")
+
+
+class Fails(Plugin):
+    name = "test-fails"
+
+    def job_ready(self, job: JobInfo) -> bool:
+        if job.UID == "fail":
+            raise RuntimeError("scripted failure")
+        return True
+
+
+class OpenFails(Plugin):
+    name = "test-open-fails"
+    needs_snapshot = True
+
+    def on_session_open(self, ssn: Session) -> None:
+        if "poison" in ssn.queues:
+            raise RuntimeError("poisoned snapshot")
+
+
+def _handle_with_a_bug(self: Extender, verb: str, body: Body) -> bytes:
+    if verb == "jobReady" and bytes(body) == INTERNAL_ERROR_BODY:
+        raise KeyError("a Caldera bug")
+    return _handle(self, verb, body)
+
+
+_handle = Extender.handle
+
+if __name__ == "__main__":
+    for plugin in (SnapshotMarker, Fails, OpenFails):
+        registry.register(plugin)
+    Extender.handle = _handle_with_a_bug  # type: ignore[method-assign]
+    sys.exit(main(sys.argv[1:]))
