@@ -45,6 +45,7 @@ from plugins.api.extension_points import (
 )
 from plugins.api.release import Release
 from schemas.api import JobInfo, NodeInfo, QueueInfo, TaskInfo
+from schemas.quantity import QuantityError
 
 ENQUEUED = BY_VERB["jobEnqueued"]
 CLOSE = BY_VERB["onSessionClose"]
@@ -135,8 +136,14 @@ class Framework:
     def _call(self, slot: Slot, point: ExtensionPoint, *args: Any) -> Any:
         try:
             return getattr(slot.plugin, point.hook)(*args)
-        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
-            # A part of the body decoded only when a plugin first reads it (NodeInfo.Tasks):
+        except (
+            msgspec.ValidationError,
+            msgspec.DecodeError,
+            UnicodeDecodeError,
+            QuantityError,
+        ) as exc:
+            # A part of the body decoded only when a plugin first reads it (NodeInfo.Tasks, a
+            # resource quantity, which Go's decoder would have refused with the whole body):
             # the caller's body is at fault, not the plugin, so it is a 400 like any other.
             raise RequestError(
                 f"malformed body in a part {slot.name} reads in {point.verb}: {exc}"

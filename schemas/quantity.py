@@ -41,8 +41,11 @@ def parse_quantity(text: str) -> Fraction:
     """Return the exact value of a quantity string such as ``"500m"``, ``"4Gi"`` or ``"1e3"``."""
     match = _QUANTITY.match(text.strip())
     if match is None:
+        # The value is left out: it comes from a caller's body, and messages reach logs and
+        # error answers (a caller that parses its own configuration can name it).
         raise QuantityError(
-            f"quantities must match the regular expression of resource.Quantity: {text!r}"
+            f"a quantity of {len(text)} characters does not match the regular expression of"
+            " resource.Quantity"
         )
     value = Fraction(match["num"])
     if match["exp"]:

@@ -14,6 +14,19 @@ from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.release import Release
 
+ARGUMENTS: dict[str, dict[str, Any]] = {
+    # Arguments that switch on the parts a plugin leaves off by default, so they run too.
+    "min-runtime": {"defaultPreemptMinRuntime": "10m", "defaultReclaimMinRuntime": "1h"},
+    "resource-strategy-fit": {
+        "sra": {"enable": True, "resources": "nvidia.com/gpu", "weight": 1},
+        "proportional": {
+            "enable": True,
+            "resources": "nvidia.com/gpu",
+            "resourceProportion": {"nvidia.com/gpu.cpu": 2, "nvidia.com/gpu.memory": 4},
+        },
+    },
+}
+
 
 def default_tiers() -> list[dict[str, Any]]:
     text = files("app").joinpath("default_config.yaml").read_text()
@@ -41,7 +54,14 @@ def every_plugin_config(version: str = "1.15", max_request_bytes: int | None = N
     major, minor = version.split(".")
     release = Release(int(major), int(minor))
     tiers = default_tiers()
-    tiers.append({"plugins": [{"name": name} for name in extra_plugins(release)]})
+    tiers.append(
+        {
+            "plugins": [
+                {"name": name, **({"arguments": ARGUMENTS[name]} if name in ARGUMENTS else {})}
+                for name in extra_plugins(release)
+            ]
+        }
+    )
     config: dict[str, Any] = {"volcanoVersion": version, "tiers": tiers}
     if max_request_bytes is not None:
         config["maxRequestBytes"] = max_request_bytes
