@@ -16,8 +16,11 @@ RUN uv sync --frozen --no-dev --no-editable
 FROM python:3.11-slim
 RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin caldera
 COPY --from=build /src/.venv /src/.venv
+# PYTHONDONTWRITEBYTECODE: the root filesystem is read-only at run time (compose, Kubernetes);
+# the build stage compiled the bytecode already (UV_COMPILE_BYTECODE).
 ENV PATH=/src/.venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
     CALDERA_LOG_FORMAT=json
 USER 10001
 EXPOSE 8080

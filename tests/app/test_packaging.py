@@ -61,3 +61,18 @@ def test_prometheus_scrapes_caldera_metrics() -> None:
 def test_deploy_configuration_is_valid() -> None:
     config = load_config(ROOT / "deploy" / "caldera.yaml")
     assert "pdb" in [option.name for option in config.plugin_options()]
+
+
+def test_container_runs_non_root_on_a_read_only_root_filesystem() -> None:
+    """What the README's security section promises, in both places that run the image."""
+    text = dockerfile()
+    user = re.search(r"^USER (\d+)$", text, re.M)
+    assert user, "a numeric USER, so runAsNonRoot can verify it"
+    assert f"--uid {user.group(1)}" in text
+    assert "PYTHONDONTWRITEBYTECODE=1" in text and "UV_COMPILE_BYTECODE=1" in text
+    caldera = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["caldera"]
+    assert caldera["user"].split(":")[0] == user.group(1)
+    assert caldera["read_only"] is True
+    assert caldera["cap_drop"] == ["ALL"]
+    assert "no-new-privileges:true" in caldera["security_opt"]
+    assert all(volume.endswith(":ro") for volume in caldera["volumes"])
