@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import ssl
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,6 +40,9 @@ def _settings(args: argparse.Namespace) -> Settings:
             "host": getattr(args, "host", None),
             "port": getattr(args, "port", None),
             "log_level": getattr(args, "log_level", None),
+            "ssl_certfile": getattr(args, "ssl_certfile", None),
+            "ssl_keyfile": getattr(args, "ssl_keyfile", None),
+            "ssl_client_ca": getattr(args, "ssl_client_ca", None),
         }.items()
         if value is not None
     }
@@ -57,6 +61,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config = load_config(settings.config)
     except ConfigError as exc:
         return _fail_config(exc)
+    for option, path in (
+        ("--ssl-certfile", settings.ssl_certfile),
+        ("--ssl-keyfile", settings.ssl_keyfile),
+        ("--ssl-client-ca", settings.ssl_client_ca),
+    ):
+        if path is not None and not Path(path).is_file():
+            print(f"caldera: {option} {path}: no such file", file=sys.stderr)
+            return EXIT_CONFIG
     configure_logging(settings.log_level, settings.log_format)
     recorder = None
     if args.record is not None:
@@ -81,6 +93,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             timeout_keep_alive=settings.keep_alive_seconds,
             timeout_graceful_shutdown=settings.shutdown_seconds,
             server_header=False,
+            ssl_certfile=settings.ssl_certfile,
+            ssl_keyfile=settings.ssl_keyfile,
+            ssl_ca_certs=settings.ssl_client_ca,
+            ssl_cert_reqs=ssl.CERT_REQUIRED if settings.ssl_client_ca else ssl.CERT_NONE,
         )
     )
     # uvicorn drains in-flight requests on SIGTERM, then re-raises the signal under the handler
@@ -245,6 +261,11 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level",
         choices=["critical", "error", "warning", "info", "debug"],
+    )
+    serve.add_argument("--ssl-certfile", help="serve HTTPS with this PEM certificate")
+    serve.add_argument("--ssl-keyfile", help="the certificate's PEM private key")
+    serve.add_argument(
+        "--ssl-client-ca", help="mutual TLS: require client certificates signed by these CAs"
     )
     serve.add_argument(
         "--record",

@@ -3,14 +3,15 @@
 From the command line, else the environment (``CALDERA_CONFIG``, ``CALDERA_HOST``,
 ``CALDERA_PORT``, ``CALDERA_LOG_LEVEL``, ``CALDERA_LOG_FORMAT``, ``CALDERA_KEEP_ALIVE_SECONDS``,
 ``CALDERA_SHUTDOWN_SECONDS``, ``CALDERA_HEADER_TIMEOUT_SECONDS``, ``CALDERA_BODY_TIMEOUT_SECONDS``,
-``CALDERA_MAX_HEADER_BYTES``), else the defaults: a sidecar listens on loopback.
+``CALDERA_MAX_HEADER_BYTES``, ``CALDERA_SSL_CERTFILE``, ``CALDERA_SSL_KEYFILE``,
+``CALDERA_SSL_CLIENT_CA``), else the defaults: a sidecar listens on loopback.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
@@ -42,3 +43,17 @@ class Settings(BaseSettings):
     ``extender.httpTimeout``: Volcano gives up by then anyway."""
     max_header_bytes: int = Field(default=64 * 1024, ge=1024)
     """Request line plus headers (Volcano sends about 200 bytes); above it, 431 and close."""
+    ssl_certfile: str | None = None
+    """Serve HTTPS with this PEM certificate (chain); needs ``ssl_keyfile``. For a Caldera that
+    is not a loopback sidecar; Volcano's ``extender.urlPrefix`` then starts with https://."""
+    ssl_keyfile: str | None = None
+    ssl_client_ca: str | None = None
+    """Mutual TLS: accept only clients presenting a certificate signed by these CAs (PEM)."""
+
+    @model_validator(mode="after")
+    def _tls_is_complete(self) -> Settings:
+        if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
+            raise ValueError("ssl_certfile and ssl_keyfile go together")
+        if self.ssl_client_ca is not None and self.ssl_certfile is None:
+            raise ValueError("ssl_client_ca needs ssl_certfile and ssl_keyfile")
+        return self

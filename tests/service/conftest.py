@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import textwrap
@@ -39,10 +40,12 @@ class CalderaProcess:
     url: str
     process: subprocess.Popen[bytes]
     log_path: Path
+    verify: ssl.SSLContext | bool = True
+    """How the client checks the server's certificate when the URL is https."""
     client: httpx.AsyncClient = field(init=False)
 
     def __post_init__(self) -> None:
-        self.client = httpx.AsyncClient(base_url=self.url, timeout=10.0)
+        self.client = httpx.AsyncClient(base_url=self.url, timeout=10.0, verify=self.verify)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -65,8 +68,11 @@ async def start_caldera(
     workdir: Path,
     extra_env: dict[str, str] | None = None,
     command_prefix: list[str] | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> CalderaProcess:
-    """``command_prefix`` replaces the ``caldera`` script (tests/service/fault_server.py)."""
+    """``command_prefix`` replaces the ``caldera`` script (tests/service/fault_server.py);
+    ``tls`` is the client context for a server serving https (its certificate set in
+    ``extra_env``)."""
     port = free_port()
     command = [
         *(command_prefix or caldera_command()),
@@ -80,9 +86,11 @@ async def start_caldera(
     env = {**os.environ, "CALDERA_LOG_FORMAT": "json", **(extra_env or {})}
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    server = CalderaProcess(f"http://127.0.0.1:{port}", process, log_path)
+    scheme = "http" if tls is None else "https"
+    verify: ssl.SSLContext | bool = True if tls is None else tls
+    server = CalderaProcess(f"{scheme}://127.0.0.1:{port}", process, log_path, verify)
     deadline = time.monotonic() + STARTUP_TIMEOUT
-    async with httpx.AsyncClient(timeout=1.0) as probe:
+    async with httpx.AsyncClient(timeout=1.0, verify=verify) as probe:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise RuntimeError(f"caldera exited with {process.returncode}:\n{server.log()}")

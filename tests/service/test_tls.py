@@ -1,0 +1,116 @@
+"""caldera serve over TLS and mutual TLS, with certificates made for the test by the openssl
+command line (a CA, a server certificate for 127.0.0.1, a client certificate)."""
+
+from __future__ import annotations
+
+import shutil
+import ssl
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.cli import main
+from tests.service.conftest import start_caldera
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
+
+
+def openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def make_certificates(directory: Path) -> None:
+    """ca.pem/ca.key, server.pem/server.key (IP 127.0.0.1), client.pem/client.key."""
+    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+    openssl(
+        *("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1"),
+        *("-subj", "/CN=caldera-test-ca", "-addext", "basicConstraints=critical,CA:TRUE"),
+        *("-addext", "keyUsage=critical,keyCertSign,cRLSign"),
+        cwd=directory,
+    )
+    for name, extensions in (
+        ("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
+        ("client", "extendedKeyUsage=clientAuth\n"),
+    ):
+        (directory / f"{name}.ext").write_text(f"basicConstraints=CA:FALSE\n{extensions}")
+        openssl(
+            *("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr"),
+            *("-subj", f"/CN=caldera-test-{name}"),
+            cwd=directory,
+        )
+        openssl(
+            *("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key"),
+            *("-CAcreateserial", "-out", f"{name}.pem", "-days", "1"),
+            *("-extfile", f"{name}.ext"),
+            cwd=directory,
+        )
+
+
+def client_context(directory: Path, with_certificate: bool = False) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(directory / "ca.pem"))
+    if with_certificate:
+        context.load_cert_chain(directory / "client.pem", directory / "client.key")
+    return context
+
+
+async def test_tls_serves_https_and_refuses_plain_http(tmp_path: Path) -> None:
+    make_certificates(tmp_path)
+    server = await start_caldera(
+        None,
+        tmp_path,
+        {
+            "CALDERA_SSL_CERTFILE": str(tmp_path / "server.pem"),
+            "CALDERA_SSL_KEYFILE": str(tmp_path / "server.key"),
+        },
+        tls=client_context(tmp_path),
+    )
+    try:
+        assert server.url.startswith("https://")
+        response = await server.client.post("/jobReady", content=b'{"job": {"UID": "j"}}')
+        assert response.status_code == 200 and response.json() == {"status": True}
+        async with httpx.AsyncClient(timeout=5) as plain:
+            with pytest.raises(httpx.TransportError):
+                await plain.get(f"{server.url.replace('https://', 'http://')}/healthz")
+    finally:
+        assert await server.stop() == 0
+
+
+async def test_mutual_tls_requires_a_client_certificate_from_the_ca(tmp_path: Path) -> None:
+    make_certificates(tmp_path)
+    server = await start_caldera(
+        None,
+        tmp_path,
+        {
+            "CALDERA_SSL_CERTFILE": str(tmp_path / "server.pem"),
+            "CALDERA_SSL_KEYFILE": str(tmp_path / "server.key"),
+            "CALDERA_SSL_CLIENT_CA": str(tmp_path / "ca.pem"),
+        },
+        tls=client_context(tmp_path, with_certificate=True),
+    )
+    try:
+        assert (await server.client.get("/healthz")).json() == {"status": "ok"}
+        async with httpx.AsyncClient(verify=client_context(tmp_path), timeout=5) as client:
+            with pytest.raises(httpx.TransportError):
+                await client.get(f"{server.url}/healthz")
+    finally:
+        assert await server.stop() == 0
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--ssl-certfile", "server.pem"], "go together"),
+        (["--ssl-client-ca", "ca.pem"], "needs ssl_certfile"),
+        (["--ssl-certfile", "missing.pem", "--ssl-keyfile", "missing.key"], "no such file"),
+    ],
+)
+def test_incomplete_tls_settings_exit_2(
+    arguments: list[str], message: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "server.pem").write_text("")
+    (tmp_path / "ca.pem").write_text("")
+    assert main(["serve", *arguments]) == 2
+    assert message in capsys.readouterr().err
