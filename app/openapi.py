@@ -52,6 +52,10 @@ def verb_operation(point: ExtensionPoint) -> dict[str, Any]:
         "operationId": point.verb,
         "requestBody": {
             "required": True,
+            "description": (
+                "Volcano's own body, as its json.Marshal writes it. Only the parts a configured"
+                " plugin reads are validated; when none answers this verb, only the envelope."
+            ),
             "content": {"application/json": {"schema": _ref(point.request)}},
         },
         "responses": {
@@ -59,8 +63,21 @@ def verb_operation(point: ExtensionPoint) -> dict[str, Any]:
                 "description": "The decision",
                 "content": {"application/json": {"schema": answer_schema}},
             },
-            "400": _error("Malformed JSON, a wrong type or a missing required object"),
+            "400": _error(
+                "Malformed JSON, a wrong type or a missing required object in what a configured"
+                " plugin reads; or broken HTTP framing, and the connection is closed"
+            ),
+            "408": _error(
+                "The head or body did not arrive within CALDERA_HEADER_TIMEOUT_SECONDS /"
+                " CALDERA_BODY_TIMEOUT_SECONDS; the connection is closed"
+            ),
             "413": _error("The body exceeds maxRequestBytes"),
-            "500": _error("A hosted plugin failed; Volcano applies extender.ignorable"),
+            "431": _error(
+                "Request line and headers exceed CALDERA_MAX_HEADER_BYTES; the connection is closed"
+            ),
+            "500": _error(
+                "A hosted plugin failed (the answer names it) or Caldera did; Volcano applies"
+                " extender.ignorable"
+            ),
         },
     }
