@@ -14,6 +14,7 @@ HELP = """Caldera benchmark.
   python -m bench run [--quick | --smoke]    measure; writes bench/results/latest.{json,md}, latency.png
   python -m bench profile WORKLOAD           pyinstrument profile of Caldera's in-process request path
   python -m bench gen [--quick | --smoke]    only generate the workload bodies (bench/results/tmp)
+  python -m bench soak --duration 600        Volcano's traffic at a fixed rate; exit 1 on errors or drift
 """
 
 
@@ -71,6 +72,17 @@ def main(argv: list[str] | None = None) -> int:
     g2 = gen.add_mutually_exclusive_group()
     g2.add_argument("--quick", action="store_true")
     g2.add_argument("--smoke", action="store_true")
+    k = sub.add_parser("soak", help="fixed-rate soak of every verb (see bench/soak.py)")
+    k.add_argument("--duration", type=float, default=600, help="seconds (default 600)")
+    k.add_argument("--period", type=float, default=1.0, help="seconds per cycle (default 1)")
+    k.add_argument("--nodes", type=int, default=10, help="cluster nodes (default 10)")
+    k.add_argument("--pods", type=int, default=100, help="cluster pods (default 100)")
+    k.add_argument("--tasks", type=int, default=4, help="pending tasks per cycle (default 4)")
+    k.add_argument(
+        "--p99-slack-ms", type=float, default=4.0, help="absolute p99 allowance (default 4)"
+    )
+    k.add_argument("--out", default=str(runmod.TMP / "soak"), help="results directory")
+    k.add_argument("--caldera-cmd", default=None, help="default: 'uv run --no-sync caldera'")
     f2 = sub.add_parser("asgi", help=argparse.SUPPRESS)
     f2.add_argument("plan")
     f2.add_argument("out")
@@ -95,6 +107,13 @@ def main(argv: list[str] | None = None) -> int:
         for ld in suite.loads:
             print(f"{ld.name}: {ld.body} ({ld.body_bytes / 1024:.0f} KiB)")
         return 0
+    if a.cmd == "soak":
+        from bench import soak
+
+        cmd = shlex.split(a.caldera_cmd) if a.caldera_cmd else None
+        return soak.main(
+            a.duration, a.period, a.nodes, a.pods, a.tasks, a.p99_slack_ms, Path(a.out), cmd
+        )
     if a.cmd == "profile":
         from bench import profile
 

@@ -1,0 +1,62 @@
+"""The soak's verdict (bench/soak.py) on synthetic records: each criterion fails when it should.
+The soak itself runs in CI (.ci/run, 30 s) and on demand (10 minutes)."""
+
+from __future__ import annotations
+
+from bench.soak import Record, Sample, p99, verdict, windows
+
+
+def steady(duration: int = 30, latency: float = 1.0, rss: float = 100.0, fds: int = 20) -> Record:
+    record = Record(cycles=duration)
+    for second in range(duration):
+        for call in range(50):
+            record.latencies.setdefault("predicate", []).append(Sample(second + call / 50, latency))
+        record.rss.append(Sample(second, rss))
+        record.fds.append(Sample(second, fds))
+    return record
+
+
+def test_windows_are_thirds_for_short_runs_and_minutes_for_long_ones() -> None:
+    assert windows(30, 3) == ((3, 12), (21, 30))
+    assert windows(600, 30) == ((30, 90), (540, 600))
+
+
+def test_p99_is_the_value_below_which_99_percent_fall() -> None:
+    assert p99([float(v) for v in range(1, 101)]) == 99.0
+    assert p99([5.0]) == 5.0
+
+
+def test_a_steady_run_passes() -> None:
+    failures, summary = verdict(steady(), 30, 3, slack_ms=0.5)
+    assert failures == []
+    assert summary["verbs"]["predicate"]["ratio"] == 1.0
+
+
+def test_errors_fail_the_run() -> None:
+    record = steady()
+    record.errors.append("predicate: HTTP 500")
+    assert any("1 errors" in f for f in verdict(record, 30, 3, slack_ms=0.5)[0])
+
+
+def test_p99_drift_beyond_ratio_and_slack_fails() -> None:
+    record = steady()
+    for sample in record.latencies["predicate"]:
+        if sample.at >= 21:
+            sample.value = 3.0  # 3x the first window's
+    failures, _ = verdict(record, 30, 3, slack_ms=0.5)
+    assert any(f.startswith("predicate: p99") for f in failures)
+    assert verdict(record, 30, 3, slack_ms=4.0)[0] == []  # within the absolute allowance
+
+
+def test_rss_growth_of_ten_percent_fails() -> None:
+    record = steady()
+    for sample in record.rss:
+        if sample.at >= 21:
+            sample.value = 111.0
+    assert any(f.startswith("RSS grew") for f in verdict(record, 30, 3, slack_ms=0.5)[0])
+
+
+def test_descriptor_growth_fails() -> None:
+    record = steady()
+    record.fds[-1].value = 21
+    assert any("descriptors grew" in f for f in verdict(record, 30, 3, slack_ms=0.5)[0])
