@@ -17,9 +17,9 @@ class BuildError(RuntimeError):
 
 
 class ModulesUnavailable(BuildError):
-    """Volcano's Go modules cannot be downloaded here. The go-extender needs
-    volcano.sh/apis v1.15.0, which the public module proxy serves but some build machines'
-    proxies refuse (see tests/conformance/README.md)."""
+    """Volcano's Go modules cannot be downloaded here. The go-extender needs the published
+    volcano.sh/volcano v1.14.1 and volcano.sh/apis v1.14.0 (and their Kubernetes dependencies)
+    from the Go module proxy."""
 
 
 def have_go() -> bool:

@@ -88,7 +88,7 @@ func main() {
 		}
 	})
 	mux.HandleFunc("POST /jobEnqueued", func(w http.ResponseWriter, r *http.Request) {
-		var req extender.JobEnqueueableRequest // JobEnqueuedRequest does not exist in v1.15.1
+		var req extender.JobEnqueueableRequest // JobEnqueuedRequest does not exist in v1.14.1 (nor v1.15.1)
 		if decode(w, r, &req) {
 			_, _ = w.Write([]byte("{}"))
 		}

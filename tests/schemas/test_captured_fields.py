@@ -1,11 +1,13 @@
 """A guard on the fields our views rely on: every key a view declares must really appear in the
-bodies Volcano 1.15's json.Marshal produced (tests/fixtures/volcano-1.15). msgspec defaults a
-missing key silently, so a field renamed upstream would otherwise read as zero."""
+bodies Volcano's own json.Marshal produced, for each captured release (tests/fixtures/volcano-1.14
+from v1.14.1, tests/fixtures/volcano-1.15 from v1.15.1). msgspec defaults a missing key silently,
+so a field renamed upstream would otherwise read as zero."""
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -13,14 +15,15 @@ import pytest
 from schemas import api, k8s
 from schemas.requests import EvictRequest, OnSessionOpenRequest
 from tests.examples import FIXTURES
-from tests.schemas.test_examples import REQUEST_TYPES
+from tests.schemas.test_examples import CAPTURED_RELEASES, REQUEST_TYPES
 from tests.schemas.walk import declared, walk
 
-CAPTURED = FIXTURES / "volcano-1.15"
+# One directory per Volcano release whose extender plugin produced the bodies.
+CAPTURED = [FIXTURES / release for release in CAPTURED_RELEASES]
 
-# Keys a view declares on purpose although Volcano 1.15 does not send them: other releases'
+# Keys a view declares on purpose although Volcano 1.14 and 1.15 do not send them: other releases'
 # spellings, and Kubernetes fields that are legitimately absent from minimal objects.
-NOT_IN_1_15 = {
+NOT_CAPTURED = {
     "PodGroup": {
         "name",
         "namespace",
@@ -48,9 +51,9 @@ VOLCANO_VIEWS = [
 ]
 
 
-def captured_seen() -> dict[str, set[str]]:
+def captured_seen(captured: Path) -> dict[str, set[str]]:
     seen: dict[str, set[str]] = defaultdict(set)
-    for path in sorted(CAPTURED.glob("*.request.json")):
+    for path in sorted(captured.glob("*.request.json")):
         verb = path.name.split(".")[0]
         kind = REQUEST_TYPES[verb]
         raw = json.loads(path.read_bytes())
@@ -61,16 +64,18 @@ def captured_seen() -> dict[str, set[str]]:
     return seen
 
 
-@pytest.mark.skipif(
-    not any(CAPTURED.glob("onSessionOpen.request.json")),
-    reason="no captured Volcano 1.15 fixtures yet",
-)
+def test_every_release_has_captures() -> None:
+    for captured in CAPTURED:
+        assert (captured / "onSessionOpen.request.json").is_file(), f"no captures in {captured}"
+
+
+@pytest.mark.parametrize("captured", CAPTURED, ids=lambda p: p.name)
 @pytest.mark.parametrize("view", VOLCANO_VIEWS, ids=lambda v: v.__name__)
-def test_every_declared_volcano_key_is_in_the_captures(view: type) -> None:
-    seen = captured_seen()
-    expected = declared(view) - NOT_IN_1_15.get(view.__name__, set())
+def test_every_declared_volcano_key_is_in_the_captures(view: type, captured: Path) -> None:
+    seen = captured_seen(captured)
+    expected = declared(view) - NOT_CAPTURED.get(view.__name__, set())
     missing = expected - seen.get(view.__name__, set())
-    assert not missing, f"{view.__name__} keys never seen in Volcano 1.15 bodies: {missing}"
+    assert not missing, f"{view.__name__} keys never seen in {captured.name} bodies: {missing}"
 
 
 # The pod fields plugins read through TaskInfo.Pod. The captured pods come from Volcano's fake

@@ -1,6 +1,7 @@
 """The payload views against every example body: the hand-built protocol examples of all three
-dialects (tests/fixtures/protocol-examples) and the bodies captured from Volcano 1.15's own
-json.Marshal (tests/fixtures/volcano-1.15)."""
+dialects (tests/fixtures/protocol-examples) and the bodies captured from Volcano's own
+json.Marshal (tests/fixtures/volcano-1.14 from v1.14.1, tests/fixtures/volcano-1.15 from
+v1.15.1)."""
 
 from __future__ import annotations
 
@@ -45,9 +46,14 @@ RESPONSE_TYPES = {
 }
 
 
+# Directories of bodies captured from Volcano's extender plugin, one per release.
+CAPTURED_RELEASES = ("volcano-1.14", "volcano-1.15")
+
+
 def request_files() -> list[Path]:
     files = sorted(EXAMPLES.glob("*/*.request.json"))
-    files += sorted((FIXTURES / "volcano-1.15").glob("*.request.json"))
+    for release in CAPTURED_RELEASES:
+        files += sorted((FIXTURES / release).glob("*.request.json"))
     return files
 
 

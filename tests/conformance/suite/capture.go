@@ -1,4 +1,4 @@
-package conformance
+package suite
 
 import (
 	"bytes"
@@ -13,35 +13,46 @@ import (
 	vcapisv1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	"volcano.sh/volcano/pkg/scheduler/conf"
 	"volcano.sh/volcano/pkg/scheduler/framework"
-	"volcano.sh/volcano/pkg/scheduler/plugins/extender"
-	"volcano.sh/volcano/pkg/scheduler/util"
 )
 
 // fixtureVerbs are the verb names used while capturing; they are also the
 // fixture file names (<verb>.request.json).
 var fixtureVerbs = map[string]string{
-	extender.ExtenderOnSessionOpenVerb:  "onSessionOpen",
-	extender.ExtenderOnSessionCloseVerb: "onSessionClose",
-	extender.ExtenderPredicateVerb:      "predicate",
-	extender.ExtenderPrioritizeVerb:     "prioritize",
-	extender.ExtenderPreemptableVerb:    "preemptable",
-	extender.ExtenderReclaimableVerb:    "reclaimable",
-	extender.ExtenderQueueOverusedVerb:  "queueOverused",
-	extender.ExtenderJobEnqueueableVerb: "jobEnqueueable",
-	extender.ExtenderJobReadyVerb:       "jobReady",
-	extender.ExtenderAllocateFuncVerb:   "allocateFunc",
-	extender.ExtenderDeallocateFuncVerb: "deallocateFunc",
+	verbOnSessionOpen:  "onSessionOpen",
+	verbOnSessionClose: "onSessionClose",
+	verbPredicate:      "predicate",
+	verbPrioritize:     "prioritize",
+	verbPreemptable:    "preemptable",
+	verbReclaimable:    "reclaimable",
+	verbQueueOverused:  "queueOverused",
+	verbJobEnqueueable: "jobEnqueueable",
+	verbJobReady:       "jobReady",
+	verbAllocateFunc:   "allocateFunc",
+	verbDeallocateFunc: "deallocateFunc",
 }
 
-// TestCaptureFixtures records the request bodies Volcano v1.15.1's extender
-// plugin really marshals, and writes them to tests/fixtures/volcano-1.15.
-// Gated: CALDERA_CAPTURE_FIXTURES=1 go test -run TestCaptureFixtures ./...
-func TestCaptureFixtures(t *testing.T) {
-	if os.Getenv("CALDERA_CAPTURE_FIXTURES") != "1" {
-		t.Skip("set CALDERA_CAPTURE_FIXTURES=1 to rewrite tests/fixtures/volcano-1.15")
+// releaseFixtureVerbs is fixtureVerbs less the verbs the release lacks.
+func releaseFixtureVerbs() map[string]string {
+	m := map[string]string{}
+	for k, v := range fixtureVerbs {
+		if rel.hasVerb(k) {
+			m[k] = v
+		}
 	}
+	return m
+}
+
+// testCaptureFixtures records the request bodies the release's extender
+// plugin really marshals, and writes them to tests/fixtures/volcano-<minor>.
+// Gated: CALDERA_CAPTURE_FIXTURES=1 go test -run TestVolcano/CaptureFixtures
+func testCaptureFixtures(t *testing.T) {
+	dir := filepath.Join(repoRoot(), "tests", "fixtures", "volcano-"+rel.Version)
+	if os.Getenv("CALDERA_CAPTURE_FIXTURES") != "1" {
+		t.Skipf("set CALDERA_CAPTURE_FIXTURES=1 to rewrite %s", dir)
+	}
+	verbsToCapture := releaseFixtureVerbs()
 	rec := newRecorder(t, "", neutral)
-	ext := extenderOption(rec.URL, allFlags(), ExtOpts{Verbs: fixtureVerbs})
+	ext := extenderOption(rec.URL, allFlags(), ExtOpts{Verbs: verbsToCapture})
 
 	// Session 1: enqueue + allocate on two nodes (prioritize needs >1 node).
 	s1 := func() Cluster {
@@ -64,7 +75,7 @@ func TestCaptureFixtures(t *testing.T) {
 				running("ns1", "runner-0", "node1", "1", "1G", "pg-running", preemptable()),
 			},
 			Queues:         []*vcapisv1.Queue{queue("q1", "8", "16Gi")},
-			ResourceQuotas: []*v1.ResourceQuota{util.BuildResourceQuota("quota", "ns1", rl("10", "20Gi"))},
+			ResourceQuotas: []*v1.ResourceQuota{buildResourceQuota("quota", "ns1", rl("10", "20Gi"))},
 		}
 	}
 	runSession(t, s1(), []conf.Tier{tier(ext)}, []framework.Action{enqueueNew(), allocateNew()})
@@ -91,12 +102,11 @@ func TestCaptureFixtures(t *testing.T) {
 	}
 	runSession(t, reclaimCl(), tiers, []framework.Action{reclaimNew()})
 
-	dir := filepath.Join(repoRoot(), "tests", "fixtures", "volcano-1.15")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var missing, written []string
-	for _, verb := range fixtureVerbs {
+	for _, verb := range verbsToCapture {
 		rec.mu.Lock()
 		body, ok := rec.bodies[verb]
 		rec.mu.Unlock()

@@ -1,12 +1,20 @@
-// Package conformance runs Volcano v1.15.1's scheduler actions twice per
-// scenario -- once with an in-tree plugin, once with the `extender` plugin
-// pointed at a running `caldera serve` -- and compares the outcomes.
+// Package suite holds the Volcano differential conformance scenarios once, for
+// every Volcano release module under tests/conformance/volcano-*. Each release
+// module imports this package through a local replace and hands it a Release:
+// the in-tree plugins that release ships, the extender verbs it reads, and the
+// few session steps whose API changed between releases (mock cache, fake
+// binder/evictor, job status update). This package then runs Volcano's
+// scheduler actions twice per scenario -- once with an in-tree plugin, once
+// with the `extender` plugin pointed at a running `caldera serve` configured
+// with that release's volcanoVersion -- and compares the outcomes.
 //
-// Nothing here is copied from Volcano: the harness imports Volcano's packages
-// (framework, cache, actions, plugins, util fakes) as a module dependency and
-// mirrors the public steps of pkg/scheduler/uthelper (mock cache, fake
-// binder/evictor, OpenSession, actions, JobUpdater).
-package conformance
+// Nothing here is copied from Volcano: the release modules import Volcano's
+// packages (framework, cache, actions, plugins) as module dependencies. The
+// object builders below only construct Kubernetes and Volcano API objects.
+//
+// This module's go.mod pins no requirement on purpose: each release module
+// decides which Volcano (and Kubernetes) versions this code compiles against.
+package suite
 
 import (
 	"fmt"
@@ -14,54 +22,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 
 	vcapisv1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	"volcano.sh/volcano/pkg/scheduler/api"
-	"volcano.sh/volcano/pkg/scheduler/cache"
 	"volcano.sh/volcano/pkg/scheduler/conf"
 	"volcano.sh/volcano/pkg/scheduler/framework"
-	"volcano.sh/volcano/pkg/scheduler/metrics"
-	"volcano.sh/volcano/pkg/scheduler/plugins/cdp"
-	"volcano.sh/volcano/pkg/scheduler/plugins/conformance"
-	"volcano.sh/volcano/pkg/scheduler/plugins/drf"
-	"volcano.sh/volcano/pkg/scheduler/plugins/extender"
-	"volcano.sh/volcano/pkg/scheduler/plugins/gang"
-	"volcano.sh/volcano/pkg/scheduler/plugins/overcommit"
-	"volcano.sh/volcano/pkg/scheduler/plugins/pdb"
-	"volcano.sh/volcano/pkg/scheduler/plugins/priority"
-	"volcano.sh/volcano/pkg/scheduler/plugins/proportion"
-	"volcano.sh/volcano/pkg/scheduler/plugins/resourcequota"
-	"volcano.sh/volcano/pkg/scheduler/plugins/sla"
-	"volcano.sh/volcano/pkg/scheduler/util"
 )
-
-func init() {
-	metrics.InitKubeSchedulerRelatedMetrics()
-}
-
-// builders are the plugin builders every session may use. Registered per
-// session (RegisterPluginBuilder) and cleaned up afterwards, like uthelper.
-var builders = map[string]framework.PluginBuilder{
-	sla.PluginName:           sla.New,
-	priority.PluginName:      priority.New,
-	conformance.PluginName:   conformance.New,
-	cdp.PluginName:           cdp.New,
-	overcommit.PluginName:    overcommit.New,
-	resourcequota.PluginName: resourcequota.New,
-	pdb.PluginName:           pdb.New,
-	gang.PluginName:          gang.New,
-	drf.PluginName:           drf.New,
-	proportion.PluginName:    proportion.New,
-	extender.PluginName:      extender.New,
-	rejecterName:             newRejecter,
-}
 
 // Cluster is the input of one session. Build it with a func so each run gets
 // fresh objects (the cache mutates them).
@@ -155,34 +125,18 @@ func diffCounts(a, b Outcome) string {
 var sessionMu sync.Mutex
 
 // runSession opens one scheduling session over the cluster, runs the actions
-// and returns the observed outcome. It mirrors uthelper.TestCommonStruct
-// (RegisterSession/Run/CheckAll/Close) but keeps the fake binder and evictor
-// so that outcomes can be compared between two runs instead of against
-// hard-coded expectations.
+// and returns the observed outcome. It follows the public steps of Volcano's
+// own action tests (mock cache, fake binder/evictor, OpenSession, actions,
+// job status update, CloseSession) but keeps the fakes so that outcomes can be
+// compared between two runs instead of against hard-coded expectations. The
+// steps whose API differs between releases come from rel (see Release).
 func runSession(t *testing.T, cl Cluster, tiers []conf.Tier, actions []framework.Action) Outcome {
 	t.Helper()
 	sessionMu.Lock()
 	defer sessionMu.Unlock()
 
-	binder := util.NewFakeBinder(1000)
-	evictor := util.NewFakeEvictor(1000)
-	sc := cache.NewCustomMockSchedulerCache("volcano", binder, evictor, &util.FakeStatusUpdater{}, nil, nil)
-
-	stop := make(chan struct{})
-	defer close(stop)
-	sc.Run(stop)
-	sc.WaitForCacheSync(stop)
-
-	// PodDisruptionBudgets go into a fake informer, as pdb_test.go does.
-	client := fake.NewSimpleClientset()
-	inf := informers.NewSharedInformerFactory(client, 0)
-	pdbInformer := inf.Policy().V1().PodDisruptionBudgets().Informer()
-	for _, p := range cl.PDBs {
-		if err := pdbInformer.GetStore().Add(p); err != nil {
-			t.Fatalf("add pdb: %v", err)
-		}
-	}
-	sc.SetSharedInformerFactory(inf)
+	sc, obs := rel.NewCache(t, cl)
+	defer obs.Stop()
 
 	for _, n := range cl.Nodes {
 		sc.AddOrUpdateNode(n)
@@ -203,9 +157,10 @@ func runSession(t *testing.T, cl Cluster, tiers []conf.Tier, actions []framework
 		sc.AddResourceQuota(rq)
 	}
 
-	for name, b := range builders {
+	for name, b := range rel.Builders {
 		framework.RegisterPluginBuilder(name, b)
 	}
+	framework.RegisterPluginBuilder(rejecterName, newRejecter)
 	defer framework.CleanupPluginBuilders()
 
 	ssn := framework.OpenSession(sc, tiers, nil)
@@ -220,40 +175,32 @@ func runSession(t *testing.T, cl Cluster, tiers []conf.Tier, actions []framework
 	}
 
 	// Binds and evictions are asynchronous: wait until both fakes are quiet.
-	settle(binder, evictor)
+	obs.Settle()
 
-	framework.NewJobUpdater(ssn).UpdateAll()
+	if rel.UpdateJobs != nil {
+		rel.UpdateJobs(ssn)
+	}
 	out := Outcome{
-		Binds:     binder.Binds(),
-		Evicts:    evictor.Evicts(),
+		Binds:     obs.Binds(),
+		Evicts:    obs.Evicts(),
 		Phases:    map[string]string{},
 		Pipelined: map[string]string{},
 	}
 	sort.Strings(out.Evicts)
-	for id, job := range ssn.Jobs {
-		if job.PodGroup != nil {
-			out.Phases[string(id)] = string(job.PodGroup.Status.Phase)
-		}
+	jobs := ssn.Jobs
+	for _, job := range jobs {
 		for _, task := range job.TaskStatusIndex[api.Pipelined] {
 			out.Pipelined[task.Namespace+"/"+task.Name] = task.NodeName
 		}
 	}
+	// Releases before 1.11 update PodGroup status inside CloseSession.
 	framework.CloseSession(ssn)
-	return out
-}
-
-func settle(b *util.FakeBinder, e *util.FakeEvictor) {
-	quiet := 0
-	for quiet < 3 {
-		select {
-		case <-b.Channel:
-			quiet = 0
-		case <-e.Channel:
-			quiet = 0
-		case <-time.After(100 * time.Millisecond):
-			quiet++
+	for id, job := range jobs {
+		if job.PodGroup != nil {
+			out.Phases[string(id)] = string(job.PodGroup.Status.Phase)
 		}
 	}
+	return out
 }
 
 // ---- rejecter: an in-tree test plugin that rejects one named job ----------
@@ -264,7 +211,7 @@ type rejecter struct{ job string }
 
 func newRejecter(args framework.Arguments) framework.Plugin {
 	r := &rejecter{}
-	args.GetString(&r.job, "rejectJob")
+	r.job, _ = args["rejectJob"].(string)
 	return r
 }
 func (r *rejecter) Name() string { return rejecterName }

@@ -1,4 +1,4 @@
-package conformance
+package suite
 
 import (
 	"bytes"
@@ -17,7 +17,6 @@ import (
 	vcapisv1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	"volcano.sh/volcano/pkg/scheduler/conf"
 	"volcano.sh/volcano/pkg/scheduler/framework"
-	"volcano.sh/volcano/pkg/scheduler/plugins/extender"
 )
 
 // ---- recording / counting HTTP servers --------------------------------------------
@@ -132,14 +131,14 @@ func allFlags() conf.PluginOption {
 func verbs(keys ...string) map[string]string {
 	m := map[string]string{}
 	for _, k := range keys {
-		m[k] = allVerbs[k]
+		m[k] = calderaVerbs[k]
 	}
 	return m
 }
 
 // ---- managedResources ----------------------------------------------------------------
 
-func TestManagedResourcesFiltering(t *testing.T) {
+func testManagedResourcesFiltering(t *testing.T) {
 	cluster := func() Cluster {
 		gpuPod := pending("ns1", "gpu-pod", "1", "1G", "pg-gpu")
 		gpuPod.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = rl("0", "0", gpu("1"))["nvidia.com/gpu"]
@@ -201,9 +200,60 @@ func util_BuildNodeGPU(name string) *v1.Node {
 	return n
 }
 
+// ---- predicate dialect ----------------------------------------------------------------
+
+// testPredicateDialect runs an allocation through Caldera's predicate and
+// prioritize verbs with no plugin behind them (ignorable=false): the pass
+// answer must decode in this release's predicate dialect ({"status","code"}
+// from 1.10, {"status":[{"Code","Reason"}]} in 1.8-1.9), or every node is
+// rejected. The negative control serves the other dialect and must bind
+// nothing, which shows the first run really depended on the dialect.
+func testPredicateDialect(t *testing.T) {
+	cluster := func() Cluster {
+		return Cluster{
+			Nodes:     []*v1.Node{node("node1", "4", "4G"), node("node2", "4", "4G")},
+			PodGroups: []*vcapisv1.PodGroup{pgPrio("pg1", "ns1", "q1", 1, vcapisv1.PodGroupInqueue, "")},
+			Pods:      []*v1.Pod{pending("ns1", "p1", "1", "1G", "pg1"), pending("ns1", "p2", "1", "1G", "pg1")},
+			Queues:    []*vcapisv1.Queue{queue("q1", "", "")},
+		}
+	}
+	alloc := func() []framework.Action { return []framework.Action{allocateNew()} }
+	base := runSession(t, cluster(), nil, alloc())
+	if len(base.Binds) != 2 {
+		t.Fatalf("baseline should bind both pods: %s", base)
+	}
+	flags := conf.PluginOption{EnabledPredicate: &yes, EnabledNodeOrder: &yes}
+	ev := ExtOpts{Verbs: verbs(verbPredicate, verbPrioritize)}
+	other := "1.8"
+	if !rel.AtLeast("1.10") {
+		other = "1.14"
+	}
+	for _, tc := range []struct {
+		name, version string
+		wantBinds     bool
+	}{{"volcanoVersion " + rel.Version, "", true}, {"negative control: volcanoVersion " + other, other, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startCaldera(t, CalderaConfig{VolcanoVersion: tc.version})
+			proxy := newRecorder(t, c.URL, nil)
+			got := runSession(t, cluster(), []conf.Tier{tier(extenderOption(proxy.URL, flags, ev))}, alloc())
+			t.Logf("baseline %s\nextender %s\ncalls %v", base, got, proxy.Calls())
+			if proxy.Calls()["predicate"] == 0 {
+				t.Fatalf("predicate verb never called")
+			}
+			if tc.wantBinds {
+				if d := diffIgnoringNodes(base, got); d != "" {
+					t.Errorf("pass-through predicate changed the outcome:\n%s", d)
+				}
+			} else if len(got.Binds) != 0 {
+				t.Errorf("the other dialect's predicate answer was accepted: binds %v", got.Binds)
+			}
+		})
+	}
+}
+
 // ---- ignorable (protocol reference §1.4), with nothing listening ------------------------
 
-func TestIgnorable(t *testing.T) {
+func testIgnorable(t *testing.T) {
 	dead := fmt.Sprintf("http://127.0.0.1:%d", freePort(t)) // "Caldera stopped"
 	allocCluster := func() Cluster {
 		return Cluster{
@@ -223,14 +273,14 @@ func TestIgnorable(t *testing.T) {
 	alloc := func() []framework.Action { return []framework.Action{allocateNew()} }
 	enq := func() []framework.Action { return []framework.Action{enqueueNew()} }
 	noOpen := map[string]string{}
-	for k, v := range allVerbs {
-		if k != extender.ExtenderOnSessionOpenVerb {
+	for k, v := range allVerbs() {
+		if k != verbOnSessionOpen {
 			noOpen[k] = v
 		}
 	}
 	withoutJobReady := map[string]string{}
-	for k, v := range allVerbs {
-		if k != extender.ExtenderJobReadyVerb {
+	for k, v := range allVerbs() {
+		if k != verbJobReady {
 			withoutJobReady[k] = v
 		}
 	}
@@ -245,77 +295,85 @@ func TestIgnorable(t *testing.T) {
 		actions func() []framework.Action
 		o       ExtOpts
 		check   func(t *testing.T, o Outcome)
+		since   string // first release it applies to (allocateFunc: 1.13)
 	}{
 		{"onSessionOpen fails, ignorable=false: extender inert for the session", allocCluster, alloc,
 			ExtOpts{Ignorable: false}, func(t *testing.T, o Outcome) {
 				if d := diffIgnoringNodes(base, o); d != "" {
 					t.Errorf("want baseline (no callbacks registered):\n%s", d)
 				}
-			}},
+			}, ""},
 		{"ignorable=true: jobReady error means not ready, nothing binds", allocCluster, alloc,
 			ExtOpts{Ignorable: true}, func(t *testing.T, o Outcome) {
 				if len(o.Binds) != 0 {
 					t.Errorf("want no binds (jobReady returns !ignorable=false), got %v", o.Binds)
 				}
-			}},
+			}, ""},
 		{"ignorable=true without jobReady verb: predicate passes, prioritize adds nothing", allocCluster, alloc,
 			ExtOpts{Ignorable: true, Verbs: withoutJobReady}, func(t *testing.T, o Outcome) {
 				if d := diffIgnoringNodes(base, o); d != "" {
 					t.Errorf("want baseline:\n%s", d)
 				}
-			}},
+			}, ""},
 		{"ignorable=false without onSessionOpen: predicate error rejects every node", allocCluster, alloc,
-			ExtOpts{Ignorable: false, Verbs: verbs(extender.ExtenderPredicateVerb)}, func(t *testing.T, o Outcome) {
+			ExtOpts{Ignorable: false, Verbs: verbs(verbPredicate)}, func(t *testing.T, o Outcome) {
 				if len(o.Binds) != 0 {
 					t.Errorf("want no binds, got %v", o.Binds)
 				}
-			}},
+			}, ""},
 		{"ignorable=false: queueOverused error means overused, queue skipped", allocCluster, alloc,
-			ExtOpts{Ignorable: false, Verbs: verbs(extender.ExtenderQueueOverusedVerb)}, func(t *testing.T, o Outcome) {
+			ExtOpts{Ignorable: false, Verbs: verbs(verbQueueOverused)}, func(t *testing.T, o Outcome) {
 				if len(o.Binds) != 0 {
 					t.Errorf("want no binds, got %v", o.Binds)
 				}
-			}},
+			}, ""},
+		// Before v1.11 Volcano's allocate dereferences a nil best node when
+		// the score map is empty (v1.10.0 actions/allocate/allocate.go:280):
+		// the scheduler itself crashes, so the case runs from 1.14 on here.
 		{"ignorable=false: prioritize error leaves task unplaced", allocCluster, alloc,
-			ExtOpts{Ignorable: false, Verbs: verbs(extender.ExtenderPrioritizeVerb)}, func(t *testing.T, o Outcome) {
+			ExtOpts{Ignorable: false, Verbs: verbs(verbPrioritize)}, func(t *testing.T, o Outcome) {
 				if len(o.Binds) != 0 {
 					t.Errorf("want no binds (empty score map), got %v", o.Binds)
 				}
-			}},
+			}, "1.14"},
 		{"ignorable=true: prioritize error adds no score", allocCluster, alloc,
-			ExtOpts{Ignorable: true, Verbs: verbs(extender.ExtenderPrioritizeVerb)}, func(t *testing.T, o Outcome) {
+			ExtOpts{Ignorable: true, Verbs: verbs(verbPrioritize)}, func(t *testing.T, o Outcome) {
 				if d := diffIgnoringNodes(base, o); d != "" {
 					t.Errorf("want baseline:\n%s", d)
 				}
-			}},
+			}, ""},
 		{"ignorable=false: allocateFunc error rolls back", allocCluster, alloc,
-			ExtOpts{Ignorable: false, Verbs: verbs(extender.ExtenderAllocateFuncVerb, extender.ExtenderDeallocateFuncVerb)},
+			ExtOpts{Ignorable: false, Verbs: verbs(verbAllocateFunc, verbDeallocateFunc)},
 			func(t *testing.T, o Outcome) {
 				if len(o.Binds) != 0 {
 					t.Errorf("want no binds, got %v", o.Binds)
 				}
-			}},
+			}, "1.13"},
 		{"ignorable=true: allocateFunc error ignored", allocCluster, alloc,
-			ExtOpts{Ignorable: true, Verbs: verbs(extender.ExtenderAllocateFuncVerb, extender.ExtenderDeallocateFuncVerb)},
+			ExtOpts{Ignorable: true, Verbs: verbs(verbAllocateFunc, verbDeallocateFunc)},
 			func(t *testing.T, o Outcome) {
 				if d := diffIgnoringNodes(base, o); d != "" {
 					t.Errorf("want baseline:\n%s", d)
 				}
-			}},
+			}, "1.13"},
 		{"ignorable=false: jobEnqueueable error rejects", enqCluster, enq,
 			ExtOpts{Ignorable: false, Verbs: noOpen}, func(t *testing.T, o Outcome) {
 				if o.Phases["ns1/pg1"] != "Pending" {
 					t.Errorf("want Pending, got %v", o.Phases)
 				}
-			}},
+			}, ""},
 		{"ignorable=true: jobEnqueueable error permits", enqCluster, enq,
 			ExtOpts{Ignorable: true, Verbs: noOpen}, func(t *testing.T, o Outcome) {
 				if o.Phases["ns1/pg1"] != "Inqueue" {
 					t.Errorf("want Inqueue, got %v", o.Phases)
 				}
-			}},
+			}, ""},
 	}
 	for _, tc := range cases {
+		if tc.since != "" && !rel.AtLeast(tc.since) {
+			t.Logf("%s: not run on Volcano %s (applies from %s on)", tc.name, rel.Volcano, tc.since)
+			continue
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			tc.o.Timeout = "200ms"
 			opt := extenderOption(dead, allFlags(), tc.o)
@@ -332,7 +390,7 @@ func TestIgnorable(t *testing.T) {
 			cl := func() Cluster { return conformanceClusterForIgnorable() }
 			want := runSession(t, cl(), []conf.Tier{tier(priorityOrderOnly), tier(evictFlags("conformance"))}, preemptActions())
 			ext := extenderOption(dead, allFlags(), ExtOpts{Ignorable: ign, Timeout: "200ms",
-				Verbs: verbs(extender.ExtenderPreemptableVerb, extender.ExtenderReclaimableVerb)})
+				Verbs: verbs(verbPreemptable, verbReclaimable)})
 			got := runSession(t, cl(), []conf.Tier{tier(priorityOrderOnly, ext), tier(evictFlags("conformance"))}, preemptActions())
 			t.Logf("want %s\ngot  %s", want, got)
 			if len(want.Evicts) == 0 {
@@ -365,7 +423,7 @@ func conformanceClusterForIgnorable() Cluster {
 
 // ---- allocate / deallocate event handlers and rollbacks ------------------------------------
 
-func TestAllocateDeallocate(t *testing.T) {
+func testAllocateDeallocate(t *testing.T) {
 	gangOpt := conf.PluginOption{Name: "gang", EnabledJobOrder: &yes, EnabledJobReady: &yes, EnabledJobPipelined: &yes, EnabledJobStarving: &yes}
 	// gang job of 2 where only one task fits: allocate, then the statement
 	// is discarded and the allocation rolled back (DeallocateFunc).
@@ -383,7 +441,7 @@ func TestAllocateDeallocate(t *testing.T) {
 		return c
 	}
 	alloc := func() []framework.Action { return []framework.Action{allocateNew()} }
-	ev := ExtOpts{Verbs: verbs(extender.ExtenderAllocateFuncVerb, extender.ExtenderDeallocateFuncVerb)}
+	ev := ExtOpts{Verbs: verbs(verbAllocateFunc, verbDeallocateFunc)}
 
 	t.Run("caldera pass-through", func(t *testing.T) {
 		c := startCaldera(t, CalderaConfig{})

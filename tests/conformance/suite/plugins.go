@@ -1,4 +1,4 @@
-package conformance
+package suite
 
 import (
 	"testing"
@@ -11,13 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	vcapisv1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/actions/allocate"
 	"volcano.sh/volcano/pkg/scheduler/actions/enqueue"
 	"volcano.sh/volcano/pkg/scheduler/actions/preempt"
 	"volcano.sh/volcano/pkg/scheduler/actions/reclaim"
 	"volcano.sh/volcano/pkg/scheduler/conf"
 	"volcano.sh/volcano/pkg/scheduler/framework"
-	"volcano.sh/volcano/pkg/scheduler/util"
 )
 
 func allocateNew() framework.Action { return allocate.New() }
@@ -42,13 +42,13 @@ var (
 		return conf.PluginOption{Name: name, EnabledPreemptable: &yes, EnabledReclaimable: &yes}
 	}
 	classes = func() []*schedulingv1.PriorityClass {
-		return []*schedulingv1.PriorityClass{util.BuildPriorityClass("low-priority", 100), util.BuildPriorityClass("high-priority", 1000)}
+		return []*schedulingv1.PriorityClass{buildPriorityClass("low-priority", 100), buildPriorityClass("high-priority", 1000)}
 	}
 )
 
 // ---- conformance ------------------------------------------------------------------
 
-func TestConformancePlugin(t *testing.T) {
+func testConformancePlugin(t *testing.T) {
 	tiers := []conf.Tier{tier(priorityOrderOnly, evictFlags("conformance"))}
 	runAll(t, []Scenario{
 		{
@@ -158,7 +158,7 @@ func priorityPreemptCluster2() Cluster {
 	}
 }
 
-func TestPriorityPlugin(t *testing.T) {
+func testPriorityPlugin(t *testing.T) {
 	runAll(t, []Scenario{
 		{
 			Name:    "upstream TestPreempt: enable preempt low priority",
@@ -220,7 +220,7 @@ func TestPriorityPlugin(t *testing.T) {
 
 // ---- cdp ----------------------------------------------------------------------------------
 
-func TestCdpPlugin(t *testing.T) {
+func testCdpPlugin(t *testing.T) {
 	const key = "volcano.sh/cooldown-time"
 	cluster := func() Cluster {
 		return Cluster{
@@ -248,6 +248,9 @@ func TestCdpPlugin(t *testing.T) {
 			Expect: expectEvicts("default/expired", "default/invalid"),
 		},
 		{
+			// cdp registers its filter as ReclaimableFn only from v1.12.0 on;
+			// before, no plugin in these tiers answers reclaimable and nothing
+			// is reclaimed. Caldera follows volcanoVersion.
 			Name: "reclaim respects cooldown", Actions: reclaimActions, Tiers: tiers, Plugin: "cdp",
 			Cluster: func() Cluster {
 				cl := cluster()
@@ -255,16 +258,21 @@ func TestCdpPlugin(t *testing.T) {
 				cl.PodGroups[1] = pgPrio("pg-hi", "default", "q2", 1, vcapisv1.PodGroupInqueue, "high-priority")
 				return cl
 			},
-			Expect: expectEvicts("default/expired", "default/invalid"),
+			Expect: byRelease("1.12", expectEvicts("default/expired", "default/invalid"), expectEvicts()),
 		},
 		{
 			Name: "label wins over annotation", Actions: preemptActions, Tiers: tiers, Plugin: "cdp",
 			Cluster: func() Cluster {
 				cl := cluster()
-				// an invalid label disables protection even with a valid annotation
+				// an invalid label disables protection even with a valid
+				// annotation. The preemptor needs all three pods' CPU, so the
+				// outcome does not depend on the order victims are tried in
+				// (Volcano v1.8.2 collects them from a map).
 				cl.Pods[0].Labels[key] = "soon"
+				cl.Pods[3] = pending("default", "preemptor", "3", "3G", "pg-hi")
 				return cl
 			},
+			Expect: expectEvicts("default/cool", "default/expired", "default/invalid"),
 		},
 	})
 }
@@ -284,7 +292,7 @@ var (
 	}
 )
 
-func TestSlaPlugin(t *testing.T) {
+func testSlaPlugin(t *testing.T) {
 	// enqueue_test.go TestEnqueue: drf, proportion, sla(3m), gang in one tier.
 	upstream := []conf.Tier{tier(drfEnq, proportionEnq, slaEnq("3m"), gangOrder)}
 	q := func() []*vcapisv1.Queue {
@@ -300,8 +308,8 @@ func TestSlaPlugin(t *testing.T) {
 			Cluster: func() Cluster {
 				return Cluster{
 					PodGroups: []*vcapisv1.PodGroup{
-						util.BuildPodGroup("pg1", "c1", "c1", 1, nil, vcapisv1.PodGroupPending),
-						util.BuildPodGroup("pg2", "c1", "c2", 1, nil, vcapisv1.PodGroupPending),
+						buildPodGroup("pg1", "c1", "c1", 1, vcapisv1.PodGroupPending),
+						buildPodGroup("pg2", "c1", "c2", 1, vcapisv1.PodGroupPending),
 					},
 					Pods:   []*v1.Pod{pending("c1", "p1", "3", "1G", "pg1"), pending("c1", "p2", "1", "1G", "pg2")},
 					Queues: q(),
@@ -366,7 +374,7 @@ func TestSlaPlugin(t *testing.T) {
 
 // ---- overcommit ----------------------------------------------------------------------------
 
-func TestOvercommitPlugin(t *testing.T) {
+func testOvercommitPlugin(t *testing.T) {
 	oc := func(factor interface{}) []conf.Tier {
 		args := map[string]interface{}{}
 		if factor != nil {
@@ -376,7 +384,7 @@ func TestOvercommitPlugin(t *testing.T) {
 	}
 	// overcommit_test.go: n1 (2 CPU, 4Gi) + n2 (4 CPU, 16Gi) => idle 7200m at 1.2
 	nodes := func() []*v1.Node {
-		return []*v1.Node{util.BuildNode("n1", rl("2", "4Gi"), nil), util.BuildNode("n2", rl("4", "16Gi"), nil)}
+		return []*v1.Node{buildNode("n1", rl("2", "4Gi"), nil), buildNode("n2", rl("4", "16Gi"), nil)}
 	}
 	cl := func(pgs ...*vcapisv1.PodGroup) func() Cluster {
 		return func() Cluster {
@@ -402,7 +410,7 @@ func TestOvercommitPlugin(t *testing.T) {
 			Cluster: cl(pgMin("pg2", ns, "c1", 2, rl("20000m", "20G"), vcapisv1.PodGroupPending)),
 			Expect:  expectPhases(map[string]string{ns + "/pg2": "Pending"})},
 		{Name: "no MinResources", Actions: enqueueActions, Tiers: oc(1.2), Plugin: "overcommit",
-			Cluster: cl(util.BuildPodGroup("pg3", ns, "c1", 2, nil, vcapisv1.PodGroupPending)),
+			Cluster: cl(buildPodGroup("pg3", ns, "c1", 2, vcapisv1.PodGroupPending)),
 			Expect:  expectPhases(map[string]string{ns + "/pg3": "Inqueue"})},
 		{Name: "existing Inqueue job reserves resources", Actions: enqueueActions, Tiers: oc(nil), Plugin: "overcommit",
 			Cluster: cl(pgMin("in", ns, "c1", 1, rl("6", "1G"), vcapisv1.PodGroupInqueue),
@@ -414,12 +422,41 @@ func TestOvercommitPlugin(t *testing.T) {
 		{Name: "missing scalar resource rejects", Actions: enqueueActions, Tiers: oc(nil), Plugin: "overcommit",
 			Cluster: cl(pgMin("gpu", ns, "c1", 1, rl("1", "1G", gpu("1")), vcapisv1.PodGroupPending)),
 			Expect:  expectPhases(map[string]string{ns + "/gpu": "Pending"})},
+		{
+			// A Running job still reserves MinResources - allocated. Up to
+			// v1.14.2 GetInqueueResource took a scalar's whole-unit Value()
+			// (2 GPUs = 2) against milli-unit allocations (1000), so the job
+			// reserves nothing and the 3-GPU job fits in 4*1.2 - 1 GPUs; from
+			// v1.14.3/v1.15.1 it reserves 1 GPU and the new job waits.
+			// Caldera keys on major.minor: "1.14" follows v1.14.3, so the
+			// v1.14.1 module shows the difference.
+			Name: "running job's GPU reservation (units fixed in v1.14.3 and v1.15.1)", Actions: enqueueActions,
+			Tiers: oc(nil), Plugin: "overcommit",
+			Cluster: func() Cluster {
+				gpuNode := buildNode("n1", rl("8", "8Gi", gpu("4"), api.ScalarResource{Name: "pods", Value: "10"}), nil)
+				runner := buildPod(ns, "run-0", "n1", v1.PodRunning, rl("1", "1G", gpu("1")), "pg-run", map[string]string{}, nil)
+				return Cluster{
+					Nodes: []*v1.Node{gpuNode},
+					Pods:  []*v1.Pod{runner},
+					PodGroups: []*vcapisv1.PodGroup{
+						pgMin("pg-run", ns, "c1", 1, rl("1", "1G", gpu("2")), vcapisv1.PodGroupRunning),
+						pgMin("pg-new", ns, "c1", 1, rl("1", "1G", gpu("3")), vcapisv1.PodGroupPending),
+					},
+					Queues: []*vcapisv1.Queue{queue("c1", "", "")},
+				}
+			},
+			Expect: byRelease("1.15", expectPhases(map[string]string{ns + "/pg-new": "Pending"}),
+				expectPhases(map[string]string{ns + "/pg-new": "Inqueue"})),
+			KnownDifference: map[string]string{
+				"1.14": "Caldera's volcanoVersion 1.14 follows v1.14.3's milli-unit reservation; v1.14.1 has the whole-unit one",
+			},
+		},
 	})
 }
 
 // ---- resourcequota ---------------------------------------------------------------------------
 
-func TestResourceQuotaPlugin(t *testing.T) {
+func testResourceQuotaPlugin(t *testing.T) {
 	rqOpt := conf.PluginOption{Name: "resourcequota", EnabledJobEnqueued: &yes}
 	tiers := []conf.Tier{tier(rqOpt)}
 	cl := func(quota bool, pgs ...*vcapisv1.PodGroup) func() Cluster {
@@ -429,7 +466,7 @@ func TestResourceQuotaPlugin(t *testing.T) {
 				c.PodGroups = append(c.PodGroups, pg.DeepCopy())
 			}
 			if quota {
-				c.ResourceQuotas = append(c.ResourceQuotas, util.BuildResourceQuota("test", "default", rl("2000m", "2G")))
+				c.ResourceQuotas = append(c.ResourceQuotas, buildResourceQuota("test", "default", rl("2000m", "2G")))
 			}
 			return c
 		}
@@ -445,15 +482,15 @@ func TestResourceQuotaPlugin(t *testing.T) {
 			Cluster: cl(false, pgMin("pg2", "default", "c1", 2, rl("20000m", "20G"), vcapisv1.PodGroupPending)),
 			Expect:  expectPhases(map[string]string{"default/pg2": "Inqueue"})},
 		{Name: "upstream: MinResources not set", Actions: enqueueActions, Tiers: tiers, Plugin: "resourcequota",
-			Cluster: cl(true, util.BuildPodGroup("pg3", "default", "c1", 2, nil, vcapisv1.PodGroupPending)),
+			Cluster: cl(true, buildPodGroup("pg3", "default", "c1", 2, vcapisv1.PodGroupPending)),
 			Expect:  expectPhases(map[string]string{"default/pg3": "Inqueue"})},
 		{Name: "pending usage accumulates within a session", Actions: enqueueActions, Tiers: tiers, Plugin: "resourcequota",
 			Cluster: cl(true, pgMin("a", "default", "c1", 1, rl("1500m", "1G"), vcapisv1.PodGroupPending),
 				pgMin("b", "default", "c1", 1, rl("1500m", "1G"), vcapisv1.PodGroupPending))},
 		{
-			// resourcequota_test.go TestJobEnqueuedOnOtherPluginsReject (HEAD); in
-			// v1.15.1 resourcequota books usage inside JobEnqueueable, so the
-			// outcome depends on job order -- the comparison still must agree.
+			// resourcequota_test.go TestJobEnqueuedOnOtherPluginsReject (HEAD);
+			// before v1.16 resourcequota books usage inside JobEnqueueable, so
+			// the outcome depends on job order -- the comparison still must agree.
 			Name: "upstream: JobEnqueued on other plugins reject", Actions: enqueueActions, Plugin: "resourcequota",
 			Tiers: []conf.Tier{tier(rqOpt, conf.PluginOption{Name: rejecterName, EnabledJobEnqueued: &yes,
 				Arguments: map[string]interface{}{"rejectJob": "pgA"}})},
@@ -461,7 +498,7 @@ func TestResourceQuotaPlugin(t *testing.T) {
 				return Cluster{
 					Nodes:          []*v1.Node{node("n1", "4", "4G")},
 					Queues:         []*vcapisv1.Queue{queue("c1", "", "")},
-					ResourceQuotas: []*v1.ResourceQuota{util.BuildResourceQuota("rq1", "ns1", rl("1", "1G"))},
+					ResourceQuotas: []*v1.ResourceQuota{buildResourceQuota("rq1", "ns1", rl("1", "1G"))},
 					PodGroups: []*vcapisv1.PodGroup{
 						pgMin("pgA", "ns1", "c1", 1, rl("1", "1G"), vcapisv1.PodGroupPending),
 						pgMin("pgB", "ns1", "c1", 1, rl("1", "1G"), vcapisv1.PodGroupPending),
@@ -476,7 +513,7 @@ func TestResourceQuotaPlugin(t *testing.T) {
 // ---- pdb ------------------------------------------------------------------------------------
 
 func pdbObj(name, ns string, allowed int32, match map[string]string) *policyv1.PodDisruptionBudget {
-	one := intstr.FromInt32(1)
+	one := intstr.IntOrString{Type: intstr.Int, IntVal: 1}
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: match}},
@@ -484,7 +521,7 @@ func pdbObj(name, ns string, allowed int32, match map[string]string) *policyv1.P
 	}
 }
 
-func TestPdbPlugin(t *testing.T) {
+func testPdbPlugin(t *testing.T) {
 	web := func() map[string]string { return map[string]string{vcapisv1.PodPreemptable: "true", "app": "web"} }
 	preemptCl := func(pdbs ...*policyv1.PodDisruptionBudget) func() Cluster {
 		return func() Cluster {

@@ -1,4 +1,4 @@
-package conformance
+package suite
 
 import (
 	"testing"
@@ -40,7 +40,7 @@ func wantBinds(t *testing.T, which string, o Outcome, pod string) {
 
 func allocActions() []framework.Action { return []framework.Action{allocateNew()} }
 
-func TestDifferences(t *testing.T) {
+func testDifferences(t *testing.T) {
 	// Two jobs compete for one 2-CPU node. Without a JobOrderFn Volcano falls
 	// back to creation time, then UID: "ns1/a-..." sorts before "ns1/b-...".
 	twoJobs := func(pgA, pgB *vcapisv1.PodGroup) func() Cluster {

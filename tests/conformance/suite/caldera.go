@@ -1,4 +1,4 @@
-package conformance
+package suite
 
 import (
 	"bytes"
@@ -19,15 +19,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"volcano.sh/volcano/pkg/scheduler/conf"
-	"volcano.sh/volcano/pkg/scheduler/plugins/extender"
 )
 
 // ---- locating and running `caldera` ------------------------------------------
 
-// repoRoot is the Caldera repository root (tests/conformance/../..).
+// repoRoot is the Caldera repository root: the test runs in
+// tests/conformance/volcano-<release>, three levels below it.
 func repoRoot() string {
 	wd, _ := os.Getwd()
-	return filepath.Clean(filepath.Join(wd, "..", ".."))
+	return filepath.Clean(filepath.Join(wd, "..", "..", ".."))
 }
 
 // calderaCommand resolves the caldera console script: $CALDERA_BIN, then
@@ -61,6 +61,8 @@ type CalderaPlugin struct {
 type CalderaConfig struct {
 	ManagedResources []string
 	Tiers            [][]CalderaPlugin
+	// VolcanoVersion overrides the release's volcanoVersion (negative controls).
+	VolcanoVersion string
 }
 
 func (c CalderaConfig) yaml() ([]byte, error) {
@@ -79,12 +81,16 @@ func (c CalderaConfig) yaml() ([]byte, error) {
 		}
 		tiers = append(tiers, map[string]interface{}{"plugins": plugins})
 	}
+	version := c.VolcanoVersion
+	if version == "" {
+		version = rel.Version
+	}
 	mr := c.ManagedResources
 	if mr == nil {
 		mr = []string{}
 	}
 	return yaml.Marshal(map[string]interface{}{
-		"volcanoVersion":   "1.15",
+		"volcanoVersion":   version,
 		"managedResources": mr,
 		"maxRequestBytes":  104857600,
 		"tiers":            tiers,
@@ -239,20 +245,53 @@ func tail(b []byte) string {
 
 // ---- extender plugin options ---------------------------------------------------
 
-// allVerbs maps the extender's argument keys to Caldera's endpoint names.
-// jobEnqueued does not exist in Volcano 1.15.
-var allVerbs = map[string]string{
-	extender.ExtenderOnSessionOpenVerb:  "onSessionOpen",
-	extender.ExtenderOnSessionCloseVerb: "onSessionClose",
-	extender.ExtenderPredicateVerb:      "predicate",
-	extender.ExtenderPrioritizeVerb:     "prioritize",
-	extender.ExtenderPreemptableVerb:    "preemptable",
-	extender.ExtenderReclaimableVerb:    "reclaimable",
-	extender.ExtenderQueueOverusedVerb:  "queueOverused",
-	extender.ExtenderJobEnqueueableVerb: "jobEnqueueable",
-	extender.ExtenderJobReadyVerb:       "jobReady",
-	extender.ExtenderAllocateFuncVerb:   "allocate",
-	extender.ExtenderDeallocateFuncVerb: "deallocate",
+// The extender plugin's argument keys (stable strings since Volcano 1.x; the
+// Go constants for the newer ones do not exist in older releases).
+const (
+	argURLPrefix        = "extender.urlPrefix"
+	argHTTPTimeout      = "extender.httpTimeout"
+	argIgnorable        = "extender.ignorable"
+	argManagedResources = "extender.managedResources"
+
+	verbOnSessionOpen  = "extender.onSessionOpenVerb"
+	verbOnSessionClose = "extender.onSessionCloseVerb"
+	verbPredicate      = "extender.predicateVerb"
+	verbPrioritize     = "extender.prioritizeVerb"
+	verbPreemptable    = "extender.preemptableVerb"
+	verbReclaimable    = "extender.reclaimableVerb"
+	verbQueueOverused  = "extender.queueOverusedVerb"
+	verbJobEnqueueable = "extender.jobEnqueueableVerb"
+	verbJobReady       = "extender.jobReadyVerb"
+	verbAllocateFunc   = "extender.allocateFuncVerb"
+	verbDeallocateFunc = "extender.deallocateFuncVerb"
+)
+
+// calderaVerbs maps the extender's argument keys to Caldera's endpoint names.
+// jobEnqueued does not exist before Volcano 1.16.
+var calderaVerbs = map[string]string{
+	verbOnSessionOpen:  "onSessionOpen",
+	verbOnSessionClose: "onSessionClose",
+	verbPredicate:      "predicate",
+	verbPrioritize:     "prioritize",
+	verbPreemptable:    "preemptable",
+	verbReclaimable:    "reclaimable",
+	verbQueueOverused:  "queueOverused",
+	verbJobEnqueueable: "jobEnqueueable",
+	verbJobReady:       "jobReady",
+	verbAllocateFunc:   "allocate",
+	verbDeallocateFunc: "deallocate",
+}
+
+// allVerbs is every verb the release under test reads, mapped to Caldera's
+// endpoint names.
+func allVerbs() map[string]string {
+	m := map[string]string{}
+	for k, v := range calderaVerbs {
+		if rel.hasVerb(k) {
+			m[k] = v
+		}
+	}
+	return m
 }
 
 // ExtOpts configures the extender plugin entry.
@@ -268,9 +307,9 @@ type ExtOpts struct {
 func extenderOption(url string, flagsFrom conf.PluginOption, o ExtOpts) conf.PluginOption {
 	verbs := o.Verbs
 	if verbs == nil {
-		verbs = allVerbs
+		verbs = allVerbs()
 	}
-	args := map[string]interface{}{extender.ExtenderURLPrefix: url}
+	args := map[string]interface{}{argURLPrefix: url}
 	for k, v := range verbs {
 		args[k] = v
 	}
@@ -278,13 +317,13 @@ func extenderOption(url string, flagsFrom conf.PluginOption, o ExtOpts) conf.Plu
 	if timeout == "" {
 		timeout = "5s"
 	}
-	args[extender.ExtenderHTTPTimeout] = timeout
-	args[extender.ExtenderIgnorable] = o.Ignorable
+	args[argHTTPTimeout] = timeout
+	args[argIgnorable] = o.Ignorable
 	if len(o.ManagedResources) > 0 {
-		args[extender.ExtenderManagedResources] = o.ManagedResources
+		args[argManagedResources] = o.ManagedResources
 	}
 	return conf.PluginOption{
-		Name:               extender.PluginName,
+		Name:               "extender",
 		EnabledPredicate:   flagsFrom.EnabledPredicate,
 		EnabledNodeOrder:   flagsFrom.EnabledNodeOrder,
 		EnabledPreemptable: flagsFrom.EnabledPreemptable,
@@ -310,7 +349,7 @@ func residualOption(p conf.PluginOption) conf.PluginOption {
 
 func hasUnreachable(p conf.PluginOption) bool {
 	for _, f := range []*bool{p.EnabledJobOrder, p.EnabledTaskOrder, p.EnabledJobPipelined, p.EnabledJobStarving,
-		p.EnabledQueueOrder, p.EnablePreemptive, p.EnabledAllocatable, p.EnabledBestNode, p.EnabledVictim} {
+		p.EnabledQueueOrder, p.EnabledAllocatable, p.EnabledBestNode, p.EnabledVictim} {
 		if f != nil && *f {
 			return true
 		}

@@ -1,8 +1,9 @@
-module caldera/conformance
+module caldera/conformance/volcano-1.15
 
 go 1.25.0
 
 require (
+	caldera/conformance/suite v0.0.0
 	k8s.io/api v0.35.3
 	k8s.io/apimachinery v0.35.3
 	k8s.io/client-go v0.35.3
@@ -99,8 +100,12 @@ require (
 	stathat.com/c/consistent v1.0.0 // indirect
 )
 
+replace caldera/conformance/suite => ../suite
+
 // volcano.sh/apis: v1.15.1 builds against its staging copy (local replace);
-// the published v1.15.0 module has the identical tree. See hack/seed-volcano-apis.sh.
+// the published v1.15.0 module has the identical tree for pkg/. Some module
+// proxies refuse it (403), so go.sum carries no hash for it: where it
+// resolves, .ci/run lets `go mod download` record the checksum database's.
 // Mirrored from volcano.sh/volcano v1.15.1 go.mod: k8s.io staging modules
 // are only resolvable through these replace directives.
 replace (

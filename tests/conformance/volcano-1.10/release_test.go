@@ -1,0 +1,92 @@
+// Package conformance runs the shared differential suite (../suite) against
+// Volcano v1.10.0 (volcano.sh/apis v1.10.0), with Caldera configured as
+// volcanoVersion "1.10": the {"status","code"} predicate dialect of 1.10-1.13,
+// no allocate/deallocate verbs and no managedResources, cdp without a
+// reclaimable function. This file is the release adapter.
+package conformance
+
+import (
+	"testing"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"caldera/conformance/suite"
+
+	"volcano.sh/volcano/cmd/scheduler/app/options"
+
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/cache"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+	"volcano.sh/volcano/pkg/scheduler/plugins/cdp"
+	"volcano.sh/volcano/pkg/scheduler/plugins/conformance"
+	"volcano.sh/volcano/pkg/scheduler/plugins/drf"
+	"volcano.sh/volcano/pkg/scheduler/plugins/extender"
+	"volcano.sh/volcano/pkg/scheduler/plugins/gang"
+	"volcano.sh/volcano/pkg/scheduler/plugins/overcommit"
+	"volcano.sh/volcano/pkg/scheduler/plugins/pdb"
+	"volcano.sh/volcano/pkg/scheduler/plugins/priority"
+	"volcano.sh/volcano/pkg/scheduler/plugins/proportion"
+	"volcano.sh/volcano/pkg/scheduler/plugins/resourcequota"
+	"volcano.sh/volcano/pkg/scheduler/plugins/sla"
+	"volcano.sh/volcano/pkg/scheduler/util"
+)
+
+// The allocate action reads options.ServerOpts (nil outside the scheduler
+// binary); these are the values Volcano's own allocate tests set.
+func init() {
+	options.ServerOpts = &options.ServerOption{MinNodesToFind: 100, MinPercentageOfNodesToFind: 5, PercentageOfNodesToFind: 100}
+}
+
+var release = &suite.Release{
+	Volcano: "v1.10.0",
+	Version: "1.10",
+	Builders: map[string]framework.PluginBuilder{
+		sla.PluginName: sla.New, priority.PluginName: priority.New, conformance.PluginName: conformance.New,
+		cdp.PluginName: cdp.New, overcommit.PluginName: overcommit.New, resourcequota.PluginName: resourcequota.New,
+		pdb.PluginName: pdb.New, gang.PluginName: gang.New, drf.PluginName: drf.New,
+		proportion.PluginName: proportion.New, extender.PluginName: extender.New,
+	},
+	Verbs: []string{
+		extender.ExtenderOnSessionOpenVerb, extender.ExtenderOnSessionCloseVerb, extender.ExtenderPredicateVerb,
+		extender.ExtenderPrioritizeVerb, extender.ExtenderPreemptableVerb, extender.ExtenderReclaimableVerb,
+		extender.ExtenderQueueOverusedVerb, extender.ExtenderJobEnqueueableVerb, extender.ExtenderJobReadyVerb,
+	},
+	NewCache: newCache,
+	// UpdateJobs nil: v1.10's CloseSession runs the job updater itself.
+}
+
+// statusUpdater is the fake one, except that UpdatePodGroup hands the
+// PodGroup back: v1.10's cache stores what it returns as job.PodGroup.
+type statusUpdater struct{ util.FakeStatusUpdater }
+
+func (statusUpdater) UpdatePodGroup(pg *api.PodGroup) (*api.PodGroup, error) { return pg, nil }
+
+type observed struct {
+	binder  *util.FakeBinder
+	evictor *util.FakeEvictor
+	stop    chan struct{}
+}
+
+func (o *observed) Binds() map[string]string { return o.binder.Binds() }
+func (o *observed) Evicts() []string         { return o.evictor.Evicts() }
+func (o *observed) Settle()                  { suite.Settle(o.binder.Channel, o.evictor.Channel) }
+func (o *observed) Stop()                    { close(o.stop) }
+
+func newCache(t *testing.T, cl suite.Cluster) (*cache.SchedulerCache, suite.Observed) {
+	o := &observed{binder: util.NewFakeBinder(1000), evictor: util.NewFakeEvictor(1000), stop: make(chan struct{})}
+	sc := cache.NewCustomMockSchedulerCache("volcano", o.binder, o.evictor, &statusUpdater{}, nil, nil, nil)
+	sc.Run(o.stop)
+	sc.WaitForCacheSync(o.stop)
+	inf := informers.NewSharedInformerFactory(fake.NewSimpleClientset(), 0)
+	pdbInformer := inf.Policy().V1().PodDisruptionBudgets().Informer()
+	for _, p := range cl.PDBs {
+		if err := pdbInformer.GetStore().Add(p); err != nil {
+			t.Fatalf("add pdb: %v", err)
+		}
+	}
+	sc.SetSharedInformerFactory(inf)
+	return sc, o
+}
+
+func TestVolcano(t *testing.T) { suite.Run(t, release) }
