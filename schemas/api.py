@@ -236,6 +236,21 @@ class Guarantee(Struct, gc=False):
     resource: ResourceList | None = None
 
 
+class NodeGroupAffinity(Struct, rename="camel", gc=False):
+    """``NodeGroupAffinity`` / ``NodeGroupAntiAffinity``: node group names (the nodes' label
+    ``volcano.sh/nodegroup-name``); the same JSON keys in both queue shapes."""
+
+    required_during_scheduling_ignored_during_execution: list[str] | None = None
+    preferred_during_scheduling_ignored_during_execution: list[str] | None = None
+
+
+class Affinity(Struct, rename="camel", gc=False):
+    """``QueueSpec.Affinity`` (read by nodegroup)."""
+
+    node_group_affinity: NodeGroupAffinity | None = None
+    node_group_anti_affinity: NodeGroupAffinity | None = None
+
+
 class QueueSpec(Struct, rename="camel", gc=False):
     weight: int = 0
     capability: ResourceList | None = None
@@ -244,6 +259,7 @@ class QueueSpec(Struct, rename="camel", gc=False):
     deserved: ResourceList | None = None
     parent: str = ""
     priority: int = 0
+    affinity: Affinity | None = None
 
 
 class LegacyQueueSpec(Struct, rename="pascal", gc=False):
@@ -256,6 +272,7 @@ class LegacyQueueSpec(Struct, rename="pascal", gc=False):
     deserved: ResourceList | None = field(default=None, name="deserved")
     parent: str = field(default="", name="parent")
     priority: int = field(default=0, name="priority")
+    affinity: Affinity | None = field(default=None, name="affinity")
 
     def canonical(self) -> QueueSpec:
         return QueueSpec(
@@ -266,6 +283,7 @@ class LegacyQueueSpec(Struct, rename="pascal", gc=False):
             deserved=self.deserved,
             parent=self.parent,
             priority=self.priority,
+            affinity=self.affinity,
         )
 
 
@@ -335,9 +353,11 @@ class NamespaceInfo(Struct, gc=False):
 
 __all__ = [
     "ALLOCATED_STATUSES",
+    "Affinity",
     "DisruptionBudget",
     "JobInfo",
     "NamespaceInfo",
+    "NodeGroupAffinity",
     "NodeInfo",
     "NodePhase",
     "NodeState",

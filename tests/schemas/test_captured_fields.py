@@ -122,6 +122,18 @@ PLUGIN_READS = {
         "NodeInfo": {"Name", "Idle", "Releasing"},
         "Resource": {"MilliCPU", "Memory", "ScalarResources"},
     },
+    # Queue affinity and spec.parent are absent from the captures (no queue there sets them,
+    # and Go omits them when empty): test_queue_affinity_keys_decode_in_both_queue_shapes.
+    "nodegroup": {
+        "TaskInfo": {"Job", "Name", "Namespace", "Resreq", "NodeName", "Status"},
+        "JobInfo": {"Queue", "Tasks"},
+        "QueueInfo": {"Name", "Queue"},
+        "Queue": {"metadata", "spec"},
+        "ObjectMeta": {"labels", "annotations"},
+        "NodeInfo": {"Name", "Node"},
+        "Node": {"metadata"},
+        "Resource": {"MilliCPU", "Memory", "ScalarResources"},
+    },
 }
 
 
@@ -153,3 +165,42 @@ def test_task_role_and_pod_identity_decode_from_the_captures() -> None:
         assert task.Pod is not None and task.Pod.metadata is not None
         assert task.Pod.metadata.uid == raw["task"]["Pod"]["metadata"]["uid"] != ""
         assert task.Pod.metadata.annotations == raw["task"]["Pod"]["metadata"]["annotations"]
+
+
+# ``QueueSpec.Affinity`` of volcano.sh/apis (``json:"affinity,omitempty"`` in both the v1beta1
+# and the internal type, so the legacy ``Spec`` shape keeps the lower-case key), its
+# ``NodeGroupAffinity`` / ``NodeGroupAntiAffinity`` lists, and ``spec.parent``.
+AFFINITY = {
+    "nodeGroupAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": ["g1"],
+        "preferredDuringSchedulingIgnoredDuringExecution": ["g2"],
+    },
+    "nodeGroupAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": ["g3"],
+        "preferredDuringSchedulingIgnoredDuringExecution": ["g4"],
+    },
+}
+QUEUE_SHAPES = {
+    "1.14+": {
+        "metadata": {"name": "q"},
+        "spec": {"weight": 1, "parent": "p", "affinity": AFFINITY},
+    },
+    "1.6-1.13": {"name": "q", "Spec": {"Weight": 1, "parent": "p", "affinity": AFFINITY}},
+}
+
+
+@pytest.mark.parametrize("shape", sorted(QUEUE_SHAPES))
+def test_queue_affinity_keys_decode_in_both_queue_shapes(shape: str) -> None:
+    raw = {"UID": "q", "Name": "q", "Queue": QUEUE_SHAPES[shape]}
+    seen = walk(raw, api.QueueInfo)
+    assert seen["Affinity"] == declared(api.Affinity)
+    assert seen["NodeGroupAffinity"] == declared(api.NodeGroupAffinity)
+    spec = "QueueSpec" if shape == "1.14+" else "LegacyQueueSpec"
+    assert {"parent", "affinity"} <= seen[spec]
+    info = msgspec.json.decode(json.dumps(raw).encode(), type=api.QueueInfo)
+    assert info.Queue is not None
+    decoded = info.Queue.spec
+    assert decoded.parent == "p"
+    assert decoded.affinity == api.Affinity(
+        api.NodeGroupAffinity(["g1"], ["g2"]), api.NodeGroupAffinity(["g3"], ["g4"])
+    )
