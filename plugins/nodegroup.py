@@ -79,6 +79,10 @@ Deliberate choices:
 - Upstream logs the names of the exceeded dimensions in map order; the answer carries only the
   constant reason, so nothing depends on that order.
 
+With Caldera's ``managedResources`` set, Volcano sends no allocate/deallocate event (and no
+predicate) for a task outside them, so such a task's placement within the session is not
+counted against its queue's group limits until the next snapshot shows it.
+
 What the extender cannot carry: nothing (``in_tree_only`` is empty). ``enableHierarchy``,
 ``strict`` and ``enablePreferredOrder`` are configured on Caldera's plugin entry, since Volcano
 does not send the extender's plugin options.

@@ -74,6 +74,8 @@ class TaskInfo(Struct, gc=False):
     Priority: int = 0
     """``pod.spec.priority`` or the ``volcano.sh/task-priority`` annotation; default 1."""
     SchGated: bool = False
+    BestEffort: bool = False
+    """``InitResreq.IsEmpty()`` (usage estimates such a pod with fixed amounts)."""
     Pod: Pod | None = None
 
 
@@ -197,6 +199,15 @@ class NodeState(Struct, gc=False):
 _node_tasks = msgspec.json.Decoder(dict[str, TaskInfo] | None)
 
 
+class NodeUsage(Struct, gc=False):
+    """``api.NodeUsage``: the node's measured load, percentages (0-100) keyed by period
+    (``"10m"``), sampled at ``MetricsTime`` (Go's zero time when never sampled)."""
+
+    MetricsTime: datetime | None = None
+    CPUUsageAvg: dict[str, float] | None = None
+    MEMUsageAvg: dict[str, float] | None = None
+
+
 class NodeInfo(Struct, dict=True):
     """``api.NodeInfo``. ``Tasks`` (every pod bound to the node, again) is decoded only when a
     plugin first reads it: in a snapshot most of its bytes repeat the jobs' tasks, and no
@@ -214,6 +225,7 @@ class NodeInfo(Struct, dict=True):
     Capacity: Resource | None = None
     Capability: Resource | None = None
     """v1.6–v1.7 name of ``Capacity``."""
+    ResourceUsage: NodeUsage | None = None
     TasksRaw: msgspec.Raw = field(default_factory=msgspec.Raw, name="Tasks")
     RevocableZone: str = ""
 
@@ -361,6 +373,7 @@ __all__ = [
     "NodeInfo",
     "NodePhase",
     "NodeState",
+    "NodeUsage",
     "PodGroup",
     "PodGroupSpec",
     "PodGroupStatus",
