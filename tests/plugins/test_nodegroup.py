@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 import pytest
 
 from app.config import PluginOption
@@ -415,8 +416,6 @@ def test_a_parent_cycle_stops_the_walk(order: tuple[str, str]) -> None:
 
 
 def test_a_legacy_queue_shape_carries_affinity() -> None:
-    import msgspec
-
     body = (b'{"UID":"lq","Name":"lq","Queue":{"name":"lq","Spec":{"Weight":1,"affinity":'
             b'{"nodeGroupAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":["group1"]}}}}}')  # fmt: skip
     legacy = msgspec.json.decode(body, type=QueueInfo)

@@ -1,6 +1,6 @@
-"""nodegroup through the real server (Volcano 1.16, hierarchy on): a child queue inherits its
-parent's node-group affinity and the parent's limit of 3 cpu on group ``a``; one task already
-runs there. Predicate and prioritize follow the affinity, the limit is reached within the session
+"""nodegroup through the real server (Volcano 1.16, hierarchy on): a child queue without
+affinity inherits its parent's; its own annotation limits it to 3 cpu on group ``a``, where one
+of its tasks already runs. Predicate and prioritize follow the affinity, the limit is reached within the session
 through an allocate call, and the rollback deallocate of a discarded statement frees it again."""
 
 from __future__ import annotations
