@@ -80,6 +80,8 @@ class TaskInfo(Struct, gc=False):
     Priority: Int32 = 0
     """``pod.spec.priority`` or the ``volcano.sh/task-priority`` annotation; default 1."""
     SchGated: bool = False
+    BestEffort: bool = False
+    """``InitResreq.IsEmpty()`` (usage estimates such a pod with fixed amounts)."""
     Pod: Pod | None = None
 
 
@@ -203,6 +205,15 @@ class NodeState(Struct, gc=False):
 _node_tasks = msgspec.json.Decoder(dict[str, TaskInfo] | None)
 
 
+class NodeUsage(Struct, gc=False):
+    """``api.NodeUsage``: the node's measured load, percentages (0-100) keyed by period
+    (``"10m"``), sampled at ``MetricsTime`` (Go's zero time when never sampled)."""
+
+    MetricsTime: datetime | None = None
+    CPUUsageAvg: dict[str, float] | None = None
+    MEMUsageAvg: dict[str, float] | None = None
+
+
 class NodeInfo(Struct, dict=True):
     """``api.NodeInfo``. ``Tasks`` (every pod bound to the node, again) is decoded only when a
     plugin first reads it: in a snapshot most of its bytes repeat the jobs' tasks, and no
@@ -220,6 +231,7 @@ class NodeInfo(Struct, dict=True):
     Capacity: Resource | None = None
     Capability: Resource | None = None
     """v1.6–v1.7 name of ``Capacity``."""
+    ResourceUsage: NodeUsage | None = None
     TasksRaw: msgspec.Raw = field(default_factory=msgspec.Raw, name="Tasks")
     RevocableZone: str = ""
 
@@ -242,6 +254,21 @@ class Guarantee(Struct, gc=False):
     resource: ResourceList | None = None
 
 
+class NodeGroupAffinity(Struct, rename="camel", gc=False):
+    """``NodeGroupAffinity`` / ``NodeGroupAntiAffinity``: node group names (the nodes' label
+    ``volcano.sh/nodegroup-name``); the same JSON keys in both queue shapes."""
+
+    required_during_scheduling_ignored_during_execution: list[str] | None = None
+    preferred_during_scheduling_ignored_during_execution: list[str] | None = None
+
+
+class Affinity(Struct, rename="camel", gc=False):
+    """``QueueSpec.Affinity`` (read by nodegroup)."""
+
+    node_group_affinity: NodeGroupAffinity | None = None
+    node_group_anti_affinity: NodeGroupAffinity | None = None
+
+
 class QueueSpec(Struct, rename="camel", gc=False):
     weight: int = 0
     capability: ResourceList | None = None
@@ -250,6 +277,7 @@ class QueueSpec(Struct, rename="camel", gc=False):
     deserved: ResourceList | None = None
     parent: str = ""
     priority: int = 0
+    affinity: Affinity | None = None
 
 
 class LegacyQueueSpec(Struct, rename="pascal", gc=False):
@@ -262,6 +290,7 @@ class LegacyQueueSpec(Struct, rename="pascal", gc=False):
     deserved: ResourceList | None = field(default=None, name="deserved")
     parent: str = field(default="", name="parent")
     priority: int = field(default=0, name="priority")
+    affinity: Affinity | None = field(default=None, name="affinity")
 
     def canonical(self) -> QueueSpec:
         return QueueSpec(
@@ -272,6 +301,7 @@ class LegacyQueueSpec(Struct, rename="pascal", gc=False):
             deserved=self.deserved,
             parent=self.parent,
             priority=self.priority,
+            affinity=self.affinity,
         )
 
 
@@ -341,12 +371,15 @@ class NamespaceInfo(Struct, gc=False):
 
 __all__ = [
     "ALLOCATED_STATUSES",
+    "Affinity",
     "DisruptionBudget",
     "JobInfo",
     "NamespaceInfo",
+    "NodeGroupAffinity",
     "NodeInfo",
     "NodePhase",
     "NodeState",
+    "NodeUsage",
     "PodGroup",
     "PodGroupSpec",
     "PodGroupStatus",

@@ -33,6 +33,8 @@ class ResourceRequirements(Struct, omit_defaults=True, gc=False):
 class Container(Struct, omit_defaults=True, gc=False):
     name: str = ""
     resources: ResourceRequirements | None = None
+    restartPolicy: str = ""
+    """Only on init containers: ``Always`` makes it a sidecar (usage's pod limits)."""
 
 
 class PodSchedulingGate(Struct, omit_defaults=True, gc=False):
@@ -45,6 +47,9 @@ class PodSpec(Struct, omit_defaults=True, gc=False):
     priorityClassName: str = ""
     schedulingGates: list[PodSchedulingGate] | None = None
     """Read by overcommit (``api.HasOnlyVolcanoSchedulingGate``)."""
+    overhead: ResourceList | None = None
+    resources: ResourceRequirements | None = None
+    """Pod-level resources (``PodLevelResources``); usage reads their limits."""
 
 
 class PodCondition(Struct, omit_defaults=True, gc=False):
@@ -55,11 +60,21 @@ class PodCondition(Struct, omit_defaults=True, gc=False):
     lastTransitionTime: datetime | None = None
 
 
+class ContainerStatus(Struct, omit_defaults=True, gc=False):
+    """``v1.ContainerStatus``: the resources the kubelet applied (in-place resize)."""
+
+    name: str = ""
+    resources: ResourceRequirements | None = None
+
+
 class PodStatus(Struct, omit_defaults=True, gc=False):
     phase: str = ""
     conditions: list[PodCondition] | None = None
     startTime: datetime | None = None
-    """Set by the kubelet when it accepts the pod; min-runtime's fallback start time."""
+    """Set by the kubelet when it accepts the pod; min-runtime's fallback start time, usage's
+    metrics blind spot."""
+    containerStatuses: list[ContainerStatus] | None = None
+    initContainerStatuses: list[ContainerStatus] | None = None
 
 
 class Pod(Struct, omit_defaults=True, gc=False):

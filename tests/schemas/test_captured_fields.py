@@ -48,6 +48,7 @@ VOLCANO_VIEWS = [
     api.NodeState,
     api.PodGroup,
     api.Queue,
+    api.NodeUsage,
 ]
 
 
@@ -83,9 +84,15 @@ def test_every_declared_volcano_key_is_in_the_captures(view: type, captured: Pat
 # and startTime (min-runtime) never occur in them; those keys are standard Kubernetes
 # (core/v1 PodStatus ``conditions``, ``startTime``; PodCondition ``type``, ``status``,
 # ``lastTransitionTime``) and are decoded from Kubernetes-shaped bodies in the plugins' tests
-# (tests/plugins/test_min_runtime.py, tests/service/test_plugin_min_runtime.py).
+# (tests/plugins/test_min_runtime.py, tests/service/test_plugin_min_runtime.py). Likewise the
+# in-place-resize statuses usage reads for pod limits (``containerStatuses``,
+# ``initContainerStatuses``: ContainerStatus ``name``, ``resources``), and the pod-spec keys
+# (``restartPolicy`` of an init container, ``overhead``, pod-level ``resources``, a container's
+# ``limits``), decoded from a Kubernetes-shaped pod in test_usage_pod_keys_decode below.
 POD_VIEWS = [k8s.Pod, k8s.PodStatus]
-POD_KEYS_NOT_IN_CAPTURES = {"PodStatus": {"conditions", "startTime"}}
+POD_KEYS_NOT_IN_CAPTURES = {
+    "PodStatus": {"conditions", "startTime", "containerStatuses", "initContainerStatuses"}
+}
 
 
 @pytest.mark.skipif(
@@ -127,6 +134,36 @@ PLUGIN_READS = {
         "NodeInfo": {"Name", "Idle", "Releasing"},
         "Resource": {"MilliCPU", "Memory", "ScalarResources"},
     },
+    "usage": {
+        "TaskInfo": {
+            "UID",
+            "Name",
+            "Namespace",
+            "Resreq",
+            "NodeName",
+            "Status",
+            "BestEffort",
+            "Pod",
+        },
+        "NodeInfo": {"Name", "Capacity", "ResourceUsage", "Tasks"},
+        "NodeUsage": {"MetricsTime", "CPUUsageAvg", "MEMUsageAvg"},
+        "Resource": {"MilliCPU", "Memory"},
+        "Pod": {"spec", "status"},
+        "PodSpec": {"containers"},
+        "Container": {"name", "resources"},
+    },
+    # Queue affinity and spec.parent are absent from the captures (no queue there sets them,
+    # and Go omits them when empty): test_queue_affinity_keys_decode_in_both_queue_shapes.
+    "nodegroup": {
+        "TaskInfo": {"Job", "Name", "Namespace", "Resreq", "NodeName", "Status"},
+        "JobInfo": {"Queue", "Tasks"},
+        "QueueInfo": {"Name", "Queue"},
+        "Queue": {"metadata", "spec"},
+        "ObjectMeta": {"labels", "annotations"},
+        "NodeInfo": {"Name", "Node"},
+        "Node": {"metadata"},
+        "Resource": {"MilliCPU", "Memory", "ScalarResources"},
+    },
 }
 
 
@@ -158,3 +195,79 @@ def test_task_role_and_pod_identity_decode_from_the_captures() -> None:
         assert task.Pod is not None and task.Pod.metadata is not None
         assert task.Pod.metadata.uid == raw["task"]["Pod"]["metadata"]["uid"] != ""
         assert task.Pod.metadata.annotations == raw["task"]["Pod"]["metadata"]["annotations"]
+
+
+# ``QueueSpec.Affinity`` of volcano.sh/apis (``json:"affinity,omitempty"`` in both the v1beta1
+# and the internal type, so the legacy ``Spec`` shape keeps the lower-case key), its
+# ``NodeGroupAffinity`` / ``NodeGroupAntiAffinity`` lists, and ``spec.parent``.
+AFFINITY = {
+    "nodeGroupAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": ["g1"],
+        "preferredDuringSchedulingIgnoredDuringExecution": ["g2"],
+    },
+    "nodeGroupAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": ["g3"],
+        "preferredDuringSchedulingIgnoredDuringExecution": ["g4"],
+    },
+}
+QUEUE_SHAPES = {
+    "1.14+": {
+        "metadata": {"name": "q"},
+        "spec": {"weight": 1, "parent": "p", "affinity": AFFINITY},
+    },
+    "1.6-1.13": {"name": "q", "Spec": {"Weight": 1, "parent": "p", "affinity": AFFINITY}},
+}
+
+
+@pytest.mark.parametrize("shape", sorted(QUEUE_SHAPES))
+def test_queue_affinity_keys_decode_in_both_queue_shapes(shape: str) -> None:
+    raw = {"UID": "q", "Name": "q", "Queue": QUEUE_SHAPES[shape]}
+    seen = walk(raw, api.QueueInfo)
+    assert seen["Affinity"] == declared(api.Affinity)
+    assert seen["NodeGroupAffinity"] == declared(api.NodeGroupAffinity)
+    spec = "QueueSpec" if shape == "1.14+" else "LegacyQueueSpec"
+    assert {"parent", "affinity"} <= seen[spec]
+    info = msgspec.json.decode(json.dumps(raw).encode(), type=api.QueueInfo)
+    assert info.Queue is not None
+    decoded = info.Queue.spec
+    assert decoded.parent == "p"
+    assert decoded.affinity == api.Affinity(
+        api.NodeGroupAffinity(["g1"], ["g2"]), api.NodeGroupAffinity(["g3"], ["g4"])
+    )
+
+
+# A pod as the API server returns it (core/v1 JSON keys), with what usage's
+# ``GetPodResourceLimit`` reads and the captured pods do not carry.
+USAGE_POD = {
+    "metadata": {"name": "p"},
+    "spec": {
+        "containers": [{"name": "main", "resources": {"limits": {"cpu": "1"}}}],
+        "initContainers": [
+            {"name": "sidecar", "restartPolicy": "Always", "resources": {"limits": {"cpu": "1"}}}
+        ],
+        "overhead": {"cpu": "100m"},
+        "resources": {"limits": {"memory": "1Gi"}},
+    },
+    "status": {
+        "startTime": "2026-11-22T12:00:00Z",
+        "containerStatuses": [{"name": "main", "resources": {"limits": {"cpu": "2"}}}],
+        "initContainerStatuses": [{"name": "sidecar", "resources": {"limits": {"cpu": "1"}}}],
+    },
+}
+
+
+def test_usage_pod_keys_decode() -> None:
+    seen = walk(USAGE_POD, k8s.Pod)
+    assert {"overhead", "resources", "containers", "initContainers"} <= seen["PodSpec"]
+    assert {"containerStatuses", "initContainerStatuses", "startTime"} <= seen["PodStatus"]
+    assert seen["ContainerStatus"] == declared(k8s.ContainerStatus)
+    assert "restartPolicy" in seen["Container"]
+    assert "limits" in seen["ResourceRequirements"]
+    pod = msgspec.json.decode(json.dumps(USAGE_POD).encode(), type=k8s.Pod)
+    assert pod.spec is not None and pod.status is not None
+    assert pod.spec.initContainers is not None
+    assert pod.spec.initContainers[0].restartPolicy == "Always"
+    assert pod.spec.overhead == {"cpu": "100m"}
+    assert pod.status.containerStatuses == [
+        k8s.ContainerStatus("main", k8s.ResourceRequirements(None, {"cpu": "2"}))
+    ]

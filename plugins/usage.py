@@ -1,0 +1,685 @@
+"""``usage``: keep tasks off nodes whose measured CPU or memory load is above a threshold, and
+prefer the least loaded nodes, counting the load of pods placed since the last metrics sample.
+
+Follows ``pkg/scheduler/plugins/usage/{usage.go,estimator.go,shadow_cache.go}`` of
+volcano-sh/volcano at master ed72c7c81 (2026-08-20; the same files as v1.16.0-alpha.0/1, commit
+895281e64 "Enhancement of Usage-Based Scheduling for Bulk Pod Dispatch"), with
+``GetPodResourceLimit`` of ``api/pod_info.go``, and ``usage.go`` of v1.15.1 (identical from
+v1.13.0, apart from an import path) for the releases before it. ``ssn.release`` selects:
+
+- v1.16: the estimator version below (argument validation, composite utilization with a
+  shadow load, allocate/deallocate events).
+- v1.13 to v1.15: the original plugin. Weights are taken as given (no negative check); the
+  ``thresholds`` section sets ``cpu`` / ``mem`` to the value when it is an int, and to **0**
+  when it is anything else (upstream's unchecked type assertion), without a range check; the
+  estimator section and ``metrics.interval`` are ignored; the score is
+  ``((100 - cpu%) / 100 * cpu.weight + (100 - mem%) / 100 * memory.weight) / (cpu.weight +
+  memory.weight) * (100 * usage.weight)``, 0 when a percentage is missing for ``10m`` or the
+  metrics are stale; no shadow load, allocate/deallocate change nothing.
+
+Node load is ``NodeInfo.ResourceUsage``: ``CPUUsageAvg["10m"]`` and ``MEMUsageAvg["10m"]`` in
+percent, sampled at ``MetricsTime``. Metrics are stale when ``now - MetricsTime > 5 minutes``
+(exactly 5 minutes is fresh, a future time is fresh, Go's zero time is stale); ``now`` is the
+session clock (``ssn.now``). A missing percentage reads 0.
+
+``predicate`` (all releases): stale metrics pass; then ``cpu% > thresholds.cpu`` fails with
+``the CPU load of the node exceeds the upper limit.``, then ``mem% > thresholds.mem`` with
+``the memory load of the node exceeds the upper limit.``, both code 3
+(UnschedulableAndUnresolvable, as upstream's status). The shadow load is not consulted.
+
+``prioritize`` (v1.16, ``NodeOrderFn``, the plugin weight included): 0 for stale metrics; else
+``U = clamp((pct / 100 * capacity + shadow) / capacity, 0, 1)`` per dimension (0 when the node's
+``Capacity`` is not positive; Capacity, not Allocatable, as upstream) and
+``((1 - Ucpu) * cpu.weight + (1 - Umem) * memory.weight) / (cpu.weight + memory.weight) * 100 *
+usage.weight`` (0 when the weight sum is 0).
+
+Shadow load (v1.16): per node, the estimated milli-CPU and bytes of pods placed since the last
+metrics sample, kept with a per-task record so a deallocate takes back exactly what its allocate
+added. At session open every task of every node's ``Tasks`` with a node name whose status is
+Allocated, Binding or Bound, or Running with no ``startTime`` or started less than the metrics
+interval ago, is added; then ``allocate`` adds the task on its snapshot node (re-adding a task
+first removes its earlier record) and ``deallocate`` removes its record (none: nothing), also
+for the rollback of a discarded statement. Each estimate is taken with the risk factor of the
+node at that moment: ``estimator.risk_factor`` when the weighted composite load (real + shadow,
+even with stale metrics) reaches ``estimator.risk_threshold``, else 1. A BestEffort task
+(``TaskInfo.BestEffort``) counts ``be_cpu`` / ``be_mem`` times the factor; another counts, per
+dimension, ``clamp((request * request_ratio + (limit - request) * burst_ratio) * factor, 0,
+effective limit)`` where the effective limit is the limit when positive and not below the
+request, else the request. The request is ``TaskInfo.Resreq`` (Volcano's
+``GetPodResourceRequest`` of the pod, as the extender sends it); the limit is
+``GetPodResourceLimit`` of the pod: regular containers summed, init containers combined by
+maximum with restartable (``restartPolicy: Always``) ones added, both taking the larger of the
+spec's and the container status's limits when the status carries resources (in-place resize,
+on by default from Kubernetes 1.33), pod-level ``spec.resources.limits`` for cpu and memory
+(on by default from 1.34), and the overhead added to a non-zero dimension. An unparsable
+quantity counts as absent.
+
+Arguments (v1.16, Volcano's getters): ``usage.weight`` (int, 5), ``cpu.weight`` (int, 1),
+``memory.weight`` (int, 1), each negative value giving its default; ``thresholds`` with ``cpu``
+and ``mem`` (ints, 80, kept only within 0..100); ``estimator`` with ``request_ratio`` (0.7),
+``burst_ratio`` (0.0) and ``risk_threshold`` (0.6) kept within 0..1, ``risk_factor`` (1.2) kept
+when at least 1, ``be_cpu`` (an int of milli-CPU or a quantity string, 250) and ``be_mem`` (an
+int of MiB or a quantity string in bytes, 200Mi), negative or unparsable values keeping the
+default. A section that is not a map, or has a non-string key, is ignored. An int beyond Go's
+int64 is not a Go int and keeps the default.
+
+``metrics.interval``: Volcano reads the metrics blind spot from its scheduler ConfigMap's
+``metrics.interval`` (the period at which it polls the metrics source), which it does not send
+to the extender; configure the same value here. A Go duration string, default ``30s``, as
+Volcano; not positive: 30s. An invalid string refuses the configuration
+(:meth:`UsagePlugin.argument_errors`).
+
+Deliberate choices:
+
+- Upstream warms the shadow cache up in Go map order (nodes, then each node's tasks), and each
+  task's risk factor includes the estimates added before it, so the result can vary between
+  runs. Caldera goes through nodes by name and each node's tasks by their key
+  (``namespace/name``), so the same snapshot always gives the same shadow load.
+- Go's float division by a zero weight sum gives an infinity or NaN score in v1.13-v1.15 (a
+  negative weight is accepted there); JSON cannot carry those, so Caldera answers 0.
+- Upstream's shadow cache floors each node total at zero on subtraction, so nothing needs
+  ``ssn.clamped``.
+
+With Caldera's ``managedResources`` set, Volcano sends no allocate/deallocate event for a task
+outside them, so its placement within the session adds no shadow load until the next snapshot
+(where the warm-up counts it).
+
+What the extender cannot carry: nothing (``in_tree_only`` is empty), but the metrics interval
+must be configured on Caldera's plugin entry.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar
+
+from plugins.api.arguments import Arguments, warn_once
+from plugins.api.base import Background, FitError, Plugin, Session, StatusCode
+from plugins.api.registry import register
+from schemas.api import NodeInfo, TaskInfo, TaskStatus
+from schemas.goduration import DurationError, parse_go_duration
+from schemas.k8s import Container, ContainerStatus, Pod
+from schemas.quantity import QuantityError, milli_value, parse_quantity, value
+
+logger = logging.getLogger("caldera.plugins.usage")
+
+PLUGIN_NAME = "usage"
+MAX_NODE_SCORE = 100
+"""``fwk.MaxNodeScore``."""
+PERIOD = "10m"
+"""``source.NODE_METRICS_PERIOD``."""
+METRICS_ACTIVE_TIME = timedelta(minutes=5)
+DEFAULT_METRICS_INTERVAL = timedelta(seconds=30)
+METRICS_INTERVAL_ARGUMENT = "metrics.interval"
+
+CPU_REASON = "the CPU load of the node exceeds the upper limit."
+MEMORY_REASON = "the memory load of the node exceeds the upper limit."
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+def _go_int(raw: Any) -> int | None:
+    """The value if YAML would have made it a Go ``int``."""
+    if isinstance(raw, int) and not isinstance(raw, bool) and _INT64_MIN <= raw <= _INT64_MAX:
+        return raw
+    return None
+
+
+def go_int64(number: int) -> int:
+    return (number - _INT64_MIN) % 2**64 + _INT64_MIN
+
+
+# --- arguments ---------------------------------------------------------------------------------
+
+
+def section_arguments(arguments: Arguments, section: str) -> Arguments | None:
+    """``getUsageSectionArgs``: a map with string keys, else None."""
+    if section not in arguments:
+        return None
+    raw = arguments[section]
+    if not isinstance(raw, Mapping) or any(not isinstance(key, str) for key in raw):
+        return None
+    return Arguments(raw, plugin=f"{PLUGIN_NAME} {section}")
+
+
+def parse_best_effort_cpu(raw: Any, default: float) -> float:
+    """``parseBestEffortCPU``: an int of milli-CPU, or a quantity's ``MilliValue``."""
+    if isinstance(raw, str):
+        try:
+            if parse_quantity(raw) < 0:
+                return default
+            return float(milli_value(raw))
+        except QuantityError:
+            return default
+    number = _go_int(raw)
+    if number is None or number < 0:
+        return default
+    return float(number)
+
+
+def parse_best_effort_memory(raw: Any, default: float) -> float:
+    """``parseBestEffortMemory``: an int of MiB, or a quantity's ``Value`` in bytes."""
+    if isinstance(raw, str):
+        try:
+            if parse_quantity(raw) < 0:
+                return default
+            return float(value(raw))
+        except QuantityError:
+            return default
+    number = _go_int(raw)
+    if number is None or number < 0:
+        return default
+    return float(number) * 1024 * 1024
+
+
+def _get_int(arguments: Arguments, key: str, default: int) -> int:
+    """``GetInt``, with an int beyond Go's int64 keeping the default."""
+    number = arguments.get_int(key, default)
+    if _go_int(number) is None:
+        warn_once(
+            logger,
+            f"plugin {PLUGIN_NAME}: argument {key!r} is not a Go int; keeping the default,"
+            " as Volcano does",
+        )
+        return default
+    return number
+
+
+@dataclass(slots=True)
+class UsageConfig:
+    """The parsed arguments (defaults as ``New``)."""
+
+    usage_weight: int = 5
+    cpu_weight: int = 1
+    memory_weight: int = 1
+    cpu_threshold: float = 80.0
+    mem_threshold: float = 80.0
+    request_ratio: float = 0.7
+    burst_ratio: float = 0.0
+    risk_threshold: float = 0.6
+    risk_factor: float = 1.2
+    be_cpu: float = 250.0
+    be_memory: float = float(200 * 1024 * 1024)
+
+
+def parse_config(arguments: Arguments) -> UsageConfig:
+    """v1.16 ``New``: weights, ``parseThresholdArgs``, ``parseEstimatorArgs``."""
+    config = UsageConfig()
+    usage_weight = _get_int(arguments, "usage.weight", config.usage_weight)
+    config.usage_weight = usage_weight if usage_weight >= 0 else 5
+    cpu_weight = _get_int(arguments, "cpu.weight", config.cpu_weight)
+    config.cpu_weight = cpu_weight if cpu_weight >= 0 else 1
+    memory_weight = _get_int(arguments, "memory.weight", config.memory_weight)
+    config.memory_weight = memory_weight if memory_weight >= 0 else 1
+
+    thresholds = section_arguments(arguments, "thresholds")
+    if thresholds is not None:
+        cpu = _get_int(thresholds, "cpu", int(config.cpu_threshold))
+        if 0 <= cpu <= 100:
+            config.cpu_threshold = float(cpu)
+        mem = _get_int(thresholds, "mem", int(config.mem_threshold))
+        if 0 <= mem <= 100:
+            config.mem_threshold = float(mem)
+
+    estimator = section_arguments(arguments, "estimator")
+    if estimator is not None:
+        request_ratio = estimator.get_float64("request_ratio", config.request_ratio)
+        if 0 <= request_ratio <= 1:
+            config.request_ratio = request_ratio
+        burst_ratio = estimator.get_float64("burst_ratio", config.burst_ratio)
+        if 0 <= burst_ratio <= 1:
+            config.burst_ratio = burst_ratio
+        risk_threshold = estimator.get_float64("risk_threshold", config.risk_threshold)
+        if 0 <= risk_threshold <= 1:
+            config.risk_threshold = risk_threshold
+        risk_factor = estimator.get_float64("risk_factor", config.risk_factor)
+        if risk_factor >= 1:
+            config.risk_factor = risk_factor
+        config.be_cpu = parse_best_effort_cpu(estimator.get("be_cpu"), config.be_cpu)
+        config.be_memory = parse_best_effort_memory(estimator.get("be_mem"), config.be_memory)
+    return config
+
+
+def parse_legacy_config(arguments: Arguments) -> UsageConfig:
+    """v1.13-v1.15 ``New``: weights as given; each ``thresholds`` entry ``cpu`` / ``mem`` set
+    to its value when an int, else to 0."""
+    config = UsageConfig()
+    config.usage_weight = _get_int(arguments, "usage.weight", config.usage_weight)
+    config.cpu_weight = _get_int(arguments, "cpu.weight", config.cpu_weight)
+    config.memory_weight = _get_int(arguments, "memory.weight", config.memory_weight)
+    raw = arguments.get("thresholds")
+    if isinstance(raw, Mapping):
+        for key, threshold in raw.items():
+            number = _go_int(threshold)
+            amount = float(number) if number is not None else 0.0
+            if key == "cpu":
+                config.cpu_threshold = amount
+            elif key == "mem":
+                config.mem_threshold = amount
+    return config
+
+
+def parse_metrics_interval(arguments: Arguments) -> timedelta:
+    """``metrics.interval``: a positive Go duration, else 30s."""
+    raw = arguments.get(METRICS_INTERVAL_ARGUMENT)
+    if not isinstance(raw, str):
+        return DEFAULT_METRICS_INTERVAL
+    try:
+        nanoseconds = parse_go_duration(raw)
+    except DurationError:
+        return DEFAULT_METRICS_INTERVAL
+    if nanoseconds <= 0:
+        return DEFAULT_METRICS_INTERVAL
+    return timedelta(microseconds=nanoseconds / 1000)
+
+
+# --- estimator.go ------------------------------------------------------------------------------
+
+
+def calc_load_composite_percentage(
+    cpu: float, mem: float, cpu_weight: int, mem_weight: int
+) -> float:
+    """``CalcLoadCompositePercentage``."""
+    total = go_int64(cpu_weight + mem_weight)
+    if total == 0:
+        return 0.0
+    return (cpu * float(cpu_weight) + mem * float(mem_weight)) / float(total)
+
+
+def calc_applied_risk_factor(load: float, risk_threshold: float, risk_factor: float) -> float:
+    """``CalcAppliedRiskFactor``."""
+    if risk_factor < 1.0:
+        return 1.0
+    if load >= risk_threshold:
+        return risk_factor
+    return 1.0
+
+
+def _clamp(number: float, low: float, high: float) -> float:
+    if number < low:
+        return low
+    if number > high:
+        return high
+    return number
+
+
+def estimate_pod_resource(
+    request: float, limit: float, request_weight: float, burst_weight: float, risk: float
+) -> float:
+    """``EstimatePodResource`` for one dimension."""
+    if request < 0:
+        request = 0.0
+    effective_limit = limit
+    if effective_limit <= 0 or effective_limit < request:
+        effective_limit = request
+    burst = effective_limit - request
+    if burst < 0:
+        burst = 0.0
+    estimate = (request * request_weight + burst * burst_weight) * risk
+    return _clamp(estimate, 0.0, effective_limit)
+
+
+def estimate_best_effort_resource(configured: float, risk: float) -> float:
+    """``EstimateBestEffortResource``."""
+    if configured < 0:
+        configured = 0.0
+    return configured * risk
+
+
+def calc_composite_utilization(real_percent: float, shadow: float, capacity: float) -> float:
+    """``CalcCompositeUtilization``: ``(pct / 100 * capacity + shadow) / capacity`` in 0..1."""
+    if capacity <= 0:
+        return 0.0
+    real = real_percent / 100.0 * capacity
+    composite = (real + shadow) / capacity
+    if composite > 1.0:
+        return 1.0
+    if composite < 0:
+        return 0.0
+    return composite
+
+
+def calc_node_score(
+    cpu_comp: float, mem_comp: float, cpu_weight: int, mem_weight: int, usage_weight: int
+) -> float:
+    """``CalcNodeScore``."""
+    total = go_int64(cpu_weight + mem_weight)
+    if total == 0:
+        return 0.0
+    cpu_score = (1.0 - cpu_comp) * float(cpu_weight)
+    mem_score = (1.0 - mem_comp) * float(mem_weight)
+    score = (cpu_score + mem_score) / float(total)
+    return score * float(MAX_NODE_SCORE) * float(usage_weight)
+
+
+# --- pod limits (api.GetPodResourceLimit, cpu and memory) ---------------------------------------
+
+
+def _quantity(limits: Mapping[str, str] | None, name: str, milli: bool) -> float | None:
+    raw = (limits or {}).get(name)
+    if raw is None:
+        return None
+    try:
+        return float(milli_value(raw) if milli else value(raw))
+    except (QuantityError, TypeError):
+        return None
+
+
+def _limits(
+    container: Container, statuses: Mapping[str, ContainerStatus] | None
+) -> tuple[float, float]:
+    """One container's (milli-CPU, bytes) limit: ``maxFn(spec limits, status limits)`` when the
+    container status carries resources."""
+    spec = container.resources.limits if container.resources is not None else None
+    status = statuses.get(container.name) if statuses is not None else None
+    applied = status.resources.limits if status is not None and status.resources else None
+    result = []
+    for name, milli in (("cpu", True), ("memory", False)):
+        candidates = (_quantity(spec, name, milli), _quantity(applied, name, milli))
+        amounts = [amount for amount in candidates if amount is not None]
+        result.append(max(amounts) if amounts else 0.0)
+    return result[0], result[1]
+
+
+def _statuses(entries: Iterable[ContainerStatus] | None) -> dict[str, ContainerStatus]:
+    return {status.name: status for status in entries or ()}
+
+
+def pod_resource_limit(pod: Pod | None) -> tuple[float, float]:
+    """``GetPodResourceLimit``: the pod's (milli-CPU, bytes) limit."""
+    if pod is None or pod.spec is None:
+        return 0.0, 0.0
+    spec = pod.spec
+    status = pod.status
+    statuses = _statuses(status.containerStatuses if status is not None else None)
+    cpu = mem = 0.0
+    for container in spec.containers or ():
+        c, m = _limits(container, statuses)
+        cpu += c
+        mem += m
+    init_statuses = _statuses(status.initContainerStatuses if status is not None else None)
+    sidecar_cpu = sidecar_mem = init_cpu = init_mem = 0.0
+    for container in spec.initContainers or ():
+        if container.restartPolicy == "Always":
+            c, m = _limits(container, init_statuses)
+            cpu += c
+            mem += m
+            sidecar_cpu += c
+            sidecar_mem += m
+            c, m = sidecar_cpu, sidecar_mem
+        else:
+            c, m = _limits(container, None)
+            c += sidecar_cpu
+            m += sidecar_mem
+        init_cpu = max(init_cpu, c)
+        init_mem = max(init_mem, m)
+    cpu = max(cpu, init_cpu)
+    mem = max(mem, init_mem)
+    pod_limits = spec.resources.limits if spec.resources is not None else None
+    if pod_limits:
+        pod_cpu = _quantity(pod_limits, "cpu", True)
+        if pod_cpu is not None:
+            cpu = pod_cpu
+        pod_mem = _quantity(pod_limits, "memory", False)
+        if pod_mem is not None:
+            mem = pod_mem
+    if spec.overhead:
+        if cpu != 0:
+            cpu += _quantity(spec.overhead, "cpu", True) or 0.0
+        if mem != 0:
+            mem += _quantity(spec.overhead, "memory", False) or 0.0
+    return cpu, mem
+
+
+# --- shadow_cache.go ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PodEstSnapshot:
+    node_name: str
+    cpu_millis: float
+    mem_bytes: float
+
+
+class ShadowLoadCache:
+    """``ShadowLoadCache``: per-node estimates and the per-task record they came from."""
+
+    def __init__(self) -> None:
+        self.node_cpu: dict[str, float] = {}
+        self.node_mem: dict[str, float] = {}
+        self.snapshots: dict[str, PodEstSnapshot] = {}
+
+    def is_clean(self) -> bool:
+        return not self.node_cpu and not self.node_mem and not self.snapshots
+
+    def reset(self) -> None:
+        self.node_cpu.clear()
+        self.node_mem.clear()
+        self.snapshots.clear()
+
+    def add_estimate(self, node: str, task_id: str, cpu: float, mem: float) -> None:
+        """``AddEstimate``: an earlier record of the task is taken out first."""
+        previous = self.snapshots.get(task_id)
+        if previous is not None:
+            self._subtract(previous)
+        self.node_cpu[node] = self.node_cpu.get(node, 0.0) + cpu
+        self.node_mem[node] = self.node_mem.get(node, 0.0) + mem
+        self.snapshots[task_id] = PodEstSnapshot(node, cpu, mem)
+
+    def sub_estimate_by_snapshot(self, task_id: str) -> None:
+        """``SubEstimateBySnapshot``: no record, nothing."""
+        snapshot = self.snapshots.pop(task_id, None)
+        if snapshot is not None:
+            self._subtract(snapshot)
+
+    def _subtract(self, snapshot: PodEstSnapshot) -> None:
+        node = snapshot.node_name
+        self.node_cpu[node] = max(self.node_cpu.get(node, 0.0) - snapshot.cpu_millis, 0.0)
+        self.node_mem[node] = max(self.node_mem.get(node, 0.0) - snapshot.mem_bytes, 0.0)
+
+    def get_node_est(self, node: str) -> tuple[float, float]:
+        return self.node_cpu.get(node, 0.0), self.node_mem.get(node, 0.0)
+
+
+# --- the plugin ----------------------------------------------------------------------------------
+
+
+def _as_utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def metrics_available(node: NodeInfo, now: datetime) -> bool:
+    """``isMetricsAvailable``: sampled at most 5 minutes before ``now``."""
+    usage = node.ResourceUsage
+    if usage is None or usage.MetricsTime is None:
+        return False
+    return now - _as_utc(usage.MetricsTime) <= METRICS_ACTIVE_TIME
+
+
+def _percentages(node: NodeInfo) -> tuple[float | None, float | None]:
+    usage = node.ResourceUsage
+    if usage is None:
+        return None, None
+    return (usage.CPUUsageAvg or {}).get(PERIOD), (usage.MEMUsageAvg or {}).get(PERIOD)
+
+
+def _capacity(node: NodeInfo) -> tuple[float, float]:
+    capacity = node.Capacity
+    return (0.0, 0.0) if capacity is None else (capacity.MilliCPU, capacity.Memory)
+
+
+_SHADOW_STATUSES = frozenset({TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound})
+
+
+@register
+class UsagePlugin(Plugin):
+    name: ClassVar[str] = PLUGIN_NAME
+    needs_snapshot: ClassVar[bool] = True
+    requires_verbs: ClassVar[tuple[str, ...]] = ("allocate", "deallocate")
+
+    def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
+        super().__init__(arguments, background)
+        self.config = parse_config(arguments)
+        self.legacy_config = parse_legacy_config(arguments)
+        self.metrics_interval = parse_metrics_interval(arguments)
+        self.estimator = True
+        self.cache = ShadowLoadCache()
+        self.nodes: Mapping[str, NodeInfo] = {}
+        self.now: Callable[[], datetime] = _utc_now
+
+    @classmethod
+    def argument_errors(cls, arguments: Arguments) -> dict[str, str]:
+        raw = arguments.get(METRICS_INTERVAL_ARGUMENT)
+        if raw is None:
+            return {}
+        if not isinstance(raw, str):
+            return {METRICS_INTERVAL_ARGUMENT: "must be a Go duration string such as 30s"}
+        try:
+            parse_go_duration(raw)
+        except DurationError as exc:
+            return {METRICS_INTERVAL_ARGUMENT: str(exc)}
+        return {}
+
+    # --- session ------------------------------------------------------------------------------
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.estimator = ssn.release.at_least(1, 16)
+        self.now = ssn.now
+        self.nodes = ssn.nodes
+        self.cache.reset()
+        if self.estimator:
+            self.warm_up(ssn.nodes)
+
+    def on_session_close(self) -> None:
+        self.cache.reset()
+        self.nodes = {}
+
+    def should_add_to_shadow_cache(self, task: TaskInfo, now: datetime) -> bool:
+        """``shouldAddToShadowCache`` with the configured metrics interval."""
+        if not task.NodeName:
+            return False
+        if task.Status in _SHADOW_STATUSES:
+            return True
+        if task.Status == TaskStatus.Running:
+            pod_status = task.Pod.status if task.Pod is not None else None
+            if task.Pod is None or pod_status is None or pod_status.startTime is None:
+                return True
+            return now - _as_utc(pod_status.startTime) < self.metrics_interval
+        return False
+
+    def warm_up(self, nodes: Mapping[str, NodeInfo]) -> None:
+        """``warmUpShadowCache``, nodes by name and their tasks by key (see the docstring)."""
+        now = self.now()
+        for name in sorted(nodes):
+            node = nodes[name]
+            tasks = node.Tasks or {}
+            for key in sorted(tasks):
+                task = tasks[key]
+                if not self.should_add_to_shadow_cache(task, now):
+                    continue
+                risk = self.applied_risk_factor(node)
+                cpu, mem = self.estimate_task_resource(task, risk)
+                self.cache.add_estimate(node.Name, task.UID, cpu, mem)
+
+    def _composites(self, node: NodeInfo) -> tuple[float, float]:
+        shadow_cpu, shadow_mem = self.cache.get_node_est(node.Name)
+        cpu_pct, mem_pct = _percentages(node)
+        capacity_cpu, capacity_mem = _capacity(node)
+        return (
+            calc_composite_utilization(cpu_pct or 0.0, shadow_cpu, capacity_cpu),
+            calc_composite_utilization(mem_pct or 0.0, shadow_mem, capacity_mem),
+        )
+
+    def applied_risk_factor(self, node: NodeInfo) -> float:
+        """``calcAppliedRiskFactor`` (real load even when stale, plus the shadow)."""
+        config = self.config
+        cpu_comp, mem_comp = self._composites(node)
+        load = calc_load_composite_percentage(
+            cpu_comp, mem_comp, config.cpu_weight, config.memory_weight
+        )
+        return calc_applied_risk_factor(load, config.risk_threshold, config.risk_factor)
+
+    def estimate_task_resource(self, task: TaskInfo, risk: float) -> tuple[float, float]:
+        """``estimateTaskResource``: (milli-CPU, bytes)."""
+        config = self.config
+        if task.BestEffort:
+            return (
+                estimate_best_effort_resource(config.be_cpu, risk),
+                estimate_best_effort_resource(config.be_memory, risk),
+            )
+        request = task.Resreq
+        cpu_request = request.MilliCPU if request is not None else 0.0
+        mem_request = request.Memory if request is not None else 0.0
+        cpu_limit, mem_limit = pod_resource_limit(task.Pod)
+        ratios = (config.request_ratio, config.burst_ratio)
+        return (
+            estimate_pod_resource(cpu_request, cpu_limit, *ratios, risk),
+            estimate_pod_resource(mem_request, mem_limit, *ratios, risk),
+        )
+
+    # --- extension points ----------------------------------------------------------------------
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        config = self.config if self.estimator else self.legacy_config
+        if not metrics_available(node, self.now()):
+            return None
+        cpu_pct, mem_pct = _percentages(node)
+        if (cpu_pct or 0.0) > config.cpu_threshold:
+            return FitError(CPU_REASON, StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        if (mem_pct or 0.0) > config.mem_threshold:
+            return FitError(MEMORY_REASON, StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        return None
+
+    def node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Mapping[str, float]:
+        """``NodeOrderFn`` for every candidate node; the clock is read once per call."""
+        now = self.now()
+        score = self._score if self.estimator else self._legacy_score
+        return {node.Name: score(node) if metrics_available(node, now) else 0.0 for node in nodes}
+
+    def _score(self, node: NodeInfo) -> float:
+        """``calcNodeScore``."""
+        config = self.config
+        cpu_comp, mem_comp = self._composites(node)
+        return calc_node_score(
+            cpu_comp, mem_comp, config.cpu_weight, config.memory_weight, config.usage_weight
+        )
+
+    def _legacy_score(self, node: NodeInfo) -> float:
+        """v1.13-v1.15 ``nodeOrderFn`` after the freshness check."""
+        config = self.legacy_config
+        cpu_pct, mem_pct = _percentages(node)
+        if cpu_pct is None or mem_pct is None:
+            return 0.0
+        cpu_score = (100 - cpu_pct) / 100 * float(config.cpu_weight)
+        mem_score = (100 - mem_pct) / 100 * float(config.memory_weight)
+        total = go_int64(config.cpu_weight + config.memory_weight)
+        if total == 0:
+            return 0.0  # Go: ±Inf or NaN, which JSON cannot carry
+        score = (cpu_score + mem_score) / float(total)
+        return score * float(go_int64(MAX_NODE_SCORE * config.usage_weight))
+
+    def allocate(self, task: TaskInfo) -> str | None:
+        """``handleAllocate`` (v1.16): fired on allocate, pipeline and unevict."""
+        if not self.estimator:
+            return None
+        node = self.nodes.get(task.NodeName)
+        if node is None:
+            return None
+        risk = self.applied_risk_factor(node)
+        cpu, mem = self.estimate_task_resource(task, risk)
+        self.cache.add_estimate(task.NodeName, task.UID, cpu, mem)
+        return None
+
+    def deallocate(self, task: TaskInfo) -> str | None:
+        """``handleDeallocate`` (v1.16): fired on evict, unpipeline and a discarded statement."""
+        if self.estimator:
+            self.cache.sub_estimate_by_snapshot(task.UID)
+        return None
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
