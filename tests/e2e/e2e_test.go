@@ -92,6 +92,8 @@ func TestE2E(t *testing.T) {
 		return
 	}
 	t.Run("placement", func(t *testing.T) { testPlacement(t, c) })
+	t.Run("preemption", func(t *testing.T) { testPreemption(t, c) })
+	t.Run("admission", func(t *testing.T) { testAdmission(t, c) })
 }
 
 // placement: three equal nodes, one already carrying a 1-CPU pod. MostAllocated scores the

@@ -225,7 +225,7 @@ type JobSpec struct {
 	Queue         string
 	PodLabels     map[string]string
 	PGAnnotations map[string]string
-	Created       time.Time // optional: the PodGroup's creationTimestamp cannot be set; see sla
+	MinResources  corev1.ResourceList // default: Request × MinMember
 }
 
 // CreateJob creates the PodGroup, then its pods (named NAME-0 …) with schedulerName volcano.
@@ -238,11 +238,14 @@ func (s *Scenario) CreateJob(t testing.TB, j JobSpec) {
 	if j.Queue == "" {
 		j.Queue = "default"
 	}
-	min := corev1.ResourceList{}
-	for k, v := range j.Request {
-		q := v.DeepCopy()
-		q.Mul(int64(j.MinMember))
-		min[k] = q
+	min := j.MinResources
+	if min == nil {
+		min = corev1.ResourceList{}
+		for k, v := range j.Request {
+			q := v.DeepCopy()
+			q.Mul(int64(j.MinMember))
+			min[k] = q
+		}
 	}
 	pg := &vcsched.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: s.NS, Annotations: j.PGAnnotations},

@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	vcsched "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+)
+
+// The victim plugins: priority, conformance, pdb reading PodDisruptionBudgets from the same API
+// server, min-runtime reading the Queue's preempt-min-runtime.
+const preemptionConfig = `volcanoVersion: "1.14"
+tiers:
+- plugins:
+  - name: priority
+  - name: conformance
+  - name: pdb
+    arguments: {source: kubernetes, kubeconfig: "{{KUBECONFIG}}"}
+  - name: min-runtime
+`
+
+// preemption: two 2-CPU nodes full with four 1-CPU low-priority jobs. One is protected by a PDB
+// (disruptionsAllowed 0), one started just now in a queue with preempt-min-runtime 10m, two
+// started two hours ago. A high-priority 2-pod job must evict exactly the two old ones.
+func testPreemption(t *testing.T, c *Cluster) {
+	ctx := context.Background()
+	c.EnsurePriorityClass(t, "e2e-low", 10)
+	c.EnsurePriorityClass(t, "e2e-high", 1000)
+	q := &vcsched.Queue{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-preempt", Annotations: map[string]string{"preempt-min-runtime": "10m"}},
+		Spec:       vcsched.QueueSpec{Weight: 1},
+	}
+	if _, err := c.VC.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.VC.SchedulingV1beta1().Queues().Delete(ctx, "e2e-preempt", metav1.DeleteOptions{}) })
+
+	s := c.NewScenario(t, "preemption", preemptionConfig, "enqueue, allocate, preempt, backfill", false,
+		NodeSpec{Name: "pre-a", CPU: "2", Memory: "8Gi"},
+		NodeSpec{Name: "pre-b", CPU: "2", Memory: "8Gi"},
+	)
+	// The PDB and its status as the disruption controller (not run here) would write it for one
+	// healthy pod and minAvailable 1.
+	one := intstr.FromInt32(1)
+	pdb, err := c.Kube.PolicyV1().PodDisruptionBudgets(s.NS).Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "protect"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: &one,
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "protected"}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{
+		ObservedGeneration: pdb.Generation, DisruptionsAllowed: 0,
+		CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1,
+	}
+	if _, err := c.Kube.PolicyV1().PodDisruptionBudgets(s.NS).UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	old := map[string]string{"kai.scheduler/last-start-timestamp": time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)}
+	low := func(name string, ann map[string]string, labels map[string]string) {
+		s.CreateJob(t, JobSpec{Name: name, Pods: 1, Request: Res("1", "1Gi"), PriorityClass: "e2e-low",
+			Queue: "e2e-preempt", PGAnnotations: ann, PodLabels: labels})
+	}
+	low("low-pdb", old, map[string]string{"app": "protected"})
+	low("low-old1", old, nil)
+	low("low-old2", old, nil)
+	low("low-fresh", nil, nil) // start time: its pod's PodScheduled transition, i.e. now
+	for _, j := range []string{"low-pdb", "low-old1", "low-old2", "low-fresh"} {
+		t.Logf("%s: %v", j, s.WaitBound(t, j, 1, 60*time.Second))
+	}
+
+	s.CreateJob(t, JobSpec{Name: "high", Pods: 2, Request: Res("1", "1Gi"), PriorityClass: "e2e-high", Queue: "e2e-preempt"})
+	got := s.WaitBound(t, "high", 2, 90*time.Second)
+	t.Logf("high: %v", got)
+	for _, victim := range []string{"low-old1-0", "low-old2-0"} {
+		if !c.Deleted(s.NS, victim) {
+			t.Errorf("%s was not evicted", victim)
+		}
+	}
+	for _, kept := range []string{"low-pdb-0", "low-fresh-0"} {
+		if c.Deleted(s.NS, kept) {
+			t.Errorf("%s was evicted (protected by %s)", kept, map[string]string{"low-pdb-0": "its PDB", "low-fresh-0": "min-runtime"}[kept])
+		}
+		p, err := c.Kube.CoreV1().Pods(s.NS).Get(ctx, kept, metav1.GetOptions{})
+		if err != nil || p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
+			t.Errorf("%s should still run: %v", kept, err)
+		}
+	}
+	if n := s.Caldera.Answered(t, "preemptable"); n < 1 {
+		t.Errorf("Caldera answered no preemptable call")
+	}
+}
+
+// sla first, then resourcequota: a tier that permits ends the vote, as in Volcano.
+const admissionConfig = `volcanoVersion: "1.14"
+tiers:
+- plugins:
+  - name: sla
+    arguments: {sla-waiting-time: 1h}
+- plugins:
+  - name: resourcequota
+`
+
+// admission: a namespace ResourceQuota of 4 CPU. A job whose PodGroup asks for 6 CPU stays
+// Pending (resourcequota rejects it at enqueue); a small job is admitted and bound; a 6-CPU job
+// whose PodGroup carries volcano.sh/sla-waiting-time: 3s is admitted once it has waited that long.
+func testAdmission(t *testing.T, c *Cluster) {
+	ctx := context.Background()
+	s := c.NewScenario(t, "admission", admissionConfig, "enqueue, allocate, backfill", false,
+		NodeSpec{Name: "adm-a", CPU: "8", Memory: "16Gi"},
+		NodeSpec{Name: "adm-b", CPU: "8", Memory: "16Gi"},
+	)
+	hard := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+	rq, err := c.Kube.CoreV1().ResourceQuotas(s.NS).Create(ctx, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The resource quota controller (not run here) would publish hard and used; the API server's
+	// quota admission then keeps used up to date as pods are created.
+	rq.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0")}}
+	if _, err := c.Kube.CoreV1().ResourceQuotas(s.NS).UpdateStatus(ctx, rq, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the scheduler's cache sees the quota status
+
+	big := Res("6", "1Gi")
+	s.CreateJob(t, JobSpec{Name: "over-quota", Pods: 1, Request: Res("1", "1Gi"), MinResources: big})
+	s.CreateJob(t, JobSpec{Name: "small", Pods: 1, Request: Res("1", "1Gi")})
+	s.CreateJob(t, JobSpec{Name: "past-sla", Pods: 1, Request: Res("1", "1Gi"), MinResources: big,
+		PGAnnotations: map[string]string{"volcano.sh/sla-waiting-time": "3s"}})
+
+	s.WaitBound(t, "small", 1, 60*time.Second)
+	got := s.WaitBound(t, "past-sla", 1, 60*time.Second)
+	t.Logf("past-sla admitted after its SLA: %v", got)
+	s.WaitPodGroupPhase(t, "past-sla", "Running", 30*time.Second)
+	// By now several sessions have voted on over-quota; give it a few more.
+	time.Sleep(5 * time.Second)
+	if ph := s.PodGroupPhase(t, "over-quota"); ph != vcsched.PodGroupPending {
+		t.Errorf("over-quota PodGroup phase %q, want Pending", ph)
+	}
+	if pl := s.Placement(t, "over-quota"); pl["over-quota-0"] != "" {
+		t.Errorf("over-quota pod bound to %s", pl["over-quota-0"])
+	}
+	if n := s.Caldera.Answered(t, "jobEnqueueable"); n < 2 {
+		t.Errorf("Caldera answered %v jobEnqueueable calls", n)
+	}
+}
