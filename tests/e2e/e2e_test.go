@@ -94,6 +94,9 @@ func TestE2E(t *testing.T) {
 	t.Run("placement", func(t *testing.T) { testPlacement(t, c) })
 	t.Run("preemption", func(t *testing.T) { testPreemption(t, c) })
 	t.Run("admission", func(t *testing.T) { testAdmission(t, c) })
+	t.Run("failure-closed", func(t *testing.T) { testFailurePolicy(t, c, "failure-closed", false) })
+	t.Run("failure-open", func(t *testing.T) { testFailurePolicy(t, c, "failure-open", true) })
+	t.Run("restart", func(t *testing.T) { testRestart(t, c) })
 }
 
 // placement: three equal nodes, one already carrying a 1-CPU pod. MostAllocated scores the

@@ -158,3 +158,138 @@ func testAdmission(t *testing.T, c *Cluster) {
 		t.Errorf("Caldera answered %v jobEnqueueable calls", n)
 	}
 }
+
+// Admission and placement both depend on Caldera here: resourcequota rejects the big jobs and
+// resource-strategy-fit packs nodes.
+const failureConfig = `volcanoVersion: "1.14"
+tiers:
+- plugins:
+  - name: priority
+  - name: resourcequota
+- plugins:
+  - name: resource-strategy-fit
+    arguments:
+      resources:
+        cpu: {type: MostAllocated, weight: 1}
+`
+
+func (s *Scenario) createQuota(t *testing.T, cpu string) {
+	t.Helper()
+	ctx := context.Background()
+	hard := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	rq, err := s.C.Kube.CoreV1().ResourceQuotas(s.NS).Create(ctx, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rq.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0")}}
+	if _, err := s.C.Kube.CoreV1().ResourceQuotas(s.NS).UpdateStatus(ctx, rq, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+}
+
+// failure policy, with extender.ignorable as given: Caldera up (the big job is held by
+// resourcequota), stopped, started again.
+//
+// What Volcano v1.14.1 does when Caldera is down is the same for both values of ignorable: its
+// extender's OnSessionOpen posts onSessionOpen first and, when that fails and ignorable is false,
+// returns before registering any of its functions (pkg/scheduler/plugins/extender/extender.go);
+// with ignorable true it registers them and ignores their errors. Either way the session runs
+// without Caldera, so jobs are admitted and placed without its plugins (fail open). ignorable:
+// false only rejects nodes/jobs when Caldera answered onSessionOpen and fails later in the session.
+// This test pins that behaviour so a change in it is noticed.
+func testFailurePolicy(t *testing.T, c *Cluster, name string, ignorable bool) {
+	s := c.NewScenario(t, name, failureConfig, "enqueue, allocate, backfill", ignorable,
+		NodeSpec{Name: name + "-a", CPU: "8", Memory: "16Gi"},
+		NodeSpec{Name: name + "-b", CPU: "8", Memory: "16Gi"},
+	)
+	s.createQuota(t, "20")
+	big := Res("30", "1Gi") // over the 20-CPU quota
+	expectPending := func(job string) {
+		t.Helper()
+		if ph := s.PodGroupPhase(t, job); ph != vcsched.PodGroupPending {
+			t.Errorf("%s: PodGroup phase %q, want Pending (held by resourcequota)", job, ph)
+		}
+		if pl := s.Placement(t, job); pl[job+"-0"] != "" {
+			t.Errorf("%s: bound to %s", job, pl[job+"-0"])
+		}
+	}
+
+	// Caldera up: the small job binds, the big one is held.
+	s.CreateJob(t, JobSpec{Name: "up-small", Pods: 1, Request: Res("1", "1Gi")})
+	s.CreateJob(t, JobSpec{Name: "up-big", Pods: 1, Request: Res("1", "1Gi"), MinResources: big})
+	s.WaitBound(t, "up-small", 1, 60*time.Second)
+	time.Sleep(3 * time.Second)
+	expectPending("up-big")
+
+	// Caldera stopped: Volcano schedules without it; the held job and a new big one are admitted.
+	s.Caldera.Stop()
+	s.CreateJob(t, JobSpec{Name: "down-small", Pods: 1, Request: Res("1", "1Gi")})
+	s.CreateJob(t, JobSpec{Name: "down-big", Pods: 1, Request: Res("1", "1Gi"), MinResources: big})
+	s.WaitBound(t, "down-small", 1, 60*time.Second)
+	s.WaitBound(t, "down-big", 1, 60*time.Second)
+	s.WaitBound(t, "up-big", 1, 60*time.Second)
+	t.Logf("ignorable=%v, Caldera down: over-quota jobs admitted and bound (Volcano skips a dead extender)", ignorable)
+
+	// Caldera back on the same port: the next session consults it again.
+	s.Caldera.Start(t)
+	before := s.Caldera.Answered(t, "jobEnqueueable")
+	s.CreateJob(t, JobSpec{Name: "back-small", Pods: 1, Request: Res("1", "1Gi")})
+	s.CreateJob(t, JobSpec{Name: "back-big", Pods: 1, Request: Res("1", "1Gi"), MinResources: big})
+	s.WaitBound(t, "back-small", 1, 60*time.Second)
+	time.Sleep(3 * time.Second)
+	expectPending("back-big")
+	if n := s.Caldera.Answered(t, "jobEnqueueable"); n <= before {
+		t.Errorf("restarted Caldera answered no jobEnqueueable call")
+	}
+}
+
+// restart: Caldera killed (SIGKILL, no drain) while vc-scheduler runs a session every second,
+// then started again on the same port. The new process has no memory of the old one; every
+// session rebuilds its state from the onSessionOpen snapshot, so the decisions after the restart
+// are the ones before it: quota still holds the big job, MostAllocated still packs.
+func testRestart(t *testing.T, c *Cluster) {
+	s := c.NewScenario(t, "restart", failureConfig, "enqueue, allocate, backfill", false,
+		NodeSpec{Name: "rst-a", CPU: "4", Memory: "16Gi"},
+		NodeSpec{Name: "rst-b", CPU: "4", Memory: "16Gi"},
+		NodeSpec{Name: "rst-c", CPU: "4", Memory: "16Gi"},
+	)
+	s.createQuota(t, "20")
+	s.CreateBoundPod(t, "ballast", "rst-c", Res("1", "1Gi"))
+	time.Sleep(2 * time.Second)
+	s.CreateJob(t, JobSpec{Name: "wave1", Pods: 3, Request: Res("1", "1Gi")})
+	for pod, node := range s.WaitBound(t, "wave1", 3, 60*time.Second) {
+		if node != "rst-c" {
+			t.Errorf("before restart: %s on %s, want rst-c", pod, node)
+		}
+	}
+
+	_ = s.Caldera.proc.cmd.Process.Kill()
+	<-s.Caldera.proc.done
+	s.Caldera.Start(t)
+	// Jobs are created after the restart: the sessions of the 1-2 s while Caldera was down ran
+	// without it (see testFailurePolicy), so a job pending then would have been admitted.
+	s.CreateJob(t, JobSpec{Name: "big", Pods: 1, Request: Res("1", "1Gi"), MinResources: Res("30", "1Gi")})
+
+	// rst-a and rst-b are empty: the first pod of wave2 picks one, MostAllocated packs the rest
+	// onto it.
+	s.CreateJob(t, JobSpec{Name: "wave2", Pods: 4, Request: Res("1", "1Gi")})
+	got := s.WaitBound(t, "wave2", 4, 60*time.Second)
+	nodes := map[string]bool{}
+	for _, n := range got {
+		nodes[n] = true
+	}
+	if len(nodes) != 1 || nodes["rst-c"] {
+		t.Errorf("after restart: wave2 spread over %v, want one empty node", got)
+	}
+	time.Sleep(2 * time.Second)
+	if ph := s.PodGroupPhase(t, "big"); ph != vcsched.PodGroupPending {
+		t.Errorf("after restart: over-quota PodGroup phase %q, want Pending", ph)
+	}
+	if n := s.Caldera.Answered(t, "onSessionOpen"); n < 1 {
+		t.Errorf("restarted Caldera saw no onSessionOpen")
+	}
+}
