@@ -46,7 +46,7 @@ func setup(t *testing.T) *Cluster {
 	go func() {
 		select {
 		case s := <-sig:
-			fmt.Fprintf(os.Stderr, "\n%s: stopping the cluster\n", s)
+			fmt.Fprintf(os.Stderr, "\n%s: stopping the cluster (state and logs: %s)\n", s, dir)
 			c.Stop()
 			if os.Getenv("CALDERA_E2E_KEEP") != "1" {
 				os.RemoveAll(dir)
@@ -124,14 +124,35 @@ func testPlacement(t *testing.T, c *Cluster) {
 	}
 }
 
+// Every hosted plugin that the scenarios exercise, in the embedded default's layout.
+const playgroundConfig = `volcanoVersion: "1.14"
+tiers:
+- plugins:
+  - name: priority
+  - name: conformance
+  - name: pdb
+    arguments: {source: kubernetes, kubeconfig: "{{KUBECONFIG}}"}
+  - name: min-runtime
+- plugins:
+  - name: sla
+    arguments: {sla-waiting-time: 1h}
+  - name: resourcequota
+  - name: resource-strategy-fit
+    arguments:
+      resources:
+        cpu: {type: MostAllocated, weight: 1}
+        memory: {type: MostAllocated, weight: 1}
+`
+
 // playground keeps a cluster with 20 nodes, Caldera and vc-scheduler up until Ctrl-C.
 func playground(t *testing.T, c *Cluster) {
 	var nodes []NodeSpec
 	for i := 1; i <= 20; i++ {
 		nodes = append(nodes, NodeSpec{Name: fmt.Sprintf("node-%02d", i), CPU: "8", Memory: "32Gi"})
 	}
-	s := c.NewScenario(t, "playground", placementConfig, "enqueue, allocate, preempt, backfill", false, nodes...)
-	_ = s
+	c.EnsurePriorityClass(t, "low", 10)
+	c.EnsurePriorityClass(t, "high", 1000)
+	s := c.NewScenario(t, "playground", playgroundConfig, "enqueue, allocate, preempt, backfill", false, nodes...)
 	ns, _ := c.Kube.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
 	var names []string
 	for _, n := range ns.Items {
@@ -139,7 +160,14 @@ func playground(t *testing.T, c *Cluster) {
 	}
 	fmt.Printf("\nCaldera e2e playground is up (Ctrl-C stops everything).\n"+
 		"  kubectl --kubeconfig %s get nodes,pods,podgroups.scheduling.volcano.sh -A\n"+
-		"  Caldera:  %s (config %s)\n  logs:     %s\n  namespaces: %s\n",
-		c.Kubeconfig, s.Caldera.URL, s.Caldera.Config, filepath.Join(c.Dir, "logs"), strings.Join(names, ", "))
+		"  API server:          %s (token in the kubeconfig)\n"+
+		"  Caldera:             %s (config %s)\n"+
+		"  volcano-scheduler:   %s\n"+
+		"  logs:                %s\n"+
+		"  namespaces:          %s\n"+
+		"  Pods need schedulerName: volcano and the annotation scheduling.k8s.io/group-name: <PodGroup>;\n"+
+		"  PriorityClasses low and high exist; the PodGroup's queue is \"default\".\n",
+		c.Kubeconfig, c.Server, s.Caldera.URL, s.Caldera.Config,
+		filepath.Join(c.Dir, "playground-volcano-scheduler.conf"), filepath.Join(c.Dir, "logs"), strings.Join(names, ", "))
 	select {}
 }
