@@ -25,4 +25,6 @@ if [ "${1:-}" = "--keep" ]; then
   export CALDERA_E2E_KEEP=1
   exec go test -count=1 -v -run '^TestE2E$' -timeout 0 "$@" .
 fi
-exec go test -count=1 -v -timeout 20m "$@" .
+# The timeout covers the builds of etcd, kube-apiserver and vc-scheduler, which on an empty Go
+# cache take many minutes; each scenario has its own bounded waits.
+exec go test -count=1 -v -timeout 45m "$@" .
