@@ -86,8 +86,14 @@ func testPreemption(t *testing.T, c *Cluster) {
 		if !c.Deleted(s.NS, victim) {
 			t.Errorf("%s was not evicted", victim)
 		}
+		if !s.EventReasons(t, "Pod", victim)["Evict"] {
+			t.Errorf("%s has no Evict event from vc-scheduler", victim)
+		}
 	}
 	for _, kept := range []string{"low-pdb-0", "low-fresh-0"} {
+		if s.EventReasons(t, "Pod", kept)["Evict"] {
+			t.Errorf("%s has an Evict event", kept)
+		}
 		if c.Deleted(s.NS, kept) {
 			t.Errorf("%s was evicted (protected by %s)", kept, map[string]string{"low-pdb-0": "its PDB", "low-fresh-0": "min-runtime"}[kept])
 		}
@@ -153,6 +159,9 @@ func testAdmission(t *testing.T, c *Cluster) {
 	}
 	if pl := s.Placement(t, "over-quota"); pl["over-quota-0"] != "" {
 		t.Errorf("over-quota pod bound to %s", pl["over-quota-0"])
+	}
+	if !s.EventReasons(t, "Pod", "small-0")["Scheduled"] {
+		t.Errorf("small-0 has no Scheduled event from vc-scheduler")
 	}
 	if n := s.Caldera.Answered(t, "jobEnqueueable"); n < 2 {
 		t.Errorf("Caldera answered %v jobEnqueueable calls", n)

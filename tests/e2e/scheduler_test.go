@@ -394,3 +394,20 @@ func (s *Scenario) WaitPodGroupPhase(t testing.TB, name string, want vcsched.Pod
 		t.Fatalf("PodGroup %s phase %q, want %q: %v", name, got, want, err)
 	}
 }
+
+// EventReasons returns the reasons of the events recorded for an object of the scenario's
+// namespace (core/v1 events, as Volcano's recorder writes them).
+func (s *Scenario) EventReasons(t testing.TB, kind, name string) map[string]bool {
+	t.Helper()
+	evs, err := s.C.Kube.CoreV1().Events(s.NS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name {
+			out[e.Reason] = true
+		}
+	}
+	return out
+}
