@@ -25,9 +25,9 @@ tiers:
   - name: min-runtime
 `
 
-// preemption: two 2-CPU nodes full with four 1-CPU low-priority jobs. One is protected by a PDB
-// (disruptionsAllowed 0), one started just now in a queue with preempt-min-runtime 10m, two
-// started two hours ago. A high-priority 2-pod job must evict exactly the two old ones.
+// preemption: two 2-CPU nodes full with four 1-CPU low-priority jobs. On pre-a one is protected by
+// a PDB (disruptionsAllowed 0); on pre-b one started just now in a queue with preempt-min-runtime
+// 10m; the other two started two hours ago. A high-priority 2-pod job must evict exactly the two old ones.
 func testPreemption(t *testing.T, c *Cluster) {
 	ctx := context.Background()
 	c.EnsurePriorityClass(t, "e2e-low", 10)
@@ -67,14 +67,16 @@ func testPreemption(t *testing.T, c *Cluster) {
 	}
 
 	old := map[string]string{"kai.scheduler/last-start-timestamp": time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)}
-	low := func(name string, ann map[string]string, labels map[string]string) {
+	// Each node gets one protected pod and one that is not, so on either node the victim is
+	// decided by the protection, not by the order in which Volcano looks at nodes.
+	low := func(name, node string, ann map[string]string, labels map[string]string) {
 		s.CreateJob(t, JobSpec{Name: name, Pods: 1, Request: Res("1", "1Gi"), PriorityClass: "e2e-low",
-			Queue: "e2e-preempt", PGAnnotations: ann, PodLabels: labels})
+			Queue: "e2e-preempt", PGAnnotations: ann, PodLabels: labels, Node: node})
 	}
-	low("low-pdb", old, map[string]string{"app": "protected"})
-	low("low-old1", old, nil)
-	low("low-old2", old, nil)
-	low("low-fresh", nil, nil) // start time: its pod's PodScheduled transition, i.e. now
+	low("low-pdb", "pre-a", old, map[string]string{"app": "protected"})
+	low("low-old1", "pre-a", old, nil)
+	low("low-old2", "pre-b", old, nil)
+	low("low-fresh", "pre-b", nil, nil) // start time: its pod's PodScheduled transition, i.e. now
 	for _, j := range []string{"low-pdb", "low-old1", "low-old2", "low-fresh"} {
 		t.Logf("%s: %v", j, s.WaitBound(t, j, 1, 60*time.Second))
 	}

@@ -226,6 +226,7 @@ type JobSpec struct {
 	PodLabels     map[string]string
 	PGAnnotations map[string]string
 	MinResources  corev1.ResourceList // default: Request × MinMember
+	Node          string              // optional: a nodeSelector on kubernetes.io/hostname
 }
 
 // CreateJob creates the PodGroup, then its pods (named NAME-0 …) with schedulerName volcano.
@@ -270,6 +271,7 @@ func (s *Scenario) CreateJob(t testing.TB, j JobSpec) {
 			Spec: corev1.PodSpec{
 				SchedulerName:     "volcano",
 				PriorityClassName: j.PriorityClass,
+				NodeSelector:      nodeSelector(j.Node),
 				Containers: []corev1.Container{{
 					Name: "main", Image: "registry.invalid/none:0",
 					Resources: corev1.ResourceRequirements{Requests: j.Request, Limits: j.Request},
@@ -410,4 +412,11 @@ func (s *Scenario) EventReasons(t testing.TB, kind, name string) map[string]bool
 		}
 	}
 	return out
+}
+
+func nodeSelector(node string) map[string]string {
+	if node == "" {
+		return nil
+	}
+	return map[string]string{"kubernetes.io/hostname": node}
 }
