@@ -213,7 +213,7 @@ func (s *Scenario) createQuota(t *testing.T, cpu string) {
 // false only rejects nodes/jobs when Caldera answered onSessionOpen and fails later in the session.
 // This test pins that behaviour so a change in it is noticed.
 func testFailurePolicy(t *testing.T, c *Cluster, name string, ignorable bool) {
-	s := c.NewScenario(t, name, failureConfig, "enqueue, allocate, backfill", ignorable,
+	s := c.NewScenarioWithProxy(t, name, failureConfig, "enqueue, allocate, backfill", ignorable,
 		NodeSpec{Name: name + "-a", CPU: "8", Memory: "16Gi"},
 		NodeSpec{Name: name + "-b", CPU: "8", Memory: "16Gi"},
 	)
@@ -256,6 +256,27 @@ func testFailurePolicy(t *testing.T, c *Cluster, name string, ignorable bool) {
 	if n := s.Caldera.Answered(t, "jobEnqueueable"); n <= before {
 		t.Errorf("restarted Caldera answered no jobEnqueueable call")
 	}
+
+	// Caldera answers onSessionOpen but its jobEnqueueable calls fail (503 from the proxy): this
+	// is where ignorable decides. false: Volcano rejects the job, which waits until the calls
+	// succeed again; true: Volcano treats Caldera as absent and admits it.
+	s.Proxy.Fail("jobEnqueueable", true)
+	s.CreateJob(t, JobSpec{Name: "flaky-small", Pods: 1, Request: Res("1", "1Gi")})
+	if ignorable {
+		s.WaitBound(t, "flaky-small", 1, 60*time.Second)
+		s.Proxy.Fail("jobEnqueueable", false)
+		return
+	}
+	time.Sleep(5 * time.Second)
+	expectPendingWhy := func(job, why string) {
+		t.Helper()
+		if ph := s.PodGroupPhase(t, job); ph != vcsched.PodGroupPending {
+			t.Errorf("%s: PodGroup phase %q, want Pending (%s)", job, ph, why)
+		}
+	}
+	expectPendingWhy("flaky-small", "jobEnqueueable fails and ignorable is false")
+	s.Proxy.Fail("jobEnqueueable", false)
+	s.WaitBound(t, "flaky-small", 1, 60*time.Second)
 }
 
 // restart: Caldera killed (SIGKILL, no drain) while vc-scheduler runs a session every second,

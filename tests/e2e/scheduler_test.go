@@ -8,11 +8,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,10 +103,11 @@ func (cal *Caldera) Start(t testing.TB) {
 // Stop stops the process (SIGTERM: Caldera drains and exits).
 func (cal *Caldera) Stop() { cal.proc.stop() }
 
-// VolcanoConfig runs `caldera volcano-config` for the Caldera's configuration and URL.
-func (cal *Caldera) VolcanoConfig(t testing.TB, ignorable bool) string {
+// VolcanoConfig runs `caldera volcano-config` for the Caldera's configuration and the URL the
+// scheduler is to call (Caldera's own, or a proxy's in front of it).
+func (cal *Caldera) VolcanoConfig(t testing.TB, url string, ignorable bool) string {
 	t.Helper()
-	args := []string{"volcano-config", "--config", cal.Config, "--url", cal.URL, "--http-timeout", "1s"}
+	args := []string{"volcano-config", "--config", cal.Config, "--url", url, "--http-timeout", "1s"}
 	if ignorable {
 		args = append(args, "--ignorable")
 	}
@@ -159,12 +164,22 @@ type Scenario struct {
 	NS        string
 	Caldera   *Caldera
 	Scheduler *proc
+	Proxy     *FaultyProxy // between vc-scheduler and Caldera; forwards everything until told
 	nodes     []string
 }
 
 // NewScenario creates the namespace and nodes, starts Caldera with config and vc-scheduler with
 // Caldera's printed extender entry. The test's cleanup stops both and deletes what it created.
 func (c *Cluster) NewScenario(t *testing.T, name, calderaConfig, actions string, ignorable bool, nodes ...NodeSpec) *Scenario {
+	return c.newScenario(t, name, calderaConfig, actions, ignorable, false, nodes...)
+}
+
+// NewScenarioWithProxy is NewScenario with a FaultyProxy between vc-scheduler and Caldera.
+func (c *Cluster) NewScenarioWithProxy(t *testing.T, name, calderaConfig, actions string, ignorable bool, nodes ...NodeSpec) *Scenario {
+	return c.newScenario(t, name, calderaConfig, actions, ignorable, true, nodes...)
+}
+
+func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string, ignorable, viaProxy bool, nodes ...NodeSpec) *Scenario {
 	t.Helper()
 	ctx := context.Background()
 	s := &Scenario{C: c, NS: name}
@@ -178,7 +193,12 @@ func (c *Cluster) NewScenario(t *testing.T, name, calderaConfig, actions string,
 	c.CreateNodes(t, nodes...)
 	cfg := c.writeCalderaConfig(t, name, calderaConfig)
 	s.Caldera = c.StartCaldera(t, name, cfg)
-	conf := SchedulerConf(actions, s.Caldera.VolcanoConfig(t, ignorable))
+	target := s.Caldera.URL
+	if viaProxy {
+		s.Proxy = StartFaultyProxy(t, s.Caldera.URL)
+		target = s.Proxy.URL
+	}
+	conf := SchedulerConf(actions, s.Caldera.VolcanoConfig(t, target, ignorable))
 	t.Logf("volcano-scheduler.conf:\n%s", conf)
 	s.Scheduler = c.StartScheduler(t, name, conf)
 	return s
@@ -419,4 +439,50 @@ func nodeSelector(node string) map[string]string {
 		return nil
 	}
 	return map[string]string{"kubernetes.io/hostname": node}
+}
+
+// FaultyProxy sits between vc-scheduler and Caldera on loopback: it forwards every call, except
+// that it answers 503 to the verbs it is told to fail. It stands for a Caldera that answered
+// onSessionOpen and then fails (a timeout, a 5xx), the case extender.ignorable is about.
+type FaultyProxy struct {
+	URL  string
+	mu   sync.Mutex
+	fail map[string]bool
+	srv  *http.Server
+}
+
+// StartFaultyProxy starts a proxy to target; it is closed when the test ends.
+func StartFaultyProxy(t testing.TB, target string) *FaultyProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := &FaultyProxy{URL: "http://" + l.Addr().String(), fail: map[string]bool{}}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	fp.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		verb := strings.Trim(r.URL.Path, "/")
+		fp.mu.Lock()
+		fail := fp.fail[verb]
+		fp.mu.Unlock()
+		if fail {
+			http.Error(w, "injected failure", http.StatusServiceUnavailable)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	})}
+	go func() { _ = fp.srv.Serve(l) }()
+	t.Cleanup(func() { _ = fp.srv.Close() })
+	return fp
+}
+
+// Fail makes the proxy answer 503 to a verb (or forward it again).
+func (fp *FaultyProxy) Fail(verb string, fail bool) {
+	fp.mu.Lock()
+	fp.fail[verb] = fail
+	fp.mu.Unlock()
 }
