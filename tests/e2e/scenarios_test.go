@@ -123,26 +123,11 @@ tiers:
 // Pending (resourcequota rejects it at enqueue); a small job is admitted and bound; a 6-CPU job
 // whose PodGroup carries volcano.sh/sla-waiting-time: 3s is admitted once it has waited that long.
 func testAdmission(t *testing.T, c *Cluster) {
-	ctx := context.Background()
 	s := c.NewScenario(t, "admission", admissionConfig, "enqueue, allocate, backfill", false,
 		NodeSpec{Name: "adm-a", CPU: "8", Memory: "16Gi"},
 		NodeSpec{Name: "adm-b", CPU: "8", Memory: "16Gi"},
 	)
-	hard := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
-	rq, err := c.Kube.CoreV1().ResourceQuotas(s.NS).Create(ctx, &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The resource quota controller (not run here) would publish hard and used; the API server's
-	// quota admission then keeps used up to date as pods are created.
-	rq.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0")}}
-	if _, err := c.Kube.CoreV1().ResourceQuotas(s.NS).UpdateStatus(ctx, rq, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second) // the scheduler's cache sees the quota status
+	s.createQuota(t, "4")
 
 	big := Res("6", "1Gi")
 	s.CreateJob(t, JobSpec{Name: "over-quota", Pods: 1, Request: Res("1", "1Gi"), MinResources: big})
@@ -184,6 +169,9 @@ tiers:
         cpu: {type: MostAllocated, weight: 1}
 `
 
+// createQuota creates a CPU ResourceQuota and publishes its status as the resource quota
+// controller (not run here) would; the API server's quota admission then keeps used up to date
+// as pods are created. It waits for the scheduler's cache to see it.
 func (s *Scenario) createQuota(t *testing.T, cpu string) {
 	t.Helper()
 	ctx := context.Background()
@@ -203,7 +191,7 @@ func (s *Scenario) createQuota(t *testing.T, cpu string) {
 }
 
 // failure policy, with extender.ignorable as given: Caldera up (the big job is held by
-// resourcequota), stopped, started again.
+// resourcequota), stopped, started again, then up but with its jobEnqueueable calls failing.
 //
 // What Volcano v1.14.1 does when Caldera is down is the same for both values of ignorable: its
 // extender's OnSessionOpen posts onSessionOpen first and, when that fails and ignorable is false,
