@@ -464,6 +464,11 @@ func StartFaultyProxy(t testing.TB, target string) *FaultyProxy {
 	}
 	fp := &FaultyProxy{URL: "http://" + l.Addr().String(), fail: map[string]bool{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	// Caldera stopped: answer 502 without logging each call. For vc-scheduler this is the same
+	// failed send as a refused connection (its extender only looks at err != nil).
+	rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+	}
 	fp.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		verb := strings.Trim(r.URL.Path, "/")
 		fp.mu.Lock()
