@@ -1,0 +1,315 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	vcsched "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+)
+
+// The victim plugins: priority, conformance, pdb reading PodDisruptionBudgets from the same API
+// server, min-runtime reading the Queue's preempt-min-runtime.
+const preemptionConfig = `volcanoVersion: "1.14"
+tiers:
+- plugins:
+  - name: priority
+  - name: conformance
+  - name: pdb
+    arguments: {source: kubernetes, kubeconfig: "{{KUBECONFIG}}"}
+  - name: min-runtime
+`
+
+// preemption: two 2-CPU nodes full with four 1-CPU low-priority jobs. On pre-a one is protected by
+// a PDB (disruptionsAllowed 0); on pre-b one started just now in a queue with preempt-min-runtime
+// 10m; the other two started two hours ago. A high-priority 2-pod job must evict exactly the two old ones.
+func testPreemption(t *testing.T, c *Cluster) {
+	ctx := context.Background()
+	c.EnsurePriorityClass(t, "e2e-low", 10)
+	c.EnsurePriorityClass(t, "e2e-high", 1000)
+	q := &vcsched.Queue{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-preempt", Annotations: map[string]string{"preempt-min-runtime": "10m"}},
+		Spec:       vcsched.QueueSpec{Weight: 1},
+	}
+	if _, err := c.VC.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.VC.SchedulingV1beta1().Queues().Delete(ctx, "e2e-preempt", metav1.DeleteOptions{}) })
+
+	s := c.NewScenario(t, "preemption", preemptionConfig, "enqueue, allocate, preempt, backfill", false,
+		NodeSpec{Name: "pre-a", CPU: "2", Memory: "8Gi"},
+		NodeSpec{Name: "pre-b", CPU: "2", Memory: "8Gi"},
+	)
+	// The PDB and its status as the disruption controller (not run here) would write it for one
+	// healthy pod and minAvailable 1.
+	one := intstr.FromInt32(1)
+	pdb, err := c.Kube.PolicyV1().PodDisruptionBudgets(s.NS).Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "protect"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: &one,
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "protected"}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{
+		ObservedGeneration: pdb.Generation, DisruptionsAllowed: 0,
+		CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1,
+	}
+	if _, err := c.Kube.PolicyV1().PodDisruptionBudgets(s.NS).UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	old := map[string]string{"kai.scheduler/last-start-timestamp": time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)}
+	// Each node gets one protected pod and one that is not, so on either node the victim is
+	// decided by the protection, not by the order in which Volcano looks at nodes.
+	low := func(name, node string, ann map[string]string, labels map[string]string) {
+		s.CreateJob(t, JobSpec{Name: name, Pods: 1, Request: Res("1", "1Gi"), PriorityClass: "e2e-low",
+			Queue: "e2e-preempt", PGAnnotations: ann, PodLabels: labels, Node: node})
+	}
+	low("low-pdb", "pre-a", old, map[string]string{"app": "protected"})
+	low("low-old1", "pre-a", old, nil)
+	low("low-old2", "pre-b", old, nil)
+	low("low-fresh", "pre-b", nil, nil) // start time: its pod's PodScheduled transition, i.e. now
+	for _, j := range []string{"low-pdb", "low-old1", "low-old2", "low-fresh"} {
+		t.Logf("%s: %v", j, s.WaitBound(t, j, 1, 60*time.Second))
+	}
+
+	s.CreateJob(t, JobSpec{Name: "high", Pods: 2, Request: Res("1", "1Gi"), PriorityClass: "e2e-high", Queue: "e2e-preempt"})
+	got := s.WaitBound(t, "high", 2, 90*time.Second)
+	t.Logf("high: %v", got)
+	for _, victim := range []string{"low-old1-0", "low-old2-0"} {
+		if !c.Deleted(s.NS, victim) {
+			t.Errorf("%s was not evicted", victim)
+		}
+		if !s.EventReasons(t, "Pod", victim)["Evict"] {
+			t.Errorf("%s has no Evict event from vc-scheduler", victim)
+		}
+	}
+	for _, kept := range []string{"low-pdb-0", "low-fresh-0"} {
+		if s.EventReasons(t, "Pod", kept)["Evict"] {
+			t.Errorf("%s has an Evict event", kept)
+		}
+		if c.Deleted(s.NS, kept) {
+			t.Errorf("%s was evicted (protected by %s)", kept, map[string]string{"low-pdb-0": "its PDB", "low-fresh-0": "min-runtime"}[kept])
+		}
+		p, err := c.Kube.CoreV1().Pods(s.NS).Get(ctx, kept, metav1.GetOptions{})
+		if err != nil || p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
+			t.Errorf("%s should still run: %v", kept, err)
+		}
+	}
+	if n := s.Caldera.Answered(t, "preemptable"); n < 1 {
+		t.Errorf("Caldera answered no preemptable call")
+	}
+}
+
+// sla first, then resourcequota: a tier that permits ends the vote, as in Volcano.
+const admissionConfig = `volcanoVersion: "1.14"
+tiers:
+- plugins:
+  - name: sla
+    arguments: {sla-waiting-time: 1h}
+- plugins:
+  - name: resourcequota
+`
+
+// admission: a namespace ResourceQuota of 4 CPU. A job whose PodGroup asks for 6 CPU stays
+// Pending (resourcequota rejects it at enqueue); a small job is admitted and bound; a 6-CPU job
+// whose PodGroup carries volcano.sh/sla-waiting-time: 3s is admitted once it has waited that long.
+func testAdmission(t *testing.T, c *Cluster) {
+	s := c.NewScenario(t, "admission", admissionConfig, "enqueue, allocate, backfill", false,
+		NodeSpec{Name: "adm-a", CPU: "8", Memory: "16Gi"},
+		NodeSpec{Name: "adm-b", CPU: "8", Memory: "16Gi"},
+	)
+	s.createQuota(t, "4")
+
+	big := Res("6", "1Gi")
+	s.CreateJob(t, JobSpec{Name: "over-quota", Pods: 1, Request: Res("1", "1Gi"), MinResources: big})
+	s.CreateJob(t, JobSpec{Name: "small", Pods: 1, Request: Res("1", "1Gi")})
+	s.CreateJob(t, JobSpec{Name: "past-sla", Pods: 1, Request: Res("1", "1Gi"), MinResources: big,
+		PGAnnotations: map[string]string{"volcano.sh/sla-waiting-time": "3s"}})
+
+	s.WaitBound(t, "small", 1, 60*time.Second)
+	got := s.WaitBound(t, "past-sla", 1, 60*time.Second)
+	t.Logf("past-sla admitted after its SLA: %v", got)
+	s.WaitPodGroupPhase(t, "past-sla", "Running", 30*time.Second)
+	// By now several sessions have voted on over-quota; give it a few more.
+	time.Sleep(5 * time.Second)
+	if ph := s.PodGroupPhase(t, "over-quota"); ph != vcsched.PodGroupPending {
+		t.Errorf("over-quota PodGroup phase %q, want Pending", ph)
+	}
+	if pl := s.Placement(t, "over-quota"); pl["over-quota-0"] != "" {
+		t.Errorf("over-quota pod bound to %s", pl["over-quota-0"])
+	}
+	if !s.EventReasons(t, "Pod", "small-0")["Scheduled"] {
+		t.Errorf("small-0 has no Scheduled event from vc-scheduler")
+	}
+	if n := s.Caldera.Answered(t, "jobEnqueueable"); n < 2 {
+		t.Errorf("Caldera answered %v jobEnqueueable calls", n)
+	}
+}
+
+// Admission and placement both depend on Caldera here: resourcequota rejects the big jobs and
+// resource-strategy-fit packs nodes.
+const failureConfig = `volcanoVersion: "1.14"
+tiers:
+- plugins:
+  - name: priority
+  - name: resourcequota
+- plugins:
+  - name: resource-strategy-fit
+    arguments:
+      resources:
+        cpu: {type: MostAllocated, weight: 1}
+`
+
+// createQuota creates a CPU ResourceQuota and publishes its status as the resource quota
+// controller (not run here) would; the API server's quota admission then keeps used up to date
+// as pods are created. It waits for the scheduler's cache to see it.
+func (s *Scenario) createQuota(t *testing.T, cpu string) {
+	t.Helper()
+	ctx := context.Background()
+	hard := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	rq, err := s.C.Kube.CoreV1().ResourceQuotas(s.NS).Create(ctx, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rq.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0")}}
+	if _, err := s.C.Kube.CoreV1().ResourceQuotas(s.NS).UpdateStatus(ctx, rq, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+}
+
+// failure policy, with extender.ignorable as given: Caldera up (the big job is held by
+// resourcequota), stopped, started again, then up but with its jobEnqueueable calls failing.
+//
+// What Volcano v1.14.1 does when Caldera is down is the same for both values of ignorable: its
+// extender's OnSessionOpen posts onSessionOpen first and, when that fails and ignorable is false,
+// returns before registering any of its functions (pkg/scheduler/plugins/extender/extender.go);
+// with ignorable true it registers them and ignores their errors. Either way the session runs
+// without Caldera, so jobs are admitted and placed without its plugins (fail open). ignorable:
+// false only rejects nodes/jobs when Caldera answered onSessionOpen and fails later in the session.
+// This test pins that behaviour so a change in it is noticed.
+func testFailurePolicy(t *testing.T, c *Cluster, name string, ignorable bool) {
+	s := c.NewScenarioWithProxy(t, name, failureConfig, "enqueue, allocate, backfill", ignorable,
+		NodeSpec{Name: name + "-a", CPU: "8", Memory: "16Gi"},
+		NodeSpec{Name: name + "-b", CPU: "8", Memory: "16Gi"},
+	)
+	s.createQuota(t, "20")
+	big := Res("30", "1Gi") // over the 20-CPU quota
+	expectPending := func(job string) {
+		t.Helper()
+		if ph := s.PodGroupPhase(t, job); ph != vcsched.PodGroupPending {
+			t.Errorf("%s: PodGroup phase %q, want Pending (held by resourcequota)", job, ph)
+		}
+		if pl := s.Placement(t, job); pl[job+"-0"] != "" {
+			t.Errorf("%s: bound to %s", job, pl[job+"-0"])
+		}
+	}
+
+	// Caldera up: the small job binds, the big one is held.
+	s.CreateJob(t, JobSpec{Name: "up-small", Pods: 1, Request: Res("1", "1Gi")})
+	s.CreateJob(t, JobSpec{Name: "up-big", Pods: 1, Request: Res("1", "1Gi"), MinResources: big})
+	s.WaitBound(t, "up-small", 1, 60*time.Second)
+	time.Sleep(3 * time.Second)
+	expectPending("up-big")
+
+	// Caldera stopped: Volcano schedules without it; the held job and a new big one are admitted.
+	s.Caldera.Stop()
+	s.CreateJob(t, JobSpec{Name: "down-small", Pods: 1, Request: Res("1", "1Gi")})
+	s.CreateJob(t, JobSpec{Name: "down-big", Pods: 1, Request: Res("1", "1Gi"), MinResources: big})
+	s.WaitBound(t, "down-small", 1, 60*time.Second)
+	s.WaitBound(t, "down-big", 1, 60*time.Second)
+	s.WaitBound(t, "up-big", 1, 60*time.Second)
+	t.Logf("ignorable=%v, Caldera down: over-quota jobs admitted and bound (Volcano skips a dead extender)", ignorable)
+
+	// Caldera back on the same port: the next session consults it again.
+	s.Caldera.Start(t)
+	before := s.Caldera.Answered(t, "jobEnqueueable")
+	s.CreateJob(t, JobSpec{Name: "back-small", Pods: 1, Request: Res("1", "1Gi")})
+	s.CreateJob(t, JobSpec{Name: "back-big", Pods: 1, Request: Res("1", "1Gi"), MinResources: big})
+	s.WaitBound(t, "back-small", 1, 60*time.Second)
+	time.Sleep(3 * time.Second)
+	expectPending("back-big")
+	if n := s.Caldera.Answered(t, "jobEnqueueable"); n <= before {
+		t.Errorf("restarted Caldera answered no jobEnqueueable call")
+	}
+
+	// Caldera answers onSessionOpen but its jobEnqueueable calls fail (503 from the proxy): this
+	// is where ignorable decides. false: Volcano rejects the job, which waits until the calls
+	// succeed again; true: Volcano treats Caldera as absent and admits it.
+	s.Proxy.Fail("jobEnqueueable", true)
+	s.CreateJob(t, JobSpec{Name: "flaky-small", Pods: 1, Request: Res("1", "1Gi")})
+	if ignorable {
+		s.WaitBound(t, "flaky-small", 1, 60*time.Second)
+		s.Proxy.Fail("jobEnqueueable", false)
+		return
+	}
+	time.Sleep(5 * time.Second)
+	expectPendingWhy := func(job, why string) {
+		t.Helper()
+		if ph := s.PodGroupPhase(t, job); ph != vcsched.PodGroupPending {
+			t.Errorf("%s: PodGroup phase %q, want Pending (%s)", job, ph, why)
+		}
+	}
+	expectPendingWhy("flaky-small", "jobEnqueueable fails and ignorable is false")
+	s.Proxy.Fail("jobEnqueueable", false)
+	s.WaitBound(t, "flaky-small", 1, 60*time.Second)
+}
+
+// restart: Caldera killed (SIGKILL, no drain) while vc-scheduler runs a session every second,
+// then started again on the same port. The new process has no memory of the old one; every
+// session rebuilds its state from the onSessionOpen snapshot, so the decisions after the restart
+// are the ones before it: quota still holds the big job, MostAllocated still packs.
+func testRestart(t *testing.T, c *Cluster) {
+	s := c.NewScenario(t, "restart", failureConfig, "enqueue, allocate, backfill", false,
+		NodeSpec{Name: "rst-a", CPU: "4", Memory: "16Gi"},
+		NodeSpec{Name: "rst-b", CPU: "4", Memory: "16Gi"},
+		NodeSpec{Name: "rst-c", CPU: "4", Memory: "16Gi"},
+	)
+	s.createQuota(t, "20")
+	s.CreateBoundPod(t, "ballast", "rst-c", Res("1", "1Gi"))
+	time.Sleep(2 * time.Second)
+	s.CreateJob(t, JobSpec{Name: "wave1", Pods: 3, Request: Res("1", "1Gi")})
+	for pod, node := range s.WaitBound(t, "wave1", 3, 60*time.Second) {
+		if node != "rst-c" {
+			t.Errorf("before restart: %s on %s, want rst-c", pod, node)
+		}
+	}
+
+	_ = s.Caldera.proc.cmd.Process.Kill()
+	<-s.Caldera.proc.done
+	s.Caldera.Start(t)
+	// Jobs are created after the restart: the sessions of the 1-2 s while Caldera was down ran
+	// without it (see testFailurePolicy), so a job pending then would have been admitted.
+	s.CreateJob(t, JobSpec{Name: "big", Pods: 1, Request: Res("1", "1Gi"), MinResources: Res("30", "1Gi")})
+
+	// rst-a and rst-b are empty: the first pod of wave2 picks one, MostAllocated packs the rest
+	// onto it.
+	s.CreateJob(t, JobSpec{Name: "wave2", Pods: 4, Request: Res("1", "1Gi")})
+	got := s.WaitBound(t, "wave2", 4, 60*time.Second)
+	nodes := map[string]bool{}
+	for _, n := range got {
+		nodes[n] = true
+	}
+	if len(nodes) != 1 || nodes["rst-c"] {
+		t.Errorf("after restart: wave2 spread over %v, want one empty node", got)
+	}
+	time.Sleep(2 * time.Second)
+	if ph := s.PodGroupPhase(t, "big"); ph != vcsched.PodGroupPending {
+		t.Errorf("after restart: over-quota PodGroup phase %q, want Pending", ph)
+	}
+	if n := s.Caldera.Answered(t, "onSessionOpen"); n < 1 {
+		t.Errorf("restarted Caldera saw no onSessionOpen")
+	}
+}

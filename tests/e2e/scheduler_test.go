@@ -1,0 +1,493 @@
+package e2e
+
+// Per scenario: Caldera (`caldera serve`) with the scenario's configuration, and vc-scheduler with
+// a volcano-scheduler.conf whose extender entry is what `caldera volcano-config` prints for that
+// same configuration, spliced in verbatim.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	vcsched "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+)
+
+// calderaBin is the console script of the repository's uv environment (or CALDERA_BIN).
+func calderaBin(t testing.TB) string {
+	t.Helper()
+	if b := os.Getenv("CALDERA_BIN"); b != "" {
+		return b
+	}
+	b, err := filepath.Abs(filepath.Join(e2eDir(), "..", "..", ".venv", "bin", "caldera"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(b); err != nil {
+		t.Fatalf("caldera console script not found at %s (run `uv sync --all-groups` or set CALDERA_BIN): %v", b, err)
+	}
+	return b
+}
+
+// Caldera is one `caldera serve` process.
+type Caldera struct {
+	URL    string
+	Config string
+	port   int
+	proc   *proc
+	c      *Cluster
+	name   string
+	n      int
+}
+
+// writeCalderaConfig writes a Caldera configuration; {{KUBECONFIG}} becomes the cluster's kubeconfig.
+func (c *Cluster) writeCalderaConfig(t testing.TB, name, config string) string {
+	t.Helper()
+	path := filepath.Join(c.Dir, name+"-caldera.yaml")
+	config = strings.ReplaceAll(config, "{{KUBECONFIG}}", c.Kubeconfig)
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(calderaBin(t), "check-config", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("caldera check-config %s: %v\n%s", path, err, out)
+	}
+	return path
+}
+
+// StartCaldera runs `caldera serve --config FILE --host 127.0.0.1 --port P` and waits for /readyz.
+func (c *Cluster) StartCaldera(t testing.TB, name, configPath string) *Caldera {
+	t.Helper()
+	port := freePort(t)
+	cal := &Caldera{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Config: configPath, port: port, c: c, name: name}
+	cal.Start(t)
+	return cal
+}
+
+// Start (re)starts the process on the same port.
+func (cal *Caldera) Start(t testing.TB) {
+	t.Helper()
+	cal.n++
+	cal.proc = cal.c.start(t, fmt.Sprintf("%s-caldera-%d", cal.name, cal.n), []string{"CALDERA_LOG_FORMAT=text"},
+		calderaBin(t), "serve", "--config", cal.Config, "--host", "127.0.0.1", "--port", fmt.Sprint(cal.port))
+	if err := waitFor(60*time.Second, func() (bool, error) {
+		if !cal.proc.running() {
+			return false, fmt.Errorf("caldera exited")
+		}
+		r, err := http.Get(cal.URL + "/readyz")
+		if err != nil {
+			return false, err
+		}
+		r.Body.Close()
+		return r.StatusCode == 200, fmt.Errorf("/readyz %d", r.StatusCode)
+	}); err != nil {
+		t.Fatalf("caldera: %v\n%s", err, tail(cal.proc.log, 30))
+	}
+}
+
+// Stop stops the process (SIGTERM: Caldera drains and exits).
+func (cal *Caldera) Stop() { cal.proc.stop() }
+
+// VolcanoConfig runs `caldera volcano-config` for the Caldera's configuration and the URL the
+// scheduler is to call (Caldera's own, or a proxy's in front of it).
+func (cal *Caldera) VolcanoConfig(t testing.TB, url string, ignorable bool) string {
+	t.Helper()
+	args := []string{"volcano-config", "--config", cal.Config, "--url", url, "--http-timeout", "1s"}
+	if ignorable {
+		args = append(args, "--ignorable")
+	}
+	out, err := exec.Command(calderaBin(t), args...).Output()
+	if err != nil {
+		t.Fatalf("caldera %s: %v", strings.Join(args, " "), err)
+	}
+	return string(out)
+}
+
+// SchedulerConf is a volcano-scheduler.conf: the actions, Volcano's in-tree plugins that Caldera
+// does not host (job order, gang, predicates), and the extender entry printed by Caldera,
+// spliced into the first tier as printed (indented to sit in the tier's plugin list).
+func SchedulerConf(actions, extenderEntry string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "actions: %q\n", actions)
+	b.WriteString("tiers:\n- plugins:\n")
+	b.WriteString("  - name: priority\n    enablePreemptable: false\n    enableReclaimable: false\n")
+	b.WriteString("  - name: gang\n    enablePreemptable: false\n    enableReclaimable: false\n")
+	for _, line := range strings.Split(strings.TrimRight(extenderEntry, "\n"), "\n") {
+		b.WriteString("  " + line + "\n")
+	}
+	b.WriteString("- plugins:\n  - name: predicates\n")
+	return b.String()
+}
+
+// StartScheduler runs vc-scheduler with the given configuration against the cluster.
+func (c *Cluster) StartScheduler(t testing.TB, name, conf string) *proc {
+	t.Helper()
+	path := filepath.Join(c.Dir, name+"-volcano-scheduler.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := c.start(t, name+"-vc-scheduler", nil, filepath.Join(c.BinDir, "vc-scheduler"),
+		"--kubeconfig", c.Kubeconfig,
+		"--scheduler-conf", path,
+		"--leader-elect=false",
+		"--schedule-period", "1s",
+		"--listen-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--healthz-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--cache-dumper=false",
+		"-v", "3",
+	)
+	time.Sleep(500 * time.Millisecond)
+	if !p.running() {
+		t.Fatalf("vc-scheduler exited:\n%s", tail(p.log, 30))
+	}
+	return p
+}
+
+// Scenario is one namespace, its nodes, a Caldera and a vc-scheduler; all removed at the end.
+type Scenario struct {
+	C         *Cluster
+	NS        string
+	Caldera   *Caldera
+	Scheduler *proc
+	Proxy     *FaultyProxy // between vc-scheduler and Caldera; forwards everything until told
+	nodes     []string
+}
+
+// NewScenario creates the namespace and nodes, starts Caldera with config and vc-scheduler with
+// Caldera's printed extender entry. The test's cleanup stops both and deletes what it created.
+func (c *Cluster) NewScenario(t *testing.T, name, calderaConfig, actions string, ignorable bool, nodes ...NodeSpec) *Scenario {
+	return c.newScenario(t, name, calderaConfig, actions, ignorable, false, nodes...)
+}
+
+// NewScenarioWithProxy is NewScenario with a FaultyProxy between vc-scheduler and Caldera.
+func (c *Cluster) NewScenarioWithProxy(t *testing.T, name, calderaConfig, actions string, ignorable bool, nodes ...NodeSpec) *Scenario {
+	return c.newScenario(t, name, calderaConfig, actions, ignorable, true, nodes...)
+}
+
+func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string, ignorable, viaProxy bool, nodes ...NodeSpec) *Scenario {
+	t.Helper()
+	ctx := context.Background()
+	s := &Scenario{C: c, NS: name}
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		s.nodes = append(s.nodes, n.Name)
+	}
+	t.Cleanup(func() { s.cleanup(t) })
+	c.CreateNodes(t, nodes...)
+	cfg := c.writeCalderaConfig(t, name, calderaConfig)
+	s.Caldera = c.StartCaldera(t, name, cfg)
+	target := s.Caldera.URL
+	if viaProxy {
+		s.Proxy = StartFaultyProxy(t, s.Caldera.URL)
+		target = s.Proxy.URL
+	}
+	conf := SchedulerConf(actions, s.Caldera.VolcanoConfig(t, target, ignorable))
+	t.Logf("volcano-scheduler.conf:\n%s", conf)
+	s.Scheduler = c.StartScheduler(t, name, conf)
+	return s
+}
+
+func (s *Scenario) cleanup(t *testing.T) {
+	if t.Failed() {
+		for _, p := range []*proc{s.Scheduler} {
+			if p != nil {
+				t.Logf("%s log tail:\n%s", p.name, tail(p.log, 40))
+			}
+		}
+		if s.Caldera != nil && s.Caldera.proc != nil {
+			t.Logf("%s log tail:\n%s", s.Caldera.proc.name, tail(s.Caldera.proc.log, 40))
+		}
+	}
+	if s.Scheduler != nil {
+		s.Scheduler.stop()
+	}
+	if s.Caldera != nil && s.Caldera.proc != nil {
+		s.Caldera.Stop()
+	}
+	ctx := context.Background()
+	zero := int64(0)
+	_ = s.C.Kube.CoreV1().Pods(s.NS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	_ = s.C.VC.SchedulingV1beta1().PodGroups(s.NS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	for _, n := range s.nodes {
+		_ = s.C.Kube.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{})
+	}
+}
+
+// Res is a CPU/memory request.
+func Res(cpu, mem string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+}
+
+// JobSpec is a PodGroup and its pods (a "job" for Volcano without vc-controller-manager).
+type JobSpec struct {
+	Name          string
+	Pods          int
+	MinMember     int32
+	Request       corev1.ResourceList
+	PriorityClass string
+	Queue         string
+	PodLabels     map[string]string
+	PGAnnotations map[string]string
+	MinResources  corev1.ResourceList // default: Request × MinMember
+	Node          string              // optional: a nodeSelector on kubernetes.io/hostname
+}
+
+// CreateJob creates the PodGroup, then its pods (named NAME-0 …) with schedulerName volcano.
+func (s *Scenario) CreateJob(t testing.TB, j JobSpec) {
+	t.Helper()
+	ctx := context.Background()
+	if j.MinMember == 0 {
+		j.MinMember = int32(j.Pods)
+	}
+	if j.Queue == "" {
+		j.Queue = "default"
+	}
+	min := j.MinResources
+	if min == nil {
+		min = corev1.ResourceList{}
+		for k, v := range j.Request {
+			q := v.DeepCopy()
+			q.Mul(int64(j.MinMember))
+			min[k] = q
+		}
+	}
+	pg := &vcsched.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: s.NS, Annotations: j.PGAnnotations},
+		Spec: vcsched.PodGroupSpec{
+			MinMember: j.MinMember, Queue: j.Queue, MinResources: &min,
+			PriorityClassName: j.PriorityClass,
+		},
+	}
+	if _, err := s.C.VC.SchedulingV1beta1().PodGroups(s.NS).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("podgroup %s: %v", j.Name, err)
+	}
+	for i := 0; i < j.Pods; i++ {
+		labels := map[string]string{"job": j.Name}
+		for k, v := range j.PodLabels {
+			labels[k] = v
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprintf("%s-%d", j.Name, i), Namespace: s.NS, Labels: labels,
+				Annotations: map[string]string{vcsched.KubeGroupNameAnnotationKey: j.Name},
+			},
+			Spec: corev1.PodSpec{
+				SchedulerName:     "volcano",
+				PriorityClassName: j.PriorityClass,
+				NodeSelector:      nodeSelector(j.Node),
+				Containers: []corev1.Container{{
+					Name: "main", Image: "registry.invalid/none:0",
+					Resources: corev1.ResourceRequirements{Requests: j.Request, Limits: j.Request},
+				}},
+			},
+		}
+		if _, err := s.C.Kube.CoreV1().Pods(s.NS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("pod %s: %v", pod.Name, err)
+		}
+	}
+}
+
+// CreateBoundPod creates a pod already on a node (not Volcano's: it only occupies resources).
+func (s *Scenario) CreateBoundPod(t testing.TB, name, node string, req corev1.ResourceList) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.NS},
+		Spec: corev1.PodSpec{
+			NodeName: node,
+			Containers: []corev1.Container{{
+				Name: "main", Image: "registry.invalid/none:0",
+				Resources: corev1.ResourceRequirements{Requests: req, Limits: req},
+			}},
+		},
+	}
+	if _, err := s.C.Kube.CoreV1().Pods(s.NS).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("pod %s: %v", name, err)
+	}
+}
+
+// Placement returns pod name → node name for the job's pods ("" when unbound).
+func (s *Scenario) Placement(t testing.TB, job string) map[string]string {
+	t.Helper()
+	pods, err := s.C.Kube.CoreV1().Pods(s.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "job=" + job})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.Name] = p.Spec.NodeName
+		}
+	}
+	return out
+}
+
+// WaitBound waits until the job's pods are all bound (and reported Running by the fake kubelet).
+func (s *Scenario) WaitBound(t testing.TB, job string, n int, timeout time.Duration) map[string]string {
+	t.Helper()
+	var got map[string]string
+	err := waitFor(timeout, func() (bool, error) {
+		pods, err := s.C.Kube.CoreV1().Pods(s.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "job=" + job})
+		if err != nil {
+			return false, err
+		}
+		got = map[string]string{}
+		running := 0
+		for _, p := range pods.Items {
+			got[p.Name] = p.Spec.NodeName
+			if p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running == n, fmt.Errorf("%d of %d running: %v", running, n, got)
+	})
+	if err != nil {
+		t.Fatalf("job %s: %v", job, err)
+	}
+	return got
+}
+
+// PodGroupPhase reads a PodGroup's status phase.
+func (s *Scenario) PodGroupPhase(t testing.TB, name string) vcsched.PodGroupPhase {
+	t.Helper()
+	pg, err := s.C.VC.SchedulingV1beta1().PodGroups(s.NS).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pg.Status.Phase
+}
+
+// EnsurePriorityClass creates a PriorityClass if missing.
+func (c *Cluster) EnsurePriorityClass(t testing.TB, name string, value int32) {
+	t.Helper()
+	_, err := c.Kube.SchedulingV1().PriorityClasses().Create(context.Background(), &schedulingv1.PriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// Answered returns how many calls of a verb Caldera answered with 200, from its /metrics.
+func (cal *Caldera) Answered(t testing.TB, verb string) float64 {
+	t.Helper()
+	r, err := http.Get(cal.URL + "/metrics")
+	if err != nil {
+		t.Fatalf("caldera /metrics: %v", err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	total := 0.0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "caldera_responses_total{") && strings.Contains(line, `verb="`+verb+`"`) && strings.Contains(line, `code="200"`) {
+			var v float64
+			fields := strings.Fields(line)
+			fmt.Sscan(fields[len(fields)-1], &v)
+			total += v
+		}
+	}
+	return total
+}
+
+// WaitPodGroupPhase waits for a PodGroup phase.
+func (s *Scenario) WaitPodGroupPhase(t testing.TB, name string, want vcsched.PodGroupPhase, timeout time.Duration) {
+	t.Helper()
+	var got vcsched.PodGroupPhase
+	if err := waitFor(timeout, func() (bool, error) {
+		got = s.PodGroupPhase(t, name)
+		return got == want, nil
+	}); err != nil {
+		t.Fatalf("PodGroup %s phase %q, want %q: %v", name, got, want, err)
+	}
+}
+
+// EventReasons returns the reasons of the events recorded for an object of the scenario's
+// namespace (core/v1 events, as Volcano's recorder writes them).
+func (s *Scenario) EventReasons(t testing.TB, kind, name string) map[string]bool {
+	t.Helper()
+	evs, err := s.C.Kube.CoreV1().Events(s.NS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name {
+			out[e.Reason] = true
+		}
+	}
+	return out
+}
+
+func nodeSelector(node string) map[string]string {
+	if node == "" {
+		return nil
+	}
+	return map[string]string{"kubernetes.io/hostname": node}
+}
+
+// FaultyProxy sits between vc-scheduler and Caldera on loopback: it forwards every call, except
+// that it answers 503 to the verbs it is told to fail. It stands for a Caldera that answered
+// onSessionOpen and then fails (a timeout, a 5xx), the case extender.ignorable is about.
+type FaultyProxy struct {
+	URL  string
+	mu   sync.Mutex
+	fail map[string]bool
+	srv  *http.Server
+}
+
+// StartFaultyProxy starts a proxy to target; it is closed when the test ends.
+func StartFaultyProxy(t testing.TB, target string) *FaultyProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := &FaultyProxy{URL: "http://" + l.Addr().String(), fail: map[string]bool{}}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	// Caldera stopped: answer 502 without logging each call. For vc-scheduler this is the same
+	// failed send as a refused connection (its extender only looks at err != nil).
+	rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+	}
+	fp.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		verb := strings.Trim(r.URL.Path, "/")
+		fp.mu.Lock()
+		fail := fp.fail[verb]
+		fp.mu.Unlock()
+		if fail {
+			http.Error(w, "injected failure", http.StatusServiceUnavailable)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	})}
+	go func() { _ = fp.srv.Serve(l) }()
+	t.Cleanup(func() { _ = fp.srv.Close() })
+	return fp
+}
+
+// Fail makes the proxy answer 503 to a verb (or forward it again).
+func (fp *FaultyProxy) Fail(verb string, fail bool) {
+	fp.mu.Lock()
+	fp.fail[verb] = fail
+	fp.mu.Unlock()
+}
