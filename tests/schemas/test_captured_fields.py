@@ -95,16 +95,13 @@ POD_KEYS_NOT_IN_CAPTURES = {
 }
 
 
-@pytest.mark.skipif(
-    not any(CAPTURED.glob("onSessionOpen.request.json")),
-    reason="no captured Volcano 1.15 fixtures yet",
-)
+@pytest.mark.parametrize("captured", CAPTURED, ids=lambda p: p.name)
 @pytest.mark.parametrize("view", POD_VIEWS, ids=lambda v: v.__name__)
-def test_every_declared_pod_key_is_in_the_captures(view: type) -> None:
-    seen = captured_seen()
+def test_every_declared_pod_key_is_in_the_captures(view: type, captured: Path) -> None:
+    seen = captured_seen(captured)
     expected = declared(view) - POD_KEYS_NOT_IN_CAPTURES.get(view.__name__, set())
     missing = expected - seen.get(view.__name__, set())
-    assert not missing, f"{view.__name__} keys never seen in Volcano 1.15 bodies: {missing}"
+    assert not missing, f"{view.__name__} keys never seen in {captured.name} bodies: {missing}"
 
 
 def test_walk_detects_a_missing_key() -> None:
@@ -116,7 +113,7 @@ def test_walk_detects_a_missing_key() -> None:
 
 
 # Keys each node plugin reads, by view, including Kubernetes views the list above leaves out:
-# a plugin must not rely on a key Volcano 1.15 never sends.
+# a plugin must not rely on a key Volcano 1.14 or 1.15 never sends.
 PLUGIN_READS = {
     "resource-strategy-fit": {
         "TaskInfo": {"Resreq", "Pod"},
@@ -167,30 +164,24 @@ PLUGIN_READS = {
 }
 
 
-@pytest.mark.skipif(
-    not any(CAPTURED.glob("onSessionOpen.request.json")),
-    reason="no captured Volcano 1.15 fixtures yet",
-)
+@pytest.mark.parametrize("captured", CAPTURED, ids=lambda p: p.name)
 @pytest.mark.parametrize("plugin", sorted(PLUGIN_READS))
-def test_node_plugin_keys_are_in_the_captures(plugin: str) -> None:
-    seen = captured_seen()
+def test_node_plugin_keys_are_in_the_captures(plugin: str, captured: Path) -> None:
+    seen = captured_seen(captured)
     missing = {
         view: keys - seen.get(view, set())
         for view, keys in PLUGIN_READS[plugin].items()
         if keys - seen.get(view, set())
     }
-    assert not missing, f"{plugin} reads keys never seen in Volcano 1.15 bodies: {missing}"
+    assert not missing, f"{plugin} reads keys never seen in {captured.name} bodies: {missing}"
 
 
-@pytest.mark.skipif(
-    not any(CAPTURED.glob("predicate.request.json")),
-    reason="no captured Volcano 1.15 fixtures yet",
-)
-def test_task_role_and_pod_identity_decode_from_the_captures() -> None:
+@pytest.mark.parametrize("captured", CAPTURED, ids=lambda p: p.name)
+def test_task_role_and_pod_identity_decode_from_the_captures(captured: Path) -> None:
     for verb in ("predicate", "prioritize", "allocateFunc"):
-        raw = json.loads((CAPTURED / f"{verb}.request.json").read_bytes())
-        task = msgspec.json.decode((CAPTURED / f"{verb}.request.json").read_bytes(),
-                                   type=REQUEST_TYPES[verb]).task  # fmt: skip
+        body = (captured / f"{verb}.request.json").read_bytes()
+        raw = json.loads(body)
+        task = msgspec.json.decode(body, type=REQUEST_TYPES[verb]).task
         assert task.TaskRole == raw["task"]["TaskRole"] != ""
         assert task.Pod is not None and task.Pod.metadata is not None
         assert task.Pod.metadata.uid == raw["task"]["Pod"]["metadata"]["uid"] != ""
