@@ -13,8 +13,9 @@ Criteria (exit 1 when one fails):
 - p99 per verb stable: after the warm-up, the p99 of the last minute is within 1.5× of the
   first minute's (runs shorter than 3 minutes compare the last third with the first), or
   within ``--p99-slack-ms`` (default 4 ms, one Linux scheduler timeslice) of it: on a shared
-  2-core machine one preempted call moves a window's p99 by that much, and a 30 s run has
-  few calls per window;
+  2-core machine one preempted call moves a window's p99 by that much. A verb with fewer than
+  100 calls in a window (onSessionOpen and onSessionClose, once a cycle, in a short run) has
+  no p99 of its own there, only its slowest call, so it is judged by its median instead;
 - RSS growth under 10% after the warm-up (peak of the last window against the first's);
 - no growth in the server's open file descriptors (last window against the first).
 """
@@ -36,7 +37,8 @@ from bench import servers, workloads
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CONFIG = """\
-# bench soak: the six job plugins and the node plugins, so every verb runs plugin code.
+# bench soak: the six job plugins, min-runtime and the four node plugins, so every verb runs
+# plugin code.
 volcanoVersion: "1.16"
 maxRequestBytes: 536870912
 tiers:
@@ -53,10 +55,13 @@ tiers:
     arguments: {defaultPreemptMinRuntime: 10m}
   - name: resource-strategy-fit
   - name: task-topology
+  - name: nodegroup
+  - name: usage
 """
 PREDICATES_IN_FLIGHT = 16
 RSS_GROWTH_LIMIT = 0.10
 P99_RATIO_LIMIT = 1.5
+MIN_CALLS_FOR_P99 = 100
 
 
 # --------------------------------------------------------------------------------- HTTP client
@@ -243,6 +248,10 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)]
 
 
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else math.nan
+
+
 def windows(duration: float, warmup: float) -> tuple[tuple[float, float], tuple[float, float]]:
     """(first, last) windows after the warm-up: minutes for long runs, thirds for short ones."""
     if duration - warmup >= 180:
@@ -264,23 +273,30 @@ def verdict(
         failures.append(f"{len(record.errors)} errors, the first: {record.errors[0]}")
     verbs: dict[str, Any] = {}
     for verb, samples in sorted(record.latencies.items()):
-        early, late = p99(within(samples, first)), p99(within(samples, last))
+        early_calls, late_calls = within(samples, first), within(samples, last)
+        # A window of fewer than 100 calls has no p99 of its own (it is the window's slowest
+        # call, one preempted request on a shared machine): such a verb (onSessionOpen and
+        # onSessionClose once a cycle in a short run) is judged by its median instead.
+        judged_by = "p99" if min(len(early_calls), len(late_calls)) >= MIN_CALLS_FOR_P99 else "p50"
+        stat = p99 if judged_by == "p99" else median
+        early, late = stat(early_calls), stat(late_calls)
         allowed = max(P99_RATIO_LIMIT * early, early + slack_ms)
         everything = [s.value for s in samples]
         verbs[verb] = {
             "calls": len(samples),
             "p50_ms": round(statistics.median(everything), 3),
             "p99_ms": round(p99(everything), 3),
-            "p99_first_ms": round(early, 3),
-            "p99_last_ms": round(late, 3),
+            "judged_by": judged_by,
+            "first_window_ms": round(early, 3),
+            "last_window_ms": round(late, 3),
             "ratio": round(late / early, 2) if early else None,
         }
         if math.isnan(early) or math.isnan(late):
             failures.append(f"{verb}: no calls in the first or last window")
         elif late > allowed:
             failures.append(
-                f"{verb}: p99 {late:.2f} ms in the last window against {early:.2f} ms in the"
-                f" first (allowed {allowed:.2f} ms)"
+                f"{verb}: {judged_by} {late:.2f} ms in the last window against {early:.2f} ms in"
+                f" the first (allowed {allowed:.2f} ms)"
             )
     rss_first, rss_last = max(within(record.rss, first)), max(within(record.rss, last))
     growth = (rss_last - rss_first) / rss_first
@@ -305,13 +321,14 @@ def render(summary: dict[str, Any], failures: list[str]) -> list[str]:
     lines = [
         f"cycles {summary['cycles']} (overran their period: {summary['overruns']}),"
         f" errors {summary['errors']}",
-        "| verb | calls | p50 ms | p99 ms | p99 first window | p99 last window | last/first |",
+        "| verb | calls | p50 ms | p99 ms | judged by | first window ms | last window ms |"
+        " last/first |",
         "|---|---|---|---|---|---|---|",
     ]
     for verb, v in summary["verbs"].items():
         lines.append(
-            f"| {verb} | {v['calls']} | {v['p50_ms']} | {v['p99_ms']} | {v['p99_first_ms']} |"
-            f" {v['p99_last_ms']} | {v['ratio']} |"
+            f"| {verb} | {v['calls']} | {v['p50_ms']} | {v['p99_ms']} | {v['judged_by']} |"
+            f" {v['first_window_ms']} | {v['last_window_ms']} | {v['ratio']} |"
         )
     rss, fds = summary["rss_mib"], summary["open_fds"]
     lines.append(

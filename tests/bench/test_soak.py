@@ -60,3 +60,26 @@ def test_descriptor_growth_fails() -> None:
     record = steady()
     record.fds[-1].value = 21
     assert any("descriptors grew" in f for f in verdict(record, 30, 3, slack_ms=0.5)[0])
+
+
+def once_a_cycle(latencies: list[float]) -> Record:
+    """A steady run plus onSessionClose, once a second, with the given latency per second."""
+    record = steady(duration=len(latencies))
+    record.latencies["onSessionClose"] = [Sample(s + 0.9, v) for s, v in enumerate(latencies)]
+    return record
+
+
+def test_a_verb_with_few_calls_per_window_is_judged_by_its_median() -> None:
+    # Nine calls a window: one slow call in the last window is its "p99", not a drift.
+    latencies = [1.0] * 30
+    latencies[25] = 10.0
+    failures, summary = verdict(once_a_cycle(latencies), 30, 3, slack_ms=0.5)
+    assert failures == []
+    assert summary["verbs"]["onSessionClose"]["judged_by"] == "p50"
+    assert summary["verbs"]["predicate"]["judged_by"] == "p99"
+
+
+def test_a_median_drift_of_a_verb_with_few_calls_still_fails() -> None:
+    latencies = [1.0] * 21 + [3.0] * 9
+    failures, _ = verdict(once_a_cycle(latencies), 30, 3, slack_ms=0.5)
+    assert any(f.startswith("onSessionClose: p50") for f in failures)
