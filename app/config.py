@@ -69,17 +69,21 @@ class Tier(BaseModel):
     plugins: list[PluginOption] = Field(default_factory=list)
 
 
+VolcanoVersion = tuple[int, int] | tuple[int, int, int]
+"""``(major, minor)`` for a release line, ``(major, minor, patch)`` for one patch release."""
+
+
 class CalderaConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    volcanoVersion: tuple[int, int] | Literal["auto"] = NEWEST_STABLE_VERSION
+    volcanoVersion: VolcanoVersion | Literal["auto"] = NEWEST_STABLE_VERSION
     managedResources: list[str] = Field(default_factory=list)
     maxRequestBytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
     tiers: list[Tier] = Field(default_factory=list)
 
     @field_validator("volcanoVersion", mode="before")
     @classmethod
-    def _parse_version(cls, value: Any) -> tuple[int, int] | Literal["auto"]:
+    def _parse_version(cls, value: Any) -> VolcanoVersion | Literal["auto"]:
         if value == "auto":
             return "auto"
         return parse_volcano_version(value)
@@ -142,12 +146,16 @@ class PluginEntry:
         return f"tiers[{self.tier}].plugins[{self.index}]"
 
 
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?(?:-[0-9A-Za-z.]+)?$")
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:-[0-9A-Za-z.]+)?$")
 
 
-def parse_volcano_version(value: Any) -> tuple[int, int]:
+def parse_volcano_version(value: Any) -> VolcanoVersion:
+    """``"1.15"`` (the newest patch release of the line) or ``"1.14.1"``/``"v1.14.1"`` (that
+    patch release; a pre-release suffix such as ``-alpha.1`` is accepted and ignored)."""
     if isinstance(value, tuple) and len(value) == 2:
         return (int(value[0]), int(value[1]))
+    if isinstance(value, tuple) and len(value) == 3:
+        return (int(value[0]), int(value[1]), int(value[2]))
     if isinstance(value, float) and repr(value) != "1.1":
         value = repr(value)  # an unquoted 1.15 is unambiguous; 1.1 could be a mangled 1.10
     if isinstance(value, float):
@@ -162,13 +170,13 @@ def parse_volcano_version(value: Any) -> tuple[int, int]:
         raise ValueError(
             f'{value!r} is not a Volcano release such as "1.15" or "v1.15.1" (or "auto")'
         )
-    version = (int(match[1]), int(match[2]))
-    if version not in SUPPORTED_VERSIONS:
+    line = (int(match[1]), int(match[2]))
+    if line not in SUPPORTED_VERSIONS:
         raise ValueError(
-            f"Volcano {version[0]}.{version[1]} is not supported: the extender protocol exists"
+            f"Volcano {line[0]}.{line[1]} is not supported: the extender protocol exists"
             " from 1.6, and Caldera speaks 1.6 through 1.16"
         )
-    return version
+    return line if match[3] is None else (*line, int(match[3]))
 
 
 def _path(loc: tuple[int | str, ...]) -> str:

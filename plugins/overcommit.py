@@ -20,10 +20,10 @@ Release differences followed through ``ssn.release``:
 - ``GetInqueueResource`` units (Volcano #5391, 7110813b1, v1.16.0-alpha.0; backported to
   release-1.15 as e945225f3 in v1.15.1 and to release-1.14 as f3f05e2a6 in v1.14.3). Before it a
   Running job's scalar reservation (GPUs…) was the quantity's whole-unit ``Value()`` compared with
-  milli-unit allocations, and ``pods`` reserved nothing. Caldera's version key is only
-  ``major.minor``, so 1.14 and 1.15 follow their latest patch releases (milli-units) and ≤ 1.13
-  the old units; v1.14.0 to v1.14.2 and v1.15.0 therefore differ for Running jobs with scalar or
-  ``pods`` MinResources.
+  milli-unit allocations, and ``pods`` reserved nothing. ``volcanoVersion: "1.14"`` or
+  ``"1.15"`` means the newest patch release of the line (milli-units); name the patch
+  (``"1.14.1"``, ``"1.15.0"``) to get the old units of v1.14.0–v1.14.2 and v1.15.0. ≤ 1.13 has
+  the old units.
 - ``HasOnlyVolcanoSchedulingGate`` (v1.15.0+): a task whose only scheduling gate is
   ``scheduling.volcano.sh/queue-allocation-gate`` is not deducted as gated; before 1.15 every
   gated task is.
@@ -113,7 +113,7 @@ class OvercommitPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         self._exclude_queue_allocation_gate = ssn.release.at_least(1, 15)
-        milli_scalars = ssn.release.at_least(1, 14)
+        milli_scalars = ssn.release.has_change((1, 14, 3), (1, 15, 1))
 
         self.total_resource = clone(ssn.total_resource)
         used = Resource()

@@ -30,26 +30,48 @@ SHARED_RECLAIMABLE_PATH_VERBS = ("jobEnqueueable", "queueOverused")
 
 @dataclass(frozen=True, slots=True)
 class Release:
-    """A Volcano minor release, such as 1.15."""
+    """A Volcano release line such as 1.15, or one patch release of it such as 1.14.1.
+
+    ``patch`` is None for an unqualified ``volcanoVersion: "1.15"``: the newest patch release of
+    that line, so fixes backported to it apply. Naming the patch matters only where Volcano
+    changed behaviour in a patch release (``has_change``)."""
 
     major: int
     minor: int
+    patch: int | None = None
 
     @classmethod
-    def of(cls, version: tuple[int, int]) -> Release:
-        return cls(version[0], version[1])
+    def of(cls, version: tuple[int, int] | tuple[int, int, int]) -> Release:
+        return cls(*version)
 
     @property
     def version(self) -> tuple[int, int]:
+        """The release line, ``(major, minor)``: what the wire protocol depends on."""
         return (self.major, self.minor)
 
     @property
     def name(self) -> str:
-        return f"{self.major}.{self.minor}"
+        line = f"{self.major}.{self.minor}"
+        return line if self.patch is None else f"{line}.{self.patch}"
 
-    def at_least(self, major: int, minor: int) -> bool:
-        """Whether this release is ``major.minor`` or newer."""
-        return self.version >= (major, minor)
+    def at_least(self, major: int, minor: int, patch: int = 0) -> bool:
+        """Whether this release is ``major.minor.patch`` or newer (a line without a patch is
+        its newest patch release)."""
+        if self.version != (major, minor):
+            return self.version > (major, minor)
+        return self.patch is None or self.patch >= patch
+
+    def has_change(self, *first: tuple[int, int, int]) -> bool:
+        """Whether this release has a change that first shipped in each listed patch release
+        (the newest line's, plus backports to older lines): every later line has it, an older
+        listed line from that patch on, an unlisted older line not at all."""
+        newest = max(first)
+        if self.version > newest[:2]:
+            return True
+        return any(
+            self.version == (major, minor) and self.at_least(major, minor, patch)
+            for major, minor, patch in first
+        )
 
     def has_verb(self, verb: str) -> bool:
         """Whether this release's extender plugin can send ``verb`` (on its own URL or, for

@@ -70,14 +70,22 @@ def test_flag_defaults_follow_volcano() -> None:
     [
         ('"1.6"', (1, 6)),
         ('"1.10"', (1, 10)),
-        ('"v1.15.1"', (1, 15)),
+        ('"v1.15.1"', (1, 15, 1)),
+        ('"1.14.1"', (1, 14, 1)),
         ("1.15", (1, 15)),
-        ('"1.16.0-alpha.1"', (1, 16)),
+        ('"1.16.0-alpha.1"', (1, 16, 0)),
         ("1.9", (1, 9)),
     ],
 )
-def test_versions(version: str, expected: tuple[int, int]) -> None:
+def test_versions(version: str, expected: tuple[int, ...]) -> None:
     assert load(f"volcanoVersion: {version}").volcanoVersion == expected
+
+
+def test_a_named_patch_release_is_kept_and_shown() -> None:
+    config = load('volcanoVersion: "1.14.1"')
+    assert config.release.name == "1.14.1"
+    assert config.release.version == (1, 14)  # the wire protocol follows the line
+    assert effective_config(config)["volcanoVersion"] == "1.14.1"
 
 
 @pytest.mark.parametrize(

@@ -92,6 +92,7 @@ func TestE2E(t *testing.T) {
 		return
 	}
 	t.Run("placement", func(t *testing.T) { testPlacement(t, c) })
+	t.Run("placement-nodegroup", func(t *testing.T) { testNodeGroupPlacement(t, c) })
 	t.Run("preemption", func(t *testing.T) { testPreemption(t, c) })
 	t.Run("admission", func(t *testing.T) { testAdmission(t, c) })
 	t.Run("failure-closed", func(t *testing.T) { testFailurePolicy(t, c, "failure-closed", false) })

@@ -387,6 +387,19 @@ func (c *Cluster) EnsurePriorityClass(t testing.TB, name string, value int32) {
 // Answered returns how many calls of a verb Caldera answered with 200, from its /metrics.
 func (cal *Caldera) Answered(t testing.TB, verb string) float64 {
 	t.Helper()
+	return cal.metric(t, "caldera_responses_total", `verb="`+verb+`"`, `code="200"`)
+}
+
+// Decisions returns how often a hosted plugin answered a verb with an outcome ("fail",
+// "pass", "victims", ...), from caldera_plugin_decisions_total.
+func (cal *Caldera) Decisions(t testing.TB, plugin, verb, outcome string) float64 {
+	t.Helper()
+	return cal.metric(t, "caldera_plugin_decisions_total", `plugin="`+plugin+`"`, `verb="`+verb+`"`, `outcome="`+outcome+`"`)
+}
+
+// metric sums the samples of a counter whose labels contain every one of labels.
+func (cal *Caldera) metric(t testing.TB, name string, labels ...string) float64 {
+	t.Helper()
 	r, err := http.Get(cal.URL + "/metrics")
 	if err != nil {
 		t.Fatalf("caldera /metrics: %v", err)
@@ -395,7 +408,14 @@ func (cal *Caldera) Answered(t testing.TB, verb string) float64 {
 	b, _ := io.ReadAll(r.Body)
 	total := 0.0
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "caldera_responses_total{") && strings.Contains(line, `verb="`+verb+`"`) && strings.Contains(line, `code="200"`) {
+		if !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		matches := true
+		for _, l := range labels {
+			matches = matches && strings.Contains(line, l)
+		}
+		if matches {
 			var v float64
 			fields := strings.Fields(line)
 			fmt.Sscan(fields[len(fields)-1], &v)

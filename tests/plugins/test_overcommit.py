@@ -88,7 +88,9 @@ def make_job(
 
 
 def make_session(
-    nodes: Sequence[NodeInfo], jobs: Sequence[JobInfo], version: tuple[int, int] = (1, 16)
+    nodes: Sequence[NodeInfo],
+    jobs: Sequence[JobInfo],
+    version: tuple[int, int] | tuple[int, int, int] = (1, 16),
 ) -> Session:
     node_map = {n.Name: n for n in nodes}
     return Session(
@@ -288,17 +290,29 @@ def test_running_job_without_min_resources_reserves_nothing() -> None:
     [
         ((1, 16), Vote.REJECT),
         ((1, 15), Vote.REJECT),
+        ((1, 15, 1), Vote.REJECT),
+        ((1, 15, 0), Vote.PERMIT),
         ((1, 14), Vote.REJECT),
+        ((1, 14, 3), Vote.REJECT),
+        ((1, 14, 2), Vote.PERMIT),
+        ((1, 14, 1), Vote.PERMIT),
         ((1, 13), Vote.PERMIT),
     ],
     ids=[
         "1.16 milli-units",
-        "1.15 (v1.15.1 backport)",
-        "1.14 (v1.14.3 backport)",
+        "1.15 (the newest patch: v1.15.1 backport)",
+        "1.15.1 backport",
+        "1.15.0 whole units",
+        "1.14 (the newest patch: v1.14.3 backport)",
+        "1.14.3 backport",
+        "1.14.2 whole units",
+        "1.14.1 whole units",
         "1.13 whole units",
     ],
 )
-def test_running_job_gpu_reservation_units(version: tuple[int, int], expected: Vote) -> None:
+def test_running_job_gpu_reservation_units(
+    version: tuple[int, int] | tuple[int, int, int], expected: Vote
+) -> None:
     # 4 GPUs; a Running job holds 2 of its 4: idle 4000 - 2000 = 2000 milli at factor 1.0.
     # Milli-units reserve the missing 2000, so 2000 + 1000 > 2000 rejects a 1-GPU job; whole
     # units computed 4 - 2000 < 0, reserved nothing and let it in.

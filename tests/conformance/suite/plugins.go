@@ -11,11 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	vcapisv1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
-	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/actions/allocate"
 	"volcano.sh/volcano/pkg/scheduler/actions/enqueue"
 	"volcano.sh/volcano/pkg/scheduler/actions/preempt"
 	"volcano.sh/volcano/pkg/scheduler/actions/reclaim"
+	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/conf"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 )
@@ -428,8 +428,8 @@ func testOvercommitPlugin(t *testing.T) {
 			// (2 GPUs = 2) against milli-unit allocations (1000), so the job
 			// reserves nothing and the 3-GPU job fits in 4*1.2 - 1 GPUs; from
 			// v1.14.3/v1.15.1 it reserves 1 GPU and the new job waits.
-			// Caldera keys on major.minor: "1.14" follows v1.14.3, so the
-			// v1.14.1 module shows the difference.
+			// Caldera runs with the module's patch release as its
+			// volcanoVersion ("1.14.1", "1.15.1") and follows it.
 			Name: "running job's GPU reservation (units fixed in v1.14.3 and v1.15.1)", Actions: enqueueActions,
 			Tiers: oc(nil), Plugin: "overcommit",
 			Cluster: func() Cluster {
@@ -447,9 +447,6 @@ func testOvercommitPlugin(t *testing.T) {
 			},
 			Expect: byRelease("1.15", expectPhases(map[string]string{ns + "/pg-new": "Pending"}),
 				expectPhases(map[string]string{ns + "/pg-new": "Inqueue"})),
-			KnownDifference: map[string]string{
-				"1.14": "Caldera's volcanoVersion 1.14 follows v1.14.3's milli-unit reservation; v1.14.1 has the whole-unit one",
-			},
 		},
 	})
 }

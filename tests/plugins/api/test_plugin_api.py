@@ -14,6 +14,7 @@ from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Plugin, implemented_hooks
 from plugins.api.extension_points import BY_HOOK, EXTENSION_POINTS, PLUGIN_HOOKS, Rule
+from plugins.api.release import Release
 from schemas.api import NodeInfo, TaskInfo
 
 
@@ -81,3 +82,32 @@ def test_the_table_is_consistent() -> None:
         assert point.argument.startswith("extender.") and point.argument.endswith("Verb")
         assert (point.neutral is None) == (point.rule is Rule.FIRST_FAILURE)
         assert point.since >= (1, 6)
+
+
+@pytest.mark.parametrize(
+    ("release", "expected"),
+    [
+        (Release(1, 16), True),
+        (Release(1, 15), True),  # a line without a patch is its newest patch release
+        (Release(1, 15, 1), True),
+        (Release(1, 15, 0), False),
+        (Release(1, 14), True),
+        (Release(1, 14, 3), True),
+        (Release(1, 14, 2), False),
+        (Release(1, 13), False),
+        (Release(1, 13, 9), False),
+    ],
+    ids=str,
+)
+def test_a_change_backported_to_patch_releases(release: Release, expected: bool) -> None:
+    # overcommit's milli-unit GPU reservation: v1.16, backported to v1.15.1 and v1.14.3.
+    assert release.has_change((1, 14, 3), (1, 15, 1)) is expected
+
+
+def test_at_least_compares_patches_within_a_line_only() -> None:
+    assert Release(1, 14, 1).at_least(1, 14)
+    assert not Release(1, 14, 1).at_least(1, 14, 2)
+    assert Release(1, 14).at_least(1, 14, 99)
+    assert Release(1, 15, 0).at_least(1, 14, 3)
+    assert not Release(1, 13, 9).at_least(1, 14)
+    assert Release(1, 14, 1).name == "1.14.1" and Release(1, 14).name == "1.14"
