@@ -38,8 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument(
         "--targets",
         default=None,
-        help="comma list of caldera,go,floor (default: all; the Go baseline builds from published "
-        "modules, Volcano v1.14.1; a cold build of it takes ~4 min, which --smoke does not count)",
+        help="comma list of caldera,go,floor,marshal (default: all; the Go baseline and Volcano's "
+        "marshal cost (bench/go-marshal) build from published modules, Volcano v1.14.1; a cold "
+        "build takes ~4 min, which --smoke does not count)",
     )
     r.add_argument(
         "--out", default=str(runmod.RESULTS), help="results directory (default bench/results)"
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if a.cmd == "run":
         mode = "smoke" if a.smoke else "quick" if a.quick else "full"
-        default = "caldera,go,floor"
+        default = "caldera,go,floor,marshal"
         targets = {t.strip() for t in (a.targets or default).split(",") if t.strip()}
         cmd = shlex.split(a.caldera_cmd) if a.caldera_cmd else None
         return runmod.main(mode, targets, Path(a.out), cmd)

@@ -34,18 +34,22 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
         raise BuildError(f"{' '.join(cmd)} (in {cwd}) failed:\n{p.stdout}{p.stderr}")
 
 
-def build(go_extender: bool = True) -> dict[str, Path]:
-    """Returns {"loadgen": path, "go-extender": path}."""
+def build(go_extender: bool = True, go_marshal: bool = False) -> dict[str, Path]:
+    """Returns {"loadgen": path, "go-extender": path, "go-marshal": path} for those asked.
+    go-extender and go-marshal are modules of their own pinned to the same published Volcano
+    release (same go.sum), so the second one built links packages the first compiled."""
     if not have_go():
         raise BuildError("the go toolchain is not on PATH")
     BIN.mkdir(parents=True, exist_ok=True)
     out = {"loadgen": BIN / "loadgen"}
     _run(["go", "build", "-o", str(out["loadgen"]), "."], BENCH / "loadgen")
-    if go_extender:
+    for name, wanted in (("go-extender", go_extender), ("go-marshal", go_marshal)):
+        if not wanted:
+            continue
         try:
-            _run(["go", "mod", "download"], BENCH / "go-extender")
+            _run(["go", "mod", "download"], BENCH / name)
         except BuildError as exc:
             raise ModulesUnavailable(f"Volcano's Go modules cannot be downloaded: {exc}") from None
-        out["go-extender"] = BIN / "go-extender"
-        _run(["go", "build", "-o", str(out["go-extender"]), "."], BENCH / "go-extender")
+        out[name] = BIN / name
+        _run(["go", "build", "-o", str(out[name]), "."], BENCH / name)
     return out

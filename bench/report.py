@@ -42,7 +42,12 @@ def assemble(
             "go": go,
             "floor": {"best": best, **(flo or {})} if flo else None,
             "floor_libs": fl.get("libs"),
+            "config": getattr(ld, "config", ""),
+            "marshal": results.get("marshal", {}).get(ld.body) if ld.concurrency == 1 else None,
         }
+        # Volcano's own json.Marshal of this call's request vs Caldera's whole answer over HTTP
+        mar = row["marshal"]
+        row["caldera_over_marshal"] = _ratio(cal and cal["p50_ms"], mar and mar["p50_ms"])
         # Caldera/Go: throughput ratio (>1: Caldera serves more requests per second)
         row["caldera_over_go_throughput"] = _ratio(
             cal and cal["throughput_rps"], go and go["throughput_rps"]
@@ -92,8 +97,14 @@ def assemble(
             "go": results["go"].get("cycle"),
             "period_seconds": suite.cycle.period_seconds,
         }
-        # floor estimate for the cycle: sum of the floor's per-call time over the cycle's calls
-        cycle["floor_estimate_ms"] = _cycle_floor(suite, rows)
+        # the floor's and Volcano's marshal per-call time summed over the cycle's calls
+        floor_steps = _cycle_estimate(suite, rows, "floor")
+        marshal_steps = _cycle_estimate(suite, rows, "marshal")
+        cycle["floor_steps_ms"] = floor_steps
+        cycle["marshal_steps_ms"] = marshal_steps
+        cycle["floor_estimate_ms"] = sum(floor_steps.values()) if floor_steps else None
+        cycle["marshal_estimate_ms"] = sum(marshal_steps.values()) if marshal_steps else None
+        cycle["config"] = getattr(suite.cycle, "config", "")
     doc = {
         "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "mode": suite.mode,
@@ -113,14 +124,16 @@ def assemble(
     return doc
 
 
-def _cycle_floor(suite: Any, rows: list[dict[str, Any]]) -> float | None:
-    """Estimated in-process time for the cycle's calls: for each call, the best floor p50 of
-    the same verb scaled by body size (decoding time is close to linear in bytes)."""
+def _cycle_estimate(suite: Any, rows: list[dict[str, Any]], key: str) -> dict[str, float]:
+    """Per cycle step, the summed per-call time of ``key`` (``floor``: the in-process decode
+    floor; ``marshal``: Volcano's json.Marshal of the request) over the step's calls: for each
+    call, the p50 of the measured body of the same verb nearest in size, scaled by size (both
+    are close to linear in bytes). Empty when a verb of the cycle has no such measurement."""
     import os
 
     by_verb: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        if r["concurrency"] == 1 and r["floor"]:
+        if r["concurrency"] == 1 and r.get(key):
             by_verb.setdefault(r["verb"], []).append(r)
     sizes: dict[str, int] = {}
 
@@ -131,19 +144,36 @@ def _cycle_floor(suite: Any, rows: list[dict[str, Any]]) -> float | None:
             sizes[f] = os.path.getsize(f)
         return sizes[f]
 
-    total = 0.0
+    out: dict[str, float] = {}
     for st in suite.cycle.steps:
         for call in st["calls"]:
             verb = call["path"].lstrip("/")
-            if verb == "onSessionClose":
-                continue
+            if verb == "onSessionClose" and key == "floor":
+                continue  # "{}": nothing to decode
             cands = by_verb.get(verb)
             if not cands:
-                return None
+                return {}
             n = sum(size(p) for p in call["parts"]) if "parts" in call else size(call["body"])
             ref = min(cands, key=lambda x: abs(x["body_bytes"] - n))
-            total += ref["floor"]["p50_ms"] * n / ref["body_bytes"]
-    return total
+            scale = n / ref["body_bytes"] if ref["body_bytes"] else 1.0
+            out[st["name"]] = out.get(st["name"], 0.0) + ref[key]["p50_ms"] * scale
+    return out
+
+
+def marshal_target_rows(
+    rows: list[dict[str, Any]], min_bytes: int = 100 * 1024
+) -> list[dict[str, Any]]:
+    """The one-in-flight rows whose body is over ``min_bytes``, one per verb and body: the calls
+    for which Caldera's p50 over HTTP must be below Volcano's own marshal time."""
+    seen: set[tuple[str, int]] = set()
+    out = []
+    for r in rows:
+        key = (r["verb"], r["body_bytes"])
+        if r["concurrency"] != 1 or r["body_bytes"] <= min_bytes or key in seen:
+            continue
+        seen.add(key)
+        out.append(r)
+    return out
 
 
 def _row(doc: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -209,8 +239,24 @@ def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
             "lower",
             "x",
         )
+    for r in marshal_target_rows(doc["workloads"]):
+        cal, mar = r["caldera"], r.get("marshal")
+        add(
+            f"{r['workload']} ({_size(r['body_bytes'])}): Caldera p50 / Volcano's marshal p50",
+            _ratio(cal and cal["p50_ms"], mar and mar["p50_ms"]),
+            1.0,
+            "lower",
+            "x",
+        )
     cy = doc.get("cycle") or {}
     c = cy.get("caldera")
+    add(
+        "cycle: Caldera total / floor sum",
+        _ratio(c and c["total_ms_median"], cy.get("floor_estimate_ms")),
+        1.2,
+        "lower",
+        "x",
+    )
     add(
         "cycle: Caldera extender time / 1 s period",
         c and c["total_ms_median"] and c["total_ms_median"] / 1000,
@@ -247,6 +293,14 @@ def _x(v: float | None) -> str:
     return "–" if v is None else f"{v:.2f}×"
 
 
+def share(extender_ms: float | None, marshal_ms: float | None) -> float | None:
+    """The extender's share of a call's cost to Volcano: its answer time over that plus
+    Volcano's own marshal time."""
+    if extender_ms is None or marshal_ms is None or extender_ms + marshal_ms <= 0:
+        return None
+    return extender_ms / (extender_ms + marshal_ms)
+
+
 def _size(b: int) -> str:
     return f"{b / MiB:.1f} MiB" if b >= MiB else f"{b / 1024:.0f} KiB"
 
@@ -266,14 +320,27 @@ def markdown(doc: dict[str, Any]) -> str:
         "(other work on the machine disturbs the numbers; 2-core machines are sensitive to it)."
     )
     s = doc["setup"]
-    cfg = s.get("caldera_config") or {}
+    cfgs = s.get("caldera_config") or {}
     L.append("")
     L.append(
         f"Servers pinned to one core ({s['server_cpu']}); load generator on the other ({s['loadgen_cpu']}). "
-        f"Caldera config: **{cfg.get('label', 'n/a')}** — {cfg.get('detail', '')}. "
         "Floor: the fastest of msgspec / pydantic / orjson decoding the same bytes in-process into narrow "
-        "typed structures (bench/floor.py), no HTTP."
+        "typed structures (bench/floor.py), no HTTP. Volcano's marshal: bench/go-marshal, "
+        "`encoding/json.Marshal` of Volcano v1.14.1's request type for the verb, GOMAXPROCS=1, same core."
     )
+    L.append("")
+    L.append(
+        "Caldera configurations (bench/configs.py; one Caldera per configuration, each load "
+        "after the onSessionOpen of its cluster, Volcano 1.16 dialect):"
+    )
+    L.append("")
+    L.append("| configuration | tiers | workloads | why |")
+    L.append("|---|---|---|---|")
+    for name, c in cfgs.items():
+        used = [r["workload"] for r in doc["workloads"] if r.get("config") == name]
+        if (doc.get("cycle") or {}).get("config") == name:
+            used.append("cycle")
+        L.append(f"| {name} | {c['plugins'].split(': ', 1)[-1]} | {', '.join(used)} | {c['why']} |")
     L.append("")
     L.append("## Per workload")
     L.append("")
@@ -288,6 +355,7 @@ def markdown(doc: dict[str, Any]) -> str:
             if not x:
                 continue
             label = {
+                "caldera": f"caldera [{r.get('config') or '?'}]",
                 "floor": f"floor ({x.get('best')})",
                 "caldera_asgi": "caldera app in-process (no HTTP)",
             }.get(who, who)
@@ -334,6 +402,36 @@ def markdown(doc: dict[str, Any]) -> str:
             f"{_x(r.get('caldera_over_floor_plus_http'))} | {_x(r.get('caldera_asgi_over_floor'))} | "
             f"{_pct(r.get('http_share'))} |"
         )
+    L.append("")
+    L.append("## Volcano's own cost per call: the marshal before the POST")
+    L.append("")
+    L.append(
+        "Volcano's extender plugin calls `json.Marshal` on the verb's request struct before every "
+        "POST (`send` in pkg/scheduler/plugins/extender/extender.go). Target: Caldera's p50 over "
+        "HTTP below that marshal time for every verb whose body is over 100 KiB. The marshalled "
+        "size differs from the body where the v1.14.1 types lack fields of the HEAD-shaped bodies."
+    )
+    L.append("")
+    L.append(
+        "| workload | body | marshalled | Volcano marshal p50 ms | min ms | Caldera p50 ms (HTTP) "
+        "| Caldera / marshal | target (body > 100 KiB) |"
+    )
+    L.append("|---|---|---|---|---|---|---|---|")
+    target_rows = {id(r) for r in marshal_target_rows(doc["workloads"])}
+    for r in doc["workloads"]:
+        mar, cal = r.get("marshal"), r.get("caldera")
+        if not mar:
+            continue
+        if id(r) in target_rows:
+            ratio = r.get("caldera_over_marshal")
+            met = "n/a" if ratio is None else ("met" if ratio < 1 else "**not met**")
+        else:
+            met = "–"
+        L.append(
+            f"| {r['workload']} | {_size(r['body_bytes'])} | {_size(mar.get('out_bytes') or 0)} | "
+            f"{_f(mar.get('p50_ms'), '{:.3f}')} | {_f(mar.get('min_ms'), '{:.3f}')} | "
+            f"{_f(cal and cal.get('p50_ms'), '{:.3f}')} | {_x(r.get('caldera_over_marshal'))} | {met} |"
+        )
     cy = doc.get("cycle")
     if cy:
         L.append("")
@@ -342,28 +440,45 @@ def markdown(doc: dict[str, Any]) -> str:
         L.append(cy["description"] + ".")
         L.append("")
         L.append(
-            "| step | calls/cycle | MiB/cycle | Caldera ms/cycle | Caldera call p50 ms | Go ms/cycle | Go call p50 ms |"
+            f"Caldera configuration: {cy.get('config') or '?'}. *Volcano marshal* is the estimated "
+            "time Volcano spends in `json.Marshal` for the step's calls (per-call p50 of the "
+            "nearest measured body of the verb, scaled by size, summed; Volcano's 16 predicate "
+            "workers would spread it over its cores). *Extender share* is Caldera's time over "
+            "Caldera's plus Volcano's marshal time for the step."
         )
-        L.append("|---|---|---|---|---|---|---|")
+        L.append("")
+        L.append(
+            "| step | calls/cycle | MiB/cycle | Volcano marshal ms/cycle | Caldera ms/cycle | extender share "
+            "| floor ms/cycle | Caldera call p50 ms | Go ms/cycle | Go call p50 ms |"
+        )
+        L.append("|---|---|---|---|---|---|---|---|---|---|")
         c, g = cy.get("caldera") or {}, cy.get("go") or {}
+        mar, flo = cy.get("marshal_steps_ms") or {}, cy.get("floor_steps_ms") or {}
         names = list((c.get("steps") or g.get("steps") or {}).keys())
         for n in names:
             cs, gs = (c.get("steps") or {}).get(n, {}), (g.get("steps") or {}).get(n, {})
             base = cs or gs
             L.append(
                 f"| {n} | {base.get('calls_per_cycle')} | {_f(base.get('MiB_per_cycle'), '{:.1f}')} | "
-                f"{_f(cs.get('ms_per_cycle'), '{:.0f}')} | {_f(cs.get('call_p50_ms'), '{:.2f}')} | "
+                f"{_f(mar.get(n), '{:.0f}')} | {_f(cs.get('ms_per_cycle'), '{:.0f}')} | "
+                f"{_pct(share(cs.get('ms_per_cycle'), mar.get(n)))} | {_f(flo.get(n), '{:.0f}')} | "
+                f"{_f(cs.get('call_p50_ms'), '{:.2f}')} | "
                 f"{_f(gs.get('ms_per_cycle'), '{:.0f}')} | {_f(gs.get('call_p50_ms'), '{:.2f}')} |"
             )
         L.append(
-            f"| **total (median)** | | | **{_f(c.get('total_ms_median'), '{:.0f}')}** | | "
+            f"| **total (median)** | | | **{_f(cy.get('marshal_estimate_ms'), '{:.0f}')}** | "
+            f"**{_f(c.get('total_ms_median'), '{:.0f}')}** | "
+            f"**{_pct(share(c.get('total_ms_median'), cy.get('marshal_estimate_ms')))}** | "
+            f"**{_f(cy.get('floor_estimate_ms'), '{:.0f}')}** | | "
             f"**{_f(g.get('total_ms_median'), '{:.0f}')}** | |"
         )
         L.append("")
+        ratio = _ratio(c.get("total_ms_median"), cy.get("floor_estimate_ms"))
         L.append(
-            f"Floor estimate for the same calls (sum of in-process p50s, no HTTP, no parallelism): "
-            f"{_f(cy.get('floor_estimate_ms'), '{:.0f}')} ms. Peak RSS: Caldera "
-            f"{_f(c.get('peak_rss_MiB'), '{:.0f}')} MiB, Go {_f(g.get('peak_rss_MiB'), '{:.0f}')} MiB."
+            f"Caldera's total is {_x(ratio)} the floor sum (in-process p50s, no HTTP, no "
+            f"parallelism; target ≤ 1.2×: {'met' if ratio is not None and ratio <= 1.2 else '**not met**'}). "
+            f"Peak RSS: Caldera {_f(c.get('peak_rss_MiB'), '{:.0f}')} MiB, Go "
+            f"{_f(g.get('peak_rss_MiB'), '{:.0f}')} MiB."
         )
     L.append("")
     L.append("## Targets")

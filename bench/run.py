@@ -13,16 +13,28 @@ import subprocess
 import sys
 import time
 import traceback
+import urllib.request
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import gobuild, servers, workloads
+from bench import configs, gobuild, servers, workloads
 
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"
 TMP = RESULTS / "tmp"
 MiB = 1024 * 1024
+
+
+@dataclass
+class Check:
+    """One call whose answer must show plugin work (configs.neutral_failure)."""
+
+    name: str
+    verb: str
+    body: str  # file
+    expect: configs.Expect
 
 
 @dataclass
@@ -36,6 +48,9 @@ class Load:
     warmup: int
     desc: str
     body_bytes: int = 0
+    config: str = ""  # configs.CONFIGS key Caldera runs this load with
+    setup: str | None = None  # onSessionOpen body posted before the load (the session it needs)
+    checks: list[Check] = field(default_factory=list)
 
 
 @dataclass
@@ -47,6 +62,7 @@ class Cycle:
     warmup: int
     max_seconds: float
     period_seconds: float = 1.0
+    config: str = ""
 
 
 @dataclass
@@ -54,6 +70,29 @@ class Suite:
     mode: str
     loads: list[Load] = field(default_factory=list)
     cycle: Cycle | None = None
+    metrics_time: str = ""  # when the nodes' ResourceUsage was sampled (see retime)
+    timed_files: list[str] = field(default_factory=list)  # files carrying that sample
+    files: dict[str, str] = field(default_factory=dict)  # data files plugins read (pdb)
+
+    def config_order(self) -> list[str]:
+        """The configurations Caldera runs, in the order their loads first appear."""
+        names = [ld.config for ld in self.loads]
+        if self.cycle is not None:
+            names.append(self.cycle.config)
+        return list(dict.fromkeys(names))
+
+
+def retime(suite: Suite, now: datetime | None = None) -> str:
+    """Move every node's metrics sample to 30 s before ``now`` in the suite's files, so usage's
+    5-minute freshness rule holds for the turn that follows. Returns the new sample time."""
+    now = now or datetime.now(UTC)
+    new = workloads.go_time(now - workloads.METRICS_AGE)
+    if suite.metrics_time and new != suite.metrics_time:
+        for f in suite.timed_files:
+            p = Path(f)
+            p.write_bytes(workloads.retime_metrics(p.read_bytes(), suite.metrics_time, new))
+    suite.metrics_time = new
+    return new
 
 
 # ----------------------------------------------------------------------------------- sizing
@@ -77,7 +116,7 @@ SIZES = {
         scale=0.25,
     ),
     "smoke": dict(
-        pred_pods=6, prio_cluster=(5, 40), evictees=3, opens=[(5, 40)], cycle=(5, 40, 2), scale=0.0
+        pred_pods=6, prio_cluster=(5, 40), evictees=8, opens=[(5, 40)], cycle=(5, 40, 2), scale=0.0
     ),
 }
 
@@ -93,163 +132,131 @@ def _write(path: Path, data: bytes) -> str:
     return str(path)
 
 
-def build_suite(mode: str, out: Path) -> Suite:
-    """Generate every body into ``out`` (deterministic; files are rewritten only if changed)."""
+def build_suite(mode: str, out: Path, now: datetime | None = None) -> Suite:
+    """Generate every body into ``out`` (deterministic for one ``now``, the run's start: the
+    times plugins compare with their clock are relative to it; files are rewritten only if
+    changed)."""
     sz = SIZES[mode]
+    now = (now or datetime.now(UTC)).replace(microsecond=0)
     s = Suite(mode)
+    s.metrics_time = workloads.go_time(now - workloads.METRICS_AGE)
+    marker = workloads.metrics_marker(s.metrics_time)
     w = workloads
     m = mode
+    cfg = configs.VERB_CONFIG
 
-    # predicate: one node with N pods, one pending task
-    pc = w.predicate_cluster(sz["pred_pods"])
-    node = next(iter(pc.nodes.values()))
-    task = pc.pending[0][2]
-    pred = _write(out / f"predicate-{sz['pred_pods']}pods.json", w.predicate_body(task, node))
+    def put(path: Path, data: bytes) -> str:
+        f = _write(path, data)
+        if marker in data and f not in s.timed_files:
+            s.timed_files.append(f)
+        return f
+
+    # predicate: one node with N pods, one pending task its queue's node-group affinity allows
+    pc = w.plugin_predicate_cluster(now, sz["pred_pods"])
+    pnode = pc.node_names[0]
+    _, _, task = w.node_task(pc, pnode)
+    node = pc.nodes[pnode]
+    pred = put(out / f"predicate-{sz['pred_pods']}pods.json", w.predicate_body(task, node))
+    pred_open = put(out / f"predicate-{sz['pred_pods']}pods-session.json", w.session_open_body(pc))
+    pred_checks = [Check("every node plugin passes the load's node", "predicate", pred,
+                         configs.Expect("pass"))]  # fmt: skip
+    for k, (reason, body) in enumerate(w.predicate_probes(task, node).items()):
+        probe = put(out / f"predicate-probe-{k}.json", body)
+        pred_checks.append(Check(f"rejects: {reason}", "predicate", probe,
+                                 configs.Expect("reject", reason)))  # fmt: skip
     desc = f"1 task + 1 node with {sz['pred_pods']} pods"
-    s.loads.append(
-        Load(
-            "predicate-c1",
-            "predicate",
-            pred,
-            1,
-            _n(m, 3000, 1000, 10),
-            _n(m, 20, 8, 5),
-            _n(m, 100, 50, 2),
-            desc,
-        )
-    )
-    s.loads.append(
-        Load(
-            "predicate-c16",
-            "predicate",
-            pred,
-            16,
-            _n(m, 4000, 1500, 32),
-            _n(m, 20, 8, 5),
-            _n(m, 160, 64, 16),
-            desc,
-        )
-    )
+    for name, conc, reqs, warm in (
+        ("predicate-c1", 1, _n(m, 3000, 1000, 10), _n(m, 100, 50, 2)),
+        ("predicate-c16", 16, _n(m, 4000, 1500, 32), _n(m, 160, 64, 16)),
+    ):
+        s.loads.append(Load(name, "predicate", pred, conc, reqs, _n(m, 20, 8, 5), warm, desc,
+                            config=cfg["predicate"], setup=pred_open,
+                            checks=pred_checks if conc == 1 else []))  # fmt: skip
 
-    # prioritize: 100 candidate nodes with their tasks
-    big = w.make_cluster(*sz["prio_cluster"])
+    # the cluster of prioritize, the eviction and enqueue verbs, allocate, jobReady
+    big = w.plugin_cluster(*sz["prio_cluster"], now)
+    big_open = put(
+        out / f"onSessionOpen-{sz['prio_cluster'][0]}n-{sz['prio_cluster'][1]}p.json",
+        w.session_open_body(big),
+    )
+    s.files["pdb"] = _write(out / "pdb.json", json.dumps(w.pdb_objects(big), indent=1).encode())
+
+    # prioritize: the candidate nodes with their tasks
     nodes = [big.nodes[n] for n in big.node_names]
-    ptask = big.pending[0][2]
-    prio = _write(out / f"prioritize-{len(nodes)}nodes.json", w.prioritize_body(ptask, nodes))
+    _, _, ptask = w.node_task(big)
+    prio = put(out / f"prioritize-{len(nodes)}nodes.json", w.prioritize_body(ptask, nodes))
     desc = f"1 task + {len(nodes)} nodes (~{sz['prio_cluster'][1] * 3 // 4 // len(nodes) + 10} pods each)"
-    s.loads.append(
-        Load(
-            "prioritize-c1",
-            "prioritize",
-            prio,
-            1,
-            _n(m, 40, 12, 3),
-            _n(m, 30, 10, 5),
-            _n(m, 2, 1, 1),
-            desc,
-        )
-    )
-    s.loads.append(
-        Load(
-            "prioritize-c16",
-            "prioritize",
-            prio,
-            16,
-            _n(m, 96, 32, 16),
-            _n(m, 40, 15, 5),
-            _n(m, 16, 16, 16),
-            desc,
-        )
-    )
+    prio_checks = [Check("node scores differ", "prioritize", prio, configs.Expect("scores-differ"))]
+    for name, conc, reqs, secs, warm in (
+        ("prioritize-c1", 1, _n(m, 40, 12, 3), _n(m, 30, 10, 5), _n(m, 2, 1, 1)),
+        ("prioritize-c16", 16, _n(m, 96, 32, 16), _n(m, 40, 15, 5), 16),
+    ):
+        s.loads.append(Load(name, "prioritize", prio, conc, reqs, secs, warm, desc,
+                            config=cfg["prioritize"], setup=big_open,
+                            checks=prio_checks if conc == 1 else []))  # fmt: skip
 
-    # preemptable: 30 evictees (running Volcano tasks)
-    evictees = [tb for j in big.jobs for p in j.pods if p.node for tb in [j.tasks[p.uid]]][
-        : sz["evictees"]
-    ]
-    pre = _write(out / f"preemptable-{len(evictees)}.json", w.evict_body(ptask, evictees))
+    # preemptable / reclaimable: running evictees, some of them protected by each plugin
+    case = w.evict_case(big, sz["evictees"], now)
+    pre = put(out / f"evict-{len(case.evictees)}.json", w.evict_body(case.evictor, case.evictees))
+    for verb in ("preemptable", "reclaimable"):
+        expect = configs.Expect("some-victims", evictees=len(case.evictees))
+        s.loads.append(
+            Load(f"{verb}-c1", verb, pre, 1, _n(m, 1000, 300, 10), _n(m, 15, 6, 5),
+                 _n(m, 50, 20, 2), f"1 evictor + {len(case.evictees)} evictees",
+                 config=cfg[verb], setup=big_open,
+                 checks=[Check("some but not all evictees are victims", verb, pre, expect)])
+        )  # fmt: skip
+
+    # jobEnqueueable: a pending job, and the same job over its namespace's quota
+    enq, over = w.enqueue_job(big)
+    enq_path = put(out / "jobEnqueueable.json", enq)
+    over_path = put(out / "jobEnqueueable-over-quota.json", over)
     s.loads.append(
-        Load(
-            "preemptable-c1",
-            "preemptable",
-            pre,
-            1,
-            _n(m, 1000, 300, 10),
-            _n(m, 15, 6, 5),
-            _n(m, 50, 20, 2),
-            f"1 evictor + {len(evictees)} evictees",
-        )
-    )
+        Load("jobEnqueueable-c1", "jobEnqueueable", enq_path, 1, _n(m, 1000, 300, 10),
+             _n(m, 10, 5, 5), _n(m, 50, 20, 2), "1 pending job",
+             config=cfg["jobEnqueueable"], setup=big_open,
+             checks=[Check("a decision", "jobEnqueueable", enq_path, configs.Expect("decided")),
+                     Check("over quota: Reject", "jobEnqueueable", over_path,
+                           configs.Expect("enqueue-reject"))])
+    )  # fmt: skip
 
     # allocate / jobReady bodies (used by the cycle; also measured on their own)
-    alloc = _write(out / "allocate.json", w.task_body(big.pending[0][3]))
-    s.loads.append(
-        Load(
-            "allocate-c1",
-            "allocate",
-            alloc,
-            1,
-            _n(m, 2000, 500, 10),
-            _n(m, 10, 5, 5),
-            _n(m, 100, 20, 2),
-            "1 allocated task",
-        )
-    )
+    alloc = put(out / "allocate.json", w.task_body(big.pending[0][3]))
+    s.loads.append(Load("allocate-c1", "allocate", alloc, 1, _n(m, 2000, 500, 10),
+                        _n(m, 10, 5, 5), _n(m, 100, 20, 2), "1 allocated task",
+                        config=cfg["allocate"], setup=big_open))  # fmt: skip
     jname = f"{big.pending[0][0].namespace}/{big.pending[0][0].name}"
-    jr = _write(out / "jobReady.json", w.job_body(big.job_bytes[jname]))
-    s.loads.append(
-        Load(
-            "jobReady-c1",
-            "jobReady",
-            jr,
-            1,
-            _n(m, 500, 150, 5),
-            _n(m, 10, 5, 5),
-            _n(m, 20, 5, 1),
-            f"1 job with {len(big.pending[0][0].pods)} tasks",
-        )
-    )
+    jr = put(out / "jobReady.json", w.job_body(big.job_bytes[jname]))
+    s.loads.append(Load("jobReady-c1", "jobReady", jr, 1, _n(m, 500, 150, 5), _n(m, 10, 5, 5),
+                        _n(m, 20, 5, 1), f"1 job with {len(big.pending[0][0].pods)} tasks",
+                        config=cfg["jobReady"], setup=big_open))  # fmt: skip
 
     # the fixed cost of one HTTP round trip through each server: onSessionClose, body "{}"
-    close = _write(out / "onSessionClose.json", b"{}")
-    s.loads.append(
-        Load(
-            "onSessionClose-c1",
-            "onSessionClose",
-            close,
-            1,
-            _n(m, 2000, 500, 10),
-            _n(m, 10, 5, 5),
-            _n(m, 100, 20, 2),
-            "body {} (per-request fixed cost)",
-        )
-    )
+    close = put(out / "onSessionClose.json", b"{}")
+    s.loads.append(Load("onSessionClose-c1", "onSessionClose", close, 1, _n(m, 2000, 500, 10),
+                        _n(m, 10, 5, 5), _n(m, 100, 20, 2), "body {} (per-request fixed cost)",
+                        config=cfg["onSessionClose"]))  # fmt: skip
 
     # onSessionOpen
     for nn, npods in sz["opens"]:
-        c = big if (nn, npods) == sz["prio_cluster"] else w.make_cluster(nn, npods)
-        path = _write(out / f"onSessionOpen-{nn}n-{npods}p.json", w.session_open_body(c))
+        if (nn, npods) == sz["prio_cluster"]:
+            path = big_open
+        else:
+            c = w.plugin_cluster(nn, npods, now)
+            path = put(out / f"onSessionOpen-{nn}n-{npods}p.json", w.session_open_body(c))
+            del c
         reqs = {10: _n(m, 40, 15, 3), 100: _n(m, 10, 4, 3), 500: _n(m, 3, 2, 2)}.get(nn, 3)
-        s.loads.append(
-            Load(
-                f"onSessionOpen-{nn}n",
-                "onSessionOpen",
-                path,
-                1,
-                reqs,
-                _n(m, 90, 40, 10),
-                1 if nn <= 100 else 0,
-                f"{nn} nodes, {npods} pods",
-            )
-        )
-        del c
+        s.loads.append(Load(f"onSessionOpen-{nn}n", "onSessionOpen", path, 1, reqs,
+                            _n(m, 90, 40, 10), 1 if nn <= 100 else 0, f"{nn} nodes, {npods} pods",
+                            config=cfg["onSessionOpen"]))  # fmt: skip
 
     # the replayed cycle
     cn, cp, ntasks = sz["cycle"]
-    c = big if (cn, cp) == sz["prio_cluster"] else w.make_cluster(cn, cp)
+    c = big if (cn, cp) == sz["prio_cluster"] else w.plugin_cluster(cn, cp, now)
     cdir = out / f"cycle-{cn}n-{cp}p"
-    open_path = _write(cdir / "onSessionOpen.json", w.session_open_body(c))
-    close_path = _write(cdir / "onSessionClose.json", b"{}")
-    node_files = [_write(cdir / "nodes" / f"{n}.json", c.nodes[n]) for n in c.node_names]
+    open_path = put(cdir / "onSessionOpen.json", w.session_open_body(c))
+    close_path = put(cdir / "onSessionClose.json", b"{}")
+    node_files = [put(cdir / "nodes" / f"{n}.json", c.nodes[n]) for n in c.node_names]
     steps: list[dict[str, Any]] = [
         {
             "name": "onSessionOpen",
@@ -259,9 +266,9 @@ def build_suite(mode: str, out: Path) -> Suite:
     ]
     placed = c.pending[:ntasks]
     for i, (job, _pod, pending_task, allocated_task) in enumerate(placed):
-        tfile = _write(cdir / "tasks" / f"{i:03d}.json", pending_task)
-        afile = _write(cdir / "allocated" / f"{i:03d}.json", w.task_body(allocated_task))
-        jfile = _write(
+        tfile = put(cdir / "tasks" / f"{i:03d}.json", pending_task)
+        afile = put(cdir / "allocated" / f"{i:03d}.json", w.task_body(allocated_task))
+        jfile = put(
             cdir / "jobs" / f"{job.namespace}-{job.name}.json",
             w.job_body(c.job_bytes[f"{job.namespace}/{job.name}"]),
         )
@@ -307,6 +314,7 @@ def build_suite(mode: str, out: Path) -> Suite:
         repeat=_n(m, 2, 1, 1),
         warmup=0,
         max_seconds=_n(m, 300, 120, 20),
+        config=cfg["cycle"],
     )
     for ld in s.loads:
         ld.body_bytes = os.path.getsize(ld.body)
@@ -358,25 +366,71 @@ def loadgen(binary: Path | str, plan: dict[str, Any], timeout: float) -> dict[st
     return result
 
 
+def post(base: str, verb: str, body_file: str, timeout: float = 120) -> Any:
+    """POST a body file to a server under test (loopback) and return the decoded answer."""
+    req = urllib.request.Request(
+        base + "/" + verb,
+        data=Path(body_file).read_bytes(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as r:  # loopback only
+        return json.loads(r.read() or b"null")
+
+
+def run_checks(srv: servers.Server, loads: list[Load], when: str, log: Any) -> list[str]:
+    """Each load's checks, each after its session is opened: the answers must show plugin work."""
+    problems: list[str] = []
+    for ld in loads:
+        for chk in ld.checks:
+            try:
+                if ld.setup:
+                    post(srv.base, "onSessionOpen", ld.setup)
+                why = configs.neutral_failure(chk.expect, post(srv.base, chk.verb, chk.body))
+            except Exception as exc:
+                why = f"{type(exc).__name__}: {exc}"
+            if why is not None:
+                problems.append(f"{srv.name} [{ld.config}] {ld.name} {when}: {chk.name}: {why}")
+        if ld.checks:
+            log(f"{srv.name} [{ld.config}] {ld.name}: {len(ld.checks)} plugin checks {when}")
+    return problems
+
+
 def run_server(
     srv: servers.Server,
-    suite: Suite,
+    loads: list[Load],
+    cycle: Cycle | None,
     lg: Path | str,
     failures: list[str],
     raw: dict[str, Any],
     log: Any,
+    sessions: bool = False,
 ) -> dict[str, Any]:
+    """Drive ``loads`` (and ``cycle``) through ``srv``. With ``sessions`` (Caldera), each load
+    that needs a session gets its onSessionOpen first, and the loads' plugin checks run before
+    and after: a configuration that answers only neutrally is a failure."""
     rows: dict[str, Any] = {}
     try:
         srv.start()
+        if sessions:
+            srv.wait_ready()
     except Exception as exc:
         failures.append(f"{srv.name}: start failed: {exc}")
+        srv.stop()
         return rows
     try:
         log(
             f"{srv.name}: up at {srv.base} (pids {srv.server_pids()}), idle RSS {srv.rss() / MiB:.0f} MiB"
         )
-        for ld in suite.loads:
+        if sessions:
+            failures += run_checks(srv, loads, "before", log)
+        for ld in loads:
+            if sessions and ld.setup:
+                try:
+                    post(srv.base, "onSessionOpen", ld.setup)
+                except Exception as exc:
+                    failures.append(f"{srv.name} {ld.name}: session open failed: {exc}")
+                    continue
             base_rss = srv.rss()
             reset = srv.reset_peak()
             plan = {
@@ -426,8 +480,8 @@ def run_server(
                 f" peak RSS {row['peak_rss_MiB'] or 0:.0f} MiB"
                 + (f" ERRORS {res['errors']}" if res["errors"] else "")
             )
-        if suite.cycle is not None and (srv.proc is None or srv.proc.poll() is None):
-            cy = suite.cycle
+        if cycle is not None and (srv.proc is None or srv.proc.poll() is None):
+            cy = cycle
             base_rss = srv.rss()
             reset = srv.reset_peak()
             plan = {
@@ -483,6 +537,8 @@ def run_server(
                 )
             except Exception as exc:
                 failures.append(f"{srv.name} cycle: {exc}")
+        if sessions and (srv.proc is None or srv.proc.poll() is None):
+            failures += run_checks(srv, loads, "after", log)
         if srv.proc is not None and srv.proc.poll() is not None:
             failures.append(f"{srv.name} died (exit {srv.proc.returncode}); log {srv.log}")
     finally:
@@ -559,11 +615,17 @@ def run_floor(suite: Suite, failures: list[str], raw: dict[str, Any], log: Any) 
 
 
 def run_asgi(
-    suite: Suite, cfg: Path, failures: list[str], raw: dict[str, Any], log: Any
+    loads: list[Load],
+    cfg: Path,
+    mode: str,
+    config_name: str,
+    failures: list[str],
+    raw: dict[str, Any],
+    log: Any,
 ) -> dict[str, Any]:
     """Caldera's app without sockets: the ASGI app from create_app driven in-process (one body
-    per call, as bench/profile.py does), pinned to the server core. Over-HTTP minus this is
-    what uvicorn, the socket and the client cost."""
+    per call, as bench/profile.py does), pinned to the server core, each load after its
+    session is opened. Over-HTTP minus this is what uvicorn, the socket and the client cost."""
     plan = [
         {
             "name": ld.name,
@@ -572,12 +634,15 @@ def run_asgi(
             "requests": ld.requests,
             "max_seconds": min(ld.max_seconds, 20),
             "config": str(cfg),
+            "setup": ld.setup,
         }
-        for ld in suite.loads
+        for ld in loads
         if ld.concurrency == 1
     ]
-    plan_path = TMP / f"asgi-plan-{suite.mode}.json"
-    out_path = TMP / f"asgi-out-{suite.mode}.json"
+    if not plan:
+        return {}
+    plan_path = TMP / f"asgi-plan-{mode}-{config_name}.json"
+    out_path = TMP / f"asgi-out-{mode}-{config_name}.json"
     plan_path.write_text(json.dumps(plan))
     cmd = [
         *servers.taskset(servers.SERVER_CPU),
@@ -594,13 +659,60 @@ def run_asgi(
         return {}
     rows: dict[str, Any] = {}
     for name, r in json.loads(out_path.read_text()).items():
-        ld = next(x for x in suite.loads if x.name == name)
+        ld = next(x for x in loads if x.name == name)
         if "error" in r:
             failures.append(f"caldera in-process ASGI {name}: {r['error']}")
             continue
         rows[name] = summarize(r["latencies_us"], r["elapsed_seconds"], ld.body_bytes)
         raw[f"asgi/{name}"] = r["latencies_us"]
         log(f"caldera in-process ASGI {name}: p50 {rows[name]['p50_ms']:.3f} ms")
+    return rows
+
+
+def run_marshal(
+    suite: Suite, binary: Path, failures: list[str], raw: dict[str, Any], log: Any
+) -> dict[str, Any]:
+    """Volcano's own cost per call (bench/go-marshal): each distinct body of a one-in-flight
+    load decoded into Volcano v1.14.1's request type for its verb, then ``json.Marshal`` timed,
+    GOMAXPROCS=1 on the server core. Keyed by body file."""
+    seen: dict[str, Load] = {}
+    for ld in suite.loads:
+        if ld.concurrency == 1:
+            seen.setdefault(ld.body, ld)
+    plan = [
+        {
+            "name": body,
+            "verb": ld.verb,
+            "body": body,
+            "requests": max(3, ld.requests // 2),
+            "max_seconds": min(ld.max_seconds, 10),
+        }
+        for body, ld in seen.items()
+    ]
+    p = subprocess.run(
+        [*servers.taskset(servers.SERVER_CPU), str(binary)],
+        input=json.dumps(plan).encode(),
+        capture_output=True,
+        env={**os.environ, "GOMAXPROCS": "1"},
+        timeout=1800,
+    )
+    if p.returncode != 0:
+        failures.append(
+            f"go-marshal: exit {p.returncode}: {p.stderr.decode(errors='replace')[-2000:]}"
+        )
+        return {}
+    rows: dict[str, Any] = {}
+    for body, r in json.loads(p.stdout).items():
+        ld = seen[body]
+        lat = r["latencies_us"]
+        row = summarize(lat, sum(lat) / 1e6, ld.body_bytes)
+        row.update(min_ms=min(lat) / 1e3, out_bytes=r["out_bytes"], in_bytes=r["in_bytes"])
+        rows[body] = row
+        raw[f"marshal/{ld.verb}:{Path(body).name}"] = lat
+        log(
+            f"volcano marshal {ld.verb} ({Path(body).name}, {r['out_bytes'] / 1024:.0f} KiB out): "
+            f"p50 {row['p50_ms']:.3f} ms, min {row['min_ms']:.3f} ms"
+        )
     return rows
 
 
@@ -618,9 +730,12 @@ def asgi_main(plan_path: str, out_path: str) -> int:
     async def go() -> None:
         assert app is not None
         async with app.router.lifespan_context(app):
+            await _until_ready(app)
             for item in plan:
                 body = Path(item["body"]).read_bytes()
                 try:
+                    if item.get("setup"):
+                        await _drive(app, "/onSessionOpen", Path(item["setup"]).read_bytes(), 1)
                     await _drive(app, "/" + item["verb"], body, 1 if len(body) > 50 * MiB else 2)
                     lat: list[float] = []
                     deadline = time.monotonic() + item["max_seconds"]
@@ -638,6 +753,20 @@ def asgi_main(plan_path: str, out_path: str) -> int:
         asyncio.run(go())
     Path(out_path).write_text(json.dumps(out))
     return 0
+
+
+async def _until_ready(app: Any, timeout: float = 30.0) -> None:
+    """Until every plugin's background data is loaded (pdb reads its file after start)."""
+    import asyncio
+
+    state = app.state
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        backgrounds = getattr(state, "backgrounds", None) or {}
+        if all(b.ready() for b in backgrounds.values()):
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError("plugin background data not ready")
 
 
 def floor_main(plan_path: str, out_path: str) -> int:
@@ -763,7 +892,7 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
             log(
                 "no Go toolchain: smoke runs without the Go baseline, with the Python load generator"
             )
-            targets = targets - {"go"}
+            targets = targets - {"go", "marshal"}
             lg = PYLOADGEN
         else:
             failures.append(
@@ -782,25 +911,47 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
                 failures.append(f"build go-extender: {exc}")
                 targets = targets - {"go"}
 
-    results: dict[str, Any] = {"caldera": {}, "go": {}, "floor": {}, "asgi": {}}
-    caldera_cfg = None
+    if "marshal" in targets and gobuild.have_go():
+        try:
+            bins.update(gobuild.build(go_extender=False, go_marshal=True))
+        except gobuild.BuildError as exc:
+            failures.append(f"build go-marshal: {exc}")
+            targets = targets - {"marshal"}
+
+    results: dict[str, Any] = {"caldera": {}, "go": {}, "floor": {}, "asgi": {}, "marshal": {}}
+    caldera_cfg: dict[str, Any] | None = None
+    if lg is not None and "caldera" in targets:
+        # One Caldera per configuration, each turn right after re-timing the nodes' metrics
+        # samples (usage's 5-minute rule); then the same loads through the ASGI app in-process.
+        caldera_cfg = {}
+        for name in suite.config_order():
+            cfg_obj = configs.CONFIGS[name]
+            loads = [ld for ld in suite.loads if ld.config == name]
+            cycle = suite.cycle if suite.cycle is not None and suite.cycle.config == name else None
+            try:
+                retime(suite)
+                cfg = configs.write(cfg_obj, TMP, suite.files)
+                caldera_cfg[name] = {"plugins": configs.describe(cfg_obj), "why": cfg_obj.why,
+                                     "file": cfg.read_text()}  # fmt: skip
+                log(f"caldera config {configs.describe(cfg_obj)}")
+                srv = servers.caldera_server(
+                    cfg, TMP / "logs" / f"caldera-{mode}-{name}.log", caldera_cmd
+                )
+                srv.config = configs.describe(cfg_obj)
+                results["caldera"].update(
+                    run_server(srv, loads, cycle, lg, failures, raw, log, sessions=True)
+                )
+                results["asgi"].update(run_asgi(loads, cfg, mode, name, failures, raw, log))
+            except Exception as exc:
+                failures.append(f"caldera [{name}]: {exc}")
+                log(f"caldera [{name}]: FAILED {exc}")
     if lg is not None and "go" in targets and "go-extender" in bins:
         srv = servers.go_server(bins["go-extender"], TMP / "logs" / f"go-{mode}.log")
         srv.config = "go-extender (GOMAXPROCS=1, encoding/json into volcano v1.14.1 types)"
-        results["go"] = run_server(srv, suite, lg, failures, raw, log)
-    if lg is not None and "caldera" in targets:
-        try:
-            cfg, label, detail = servers.caldera_configs(TMP, caldera_cmd)
-            caldera_cfg = {"label": label, "detail": detail, "file": cfg.read_text()}
-            log(f"caldera config: {label}: {detail}")
-            srv = servers.caldera_server(cfg, TMP / "logs" / f"caldera-{mode}.log", caldera_cmd)
-            srv.config = label
-            results["caldera"] = run_server(srv, suite, lg, failures, raw, log)
-            log("caldera: the same bodies through the ASGI app in-process (no sockets)")
-            results["asgi"] = run_asgi(suite, cfg, failures, raw, log)
-        except Exception as exc:
-            failures.append(f"caldera: {exc}")
-            log(f"caldera: FAILED {exc}")
+        results["go"] = run_server(srv, suite.loads, suite.cycle, lg, failures, raw, log)
+    if "marshal" in targets and "go-marshal" in bins:
+        log("volcano's marshal cost: encoding/json.Marshal of Volcano's request types")
+        results["marshal"] = run_marshal(suite, bins["go-marshal"], failures, raw, log)
     if "floor" in targets:
         log("floor: msgspec / pydantic / orjson in-process")
         results["floor"] = run_floor(suite, failures, raw, log)

@@ -116,6 +116,20 @@ class Server:
         self.stop()
         raise RuntimeError(f"{self.name} did not answer /healthz within {timeout}s; log {self.log}")
 
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Until /readyz answers 200 (pdb reads its file after start)."""
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.base + "/readyz", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError as exc:  # 503 included
+                last = str(exc)
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.name} not ready within {timeout}s ({last}); log {self.log}")
+
     def server_pids(self) -> list[int]:
         """The processes doing the work: the whole tree minus launcher processes (uv, taskset)."""
         assert self.proc is not None

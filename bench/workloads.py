@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -950,8 +951,10 @@ def make_nodeinfo(
     tasks: dict[str, Any],
     used: tuple[int, int, int, int],
     generation: int,
+    resource_usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """api.NodeInfo. ``tasks`` maps "ns/name" to TaskInfo (dict or Fragment)."""
+    """api.NodeInfo. ``tasks`` maps "ns/name" to TaskInfo (dict or Fragment).
+    ``resource_usage``: ``NodeInfo.ResourceUsage``; None gives Go's zero value (no metrics)."""
     ucpu, umem, ugpu, upods = used
     a = NODE_ALLOC
     alloc = resource(
@@ -1002,11 +1005,8 @@ def make_nodeinfo(
         "Used": used_r,
         "Allocatable": alloc,
         "Capacity": cap,
-        "ResourceUsage": {
-            "MetricsTime": "0001-01-01T00:00:00Z",
-            "CPUUsageAvg": {},
-            "MEMUsageAvg": {},
-        },
+        "ResourceUsage": resource_usage
+        or {"MetricsTime": "0001-01-01T00:00:00Z", "CPUUsageAvg": {}, "MEMUsageAvg": {}},
         "Tasks": gomap(tasks),
         "NumaInfo": None,
         "UnassignedNumaPods": None,
@@ -1074,7 +1074,8 @@ DAEMONS = [
 ]
 
 
-def make_jobinfo(job: Job) -> bytes:
+def make_jobinfo(job: Job, pg_annotations: dict[str, str] | None = None) -> bytes:
+    """api.JobInfo; ``pg_annotations`` are added to the PodGroup's annotations."""
     tasks = {p.uid: Fragment(job.tasks[p.uid]) for p in job.pods}
     by_status: dict[str, dict[str, Any]] = {}
     for p in job.pods:
@@ -1119,7 +1120,9 @@ def make_jobinfo(job: Job) -> bytes:
             "resourceVersion": str(5000 + n),
             "generation": 2,
             "creationTimestamp": ts(created),
-            "annotations": {"scheduling.k8s.io/group-name": job.name},
+            "annotations": gomap(
+                {"scheduling.k8s.io/group-name": job.name, **(pg_annotations or {})}
+            ),
             "ownerReferences": [
                 {
                     "apiVersion": "batch.volcano.sh/v1alpha1",
@@ -1219,7 +1222,10 @@ def make_cluster(
     running_frac: float = 0.75,
     daemons_per_node: int = 10,
     seed: int = 5,
+    metrics_time: str | None = None,
 ) -> Cluster:
+    """``metrics_time``: when set, every node carries ``ResourceUsage`` sampled then, with the
+    load of :func:`node_load` (else Go's zero value: no metrics)."""
     rng = random.Random(seed)
     node_names = [f"node-{i:04d}" for i in range(n_nodes)]
     # Jobs of 1..16 tasks (mean ~10), each task 4-16 cores, 1-2 GPUs.
@@ -1309,7 +1315,10 @@ def make_cluster(
     for ni, n in enumerate(node_names):
         node, images = make_node(n, ni, rng)
         tasks = {k: Fragment(v) for k, v in node_tasks[n].items()}
-        nodes[n] = orjson.dumps(make_nodeinfo(n, node, images, tasks, tuple(used[n]), 1000 + ni))  # type: ignore[arg-type]
+        usage = None if metrics_time is None else resource_usage(metrics_time, *node_load(ni))
+        nodes[n] = orjson.dumps(
+            make_nodeinfo(n, node, images, tasks, tuple(used[n]), 1000 + ni, usage)  # type: ignore[arg-type]
+        )
     job_bytes = {f"{j.namespace}/{j.name}": make_jobinfo(j) for j in jobs}
     # The allocated form of each pending task (Statement.Allocate: status 2, NodeName set).
     pend2 = []
@@ -1427,3 +1436,269 @@ def predicate_cluster(pods_on_node: int = 30, seed: int = 7) -> Cluster:
     return make_cluster(
         1, vol + 8, running_frac=vol / (vol + 8), daemons_per_node=daemons, seed=seed
     )
+
+
+# ------------------------------------------------------------------------ data plugins read
+#
+# What the node, eviction and enqueue plugins read, added to the same deterministic cluster:
+# fresh ResourceUsage on every node (usage), a node-group affinity on every queue (nodegroup),
+# min-runtime settings on the queues and a recent start on some PodGroups (min-runtime), a
+# task-topology affinity on every PodGroup (task-topology), PodDisruptionBudgets over the jobs'
+# pod labels (pdb, file source), and evictees that conformance and cdp protect. The times that
+# plugins compare with their clock are relative to ``now``, the run's start, so the bodies are
+# byte-identical for one ``now``.
+
+GROUPS = ("group-0", "group-1", "group-2", "group-3")
+"""The values of the node label ``volcano.sh/nodegroup-name`` (node ``i`` is in ``i % 4``)."""
+LAST_START = "kai.scheduler/last-start-timestamp"
+TOPOLOGY_AFFINITY = "volcano.sh/task-topology-affinity"
+COOLDOWN = "volcano.sh/cooldown-time"
+METRICS_AGE = timedelta(seconds=30)
+"""How old the metrics sample is at ``now``. Under usage's 5-minute rule that leaves 4.5
+minutes, less than a full run: the bench re-times the samples (:func:`retime_metrics`) before
+each Caldera configuration's turn."""
+
+
+def go_time(moment: datetime) -> str:
+    """metav1.Time / time.Time as Go marshals a whole-second UTC time."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def node_load(idx: int) -> tuple[float, float]:
+    """CPU and memory load (percent, the 10-minute average) of node ``idx``: spread over
+    15-94.75% CPU, so about one node in six is above usage's default 80% threshold."""
+    return 15 + (idx * 29) % 80 + (idx % 4) * 0.25, 20 + (idx * 17) % 60 + 0.5
+
+
+def resource_usage(metrics_time: str, cpu: float, mem: float) -> dict[str, Any]:
+    """api.NodeUsage (MetricsTime, CPUUsageAvg, MEMUsageAvg by period)."""
+    return {"MetricsTime": metrics_time, "CPUUsageAvg": {"10m": cpu}, "MEMUsageAvg": {"10m": mem}}
+
+
+def queue_affinity(ns_index: int) -> dict[str, Any]:
+    """Queue ``spec.affinity`` of the ``ns_index``-th namespace's queue: groups ``i - 1`` and
+    ``i`` required (the first also preferred), group ``i + 1`` anti-required; the fourth group is
+    neither, so nodegroup rejects half the nodes and scores the rest 150 or 100."""
+    g = [GROUPS[(ns_index - 1 + k) % len(GROUPS)] for k in range(3)]
+    return {
+        "nodeGroupAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [g[0], g[1]],
+            "preferredDuringSchedulingIgnoredDuringExecution": [g[0]],
+        },
+        "nodeGroupAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [g[2]]},
+    }
+
+
+def allowed_groups(queue: str) -> tuple[str, ...]:
+    """The groups :func:`queue_affinity` lets ``queue``'s tasks onto."""
+    aff = queue_affinity(NAMESPACES.index(queue.removeprefix("q-")))["nodeGroupAffinity"]
+    return tuple(aff["requiredDuringSchedulingIgnoredDuringExecution"])
+
+
+def recently_started(job_index: int) -> bool:
+    """min-runtime: every fifth job (from the third) restarted 10 minutes before ``now``."""
+    return job_index % 5 == 2
+
+
+def pdb_blocked(job_index: int) -> bool:
+    """pdb: every fifth job (from the second) has no disruption left; the others have one."""
+    return job_index % 5 == 1
+
+
+def decorate(c: Cluster, now: datetime) -> Cluster:
+    """Add the queue and PodGroup data of the plugins above to ``c`` (in place)."""
+    for i, ns in enumerate(NAMESPACES):
+        q = c.queues["q-" + ns]["Queue"]
+        q["metadata"]["annotations"] = {"preempt-min-runtime": "2h", "reclaim-min-runtime": "2h"}
+        spec = q["spec"]
+        # QueueSpec field order: weight, capability, reclaimable, extendClusters, guarantee,
+        # affinity, type, parent, deserved.
+        q["spec"] = {
+            **{k: spec[k] for k in ("weight", "capability", "reclaimable", "guarantee")},
+            "affinity": queue_affinity(i),
+            "deserved": spec["deserved"],
+        }
+    restarted = go_time(now - timedelta(minutes=10))
+    for k, job in enumerate(c.jobs):
+        ann = {TOPOLOGY_AFFINITY: job.pods[0].role}  # self-affinity: a job's workers together
+        if recently_started(k):
+            ann[LAST_START] = restarted
+        c.job_bytes[f"{job.namespace}/{job.name}"] = make_jobinfo(job, ann)
+    return c
+
+
+def plugin_cluster(n_nodes: int, n_pods: int, now: datetime, **kw: Any) -> Cluster:
+    """:func:`make_cluster` with fresh metrics (sampled 30 s before ``now``) and
+    :func:`decorate`'s data."""
+    c = make_cluster(n_nodes, n_pods, metrics_time=go_time(now - METRICS_AGE), **kw)
+    return decorate(c, now)
+
+
+def plugin_predicate_cluster(now: datetime, pods_on_node: int = 30, seed: int = 7) -> Cluster:
+    """:func:`predicate_cluster` with the plugins' data."""
+    daemons = pods_on_node // 3
+    vol = pods_on_node - daemons
+    return plugin_cluster(
+        1, vol + 8, now, running_frac=vol / (vol + 8), daemons_per_node=daemons, seed=seed
+    )
+
+
+def node_task(c: Cluster, node: str | None = None) -> tuple[Job, PodSpec, bytes]:
+    """The first pending GPU task (else the first pending task) whose queue's affinity lets it
+    onto ``node`` (any node when None): the task predicate and prioritize are asked about."""
+    group = None
+    if node is not None:
+        group = GROUPS[c.node_names.index(node) % len(GROUPS)]
+    fits = [
+        (job, p, tb)
+        for job, p, tb, _ in c.pending
+        if group is None or group in allowed_groups(job.queue)
+    ]
+    if not fits:
+        raise ValueError(f"no pending task may go to node {node}")
+    return next((f for f in fits if f[1].gpu), fits[0])
+
+
+def predicate_probes(task: bytes, node: bytes) -> dict[str, bytes]:
+    """Bodies each of whose answers must be a rejection by one node plugin (the same task and
+    node with one thing changed), keyed by the reason the plugin gives."""
+    n = orjson.loads(node)
+    labels = n["Node"]["metadata"]["labels"]
+    t = orjson.loads(task)
+    job_queue = "q-" + t["Namespace"]
+    outside = next(g for g in GROUPS if g not in allowed_groups(job_queue))
+    other_group = {**n, "Node": {**n["Node"], "metadata": {**n["Node"]["metadata"],
+                   "labels": gomap({**labels, "volcano.sh/nodegroup-name": outside})}}}  # fmt: skip
+    usage = n["ResourceUsage"]
+    hot = {**n, "ResourceUsage": {**usage, "CPUUsageAvg": {"10m": 95.5}}}
+    # proportional: a CPU-only task leaving the node fewer cores than its idle GPUs keep
+    idle = dict(n["Idle"])
+    idle["ScalarResources"] = {**idle["ScalarResources"], "nvidia.com/gpu": 8000}
+    all_idle = {**n, "Idle": idle}
+    cpu_only = dict(t)
+    scalars = {
+        k: v for k, v in (t["Resreq"]["ScalarResources"] or {}).items() if k != "nvidia.com/gpu"
+    }
+    cpu_only["Resreq"] = {**t["Resreq"], "MilliCPU": max(1000, idle["MilliCPU"] - 1000),
+                          "ScalarResources": scalars}  # fmt: skip
+    return {
+        "node does not satisfy the node group affinity": predicate_body(
+            task, orjson.dumps(other_group)
+        ),
+        "the CPU load of the node exceeds the upper limit.": predicate_body(
+            task, orjson.dumps(hot)
+        ),
+        "proportional of resource nvidia.com/gpu check failed": predicate_body(
+            orjson.dumps(cpu_only), orjson.dumps(all_idle)
+        ),
+    }
+
+
+@dataclass
+class EvictCase:
+    evictor: bytes
+    evictees: list[bytes]
+    protected: dict[str, int]  # by plugin: how many evictees it alone would keep
+
+
+def evict_case(c: Cluster, n: int, now: datetime) -> EvictCase:
+    """An evictor (a pending task of the highest-priority job) and ``n`` running evictees, one
+    per running job in turn, so every plugin has some to protect: priority those of jobs at the
+    evictor's priority or above, pdb those of :func:`pdb_blocked` jobs, min-runtime those of
+    :func:`recently_started` jobs; of the others, every sixth from the second is made
+    system-cluster-critical (conformance) and every sixth from the fifth was scheduled 2 minutes
+    before ``now`` with a 1-hour cooldown (cdp). The protections outlast ``now`` by about an
+    hour (min-runtime's 2 hours from a start 10 minutes before ``now``), longer than a run."""
+    job_index = {id(j): k for k, j in enumerate(c.jobs)}
+    top = max(c.pending, key=lambda x: x[0].priority)
+    evictor_job, _, evictor, _ = top
+    running = [j for j in c.jobs if any(p.node for p in j.pods)]
+    queues = [[p for p in j.pods if p.node] for j in running]
+    picked: list[tuple[Job, PodSpec]] = []
+    depth = 0
+    while len(picked) < n and depth < max(len(q) for q in queues):
+        picked += [(j, q[depth]) for j, q in zip(running, queues, strict=True) if depth < len(q)]
+        depth += 1
+    picked = picked[:n]
+    out: list[bytes] = []
+    protected = {k: 0 for k in ("priority", "pdb", "min-runtime", "conformance", "cdp")}
+    for k, (job, p) in enumerate(picked):
+        tb = job.tasks[p.uid]
+        idx = job_index[id(job)]
+        if job.priority >= evictor_job.priority:  # same job: equal task priorities
+            protected["priority"] += 1
+        elif pdb_blocked(idx):
+            protected["pdb"] += 1
+        elif recently_started(idx):
+            protected["min-runtime"] += 1
+        elif k % 6 == 1:
+            t = orjson.loads(tb)
+            t["Pod"]["spec"]["priorityClassName"] = "system-cluster-critical"
+            tb = orjson.dumps(t)
+            protected["conformance"] += 1
+        elif k % 6 == 4:
+            t = orjson.loads(tb)
+            meta = t["Pod"]["metadata"]
+            meta["annotations"] = gomap({**meta["annotations"], COOLDOWN: "1h"})
+            t["PodAnnotations"] = meta["annotations"]
+            for cond in t["Pod"]["status"]["conditions"]:
+                if cond["type"] == "PodScheduled":
+                    cond["lastTransitionTime"] = go_time(now - timedelta(minutes=2))
+            tb = orjson.dumps(t)
+            protected["cdp"] += 1
+        out.append(tb)
+    return EvictCase(evictor, out, protected)
+
+
+def pdb_objects(c: Cluster) -> list[dict[str, Any]]:
+    """One policy/v1 PodDisruptionBudget per running job, selecting its pods by
+    ``volcano.sh/job-name``; :func:`pdb_blocked` jobs have no disruption left, the others one."""
+    out = []
+    for k, job in enumerate(c.jobs):
+        run = [p for p in job.pods if p.node]
+        if not run:
+            continue
+        allowed = 0 if pdb_blocked(k) else 1
+        out.append(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": f"{job.name}-pdb", "namespace": job.namespace},
+                "spec": {
+                    "maxUnavailable": allowed,
+                    "selector": {"matchLabels": {"volcano.sh/job-name": job.name}},
+                },
+                "status": {
+                    "currentHealthy": len(run),
+                    "desiredHealthy": len(run) - allowed,
+                    "disruptionsAllowed": allowed,
+                    "expectedPods": len(run),
+                    "observedGeneration": 1,
+                },
+            }
+        )
+    return out
+
+
+def enqueue_job(c: Cluster) -> tuple[bytes, bytes]:
+    """jobEnqueueable: the last job with no running task (its PodGroup Pending), and the same
+    job asking for more CPU than its namespace's quota allows (resourcequota rejects it)."""
+    job = next(j for j in reversed(c.jobs) if not any(p.node for p in j.pods))
+    jb = c.job_bytes[f"{job.namespace}/{job.name}"]
+    big = orjson.loads(jb)
+    big["PodGroup"]["spec"]["minResources"] = {
+        **big["PodGroup"]["spec"]["minResources"],
+        "cpu": "100000",
+    }
+    return job_body(jb), job_body(orjson.dumps(big))
+
+
+def metrics_marker(metrics_time: str) -> bytes:
+    return b'"MetricsTime":"' + metrics_time.encode() + b'"'
+
+
+def retime_metrics(data: bytes, old: str, new: str) -> bytes:
+    """``data`` with every metrics sample taken at ``old`` moved to ``new`` (same length)."""
+    if len(old) != len(new):
+        raise ValueError(f"times of different lengths: {old!r}, {new!r}")
+    return data.replace(metrics_marker(old), metrics_marker(new))
