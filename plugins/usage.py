@@ -1,11 +1,12 @@
 """``usage``: keep tasks off nodes whose measured CPU or memory load is above a threshold, and
 prefer the least loaded nodes, counting the load of pods placed since the last metrics sample.
 
-Follows ``pkg/scheduler/plugins/usage/{usage.go,estimator.go,shadow_cache.go}`` of
-volcano-sh/volcano at master ed72c7c81 (2026-08-20; the same files as v1.16.0-alpha.0/1, commit
-895281e64 "Enhancement of Usage-Based Scheduling for Bulk Pod Dispatch"), with
-``GetPodResourceLimit`` of ``api/pod_info.go``, and ``usage.go`` of v1.15.1 (identical from
-v1.13.0, apart from an import path) for the releases before it. ``ssn.release`` selects:
+Follows ``pkg/scheduler/plugins/usage/usage.go`` of volcano-sh/volcano at master ed72c7c81
+(2026-08-20; the same file as v1.16.0-alpha.0/1, commit 895281e64 "Enhancement of Usage-Based
+Scheduling for Bulk Pod Dispatch"), and ``usage.go`` of v1.15.1 (identical from v1.13.0, apart
+from an import path) for the releases before it. Its ``estimator.go`` and ``shadow_cache.go`` are
+``plugins/support/load_estimator.py``; ``GetPodResourceLimit`` of ``api/pod_info.go`` is
+``plugins/support/pod_limits.py``. ``ssn.release`` selects:
 
 - v1.16: the estimator version below (argument validation, composite utilization with a
   shadow load, allocate/deallocate events).
@@ -91,7 +92,7 @@ must be configured on Caldera's plugin entry.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
@@ -99,16 +100,27 @@ from typing import Any, ClassVar
 from plugins.api.arguments import Arguments, warn_once
 from plugins.api.base import Background, FitError, Plugin, Session, StatusCode
 from plugins.api.registry import register
+from plugins.support.load_estimator import (
+    INT64_MAX,
+    INT64_MIN,
+    MAX_NODE_SCORE,
+    ShadowLoadCache,
+    calc_applied_risk_factor,
+    calc_composite_utilization,
+    calc_load_composite_percentage,
+    calc_node_score,
+    estimate_best_effort_resource,
+    estimate_pod_resource,
+    go_int64,
+)
+from plugins.support.pod_limits import pod_resource_limit
 from schemas.api import NodeInfo, TaskInfo, TaskStatus
 from schemas.goduration import DurationError, parse_go_duration
-from schemas.k8s import Container, ContainerStatus, Pod
 from schemas.quantity import QuantityError, milli_value, parse_quantity, value
 
 logger = logging.getLogger("caldera.plugins.usage")
 
 PLUGIN_NAME = "usage"
-MAX_NODE_SCORE = 100
-"""``fwk.MaxNodeScore``."""
 PERIOD = "10m"
 """``source.NODE_METRICS_PERIOD``."""
 METRICS_ACTIVE_TIME = timedelta(minutes=5)
@@ -118,19 +130,12 @@ METRICS_INTERVAL_ARGUMENT = "metrics.interval"
 CPU_REASON = "the CPU load of the node exceeds the upper limit."
 MEMORY_REASON = "the memory load of the node exceeds the upper limit."
 
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
-
 
 def _go_int(raw: Any) -> int | None:
     """The value if YAML would have made it a Go ``int``."""
-    if isinstance(raw, int) and not isinstance(raw, bool) and _INT64_MIN <= raw <= _INT64_MAX:
+    if isinstance(raw, int) and not isinstance(raw, bool) and INT64_MIN <= raw <= INT64_MAX:
         return raw
     return None
-
-
-def go_int64(number: int) -> int:
-    return (number - _INT64_MIN) % 2**64 + _INT64_MIN
 
 
 # --- arguments ---------------------------------------------------------------------------------
@@ -275,214 +280,6 @@ def parse_metrics_interval(arguments: Arguments) -> timedelta:
     if nanoseconds <= 0:
         return DEFAULT_METRICS_INTERVAL
     return timedelta(microseconds=nanoseconds / 1000)
-
-
-# --- estimator.go ------------------------------------------------------------------------------
-
-
-def calc_load_composite_percentage(
-    cpu: float, mem: float, cpu_weight: int, mem_weight: int
-) -> float:
-    """``CalcLoadCompositePercentage``."""
-    total = go_int64(cpu_weight + mem_weight)
-    if total == 0:
-        return 0.0
-    return (cpu * float(cpu_weight) + mem * float(mem_weight)) / float(total)
-
-
-def calc_applied_risk_factor(load: float, risk_threshold: float, risk_factor: float) -> float:
-    """``CalcAppliedRiskFactor``."""
-    if risk_factor < 1.0:
-        return 1.0
-    if load >= risk_threshold:
-        return risk_factor
-    return 1.0
-
-
-def _clamp(number: float, low: float, high: float) -> float:
-    if number < low:
-        return low
-    if number > high:
-        return high
-    return number
-
-
-def estimate_pod_resource(
-    request: float, limit: float, request_weight: float, burst_weight: float, risk: float
-) -> float:
-    """``EstimatePodResource`` for one dimension."""
-    if request < 0:
-        request = 0.0
-    effective_limit = limit
-    if effective_limit <= 0 or effective_limit < request:
-        effective_limit = request
-    burst = effective_limit - request
-    if burst < 0:
-        burst = 0.0
-    estimate = (request * request_weight + burst * burst_weight) * risk
-    return _clamp(estimate, 0.0, effective_limit)
-
-
-def estimate_best_effort_resource(configured: float, risk: float) -> float:
-    """``EstimateBestEffortResource``."""
-    if configured < 0:
-        configured = 0.0
-    return configured * risk
-
-
-def calc_composite_utilization(real_percent: float, shadow: float, capacity: float) -> float:
-    """``CalcCompositeUtilization``: ``(pct / 100 * capacity + shadow) / capacity`` in 0..1."""
-    if capacity <= 0:
-        return 0.0
-    real = real_percent / 100.0 * capacity
-    composite = (real + shadow) / capacity
-    if composite > 1.0:
-        return 1.0
-    if composite < 0:
-        return 0.0
-    return composite
-
-
-def calc_node_score(
-    cpu_comp: float, mem_comp: float, cpu_weight: int, mem_weight: int, usage_weight: int
-) -> float:
-    """``CalcNodeScore``."""
-    total = go_int64(cpu_weight + mem_weight)
-    if total == 0:
-        return 0.0
-    cpu_score = (1.0 - cpu_comp) * float(cpu_weight)
-    mem_score = (1.0 - mem_comp) * float(mem_weight)
-    score = (cpu_score + mem_score) / float(total)
-    return score * float(MAX_NODE_SCORE) * float(usage_weight)
-
-
-# --- pod limits (api.GetPodResourceLimit, cpu and memory) ---------------------------------------
-
-
-def _quantity(limits: Mapping[str, str] | None, name: str, milli: bool) -> float | None:
-    raw = (limits or {}).get(name)
-    if raw is None:
-        return None
-    try:
-        return float(milli_value(raw) if milli else value(raw))
-    except (QuantityError, TypeError):
-        return None
-
-
-def _limits(
-    container: Container, statuses: Mapping[str, ContainerStatus] | None
-) -> tuple[float, float]:
-    """One container's (milli-CPU, bytes) limit: ``maxFn(spec limits, status limits)`` when the
-    container status carries resources."""
-    spec = container.resources.limits if container.resources is not None else None
-    status = statuses.get(container.name) if statuses is not None else None
-    applied = status.resources.limits if status is not None and status.resources else None
-    result = []
-    for name, milli in (("cpu", True), ("memory", False)):
-        candidates = (_quantity(spec, name, milli), _quantity(applied, name, milli))
-        amounts = [amount for amount in candidates if amount is not None]
-        result.append(max(amounts) if amounts else 0.0)
-    return result[0], result[1]
-
-
-def _statuses(entries: Iterable[ContainerStatus] | None) -> dict[str, ContainerStatus]:
-    return {status.name: status for status in entries or ()}
-
-
-def pod_resource_limit(pod: Pod | None) -> tuple[float, float]:
-    """``GetPodResourceLimit``: the pod's (milli-CPU, bytes) limit."""
-    if pod is None or pod.spec is None:
-        return 0.0, 0.0
-    spec = pod.spec
-    status = pod.status
-    statuses = _statuses(status.containerStatuses if status is not None else None)
-    cpu = mem = 0.0
-    for container in spec.containers or ():
-        c, m = _limits(container, statuses)
-        cpu += c
-        mem += m
-    init_statuses = _statuses(status.initContainerStatuses if status is not None else None)
-    sidecar_cpu = sidecar_mem = init_cpu = init_mem = 0.0
-    for container in spec.initContainers or ():
-        if container.restartPolicy == "Always":
-            c, m = _limits(container, init_statuses)
-            cpu += c
-            mem += m
-            sidecar_cpu += c
-            sidecar_mem += m
-            c, m = sidecar_cpu, sidecar_mem
-        else:
-            c, m = _limits(container, None)
-            c += sidecar_cpu
-            m += sidecar_mem
-        init_cpu = max(init_cpu, c)
-        init_mem = max(init_mem, m)
-    cpu = max(cpu, init_cpu)
-    mem = max(mem, init_mem)
-    pod_limits = spec.resources.limits if spec.resources is not None else None
-    if pod_limits:
-        pod_cpu = _quantity(pod_limits, "cpu", True)
-        if pod_cpu is not None:
-            cpu = pod_cpu
-        pod_mem = _quantity(pod_limits, "memory", False)
-        if pod_mem is not None:
-            mem = pod_mem
-    if spec.overhead:
-        if cpu != 0:
-            cpu += _quantity(spec.overhead, "cpu", True) or 0.0
-        if mem != 0:
-            mem += _quantity(spec.overhead, "memory", False) or 0.0
-    return cpu, mem
-
-
-# --- shadow_cache.go ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PodEstSnapshot:
-    node_name: str
-    cpu_millis: float
-    mem_bytes: float
-
-
-class ShadowLoadCache:
-    """``ShadowLoadCache``: per-node estimates and the per-task record they came from."""
-
-    def __init__(self) -> None:
-        self.node_cpu: dict[str, float] = {}
-        self.node_mem: dict[str, float] = {}
-        self.snapshots: dict[str, PodEstSnapshot] = {}
-
-    def is_clean(self) -> bool:
-        return not self.node_cpu and not self.node_mem and not self.snapshots
-
-    def reset(self) -> None:
-        self.node_cpu.clear()
-        self.node_mem.clear()
-        self.snapshots.clear()
-
-    def add_estimate(self, node: str, task_id: str, cpu: float, mem: float) -> None:
-        """``AddEstimate``: an earlier record of the task is taken out first."""
-        previous = self.snapshots.get(task_id)
-        if previous is not None:
-            self._subtract(previous)
-        self.node_cpu[node] = self.node_cpu.get(node, 0.0) + cpu
-        self.node_mem[node] = self.node_mem.get(node, 0.0) + mem
-        self.snapshots[task_id] = PodEstSnapshot(node, cpu, mem)
-
-    def sub_estimate_by_snapshot(self, task_id: str) -> None:
-        """``SubEstimateBySnapshot``: no record, nothing."""
-        snapshot = self.snapshots.pop(task_id, None)
-        if snapshot is not None:
-            self._subtract(snapshot)
-
-    def _subtract(self, snapshot: PodEstSnapshot) -> None:
-        node = snapshot.node_name
-        self.node_cpu[node] = max(self.node_cpu.get(node, 0.0) - snapshot.cpu_millis, 0.0)
-        self.node_mem[node] = max(self.node_mem.get(node, 0.0) - snapshot.mem_bytes, 0.0)
-
-    def get_node_est(self, node: str) -> tuple[float, float]:
-        return self.node_cpu.get(node, 0.0), self.node_mem.get(node, 0.0)
 
 
 # --- the plugin ----------------------------------------------------------------------------------

@@ -18,10 +18,7 @@ from plugins.min_runtime import (
     DEFAULT_PREEMPT_MIN_RUNTIME,
     DEFAULT_RECLAIM_MIN_RUNTIME,
     LAST_START_TIMESTAMP,
-    RESOLVE_LCA,
-    RESOLVE_QUEUE,
     MinRuntimePlugin,
-    Resolver,
     derived_start_time,
     is_protected,
     job_start_time,
@@ -29,6 +26,7 @@ from plugins.min_runtime import (
     parse_resolve_method,
     parse_rfc3339,
 )
+from plugins.support.min_runtime_resolver import RESOLVE_LCA, RESOLVE_QUEUE, Resolver
 from schemas.api import JobInfo, PodGroup, Queue, QueueInfo, QueueSpec, TaskInfo, TaskStatus
 from schemas.k8s import ObjectMeta, Pod, PodCondition, PodStatus
 

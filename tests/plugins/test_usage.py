@@ -19,20 +19,22 @@ from plugins.api.arguments import Arguments
 from plugins.api.base import FitError, Session, StatusCode
 from plugins.api.extension_points import BY_VERB
 from plugins.api.release import Release
-from plugins.usage import (
-    CPU_REASON,
-    MEMORY_REASON,
+from plugins.support.load_estimator import (
     ShadowLoadCache,
-    UsagePlugin,
     calc_applied_risk_factor,
     calc_composite_utilization,
     calc_load_composite_percentage,
     calc_node_score,
     estimate_best_effort_resource,
     estimate_pod_resource,
+)
+from plugins.support.pod_limits import pod_resource_limit
+from plugins.usage import (
+    CPU_REASON,
+    MEMORY_REASON,
+    UsagePlugin,
     parse_config,
     parse_legacy_config,
-    pod_resource_limit,
 )
 from schemas.api import NodeInfo, NodeUsage, Resource, TaskInfo, TaskStatus
 from schemas.k8s import Container, ContainerStatus, Pod, PodSpec, PodStatus, ResourceRequirements
