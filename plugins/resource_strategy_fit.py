@@ -88,6 +88,7 @@ from typing import Any, ClassVar, TypeVar
 from plugins.api.arguments import Arguments, warn_once
 from plugins.api.base import Background, FitError, Plugin, StatusCode
 from plugins.api.registry import register
+from plugins.support.goint import INT64_MAX, INT64_MIN
 from plugins.support.mapstructure import (
     DecodeError,
     decode_bool,
@@ -115,9 +116,6 @@ MOST_ALLOCATED = "MostAllocated"
 
 SCORING_TYPE_ANNOTATION = "volcano.sh/resource-strategy-scoring-type"
 WEIGHT_ANNOTATION = "volcano.sh/resource-strategy-weight"
-
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,7 +358,7 @@ def parse_pod_weights(text: str) -> dict[str, int] | None:
     for name, weight in decoded.items():
         if isinstance(weight, bool) or not isinstance(weight, int):
             return None
-        if not _INT64_MIN <= weight <= _INT64_MAX:
+        if not INT64_MIN <= weight <= INT64_MAX:
             return None
         weights[name] = weight
     return weights

@@ -27,6 +27,7 @@ from typing import ClassVar
 from plugins.api.arguments import Arguments, warn_once
 from plugins.api.base import Background, Plugin, Session, Vote, utc_now
 from plugins.api.registry import register
+from plugins.support.goint import INT64_MAX, INT64_MIN
 from schemas.api import JobInfo
 from schemas.goduration import DurationError, go_time, nanos_between, parse_go_duration
 
@@ -36,7 +37,6 @@ JOB_WAITING_TIME = "sla-waiting-time"
 """The plugin argument holding the cluster-wide waiting time (a Go duration string)."""
 
 """Go's zero ``time.Time``; a ``null`` CreationTimestamp decodes to None and means this."""
-_INT64_MAX = 2**63 - 1
 
 
 def parse_global_waiting_time(arguments: Arguments) -> int | None:
@@ -63,7 +63,7 @@ def parse_global_waiting_time(arguments: Arguments) -> int | None:
 
 def _go_since(then: datetime, now: datetime) -> int:
     """Go's ``time.Since``: ``Time.Sub`` saturates at the int64 bounds."""
-    return max(-_INT64_MAX - 1, min(_INT64_MAX, nanos_between(then, now)))
+    return max(INT64_MIN, min(INT64_MAX, nanos_between(then, now)))
 
 
 @register

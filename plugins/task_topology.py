@@ -83,6 +83,7 @@ from typing import ClassVar
 from plugins.api.arguments import Arguments, warn_once
 from plugins.api.base import Background, Plugin, Session
 from plugins.api.registry import register
+from plugins.support.goint import INT32_MIN, INT64_MAX, INT64_MIN, go_int64
 from plugins.support.resources import (
     add_in_place,
     clone,
@@ -107,9 +108,6 @@ TASK_ORDER_ANNOTATION = "volcano.sh/task-topology-task-order"
 
 OUT_OF_BUCKET = -1
 _NO_NAMES: frozenset[str] = frozenset()
-_INT32_MIN = -(2**31)
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
 
 
 class TopologyType(IntEnum):
@@ -126,11 +124,6 @@ AFFINITY_PRIORITY = {
     TopologyType.INTER_ANTI_AFFINITY: 1,
 }
 """``affinityPriority``: the larger, the earlier a task is put in a bucket."""
-
-
-def go_int64(value: int) -> int:
-    """Wrap like Go's int64 arithmetic."""
-    return (value - _INT64_MIN) % 2**64 + _INT64_MIN
 
 
 # --- annotations -------------------------------------------------------------------------------
@@ -370,7 +363,7 @@ class JobManager:
                 max_affinity = 0
                 selected = node_bucket.get(task.NodeName)
             else:
-                max_affinity = _INT32_MIN
+                max_affinity = INT32_MIN
                 selected = None
                 for bucket in self.buckets:
                     affinity = self.check_task_set_affinity(name, bucket.task_name_set, False)
@@ -463,7 +456,7 @@ class TaskTopologyPlugin(Plugin):
     def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
         super().__init__(arguments, background)
         weight = arguments.get_int(WEIGHT_ARGUMENT, DEFAULT_WEIGHT)
-        if not _INT64_MIN <= weight <= _INT64_MAX:
+        if not INT64_MIN <= weight <= INT64_MAX:
             warn_once(
                 logger,
                 f"plugin {PLUGIN_NAME}: argument {WEIGHT_ARGUMENT!r} = {weight} is not a Go int;"

@@ -100,9 +100,8 @@ from typing import Any, ClassVar
 from plugins.api.arguments import Arguments, warn_once
 from plugins.api.base import Background, FitError, Plugin, Session, StatusCode
 from plugins.api.registry import register
+from plugins.support.goint import INT64_MAX, INT64_MIN, go_int64
 from plugins.support.load_estimator import (
-    INT64_MAX,
-    INT64_MIN,
     MAX_NODE_SCORE,
     ShadowLoadCache,
     calc_applied_risk_factor,
@@ -111,7 +110,6 @@ from plugins.support.load_estimator import (
     calc_node_score,
     estimate_best_effort_resource,
     estimate_pod_resource,
-    go_int64,
 )
 from plugins.support.pod_limits import pod_resource_limit
 from schemas.api import NodeInfo, TaskInfo, TaskStatus

@@ -8,15 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from plugins.support.goint import go_int64
+
 MAX_NODE_SCORE = 100
 """``fwk.MaxNodeScore``."""
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
-
-
-def go_int64(number: int) -> int:
-    """``number`` wrapped to Go's ``int64``, as Go's integer arithmetic overflows."""
-    return (number - INT64_MIN) % 2**64 + INT64_MIN
 
 
 # --- estimator.go ------------------------------------------------------------------------------

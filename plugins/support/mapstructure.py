@@ -23,10 +23,9 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-_T = TypeVar("_T")
+from plugins.support.goint import INT64_MAX, INT64_MIN
 
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
+_T = TypeVar("_T")
 
 
 class DecodeError(ValueError):
