@@ -80,7 +80,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"caldera: {exc}", file=sys.stderr)
             return EXIT_CONFIG
     app = create_app(config, recorder, body_timeout=settings.body_timeout_seconds)
-    limits = ConnectionLimits(settings.header_timeout_seconds, settings.max_header_bytes)
+    limits = ConnectionLimits(
+        settings.header_timeout_seconds, settings.max_header_bytes, config.maxRequestBytes
+    )
     server = uvicorn.Server(
         uvicorn.Config(
             app,
