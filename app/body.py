@@ -47,6 +47,10 @@ async def read_body(
         raise BodyTooLarge(limit, length)
     received = [0]  # bytes so far, for the timeout message
     direct: DirectBody | None = scope.get("extensions", {}).get(DIRECT_BODY)
+    if direct is not None and direct.complete and length == len(direct.buffer):
+        # Already in (a small body arrives with its head): receive() cannot wait, and arming
+        # the deadline would cost more than reading.
+        return await _read_direct(receive, direct)
     try:
         async with asyncio.timeout(timeout):
             if direct is not None and length == len(direct.buffer):
