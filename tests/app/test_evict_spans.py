@@ -112,7 +112,11 @@ BAD = [
     ("evictee with a wrong type", GO_BODY.replace(b'"Status":', b'"Status":"x","_":', 1), "Status"),
     ("truncated", GO_BODY[:-1], "malformed JSON"),
     ("evictor null", go_json({"evictor": None, "evictees": [EVICTEE]}), "evictor"),
-    ("evictee null", go_json({"evictor": EXAMPLE["evictor"], "evictees": [None]}), r"evictees\[0\]"),
+    (
+        "evictee null",
+        go_json({"evictor": EXAMPLE["evictor"], "evictees": [None]}),
+        r"evictees\[0\]",
+    ),
 ]
 
 
