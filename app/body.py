@@ -3,7 +3,9 @@
 The limit is checked against ``Content-Length`` before a byte is read, and counted while
 streaming when the length is absent (chunked), so an oversized body is never buffered past the
 limit. With a declared length the body is read into one preallocated buffer: a 75 MiB snapshot
-is not copied again to be joined.
+is not copied again to be joined. Under ``caldera serve`` the server has already written such a
+body into a buffer of its length as it arrived (:class:`app.connections.DirectBody`); that
+buffer is taken as it is.
 
 The whole body must arrive within ``timeout`` seconds of the first read: a client that stalls
 mid-body, or sends a byte a second, is answered 408 instead of holding its connection and its
@@ -16,6 +18,7 @@ import asyncio
 
 from starlette.types import Receive, Scope
 
+from app.connections import DIRECT_BODY, DirectBody
 from app.errors import BadLength, BodyTimeout, BodyTooLarge, Disconnected
 
 DEFAULT_TIMEOUT = 10.0
@@ -43,13 +46,34 @@ async def read_body(
     if length is not None and length > limit:
         raise BodyTooLarge(limit, length)
     received = [0]  # bytes so far, for the timeout message
+    direct: DirectBody | None = scope.get("extensions", {}).get(DIRECT_BODY)
+    if direct is not None and direct.complete and length == len(direct.buffer):
+        # Already in (a small body arrives with its head): receive() cannot wait, and arming
+        # the deadline would cost more than reading.
+        return await _read_direct(receive, direct)
     try:
         async with asyncio.timeout(timeout):
+            if direct is not None and length == len(direct.buffer):
+                return await _read_direct(receive, direct)
             if length is not None:
                 return await _read_declared(receive, length, received)
             return await _read_streamed(receive, limit, received)
     except TimeoutError:
-        raise BodyTimeout(timeout or 0.0, received[0]) from None
+        got = direct.received if direct is not None else received[0]
+        raise BodyTimeout(timeout or 0.0, got) from None
+
+
+async def _read_direct(receive: Receive, direct: DirectBody) -> bytearray:
+    """The server wrote the body into ``direct`` as it arrived (``app/connections.py``): one
+    ``receive()`` returns when it is complete or the client is gone."""
+    message = await receive()
+    if message["type"] == "http.disconnect":
+        raise Disconnected
+    if message.get("more_body", False) or not direct.complete:
+        raise BadLength(
+            f"body has {direct.received} bytes, Content-Length says {len(direct.buffer)}"
+        )
+    return direct.buffer
 
 
 async def _read_streamed(receive: Receive, limit: int, received: list[int]) -> bytes:

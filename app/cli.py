@@ -80,7 +80,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"caldera: {exc}", file=sys.stderr)
             return EXIT_CONFIG
     app = create_app(config, recorder, body_timeout=settings.body_timeout_seconds)
-    limits = ConnectionLimits(settings.header_timeout_seconds, settings.max_header_bytes)
+    limits = ConnectionLimits(
+        settings.header_timeout_seconds, settings.max_header_bytes, config.maxRequestBytes
+    )
     server = uvicorn.Server(
         uvicorn.Config(
             app,
@@ -93,6 +95,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             timeout_keep_alive=settings.keep_alive_seconds,
             timeout_graceful_shutdown=settings.shutdown_seconds,
             server_header=False,
+            # A sidecar on loopback is called by Volcano, never through a proxy: uvicorn's
+            # X-Forwarded-For rewriting would be one more layer per call for nothing.
+            proxy_headers=False,
             ssl_certfile=settings.ssl_certfile,
             ssl_keyfile=settings.ssl_keyfile,
             ssl_ca_certs=settings.ssl_client_ca,

@@ -42,6 +42,42 @@ class ConnectionLimits:
     """From a request's first byte to the end of its headers."""
     max_head_bytes: int
     """Request line plus headers."""
+    max_body_bytes: int = 0
+    """``maxRequestBytes``: a POST declaring a ``Content-Length`` up to this is read straight
+    into one buffer of that size (:class:`DirectBody`); 0 turns that off."""
+
+
+DIRECT_BODY = "caldera.direct_body"
+"""The ASGI scope extension under which a request's :class:`DirectBody` is offered."""
+
+
+class DirectBody:
+    """A request body written by the protocol straight into one buffer of its declared length.
+
+    uvicorn hands the app each socket read as its own message: the parser's bytes appended to a
+    bytearray, copied again to ``bytes`` for the message, and reading paused after 64 KiB until
+    the app asks for more; the app then copies each message into its buffer. For a 75 MiB
+    snapshot that is four copies of the body and some 300 event-loop round trips. Here the
+    parser's bytes are copied once, into place, as they arrive; the app's ``receive()`` returns
+    once the whole body is in (or the client went away) and the app takes :attr:`buffer`
+    (``app/body.py``). Memory is bounded as before: only a length within ``maxRequestBytes`` is
+    preallocated, and the app's body deadline still runs while it waits."""
+
+    __slots__ = ("_view", "buffer", "received")
+
+    def __init__(self, length: int) -> None:
+        self.buffer = bytearray(length)
+        self._view = memoryview(self.buffer)
+        self.received = 0
+
+    def write(self, chunk: bytes) -> None:
+        end = self.received + len(chunk)
+        self._view[self.received : end] = chunk  # the parser frames the body: end <= length
+        self.received = end
+
+    @property
+    def complete(self) -> bool:
+        return self.received == len(self.buffer)
 
 
 class _Refused(Exception):
@@ -61,6 +97,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     """Bytes received while a head was incomplete: bounds what the parser buffers."""
     _head_parsed = 0
     """Request line and header bytes the parser has handed over for the current request."""
+    _direct: DirectBody | None = None
+    """The current request's body buffer, when it is read straight into one."""
 
     # --- connection lifetime -----------------------------------------------------------------
 
@@ -106,9 +144,27 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._cancel_head_timer()
         self._reading_head = False
         super().on_headers_complete()
+        self._direct = None
+        if not self.limits.max_body_bytes or self.scope.get("method") != "POST":
+            return
+        length = _declared_length(self.headers)
+        if length and length <= self.limits.max_body_bytes:
+            # The task running the app is created but has not started: the scope it will see
+            # is this dict.
+            self._direct = DirectBody(length)
+            extensions: dict[str, object] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]
+            extensions[DIRECT_BODY] = self._direct
+
+    def on_body(self, body: bytes) -> None:
+        direct = self._direct
+        if direct is None:
+            super().on_body(body)
+        elif not self.cycle.response_complete:
+            direct.write(body)
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
+        self._direct = None
         self._reading_head = True
         self._head_received = 0
 
@@ -179,6 +235,20 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             )
         )
         self.transport.close()
+
+
+def _declared_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+    """One plain ``Content-Length`` and no ``Transfer-Encoding``; anything else (chunked, a
+    repeated or malformed length) is left to the parser and the app to judge."""
+    length = None
+    for name, value in headers:
+        if name == b"content-length":
+            if length is not None or not value.isdigit():
+                return None
+            length = int(value)
+        elif name == b"transfer-encoding":
+            return None
+    return length
 
 
 def guarded_protocol(limits: ConnectionLimits) -> type[GuardedHttpToolsProtocol]:

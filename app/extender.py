@@ -12,7 +12,7 @@ neutral answer is sent: parts of a body that no configured plugin reads are neve
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -104,6 +104,46 @@ for _point in EXTENSION_POINTS:
         _DECODERS.setdefault(_kind, _decoder(_kind))
 _shared_path_shape = _decoder(LegacyReclaimablePathRequest)
 _task = msgspec.json.Decoder(TaskInfo)
+
+_EVICT_HEAD = b'{"evictor":'
+_EVICTEES = b',"evictees":['
+_NEXT_TASK = b'},{"UID":'
+_EVICTEES_END = b"]}"
+_NO_EVICTEES = (b',"evictees":null}', b',"evictees":[]}')
+
+
+def evict_spans(body: Body) -> tuple[memoryview, list[memoryview]] | None:
+    """The byte spans of the evictor and of each evictee in a preemptable/reclaimable body as
+    Go's ``json.Marshal`` writes it (``{"evictor":{…},"evictees":[{"UID":…},…]}``, compact,
+    every TaskInfo starting with its first field, UID), or None for any other layout.
+
+    Only ``bytes.find`` runs over the body; nothing here proves the spans are JSON values. The
+    caller decodes every span, and when each is one complete value the body is exactly
+    ``{"evictor":V0,"evictees":[V1,…,Vn]}`` (the spans and the separators between them are
+    the whole body), so a wrong split (the marker inside a string or a nested object) cannot
+    decode and the caller falls back to the general decode."""
+    if not body.startswith(_EVICT_HEAD):
+        return None
+    view = memoryview(body)
+    split = body.find(_EVICTEES, len(_EVICT_HEAD))
+    if split < 0:
+        for tail in _NO_EVICTEES:
+            if body.endswith(tail):
+                return view[len(_EVICT_HEAD) : len(body) - len(tail)], []
+        return None
+    if not body.endswith(_EVICTEES_END):
+        return None
+    evictor = view[len(_EVICT_HEAD) : split]
+    start = split + len(_EVICTEES)
+    end = len(body) - len(_EVICTEES_END)
+    if start == end:
+        return evictor, []
+    evictees = []
+    while (boundary := body.find(_NEXT_TASK, start, end)) >= 0:
+        evictees.append(view[start : boundary + 1])
+        start = boundary + 2
+    evictees.append(view[start:end])
+    return evictor, evictees
 
 
 class Extender:
@@ -217,9 +257,37 @@ class Extender:
         framework = self._answering(point, body)
         if framework is None:
             return self._neutral[point.verb]
-        request: EvictRequest = _DECODERS[point.request](body)
-        if not self._interested(request.evictor):
+        evictor, evictees, raws = self._evict_request(point, body)
+        if not self._interested(evictor):
             return self._neutral[point.verb]
+        decision = framework.victims(point, evictor, evictees)
+        if not decision.decided:
+            return self._neutral[point.verb]
+        # Echo the evictees as received: Volcano evicts the objects it decodes from our answer.
+        raw_of = {id(task): raw for task, raw in zip(evictees, raws, strict=True)}
+        try:
+            victims = [msgspec.Raw(raw_of[id(task)]) for task in decision.victims]
+        except KeyError:
+            raise AnswerError(f"a {point.verb} plugin returned a task it was not given") from None
+        return _encode(EvictResponse(status=int(Vote.PERMIT), victims=victims))
+
+    @staticmethod
+    def _evict_request(
+        point: ExtensionPoint, body: Body
+    ) -> tuple[TaskInfo, list[TaskInfo], Sequence[msgspec.Raw | memoryview]]:
+        """The evictor, the evictees and each evictee's bytes (for the verbatim echo).
+
+        Volcano's own bodies take one pass: each TaskInfo is decoded once from its span
+        (:func:`evict_spans`). Any other layout, and every body that does not decode that way,
+        takes the general route, which also words the errors: the body with the evictees kept
+        raw, then each evictee."""
+        spans = evict_spans(body)
+        if spans is not None:
+            try:
+                return _task.decode(spans[0]), [_task.decode(span) for span in spans[1]], spans[1]
+            except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+                pass  # ValidationError is a DecodeError
+        request: EvictRequest = _DECODERS[point.request](body)
         raws = request.evictees or []
         evictees: list[TaskInfo] = []
         for index, raw in enumerate(raws):
@@ -231,16 +299,7 @@ class Extender:
                 raise RequestError(f"malformed JSON: {exc} - at `evictees[{index}]`") from None
             except RecursionError:
                 raise RequestError(f"{NESTED_TOO_DEEPLY} - at `evictees[{index}]`") from None
-        decision = framework.victims(point, request.evictor, evictees)
-        if not decision.decided:
-            return self._neutral[point.verb]
-        # Echo the evictees as received: Volcano evicts the objects it decodes from our answer.
-        raw_of = {id(task): raw for task, raw in zip(evictees, raws, strict=True)}
-        try:
-            victims = [raw_of[id(task)] for task in decision.victims]
-        except KeyError:
-            raise AnswerError(f"a {point.verb} plugin returned a task it was not given") from None
-        return _encode(EvictResponse(status=int(Vote.PERMIT), victims=victims))
+        return request.evictor, evictees, raws
 
     def vote(self, point: ExtensionPoint, body: Body) -> bytes:
         framework = self._answering(point, body)

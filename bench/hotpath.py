@@ -1,0 +1,141 @@
+"""``python -m bench.hotpath``: A/B of Caldera's hot path between checkouts, interleaved.
+
+On a shared 2-core machine one run of A then one of B measures the neighbours as much as the
+change. This runs the same workloads (the bodies of ``python -m bench run --quick``) against
+``caldera serve`` from each checkout in turn, alternating the order every round, and reports the
+median over rounds of each figure: p50/p99 over HTTP (the Go load generator, as ``bench run``),
+peak RSS growth per workload, and p50 of the ASGI app in-process (``python -m bench asgi``).
+Each checkout runs from its own ``.venv`` (``uv sync`` in it first).
+
+    uv run python -m bench.hotpath --repo base=/tmp/perf-base --repo new=. \\
+        --loads preemptable-c1,allocate-c1,onSessionClose-c1 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from bench import gobuild, servers
+from bench import run as runmod
+
+MiB = 1024 * 1024
+
+
+def _http(
+    name: str, repo: Path, cfg: Path, loads: list[runmod.Load], lg: Path, scale: float
+) -> dict[str, dict[str, float]]:
+    srv = servers.caldera_server(
+        cfg, runmod.TMP / "logs" / f"hotpath-{name}.log", [str(repo / ".venv" / "bin" / "caldera")]
+    )
+    out: dict[str, dict[str, float]] = {}
+    srv.start()
+    try:
+        for ld in loads:
+            before = srv.rss()
+            srv.reset_peak()
+            plan = {
+                "base": srv.base,
+                "mode": "load",
+                "path": "/" + ld.verb,
+                "body": ld.body,
+                "concurrency": ld.concurrency,
+                "requests": max(3, int(ld.requests * scale)),
+                "warmup": ld.warmup,
+                "max_seconds": ld.max_seconds,
+                "timeout_seconds": 120,
+            }
+            res = runmod.loadgen(lg, plan, timeout=ld.max_seconds * 4 + 600)
+            if res["errors"]:
+                raise RuntimeError(
+                    f"{name} {ld.name}: {res['errors']} errors: {res['first_error']}"
+                )
+            row = runmod.summarize(res["latencies_us"], res["elapsed_seconds"], ld.body_bytes)
+            out[ld.name] = {
+                "p50_ms": row["p50_ms"],
+                "p99_ms": row["p99_ms"],
+                "growth_MiB": (srv.peak_rss() - before) / MiB,
+            }
+    finally:
+        srv.stop()
+    return out
+
+
+def _asgi(
+    name: str, repo: Path, cfg: Path, loads: list[runmod.Load], scale: float
+) -> dict[str, float]:
+    plan = [
+        {
+            "name": ld.name,
+            "verb": ld.verb,
+            "body": ld.body,
+            "requests": max(3, int(ld.requests * scale)),
+            "max_seconds": min(ld.max_seconds, 20),
+            "config": str(cfg),
+        }
+        for ld in loads
+        if ld.concurrency == 1
+    ]
+    plan_path = runmod.TMP / f"hotpath-asgi-plan-{name}.json"
+    out_path = runmod.TMP / f"hotpath-asgi-out-{name}.json"
+    plan_path.write_text(json.dumps(plan))
+    python = str(repo / ".venv" / "bin" / "python")
+    cmd = [*servers.taskset(servers.SERVER_CPU), python, "-m", "bench", "asgi"]
+    subprocess.run([*cmd, str(plan_path), str(out_path)], cwd=repo, check=True)
+    rows = json.loads(out_path.read_text())
+    return {k: runmod.pct(v["latencies_us"], 50) / 1e3 for k, v in rows.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.hotpath", description=__doc__)
+    ap.add_argument("--repo", action="append", required=True, help="NAME=PATH of a checkout")
+    ap.add_argument("--loads", required=True, help="comma list of workload names (bench run)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--scale", type=float, default=1.0, help="times each load's request count")
+    ap.add_argument("--no-asgi", action="store_true", help="HTTP only")
+    a = ap.parse_args(argv)
+
+    repos = [(n, Path(p).resolve()) for n, _, p in (r.partition("=") for r in a.repo)]
+    wanted = a.loads.split(",")
+    suite = runmod.build_suite("quick", runmod.TMP / "quick")
+    loads = [ld for name in wanted for ld in suite.loads if ld.name == name]
+    if len(loads) != len(wanted):
+        raise SystemExit(f"unknown load in {wanted}; known: {[ld.name for ld in suite.loads]}")
+    lg = gobuild.build(go_extender=False)["loadgen"]
+    cfg, label, _ = servers.caldera_configs(runmod.TMP)
+    samples: dict[tuple[str, str, str], list[float]] = {}
+    print(f"config {label}; load average {os.getloadavg()}", flush=True)
+    for r in range(a.rounds):
+        order = repos if r % 2 == 0 else repos[::-1]
+        for name, repo in order:
+            http = _http(name, repo, cfg, loads, lg, a.scale)
+            for load, row in http.items():
+                for k, v in row.items():
+                    samples.setdefault((load, name, k), []).append(v)
+            if not a.no_asgi:
+                for load, p50 in _asgi(name, repo, cfg, loads, a.scale).items():
+                    samples.setdefault((load, name, "asgi_p50_ms"), []).append(p50)
+            print(f"round {r + 1} {name}: " + json.dumps(http), flush=True)
+    print(f"\nload average at end {os.getloadavg()}; medians over {a.rounds} rounds")
+    keys = ["p50_ms", "p99_ms", "growth_MiB"] + ([] if a.no_asgi else ["asgi_p50_ms"])
+    print("| workload | checkout | " + " | ".join(keys) + " |")
+    print("|---" * (len(keys) + 2) + "|")
+    for ld in loads:
+        for name, _ in repos:
+            cells = [
+                f"{statistics.median(samples[(ld.name, name, k)]):.3f}"
+                if (ld.name, name, k) in samples
+                else "–"
+                for k in keys
+            ]
+            print(f"| {ld.name} | {name} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
