@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v2"
 	v1 "k8s.io/api/core/v1"
 
 	vcapisv1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -164,25 +165,52 @@ type minRuntimeCase struct {
 	since, why string
 }
 
-// minRuntimeTiers is the README's recommended layout: every victim voter in one tier,
-// gang's victim votes off (min-runtime's elastic rule replaces gang's), capacity with
-// enableHierarchy for the queue tree, the extender last. Flags are spelled out as
-// Volcano's ApplyPluginConfDefaults would fill them for a scheduler.conf naming the
-// plugin (the tests build conf.PluginOption directly, where nil means off).
-func minRuntimeTiers(ext *conf.PluginOption) []conf.Tier {
-	ps := []conf.PluginOption{
-		{Name: "priority", EnabledJobOrder: &yes, EnabledTaskOrder: &yes, EnabledPreemptable: &yes,
-			EnabledReclaimable: &yes, EnabledJobStarving: &yes},
-		{Name: "gang", EnabledJobOrder: &yes, EnabledJobReady: &yes, EnabledJobPipelined: &yes,
-			EnabledJobStarving: &yes, EnabledPreemptable: &no, EnabledReclaimable: &no},
-		{Name: "conformance", EnabledPreemptable: &yes, EnabledReclaimable: &yes},
-		{Name: "capacity", EnabledAllocatable: &yes, EnablePreemptive: &yes, EnabledReclaimable: &yes,
-			EnabledQueueOrder: &yes, EnabledJobEnqueued: &yes, EnabledOverused: &yes, EnabledHierarchy: &yes},
+// minRuntimeTier is the README's recommended layout for min-runtime, as an operator
+// writes it in volcano-scheduler.conf: every victim voter in one tier, gang's victim
+// votes off (min-runtime's elastic rule replaces gang's), capacity with enableHierarchy
+// for the queue tree; the extender entry goes last. Volcano fills a flag left out with
+// true (ApplyPluginConfDefaults); here every flag these actions read is spelled out,
+// because the scenarios build the session from conf.Tier directly, where nil means off.
+// It is parsed with gopkg.in/yaml.v2, as UnmarshalSchedulerConf parses the file (strictly,
+// so a misspelt flag fails), which also lets the suite compile against v1.8.2's
+// conf.PluginOption, which has no EnablePreemptive (the group never runs there).
+const minRuntimeTier = `
+plugins:
+- name: priority
+  enableJobOrder: true
+  enableTaskOrder: true
+  enablePreemptable: true
+  enableReclaimable: true
+  enableJobStarving: true
+- name: gang
+  enableJobOrder: true
+  enableJobReady: true
+  enableJobPipelined: true
+  enableJobStarving: true
+  enablePreemptable: false
+  enableReclaimable: false
+- name: conformance
+  enablePreemptable: true
+  enableReclaimable: true
+- name: capacity
+  enabledAllocatable: true
+  enablePreemptive: true
+  enableReclaimable: true
+  enableQueueOrder: true
+  enableJobEnqueued: true
+  enabledOverused: true
+  enableHierarchy: true
+`
+
+func minRuntimeTiers(t *testing.T, ext *conf.PluginOption) []conf.Tier {
+	var tr conf.Tier
+	if err := yaml.UnmarshalStrict([]byte(minRuntimeTier), &tr); err != nil {
+		t.Fatalf("min-runtime tier: %v", err)
 	}
 	if ext != nil {
-		ps = append(ps, *ext)
+		tr.Plugins = append(tr.Plugins, *ext)
 	}
-	return []conf.Tier{tier(ps...)}
+	return []conf.Tier{tr}
 }
 
 func runMinRuntimeCase(t *testing.T, c minRuntimeCase) {
@@ -205,14 +233,14 @@ func runMinRuntimeCase(t *testing.T, c minRuntimeCase) {
 	verb := map[string]string{"preempt": "preemptable", "reclaim": "reclaimable"}[c.actions()[0].Name()]
 	for _, r := range c.runs {
 		name := "started " + r.start.String()
-		tiers := minRuntimeTiers(extender(proxy.URL))
+		tiers := minRuntimeTiers(t, extender(proxy.URL))
 		switch {
 		case r.without:
 			name += ", without min-runtime"
-			tiers = minRuntimeTiers(nil)
+			tiers = minRuntimeTiers(t, nil)
 		case r.calderaDown:
 			name += ", caldera down"
-			tiers = minRuntimeTiers(extender(fmt.Sprintf("http://127.0.0.1:%d", freePort(t))))
+			tiers = minRuntimeTiers(t, extender(fmt.Sprintf("http://127.0.0.1:%d", freePort(t))))
 		}
 		t.Run(name, func(t *testing.T) {
 			before := proxy.Calls()
