@@ -6,7 +6,7 @@ package suite
 // README (priority, gang without victim votes, conformance, capacity with
 // enableHierarchy, and the extender last in the tier, pointed at a `caldera serve`
 // hosting min-runtime) and checks the outcome against expectations written by hand
-// from KAI's semantics (../../shared reference min-runtime.md §4, KAI's
+// from KAI's semantics (the shared reference min-runtime.md §4, KAI's
 // pkg/scheduler/plugins/minruntime/{resolver,minruntime}_test.go and the design
 // document's examples). Every case holds at least one run inside the min-runtime
 // (the victim survives), one with the same setup once the time is up (the victim is
