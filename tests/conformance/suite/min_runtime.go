@@ -8,10 +8,12 @@ package suite
 // hosting min-runtime) and checks the outcome against expectations written by hand
 // from KAI's semantics (the shared reference min-runtime.md §4, KAI's
 // pkg/scheduler/plugins/minruntime/{resolver,minruntime}_test.go and the design
-// document's examples). Every case holds at least one run inside the min-runtime
-// (the victim survives), one with the same setup once the time is up (the victim is
+// document's examples). Every protection case holds a run inside the min-runtime (the
+// victim survives), one with the same setup once the time is up (the victim is
 // evicted), and a control run without the extender entry (the same victim is evicted
-// by Volcano's own plugins), so each protection can fail.
+// by Volcano's own plugins), so each protection can fail. The cases whose resolution
+// gives no protection (a child's own 0s, reclaimResolveMethod queue, preemption under
+// a reclaim-only annotation) evict a victim of the age that a sibling case protects.
 
 import (
 	"encoding/json"
