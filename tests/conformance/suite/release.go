@@ -99,6 +99,7 @@ var groups = []group{
 	{"AllocateDeallocate", []string{"gang", "conformance", "priority"}, "1.13", testAllocateDeallocate},
 	{"Differences", []string{"sla", "priority", "gang", "conformance"}, "", testDifferences},
 	{"CaptureFixtures", []string{"conformance", "priority"}, "", testCaptureFixtures},
+	{"MinRuntime", []string{"priority", "gang", "conformance", "capacity"}, "", testMinRuntime},
 }
 
 // Run runs every scenario group the release can run, each as a subtest

@@ -17,6 +17,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/cache"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 	"volcano.sh/volcano/pkg/scheduler/metrics"
+	"volcano.sh/volcano/pkg/scheduler/plugins/capacity"
 	"volcano.sh/volcano/pkg/scheduler/plugins/cdp"
 	"volcano.sh/volcano/pkg/scheduler/plugins/conformance"
 	"volcano.sh/volcano/pkg/scheduler/plugins/drf"
@@ -40,7 +41,7 @@ var release = &suite.Release{
 		sla.PluginName: sla.New, priority.PluginName: priority.New, conformance.PluginName: conformance.New,
 		cdp.PluginName: cdp.New, overcommit.PluginName: overcommit.New, resourcequota.PluginName: resourcequota.New,
 		pdb.PluginName: pdb.New, gang.PluginName: gang.New, drf.PluginName: drf.New,
-		proportion.PluginName: proportion.New, extender.PluginName: extender.New,
+		proportion.PluginName: proportion.New, capacity.PluginName: capacity.New, extender.PluginName: extender.New,
 	},
 	Verbs: []string{
 		extender.ExtenderOnSessionOpenVerb, extender.ExtenderOnSessionCloseVerb, extender.ExtenderPredicateVerb,
