@@ -356,8 +356,12 @@ func testUsagePlugin(t *testing.T) {
 		{Name: "thresholds cpu 95 mem 90 admit u1 and u5", Actions: allocBackfill, Plugin: "usage",
 			Tiers: usage("thresholds:\n  cpu: 95\n  mem: 90\n"), Cluster: cluster(9),
 			Expect: perNode(map[string]int{"u2": 3, "u3": 2, "u1": 2, "u5": 2, "u4": 1})},
-		{Name: "usage.weight 2, memory.weight 2", Actions: allocBackfill, Plugin: "usage",
-			Tiers: usage("usage.weight: 2\nmemory.weight: 2\n"), Cluster: cluster(5)},
+		{
+			// u1 (CPU 90%, memory 10%) passes a 95% CPU threshold and, with
+			// memory weighted 5, outscores u2: (0.1 + 0.9*5)/6 > (0.7 + 0.7*5)/6.
+			Name: "memory.weight 5, usage.weight 2, thresholds.cpu 95 prefer u1's idle memory", Actions: allocBackfill,
+			Plugin: "usage", Tiers: usage("usage.weight: 2\nmemory.weight: 5\nthresholds:\n  cpu: 95\n"), Cluster: cluster(5),
+			Expect: perNode(map[string]int{"u1": 3, "u2": 2, "u3": 1})},
 	})
 	t.Run("preempt skips an overloaded node (code 3)", func(t *testing.T) {
 		testCode3StopsPreemption(t, "usage", []conf.Tier{tier(priorityEnableEvict), tier(nodeJudge("usage", nil))},
@@ -537,6 +541,10 @@ func testTaskTopologyPlugin(t *testing.T) {
 	tiers := func(args string) []conf.Tier { return []conf.Tier{tier(topologyOption(pluginArgs(t, args)))} }
 	// the first task of a bucket meets equal scores everywhere (Volcano picks a
 	// node at random); what the plugin decides is which tasks share a node.
+	// Upstream's remove-until-fits loop walks a Go map: with tasks of unequal
+	// requests (a best-effort task among 1-CPU ones) in a bucket that overflows
+	// a node, the score itself is random, so every scenario keeps its
+	// overflowing buckets to equal requests.
 	colocated := func(groups ...[]string) func(*testing.T, Outcome) {
 		return func(t *testing.T, o Outcome) {
 			t.Helper()
@@ -565,10 +573,32 @@ func testTaskTopologyPlugin(t *testing.T) {
 			Expect: colocated([]string{"ps-0"}, []string{"worker-0", "worker-1", "worker-2"}),
 		},
 		{
-			Name: "task order annotation", Actions: allocBackfill, Plugin: "task-topology", Residual: true,
-			Tiers: tiers(""), Diff: diffColocation,
-			Cluster: job(map[string]string{"volcano.sh/task-topology-affinity": "ps,worker",
-				"volcano.sh/task-topology-anti-affinity": "ps", "volcano.sh/task-topology-task-order": "worker,ps"}, psWorkers...),
+			// task-order worker,ps sorts the workers first when buckets are
+			// built: no worker is anti-affine, so all six tasks share one
+			// bucket (without the order, two buckets of three). On nodes of
+			// 6, 4 and 2 CPUs the 6-CPU bucket fits only t1, every score has a
+			// single maximum, and the whole job lands on t1 (ps-1 still
+			// scores 5 there against 1 on t2 despite ps's anti-affinity).
+			Name: "task order annotation builds one bucket", Actions: allocBackfill, Plugin: "task-topology", Residual: true,
+			Tiers: tiers(""),
+			Cluster: func() Cluster {
+				c := job(map[string]string{"volcano.sh/task-topology-affinity": "ps,worker",
+					"volcano.sh/task-topology-anti-affinity": "ps", "volcano.sh/task-topology-task-order": "worker,ps"},
+					psWorkers[:6]...)()
+				c.Nodes = []*v1.Node{labelledNode("t1", "6", "8G", nil), labelledNode("t2", "4", "8G", nil),
+					labelledNode("t3", "2", "8G", nil)}
+				return c
+			},
+			Expect: func(t *testing.T, o Outcome) {
+				for p, n := range o.Binds {
+					if n != "t1" {
+						t.Fatalf("in-tree run: %s on %s, expected the whole job on t1 (%s)", p, n, o)
+					}
+				}
+				if len(o.Binds) != 6 {
+					t.Fatalf("in-tree run: expected 6 binds, got %s", o)
+				}
+			},
 		},
 		{
 			// an annotation naming a task the job lacks: the plugin ignores the job.
