@@ -481,6 +481,17 @@ func testResourceStrategyFitPlugin(t *testing.T) {
 		{Name: "proportional admits a small CPU pod", Actions: allocBackfill, Plugin: "resource-strategy-fit",
 			Tiers: rsf(proportional), Cluster: sraCluster("1"), Diff: diffBindsExceptBestEffort},
 	})
+	t.Run("preempt skips a node whose idle GPU reserves its CPU (code 3)", func(t *testing.T) {
+		// n-refused keeps 4 CPUs and 8 GB for its idle GPU: a CPU-only
+		// preemptor fails proportional there whatever preempt would free.
+		testCode3StopsPreemption(t, "resource-strategy-fit",
+			[]conf.Tier{tier(priorityEnableEvict), tier(nodeJudge("resource-strategy-fit", pluginArgs(t, proportional)))},
+			func() Cluster {
+				c := code3PreemptCluster(nil, nil)
+				c.Nodes[1] = labelledNode("n-refused", "2", "4G", nil, gpu("1"))
+				return c
+			})
+	})
 }
 
 // diffBindsExceptBestEffort is diff without the node of ns1/be: without sra
