@@ -75,7 +75,7 @@ func (c CalderaConfig) yaml() ([]byte, error) {
 				m[k] = v
 			}
 			if len(p.Arguments) > 0 {
-				m["arguments"] = p.Arguments
+				m["arguments"] = jsonable(p.Arguments)
 			}
 			plugins = append(plugins, m)
 		}
@@ -364,7 +364,7 @@ func hasUnreachable(p conf.PluginOption) bool {
 // the reachable flags spelled out (nil => false, as in Volcano unit tests).
 func calderaPluginFrom(p conf.PluginOption) CalderaPlugin {
 	f := func(v *bool) bool { return v != nil && *v }
-	return CalderaPlugin{
+	cp := CalderaPlugin{
 		Name: p.Name,
 		Flags: map[string]bool{
 			"enablePredicate":   f(p.EnabledPredicate),
@@ -377,6 +377,39 @@ func calderaPluginFrom(p conf.PluginOption) CalderaPlugin {
 		},
 		Arguments: p.Arguments,
 	}
+	// enableHierarchy is a plugin option Volcano does not send the extender
+	// (nodegroup's queue-affinity inheritance reads it): set only when on.
+	if f(p.EnabledHierarchy) {
+		cp.Flags["enableHierarchy"] = true
+	}
+	return cp
+}
+
+// jsonable turns the map[interface{}]interface{} sections that Volcano's
+// YAML loader (gopkg.in/yaml.v2) produces into string-keyed maps, so that the
+// same arguments the in-tree plugin received can be written to Caldera's YAML.
+func jsonable(v interface{}) interface{} {
+	switch x := v.(type) {
+	case map[interface{}]interface{}:
+		m := make(map[string]interface{}, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = jsonable(e)
+		}
+		return m
+	case map[string]interface{}:
+		m := make(map[string]interface{}, len(x))
+		for k, e := range x {
+			m[k] = jsonable(e)
+		}
+		return m
+	case []interface{}:
+		l := make([]interface{}, len(x))
+		for i, e := range x {
+			l[i] = jsonable(e)
+		}
+		return l
+	}
+	return v
 }
 
 func mustJSON(v interface{}) string {

@@ -43,6 +43,9 @@ type Cluster struct {
 	PriClasses     []*schedulingv1.PriorityClass
 	ResourceQuotas []*v1.ResourceQuota
 	PDBs           []*policyv1.PodDisruptionBudget
+	// NodeUsage is the metrics sample per node name (NodeInfo.ResourceUsage),
+	// written into the cache as its metrics poller would.
+	NodeUsage map[string]*api.NodeUsage
 }
 
 // Outcome is what the comparison looks at.
@@ -51,10 +54,12 @@ type Outcome struct {
 	Evicts    []string          // ns/pod, sorted
 	Phases    map[string]string // ns/podgroup -> phase
 	Pipelined map[string]string // ns/pod -> node (tasks left Pipelined)
+	Allocated map[string]string // ns/pod -> node (placed, not dispatched: job not ready)
 }
 
 func (o Outcome) String() string {
-	return fmt.Sprintf("binds=%v evicts=%v phases=%v pipelined=%v", sortedMap(o.Binds), o.Evicts, sortedMap(o.Phases), sortedMap(o.Pipelined))
+	return fmt.Sprintf("binds=%v evicts=%v phases=%v pipelined=%v allocated=%v", sortedMap(o.Binds), o.Evicts,
+		sortedMap(o.Phases), sortedMap(o.Pipelined), sortedMap(o.Allocated))
 }
 
 func sortedMap(m map[string]string) string {
@@ -85,6 +90,9 @@ func diff(a, b Outcome) string {
 	if sortedMap(a.Pipelined) != sortedMap(b.Pipelined) {
 		out = append(out, fmt.Sprintf("pipelined: in-tree %s, extender %s", sortedMap(a.Pipelined), sortedMap(b.Pipelined)))
 	}
+	if sortedMap(a.Allocated) != sortedMap(b.Allocated) {
+		out = append(out, fmt.Sprintf("allocated: in-tree %s, extender %s", sortedMap(a.Allocated), sortedMap(b.Allocated)))
+	}
 	return strings.Join(out, "\n")
 }
 
@@ -94,12 +102,15 @@ func diff(a, b Outcome) string {
 func diffIgnoringNodes(a, b Outcome) string {
 	strip := func(o Outcome) Outcome {
 		c := o
-		c.Binds, c.Pipelined = map[string]string{}, map[string]string{}
+		c.Binds, c.Pipelined, c.Allocated = map[string]string{}, map[string]string{}, map[string]string{}
 		for k := range o.Binds {
 			c.Binds[k] = "*"
 		}
 		for k := range o.Pipelined {
 			c.Pipelined[k] = "*"
+		}
+		for k := range o.Allocated {
+			c.Allocated[k] = "*"
 		}
 		return c
 	}
@@ -111,7 +122,8 @@ func diffIgnoringNodes(a, b Outcome) string {
 // itself (e.g. pdb budgets consumed in evictee order).
 func diffCounts(a, b Outcome) string {
 	var out []string
-	if len(a.Binds) != len(b.Binds) || len(a.Evicts) != len(b.Evicts) || len(a.Pipelined) != len(b.Pipelined) {
+	if len(a.Binds) != len(b.Binds) || len(a.Evicts) != len(b.Evicts) || len(a.Pipelined) != len(b.Pipelined) ||
+		len(a.Allocated) != len(b.Allocated) {
 		out = append(out, fmt.Sprintf("counts differ: in-tree %s, extender %s", a, b))
 	}
 	if sortedMap(a.Phases) != sortedMap(b.Phases) {
@@ -140,6 +152,15 @@ func runSession(t *testing.T, cl Cluster, tiers []conf.Tier, actions []framework
 
 	for _, n := range cl.Nodes {
 		sc.AddOrUpdateNode(n)
+	}
+	if len(cl.NodeUsage) > 0 {
+		sc.Lock()
+		for name, usage := range cl.NodeUsage {
+			if ni, ok := sc.Nodes[name]; ok {
+				ni.ResourceUsage = usage
+			}
+		}
+		sc.Unlock()
 	}
 	for _, p := range cl.Pods {
 		sc.AddPod(p)
@@ -185,12 +206,16 @@ func runSession(t *testing.T, cl Cluster, tiers []conf.Tier, actions []framework
 		Evicts:    obs.Evicts(),
 		Phases:    map[string]string{},
 		Pipelined: map[string]string{},
+		Allocated: map[string]string{},
 	}
 	sort.Strings(out.Evicts)
 	jobs := ssn.Jobs
 	for _, job := range jobs {
 		for _, task := range job.TaskStatusIndex[api.Pipelined] {
 			out.Pipelined[task.Namespace+"/"+task.Name] = task.NodeName
+		}
+		for _, task := range job.TaskStatusIndex[api.Allocated] {
+			out.Allocated[task.Namespace+"/"+task.Name] = task.NodeName
 		}
 	}
 	// Releases before 1.11 update PodGroup status inside CloseSession.

@@ -98,6 +98,10 @@ var groups = []group{
 	{"Ignorable", []string{"conformance", "priority"}, "", testIgnorable},
 	{"AllocateDeallocate", []string{"gang", "conformance", "priority"}, "1.13", testAllocateDeallocate},
 	{"Differences", []string{"sla", "priority", "gang", "conformance"}, "", testDifferences},
+	{"NodeGroupPlugin", []string{"nodegroup", "priority"}, "1.13", testNodeGroupPlugin},
+	{"UsagePlugin", []string{"usage", "priority"}, "1.13", testUsagePlugin},
+	{"ResourceStrategyFitPlugin", []string{"resource-strategy-fit"}, "", testResourceStrategyFitPlugin},
+	{"TaskTopologyPlugin", []string{"task-topology", "gang"}, "1.13", testTaskTopologyPlugin},
 	{"CaptureFixtures", []string{"conformance", "priority"}, "", testCaptureFixtures},
 	{"MinRuntime", []string{"priority", "gang", "conformance", "capacity"}, "", testMinRuntime},
 }

@@ -23,12 +23,16 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/plugins/drf"
 	"volcano.sh/volcano/pkg/scheduler/plugins/extender"
 	"volcano.sh/volcano/pkg/scheduler/plugins/gang"
+	"volcano.sh/volcano/pkg/scheduler/plugins/nodegroup"
 	"volcano.sh/volcano/pkg/scheduler/plugins/overcommit"
 	"volcano.sh/volcano/pkg/scheduler/plugins/pdb"
 	"volcano.sh/volcano/pkg/scheduler/plugins/priority"
 	"volcano.sh/volcano/pkg/scheduler/plugins/proportion"
+	resourcestrategyfit "volcano.sh/volcano/pkg/scheduler/plugins/resource-strategy-fit"
 	"volcano.sh/volcano/pkg/scheduler/plugins/resourcequota"
 	"volcano.sh/volcano/pkg/scheduler/plugins/sla"
+	tasktopology "volcano.sh/volcano/pkg/scheduler/plugins/task-topology"
+	"volcano.sh/volcano/pkg/scheduler/plugins/usage"
 	"volcano.sh/volcano/pkg/scheduler/util"
 )
 
@@ -42,6 +46,7 @@ var release = &suite.Release{
 		cdp.PluginName: cdp.New, overcommit.PluginName: overcommit.New, resourcequota.PluginName: resourcequota.New,
 		pdb.PluginName: pdb.New, gang.PluginName: gang.New, drf.PluginName: drf.New,
 		proportion.PluginName: proportion.New, capacity.PluginName: capacity.New, extender.PluginName: extender.New,
+		nodegroup.PluginName: nodegroup.New, usage.PluginName: usage.New, resourcestrategyfit.PluginName: resourcestrategyfit.New, tasktopology.PluginName: tasktopology.New,
 	},
 	Verbs: []string{
 		extender.ExtenderOnSessionOpenVerb, extender.ExtenderOnSessionCloseVerb, extender.ExtenderPredicateVerb,

@@ -43,6 +43,8 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/plugins/proportion"
 	"volcano.sh/volcano/pkg/scheduler/plugins/resourcequota"
 	"volcano.sh/volcano/pkg/scheduler/plugins/sla"
+	tasktopology "volcano.sh/volcano/pkg/scheduler/plugins/task-topology"
+	"volcano.sh/volcano/pkg/scheduler/plugins/usage"
 	"volcano.sh/volcano/pkg/scheduler/util"
 )
 
@@ -60,6 +62,7 @@ var release = &suite.Release{
 		cdp.PluginName: cdp.New, overcommit.PluginName: overcommit.New, resourcequota.PluginName: resourcequota.New,
 		gang.PluginName: gang.New, drf.PluginName: drf.New,
 		proportion.PluginName: proportion.New, extender.PluginName: extender.New,
+		usage.PluginName: usage.New, tasktopology.PluginName: tasktopology.New,
 	},
 	Verbs: []string{
 		extender.ExtenderOnSessionOpenVerb, extender.ExtenderOnSessionCloseVerb, extender.ExtenderPredicateVerb,
