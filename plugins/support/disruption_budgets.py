@@ -53,10 +53,52 @@ def compile_pdb(pdb: PodDisruptionBudget) -> CompiledPdb | None:
 
 
 @dataclass(frozen=True, slots=True)
+class NamespaceBudgets:
+    """One namespace's PDBs, indexed so a pod is matched only against the PDBs it could match.
+
+    A selector with an exact ``key=value`` requirement (every ``matchLabels`` entry is one) can
+    only match a pod carrying that label, so the PDB is filed under its first such pair; the
+    others (``matchExpressions`` only) are checked against every pod. Each PDB sits in exactly
+    one place, and the full selector is still evaluated, so the candidates of a pod are the PDBs
+    a scan would match. Their order does not matter: every matching budget is consumed.
+    """
+
+    by_label: Mapping[tuple[str, str], tuple[CompiledPdb, ...]]
+    unindexed: tuple[CompiledPdb, ...]
+
+    @classmethod
+    def of(cls, pdbs: Iterable[CompiledPdb]) -> NamespaceBudgets:
+        by_label: dict[tuple[str, str], list[CompiledPdb]] = {}
+        unindexed: list[CompiledPdb] = []
+        for pdb in pdbs:
+            pair = next(
+                (
+                    (r.key, next(iter(r.values)))
+                    for r in pdb.selector.requirements
+                    if r.operator == "="
+                ),
+                None,
+            )
+            if pair is None:
+                unindexed.append(pdb)
+            else:
+                by_label.setdefault(pair, []).append(pdb)
+        return cls({pair: tuple(p) for pair, p in by_label.items()}, tuple(unindexed))
+
+    def candidates(self, labels: Mapping[str, str]) -> list[CompiledPdb]:
+        found = list(self.unindexed)
+        for pair in labels.items():
+            filed = self.by_label.get(pair)
+            if filed:
+                found.extend(filed)
+        return found
+
+
+@dataclass(frozen=True, slots=True)
 class PdbSnapshot:
     """An immutable view of the budgets, swapped in whole whenever they change."""
 
-    by_namespace: Mapping[str, tuple[CompiledPdb, ...]]
+    by_namespace: Mapping[str, NamespaceBudgets]
     count: int
     """How many PDB objects the source holds (including those that can never apply)."""
 
@@ -68,7 +110,7 @@ class PdbSnapshot:
             count += 1
             if pdb is not None:
                 by_namespace.setdefault(pdb.namespace, []).append(pdb)
-        return cls({ns: tuple(pdbs) for ns, pdbs in by_namespace.items()}, count)
+        return cls({ns: NamespaceBudgets.of(p) for ns, p in by_namespace.items()}, count)
 
     @classmethod
     def of(cls, pdbs: Iterable[PodDisruptionBudget]) -> PdbSnapshot:
@@ -84,7 +126,11 @@ def pdb_filter(tasks: Sequence[TaskInfo], snapshot: PdbSnapshot) -> list[TaskInf
         if meta is None or not meta.labels:
             continue  # upstream: "a pod with no labels will not match any PDB" (never a victim)
         violated = False
-        for pdb in snapshot.by_namespace.get(meta.namespace or task.Namespace, ()):
+        namespace = snapshot.by_namespace.get(meta.namespace or task.Namespace)
+        if namespace is None:
+            victims.append(task)
+            continue
+        for pdb in namespace.candidates(meta.labels):
             if not pdb.selector.matches(meta.labels) or meta.name in pdb.disrupted_pods:
                 continue  # an already disrupted pod was counted by the disruption controller
             left = budgets.get(pdb, pdb.disruptions_allowed) - 1
