@@ -323,7 +323,7 @@ def render(summary: dict[str, Any], failures: list[str]) -> list[str]:
         f" errors {summary['errors']}",
         "| verb | calls | p50 ms | p99 ms | judged by | first window ms | last window ms |"
         " last/first |",
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for verb, v in summary["verbs"].items():
         lines.append(
