@@ -88,7 +88,7 @@ from typing import Any, ClassVar, TypeVar
 from plugins.api.arguments import Arguments, warn_once
 from plugins.api.base import Background, FitError, Plugin, StatusCode
 from plugins.api.registry import register
-from plugins.support.goint import INT64_MAX, INT64_MIN
+from plugins.support.goint import as_go_int
 from plugins.support.mapstructure import (
     DecodeError,
     decode_bool,
@@ -356,9 +356,7 @@ def parse_pod_weights(text: str) -> dict[str, int] | None:
         return None
     weights: dict[str, int] = {}
     for name, weight in decoded.items():
-        if isinstance(weight, bool) or not isinstance(weight, int):
-            return None
-        if not INT64_MIN <= weight <= INT64_MAX:
+        if as_go_int(weight) is None:
             return None
         weights[name] = weight
     return weights

@@ -80,10 +80,10 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import ClassVar
 
-from plugins.api.arguments import Arguments, warn_once
+from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin, Session
 from plugins.api.registry import register
-from plugins.support.goint import INT32_MIN, INT64_MAX, INT64_MIN, go_int64
+from plugins.support.goint import INT32_MIN, go_int64
 from plugins.support.resources import (
     add_in_place,
     clone,
@@ -455,15 +455,7 @@ class TaskTopologyPlugin(Plugin):
 
     def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
         super().__init__(arguments, background)
-        weight = arguments.get_int(WEIGHT_ARGUMENT, DEFAULT_WEIGHT)
-        if not INT64_MIN <= weight <= INT64_MAX:
-            warn_once(
-                logger,
-                f"plugin {PLUGIN_NAME}: argument {WEIGHT_ARGUMENT!r} = {weight} is not a Go int;"
-                " keeping the default, as Volcano does",
-            )
-            weight = DEFAULT_WEIGHT
-        self.weight = weight
+        self.weight = arguments.get_int(WEIGHT_ARGUMENT, DEFAULT_WEIGHT)
         self.managers: dict[str, JobManager] = {}
 
     def on_session_open(self, ssn: Session) -> None:

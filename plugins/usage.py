@@ -94,13 +94,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from plugins.api.arguments import Arguments, warn_once
-from plugins.api.base import Background, FitError, Plugin, Session, StatusCode
+from plugins.api.arguments import Arguments
+from plugins.api.base import Background, FitError, Plugin, Session, StatusCode, utc_now
 from plugins.api.registry import register
-from plugins.support.goint import INT64_MAX, INT64_MIN, go_int64
+from plugins.support.goint import as_go_int, go_int64
 from plugins.support.load_estimator import (
     MAX_NODE_SCORE,
     ShadowLoadCache,
@@ -113,7 +113,7 @@ from plugins.support.load_estimator import (
 )
 from plugins.support.pod_limits import pod_resource_limit
 from schemas.api import NodeInfo, TaskInfo, TaskStatus
-from schemas.goduration import DurationError, parse_go_duration
+from schemas.goduration import DurationError, go_time, parse_go_duration
 from schemas.quantity import QuantityError, milli_value, parse_quantity, value
 
 logger = logging.getLogger("caldera.plugins.usage")
@@ -127,13 +127,6 @@ METRICS_INTERVAL_ARGUMENT = "metrics.interval"
 
 CPU_REASON = "the CPU load of the node exceeds the upper limit."
 MEMORY_REASON = "the memory load of the node exceeds the upper limit."
-
-
-def _go_int(raw: Any) -> int | None:
-    """The value if YAML would have made it a Go ``int``."""
-    if isinstance(raw, int) and not isinstance(raw, bool) and INT64_MIN <= raw <= INT64_MAX:
-        return raw
-    return None
 
 
 # --- arguments ---------------------------------------------------------------------------------
@@ -158,7 +151,7 @@ def parse_best_effort_cpu(raw: Any, default: float) -> float:
             return float(milli_value(raw))
         except QuantityError:
             return default
-    number = _go_int(raw)
+    number = as_go_int(raw)
     if number is None or number < 0:
         return default
     return float(number)
@@ -173,23 +166,10 @@ def parse_best_effort_memory(raw: Any, default: float) -> float:
             return float(value(raw))
         except QuantityError:
             return default
-    number = _go_int(raw)
+    number = as_go_int(raw)
     if number is None or number < 0:
         return default
     return float(number) * 1024 * 1024
-
-
-def _get_int(arguments: Arguments, key: str, default: int) -> int:
-    """``GetInt``, with an int beyond Go's int64 keeping the default."""
-    number = arguments.get_int(key, default)
-    if _go_int(number) is None:
-        warn_once(
-            logger,
-            f"plugin {PLUGIN_NAME}: argument {key!r} is not a Go int; keeping the default,"
-            " as Volcano does",
-        )
-        return default
-    return number
 
 
 @dataclass(slots=True)
@@ -212,19 +192,19 @@ class UsageConfig:
 def parse_config(arguments: Arguments) -> UsageConfig:
     """v1.16 ``New``: weights, ``parseThresholdArgs``, ``parseEstimatorArgs``."""
     config = UsageConfig()
-    usage_weight = _get_int(arguments, "usage.weight", config.usage_weight)
+    usage_weight = arguments.get_int("usage.weight", config.usage_weight)
     config.usage_weight = usage_weight if usage_weight >= 0 else 5
-    cpu_weight = _get_int(arguments, "cpu.weight", config.cpu_weight)
+    cpu_weight = arguments.get_int("cpu.weight", config.cpu_weight)
     config.cpu_weight = cpu_weight if cpu_weight >= 0 else 1
-    memory_weight = _get_int(arguments, "memory.weight", config.memory_weight)
+    memory_weight = arguments.get_int("memory.weight", config.memory_weight)
     config.memory_weight = memory_weight if memory_weight >= 0 else 1
 
     thresholds = section_arguments(arguments, "thresholds")
     if thresholds is not None:
-        cpu = _get_int(thresholds, "cpu", int(config.cpu_threshold))
+        cpu = thresholds.get_int("cpu", int(config.cpu_threshold))
         if 0 <= cpu <= 100:
             config.cpu_threshold = float(cpu)
-        mem = _get_int(thresholds, "mem", int(config.mem_threshold))
+        mem = thresholds.get_int("mem", int(config.mem_threshold))
         if 0 <= mem <= 100:
             config.mem_threshold = float(mem)
 
@@ -251,13 +231,13 @@ def parse_legacy_config(arguments: Arguments) -> UsageConfig:
     """v1.13-v1.15 ``New``: weights as given; each ``thresholds`` entry ``cpu`` / ``mem`` set
     to its value when an int, else to 0."""
     config = UsageConfig()
-    config.usage_weight = _get_int(arguments, "usage.weight", config.usage_weight)
-    config.cpu_weight = _get_int(arguments, "cpu.weight", config.cpu_weight)
-    config.memory_weight = _get_int(arguments, "memory.weight", config.memory_weight)
+    config.usage_weight = arguments.get_int("usage.weight", config.usage_weight)
+    config.cpu_weight = arguments.get_int("cpu.weight", config.cpu_weight)
+    config.memory_weight = arguments.get_int("memory.weight", config.memory_weight)
     raw = arguments.get("thresholds")
     if isinstance(raw, Mapping):
         for key, threshold in raw.items():
-            number = _go_int(threshold)
+            number = as_go_int(threshold)
             amount = float(number) if number is not None else 0.0
             if key == "cpu":
                 config.cpu_threshold = amount
@@ -283,16 +263,12 @@ def parse_metrics_interval(arguments: Arguments) -> timedelta:
 # --- the plugin ----------------------------------------------------------------------------------
 
 
-def _as_utc(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
 def metrics_available(node: NodeInfo, now: datetime) -> bool:
     """``isMetricsAvailable``: sampled at most 5 minutes before ``now``."""
     usage = node.ResourceUsage
     if usage is None or usage.MetricsTime is None:
         return False
-    return now - _as_utc(usage.MetricsTime) <= METRICS_ACTIVE_TIME
+    return now - go_time(usage.MetricsTime) <= METRICS_ACTIVE_TIME
 
 
 def _percentages(node: NodeInfo) -> tuple[float | None, float | None]:
@@ -324,7 +300,7 @@ class UsagePlugin(Plugin):
         self.estimator = True
         self.cache = ShadowLoadCache()
         self.nodes: Mapping[str, NodeInfo] = {}
-        self.now: Callable[[], datetime] = _utc_now
+        self.now: Callable[[], datetime] = utc_now
 
     @classmethod
     def argument_errors(cls, arguments: Arguments) -> dict[str, str]:
@@ -363,7 +339,7 @@ class UsagePlugin(Plugin):
             pod_status = task.Pod.status if task.Pod is not None else None
             if task.Pod is None or pod_status is None or pod_status.startTime is None:
                 return True
-            return now - _as_utc(pod_status.startTime) < self.metrics_interval
+            return now - go_time(pod_status.startTime) < self.metrics_interval
         return False
 
     def warm_up(self, nodes: Mapping[str, NodeInfo]) -> None:
@@ -474,7 +450,3 @@ class UsagePlugin(Plugin):
         if self.estimator:
             self.cache.sub_estimate_by_snapshot(task.UID)
         return None
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)

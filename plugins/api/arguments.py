@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from plugins.api.options import FLAG_DEFAULTS
+from plugins.support.goint import as_go_int
 
 logger = logging.getLogger("caldera.plugins.api.arguments")
 
@@ -74,13 +75,14 @@ class Arguments(Mapping[str, Any]):
         warn_once(logger, message)
 
     def get_int(self, key: str, default: int) -> int:
-        """``GetInt``: a Go ``int`` only (no float, no string, no bool)."""
+        """``GetInt``: a Go ``int`` only (no float, no string, no bool, nothing beyond int64,
+        which Go's YAML decoder does not make an ``int``)."""
         if key not in self._values:
             return default
-        value = self._values[key]
-        if isinstance(value, int) and not isinstance(value, bool):
+        value = as_go_int(self._values[key])
+        if value is not None:
             return value
-        self._reject(key, "int", value)
+        self._reject(key, "int", self._values[key])
         return default
 
     def get_float64(self, key: str, default: float) -> float:

@@ -18,6 +18,9 @@ from plugins.api.arguments import Arguments
         (5, {"intkey": True}, 5),
         (5, {"intkey": 1.0}, 5),
         (5, {}, 5),
+        (5, {"intkey": 2**63 - 1}, 2**63 - 1),
+        (5, {"intkey": 2**63}, 5),
+        (5, {"intkey": -(2**63) - 1}, 5),
     ],
     ids=[
         "TestArgumentsGetInt/15",
@@ -26,6 +29,9 @@ from plugins.api.arguments import Arguments
         "bool is not an int",
         "float is not an int",
         "missing",
+        "int64 max is an int",
+        "beyond int64 is not a Go int",
+        "below int64 is not a Go int",
     ],
 )
 def test_get_int(base: int, args: dict[str, Any], expected: int) -> None:
