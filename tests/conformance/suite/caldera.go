@@ -287,9 +287,13 @@ var calderaVerbs = map[string]string{
 
 // allVerbs is every verb the release under test reads, mapped to Caldera's
 // endpoint names.
-func allVerbs() map[string]string {
+func allVerbs() map[string]string { return releaseVerbs(calderaVerbs) }
+
+// releaseVerbs is verbs (extender argument key -> name) less the keys the
+// release under test does not read.
+func releaseVerbs(verbs map[string]string) map[string]string {
 	m := map[string]string{}
-	for k, v := range calderaVerbs {
+	for k, v := range verbs {
 		if rel.hasVerb(k) {
 			m[k] = v
 		}

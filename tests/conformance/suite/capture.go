@@ -31,17 +31,6 @@ var fixtureVerbs = map[string]string{
 	verbDeallocateFunc: "deallocateFunc",
 }
 
-// releaseFixtureVerbs is fixtureVerbs less the verbs the release lacks.
-func releaseFixtureVerbs() map[string]string {
-	m := map[string]string{}
-	for k, v := range fixtureVerbs {
-		if rel.hasVerb(k) {
-			m[k] = v
-		}
-	}
-	return m
-}
-
 // testCaptureFixtures records the request bodies the release's extender
 // plugin really marshals, and writes them to tests/fixtures/volcano-<minor>.
 // Gated: CALDERA_CAPTURE_FIXTURES=1 go test -run TestVolcano/CaptureFixtures
@@ -50,7 +39,7 @@ func testCaptureFixtures(t *testing.T) {
 	if os.Getenv("CALDERA_CAPTURE_FIXTURES") != "1" {
 		t.Skipf("set CALDERA_CAPTURE_FIXTURES=1 to rewrite %s", dir)
 	}
-	verbsToCapture := releaseFixtureVerbs()
+	verbsToCapture := releaseVerbs(fixtureVerbs)
 	rec := newRecorder(t, "", neutral)
 	ext := extenderOption(rec.URL, allFlags(), ExtOpts{Verbs: verbsToCapture})
 
@@ -82,7 +71,7 @@ func testCaptureFixtures(t *testing.T) {
 
 	// Session 2: preempt (preemptable, deallocateFunc on eviction).
 	tiers := []conf.Tier{tier(priorityOrderOnly, evictFlags("conformance"), ext)}
-	runSession(t, conformanceClusterForIgnorable(), tiers, preemptActions())
+	runSession(t, kubeSystemVictimCluster(), tiers, preemptActions())
 
 	// Session 3: reclaim across queues (reclaimable).
 	reclaimCl := func() Cluster {

@@ -387,7 +387,7 @@ func testIgnorable(t *testing.T) {
 	// extender's tier without victims, so the next tier decides.
 	for _, ign := range []bool{false, true} {
 		t.Run(fmt.Sprintf("preemptable error, ignorable=%v: next tier decides", ign), func(t *testing.T) {
-			cl := func() Cluster { return conformanceClusterForIgnorable() }
+			cl := kubeSystemVictimCluster
 			want := runSession(t, cl(), []conf.Tier{tier(priorityOrderOnly), tier(evictFlags("conformance"))}, preemptActions())
 			ext := extenderOption(dead, allFlags(), ExtOpts{Ignorable: ign, Timeout: "200ms",
 				Verbs: verbs(verbPreemptable, verbReclaimable)})
@@ -403,7 +403,10 @@ func testIgnorable(t *testing.T) {
 	}
 }
 
-func conformanceClusterForIgnorable() Cluster {
+// kubeSystemVictimCluster: a high-priority pending pod, and two low-priority victims on its only
+// node, one in kube-system (which conformance never evicts). ConformancePlugin's "preempt skips
+// kube-system victim" the Ignorable cases and the fixture capture share it.
+func kubeSystemVictimCluster() Cluster {
 	return Cluster{
 		Nodes:      []*v1.Node{node("node1", "4", "4G")},
 		PriClasses: classes(),
@@ -501,9 +504,9 @@ func testAllocateDeallocate(t *testing.T) {
 			return neutral(verb, body)
 		})
 		tiers := []conf.Tier{tier(priorityOrderOnly, evictFlags("conformance"))}
-		want := runSession(t, conformanceClusterForIgnorable(), tiers, preemptActions())
+		want := runSession(t, kubeSystemVictimCluster(), tiers, preemptActions())
 		tiers2 := []conf.Tier{tier(priorityOrderOnly, evictFlags("conformance"), extenderOption(rej.URL, conf.PluginOption{}, ev))}
-		got := runSession(t, conformanceClusterForIgnorable(), tiers2, preemptActions())
+		got := runSession(t, kubeSystemVictimCluster(), tiers2, preemptActions())
 		t.Logf("in-tree %s\nextender %s\ncalls %v", want, got, rej.Calls())
 		if d := diff(want, got); d != "" {
 			t.Errorf("%s", d)

@@ -52,24 +52,8 @@ func testConformancePlugin(t *testing.T) {
 	tiers := []conf.Tier{tier(priorityOrderOnly, evictFlags("conformance"))}
 	runAll(t, []Scenario{
 		{
-			Name: "preempt skips kube-system victim",
-			Cluster: func() Cluster {
-				return Cluster{
-					Nodes:      []*v1.Node{node("node1", "4", "4G")},
-					PriClasses: classes(),
-					PodGroups: []*vcapisv1.PodGroup{
-						pgPrio("pg-sys", "kube-system", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"),
-						pgPrio("pg-app", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"),
-						pgPrio("pg-hi", "ns2", "q1", 1, vcapisv1.PodGroupInqueue, "high-priority"),
-					},
-					Pods: []*v1.Pod{
-						running("kube-system", "sys-pod", "node1", "2", "2G", "pg-sys", preemptable()),
-						running("ns1", "app-pod", "node1", "2", "2G", "pg-app", preemptable()),
-						pending("ns2", "preemptor", "2", "2G", "pg-hi"),
-					},
-					Queues: []*vcapisv1.Queue{queue("q1", "", "")},
-				}
-			},
+			Name:    "preempt skips kube-system victim",
+			Cluster: kubeSystemVictimCluster,
 			Actions: preemptActions, Tiers: tiers, Plugin: "conformance",
 			Expect: expectEvicts("ns1/app-pod"),
 		},
