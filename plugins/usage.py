@@ -142,34 +142,32 @@ def section_arguments(arguments: Arguments, section: str) -> Arguments | None:
     return Arguments(raw, plugin=f"{PLUGIN_NAME} {section}")
 
 
-def parse_best_effort_cpu(raw: Any, default: float) -> float:
-    """``parseBestEffortCPU``: an int of milli-CPU, or a quantity's ``MilliValue``."""
+def _parse_best_effort(
+    raw: Any, default: float, quantity: Callable[[str], int], int_unit: float
+) -> float:
+    """A quantity string read with ``quantity``, or a Go int times ``int_unit``; negative or
+    unparsable keeps ``default``."""
     if isinstance(raw, str):
         try:
             if parse_quantity(raw) < 0:
                 return default
-            return float(milli_value(raw))
+            return float(quantity(raw))
         except QuantityError:
             return default
     number = as_go_int(raw)
     if number is None or number < 0:
         return default
-    return float(number)
+    return float(number) * int_unit
+
+
+def parse_best_effort_cpu(raw: Any, default: float) -> float:
+    """``parseBestEffortCPU``: an int of milli-CPU, or a quantity's ``MilliValue``."""
+    return _parse_best_effort(raw, default, milli_value, 1.0)
 
 
 def parse_best_effort_memory(raw: Any, default: float) -> float:
     """``parseBestEffortMemory``: an int of MiB, or a quantity's ``Value`` in bytes."""
-    if isinstance(raw, str):
-        try:
-            if parse_quantity(raw) < 0:
-                return default
-            return float(value(raw))
-        except QuantityError:
-            return default
-    number = as_go_int(raw)
-    if number is None or number < 0:
-        return default
-    return float(number) * 1024 * 1024
+    return _parse_best_effort(raw, default, value, 1024.0 * 1024.0)
 
 
 @dataclass(slots=True)
