@@ -1,11 +1,12 @@
 """``python -m bench.hotpath``: A/B of Caldera's hot path between checkouts, interleaved.
 
 On a shared 2-core machine one run of A then one of B measures the neighbours as much as the
-change. This runs the same workloads (the bodies of ``python -m bench run --quick``) against
-``caldera serve`` from each checkout in turn, alternating the order every round, and reports the
-median over rounds of each figure: p50/p99 over HTTP (the Go load generator, as ``bench run``),
-peak RSS growth per workload, and p50 of the ASGI app in-process (``python -m bench asgi``).
-Each checkout runs from its own ``.venv`` (``uv sync`` in it first).
+change. This runs the same workloads (the bodies of ``python -m bench run --quick``, each under
+its own plugin configuration from bench/configs.py and after the onSessionOpen it needs, as
+``bench run`` does) against ``caldera serve`` from each checkout in turn, alternating the order
+every round, and reports the median over rounds of each figure: p50/p99 over HTTP (the Go load
+generator, as ``bench run``), peak RSS growth per workload, and p50 of the ASGI app in-process
+(``python -m bench asgi``). Each checkout runs from its own ``.venv`` (``uv sync`` in it first).
 
     uv run python -m bench.hotpath --repo base=/tmp/perf-base --repo new=. \\
         --loads preemptable-c1,allocate-c1,onSessionClose-c1 --rounds 3
@@ -21,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench import gobuild, servers
+from bench import configs, gobuild, servers
 from bench import run as runmod
 
 MiB = 1024 * 1024
@@ -36,7 +37,10 @@ def _http(
     out: dict[str, dict[str, float]] = {}
     srv.start()
     try:
+        srv.wait_ready()
         for ld in loads:
+            if ld.setup:
+                runmod.post(srv.base, "onSessionOpen", ld.setup)
             before = srv.rss()
             srv.reset_peak()
             plan = {
@@ -77,6 +81,7 @@ def _asgi(
             "requests": max(3, int(ld.requests * scale)),
             "max_seconds": min(ld.max_seconds, 20),
             "config": str(cfg),
+            "setup": ld.setup,
         }
         for ld in loads
         if ld.concurrency == 1
@@ -107,20 +112,30 @@ def main(argv: list[str] | None = None) -> int:
     if len(loads) != len(wanted):
         raise SystemExit(f"unknown load in {wanted}; known: {[ld.name for ld in suite.loads]}")
     lg = gobuild.build(go_extender=False)["loadgen"]
-    cfg, label, _ = servers.caldera_configs(runmod.TMP)
+    groups = [
+        (name, [ld for ld in loads if ld.config == name])
+        for name in dict.fromkeys(ld.config for ld in loads)
+    ]
     samples: dict[tuple[str, str, str], list[float]] = {}
-    print(f"config {label}; load average {os.getloadavg()}", flush=True)
+    print(f"load average {os.getloadavg()}", flush=True)
     for r in range(a.rounds):
         order = repos if r % 2 == 0 else repos[::-1]
-        for name, repo in order:
-            http = _http(name, repo, cfg, loads, lg, a.scale)
-            for load, row in http.items():
-                for k, v in row.items():
-                    samples.setdefault((load, name, k), []).append(v)
-            if not a.no_asgi:
-                for load, p50 in _asgi(name, repo, cfg, loads, a.scale).items():
-                    samples.setdefault((load, name, "asgi_p50_ms"), []).append(p50)
-            print(f"round {r + 1} {name}: " + json.dumps(http), flush=True)
+        for config_name, group in groups:
+            cfg_obj = configs.CONFIGS[config_name]
+            for name, repo in order:
+                runmod.retime(suite)  # usage's metrics must stay fresh for every turn
+                cfg = configs.write(cfg_obj, runmod.TMP, suite.files)
+                http = _http(name, repo, cfg, group, lg, a.scale)
+                for load, row in http.items():
+                    for k, v in row.items():
+                        samples.setdefault((load, name, k), []).append(v)
+                if not a.no_asgi:
+                    for load, p50 in _asgi(name, repo, cfg, group, a.scale).items():
+                        samples.setdefault((load, name, "asgi_p50_ms"), []).append(p50)
+                print(
+                    f"round {r + 1} {name} [{configs.describe(cfg_obj)}]: " + json.dumps(http),
+                    flush=True,
+                )
     print(f"\nload average at end {os.getloadavg()}; medians over {a.rounds} rounds")
     keys = ["p50_ms", "p99_ms", "growth_MiB"] + ([] if a.no_asgi else ["asgi_p50_ms"])
     print("| workload | checkout | " + " | ".join(keys) + " |")

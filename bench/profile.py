@@ -2,9 +2,12 @@
 
 The ASGI app from ``app.main.create_app`` is driven directly (no sockets, no uvicorn HTTP
 parsing): routing, body reading, decoding, plugins and response encoding are what is left.
-The body arrives as one chunk; uvicorn delivers big bodies in many chunks, which costs a
-join on top of what is shown here. pyinstrument writes an HTML report and prints a text
-summary.
+The body arrives as one chunk, as the server's direct body read delivers it
+(``app/connections.py``). pyinstrument writes an HTML report and prints a text summary.
+``--server`` profiles the real server instead (uvicorn and the socket included).
+
+Each workload runs under its own plugin configuration (bench/configs.py, as ``bench run``) after
+the onSessionOpen it needs, unless ``--config`` names another file.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import configs, servers
 from bench import run as runmod
-from bench import servers
 
 ALIASES = {
     "predicate": "predicate-c1",
@@ -26,6 +29,27 @@ ALIASES = {
     "jobReady": "jobReady-c1",
     "onSessionOpen": "onSessionOpen-100n",
 }
+
+
+def _workload(workload: str, config: str | None) -> tuple[runmod.Load, str] | None:
+    """The named workload of the quick suite (the full one for onSessionOpen-500n), its files
+    written and its metrics samples fresh, and the configuration file to run it with:
+    ``config``, or else the workload's own (bench/configs.py)."""
+    name = ALIASES.get(workload, workload)
+    mode = "full" if name == "onSessionOpen-500n" else "quick"
+    suite = runmod.build_suite(mode, runmod.TMP / mode)
+    runmod.retime(suite)
+    loads = {ld.name: ld for ld in suite.loads}
+    if name not in loads:
+        known = ", ".join(sorted(set(loads) | set(ALIASES)))
+        print(f"unknown workload {workload!r}; choose from: {known}", file=sys.stderr)
+        return None
+    ld = loads[name]
+    if config is None:
+        own = configs.CONFIGS[ld.config]
+        config = str(configs.write(own, runmod.TMP, suite.files))
+        print(f"config: {configs.describe(own)} ({config})")
+    return ld, config
 
 
 async def _drive(app: Any, path: str, body: bytes, n: int) -> list[float]:
@@ -84,29 +108,20 @@ def main(
     from app.config import load_config
     from app.main import create_app
 
-    name = ALIASES.get(workload, workload)
-    suite = runmod.build_suite(
-        "full" if name == "onSessionOpen-500n" else "quick",
-        runmod.TMP / ("full" if name == "onSessionOpen-500n" else "quick"),
-    )
-    loads = {ld.name: ld for ld in suite.loads}
-    if name not in loads:
-        print(
-            f"unknown workload {workload!r}; choose from: {', '.join(sorted(set(loads) | set(ALIASES)))}",
-            file=sys.stderr,
-        )
+    found = _workload(workload, config)
+    if found is None:
         return 2
-    ld = loads[name]
+    ld, config = found
+    name = ld.name
     body = Path(ld.body).read_bytes()
-    if config is None:
-        cfg_path, label, _ = servers.caldera_configs(runmod.TMP)
-        config = str(cfg_path)
-        print(f"config: {label} ({config})")
     app = create_app(load_config(config))
     n = requests or max(3, min(2000, int(2e8 / max(1, len(body)))))
 
     async def go() -> list[float]:
         async with app.router.lifespan_context(app):
+            await runmod.until_ready(app)
+            if ld.setup:
+                await _drive(app, "/onSessionOpen", Path(ld.setup).read_bytes(), 1)
             await _drive(app, "/" + ld.verb, body, min(n, 5))  # warm-up
             profiler = Profiler(interval=0.0005, async_mode="enabled")
             profiler.start()
@@ -138,21 +153,11 @@ def main_server(workload: str, requests: int, config: str | None, out: str | Non
 
     from bench import gobuild
 
-    name = ALIASES.get(workload, workload)
-    mode = "full" if name == "onSessionOpen-500n" else "quick"
-    suite = runmod.build_suite(mode, runmod.TMP / mode)
-    loads = {ld.name: ld for ld in suite.loads}
-    if name not in loads:
-        print(
-            f"unknown workload {workload!r}; choose from: {', '.join(sorted(set(loads) | set(ALIASES)))}",
-            file=sys.stderr,
-        )
+    found = _workload(workload, config)
+    if found is None:
         return 2
-    ld = loads[name]
-    if config is None:
-        cfg_path, label, _ = servers.caldera_configs(runmod.TMP)
-        config = str(cfg_path)
-        print(f"config: {label} ({config})")
+    ld, config = found
+    name = ld.name
     lg = gobuild.build(go_extender=False)["loadgen"]
     out_path = Path(out) if out else runmod.RESULTS / f"profile-server-{name}.txt"
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -184,6 +189,9 @@ def main_server(workload: str, requests: int, config: str | None, out: str | Non
     srv.start()
     n = requests or max(3, min(2000, int(2e8 / max(1, ld.body_bytes))))
     try:
+        srv.wait_ready()
+        if ld.setup:
+            runmod.post(srv.base, "onSessionOpen", ld.setup)
         res = runmod.loadgen(
             lg,
             {

@@ -730,7 +730,7 @@ def asgi_main(plan_path: str, out_path: str) -> int:
     async def go() -> None:
         assert app is not None
         async with app.router.lifespan_context(app):
-            await _until_ready(app)
+            await until_ready(app)
             for item in plan:
                 body = Path(item["body"]).read_bytes()
                 try:
@@ -755,7 +755,7 @@ def asgi_main(plan_path: str, out_path: str) -> int:
     return 0
 
 
-async def _until_ready(app: Any, timeout: float = 30.0) -> None:
+async def until_ready(app: Any, timeout: float = 30.0) -> None:
     """Until every plugin's background data is loaded (pdb reads its file after start)."""
     import asyncio
 
