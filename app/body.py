@@ -5,7 +5,8 @@ streaming when the length is absent (chunked), so an oversized body is never buf
 limit. With a declared length the body is read into one preallocated buffer: a 75 MiB snapshot
 is not copied again to be joined. Under ``caldera serve`` the server has already written such a
 body into a buffer of its length as it arrived (:class:`app.connections.DirectBody`); that
-buffer is taken as it is.
+buffer is taken as it is (and, once the request is answered, may receive the next large body:
+``app/buffers.py``).
 
 The whole body must arrive within ``timeout`` seconds of the first read: a client that stalls
 mid-body, or sends a byte a second, is answered 408 instead of holding its connection and its
@@ -73,7 +74,7 @@ async def _read_direct(receive: Receive, direct: DirectBody) -> bytearray:
         raise BadLength(
             f"body has {direct.received} bytes, Content-Length says {len(direct.buffer)}"
         )
-    return direct.buffer
+    return direct.take()
 
 
 async def _read_streamed(receive: Receive, limit: int, received: list[int]) -> bytes:

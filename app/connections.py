@@ -23,14 +23,17 @@ on it can be trusted to start a request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 from dataclasses import dataclass
 from typing import ClassVar
 
+import httptools
 import msgspec
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from app.buffers import BodyBuffers
 from schemas.responses import ErrorResponse
 
 logger = logging.getLogger("caldera.connections")
@@ -52,32 +55,107 @@ DIRECT_BODY = "caldera.direct_body"
 
 
 class DirectBody:
-    """A request body written by the protocol straight into one buffer of its declared length.
+    """A request body received straight into one buffer of its declared length.
 
-    uvicorn hands the app each socket read as its own message: the parser's bytes appended to a
-    bytearray, copied again to ``bytes`` for the message, and reading paused after 64 KiB until
-    the app asks for more; the app then copies each message into its buffer. For a 75 MiB
-    snapshot that is four copies of the body and some 300 event-loop round trips. Here the
-    parser's bytes are copied once, into place, as they arrive; the app's ``receive()`` returns
-    once the whole body is in (or the client went away) and the app takes :attr:`buffer`
-    (``app/body.py``). Memory is bounded as before: only a length within ``maxRequestBytes`` is
-    preallocated, and the app's body deadline still runs while it waits."""
+    uvicorn hands the app each socket read as its own message: the transport's read copied to
+    ``bytes``, the parser's span copied again for ``on_body``, appended to a bytearray, copied
+    once more for the message, and reading paused after 64 KiB until the app asks for more; the
+    app then copies each message into its buffer. For a 75 MiB snapshot that is five copies of
+    the body and some 300 event-loop round trips. Here the bytes that come with the head are
+    copied once, into place, and the rest is received by the transport directly into the
+    buffer (:class:`_DirectBodyReader`): no copy, no parser pass, as many bytes per read as the
+    socket holds. The app's ``receive()`` returns once the whole body is in (or the client went
+    away) and the app takes :attr:`buffer` (``app/body.py``). Memory is bounded as before: only
+    a length within ``maxRequestBytes`` is preallocated, and the app's body deadline still runs
+    while it waits."""
 
     __slots__ = ("_view", "buffer", "received")
 
-    def __init__(self, length: int) -> None:
-        self.buffer = bytearray(length)
+    def __init__(self, length: int, buffers: BodyBuffers | None = None) -> None:
+        self.buffer = buffers.get(length) if buffers is not None else bytearray(length)
         self._view = memoryview(self.buffer)
         self.received = 0
 
-    def write(self, chunk: bytes) -> None:
-        end = self.received + len(chunk)
-        self._view[self.received : end] = chunk  # the parser frames the body: end <= length
+    def take(self) -> bytearray:
+        """The complete body, handed over: this object lets go of it, so that once the request
+        is answered nothing holds the buffer and the next large body may reuse it
+        (``app/buffers.py``)."""
+        buffer = self.buffer
+        self._view.release()
+        del self.buffer, self._view
+        return buffer
+
+    def write(self, chunk: bytes) -> int:
+        """Copy what fits of ``chunk`` into place; returns how many bytes were taken."""
+        taken = min(len(chunk), len(self.buffer) - self.received)
+        end = self.received + taken
+        self._view[self.received : end] = chunk if taken == len(chunk) else chunk[:taken]
         self.received = end
+        return taken
+
+    def remaining(self) -> memoryview:
+        """Where the next bytes of the body go: never empty while the body is incomplete."""
+        return self._view[self.received :]
 
     @property
     def complete(self) -> bool:
         return self.received == len(self.buffer)
+
+
+class _DirectBodyReader(asyncio.BufferedProtocol):
+    """Stands in for a connection's protocol while the rest of a declared-length body arrives.
+
+    The transport receives into :meth:`DirectBody.remaining`, sized to the body, so it can never
+    read into the next request; when the body is complete the connection's own protocol is put
+    back (:meth:`GuardedHttpToolsProtocol._end_direct_read`) and the reader lets go of the body
+    (uvloop keeps the last buffered protocol's methods after the swap, and with them the reader:
+    holding on would keep a 75 MiB body alive into the next request). A transport that delivers
+    through ``data_received`` instead (it decides per read, and may finish a read already
+    started under the previous protocol) is served too: what belongs to the body is copied into
+    place and the rest handed back with the connection. Everything else a transport may call is
+    the connection's business and forwarded to it."""
+
+    __slots__ = ("_direct", "_owner")
+
+    def __init__(self, owner: GuardedHttpToolsProtocol, direct: DirectBody) -> None:
+        self._owner = owner
+        self._direct: DirectBody | None = direct
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        assert self._direct is not None, "the transport asked a finished reader for a buffer"
+        return self._direct.remaining()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        direct = self._direct
+        assert direct is not None, "the transport wrote into a finished reader's buffer"
+        direct.received += nbytes
+        if direct.complete:
+            self._direct = None
+            self._owner._end_direct_read()
+
+    def data_received(self, data: bytes) -> None:
+        direct = self._direct
+        if direct is None:  # a read the transport began before the swap back
+            self._owner.data_received(data)
+            return
+        taken = direct.write(data)
+        if direct.complete:
+            self._direct = None
+            self._owner._end_direct_read()
+            if taken < len(data):
+                self._owner.data_received(data[taken:])
+
+    def eof_received(self) -> bool | None:
+        return self._owner.eof_received()  # type: ignore[func-returns-value]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._owner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self._owner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._owner.resume_writing()
 
 
 class _Refused(Exception):
@@ -89,6 +167,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     :func:`guarded_protocol`, which sets :attr:`limits`."""
 
     limits: ClassVar[ConnectionLimits]
+    buffers: ClassVar[BodyBuffers]
+    """The server's kept buffer for large bodies, shared by its connections."""
 
     _head_timer: asyncio.TimerHandle | None = None
     _refusal: tuple[int, str] | None = None
@@ -117,12 +197,42 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self._reading_head:
             self._head_received += len(data)
         super().data_received(data)
-        if (
-            self._reading_head
-            and self._head_received > self.limits.max_head_bytes
-            and not self.transport.is_closing()
-        ):
-            self._refuse(431, self._too_large())
+        if self.transport.is_closing():
+            return
+        if self._reading_head:
+            if self._head_received > self.limits.max_head_bytes:
+                self._refuse(431, self._too_large())
+        elif self._direct is not None and not self._direct.complete and not self.flow.read_paused:
+            self._begin_direct_read(self._direct)
+
+    # --- a declared-length body, received straight into its buffer ---------------------------
+
+    def _begin_direct_read(self, direct: DirectBody) -> None:
+        """The head (and whatever of the body came with it) is parsed: the transport receives
+        the rest into ``direct`` itself. Not while reading is paused (a pipelined request waits
+        for the one before it), where the parser's ``on_body`` keeps copying into place."""
+        self._swap_protocol(_DirectBodyReader(self, direct))
+
+    def _end_direct_read(self) -> None:
+        """The body is complete: the connection is this protocol's again, with a parser that
+        expects the next request (the one that read the head still counts the body's bytes it
+        never saw), and the request's message is complete."""
+        self._swap_protocol(self)
+        self.parser = self._new_parser()
+        self.on_message_complete()
+
+    def _swap_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self.transport.set_protocol(protocol)
+        # A transport may pick its read path (into a buffer of the protocol's, or a bytes object
+        # per read) only when reading starts: uvloop does. Restarting reading makes it look again.
+        self.transport.pause_reading()
+        self.transport.resume_reading()
+
+    def _new_parser(self) -> httptools.HttpRequestParser:
+        parser = httptools.HttpRequestParser(self)
+        with contextlib.suppress(AttributeError):  # httptools < 0.6.3; as uvicorn's __init__
+            parser.set_dangerous_leniencies(lenient_data_after_close=True)
+        return parser
 
     # --- parser callbacks --------------------------------------------------------------------
 
@@ -151,7 +261,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if length and length <= self.limits.max_body_bytes:
             # The task running the app is created but has not started: the scope it will see
             # is this dict.
-            self._direct = DirectBody(length)
+            self._direct = DirectBody(length, self.buffers)
             extensions: dict[str, object] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]
             extensions[DIRECT_BODY] = self._direct
 
@@ -160,7 +270,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if direct is None:
             super().on_body(body)
         elif not self.cycle.response_complete:
-            direct.write(body)
+            direct.write(body)  # the parser frames the body: it all fits
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
@@ -251,6 +361,13 @@ def _declared_length(headers: list[tuple[bytes, bytes]]) -> int | None:
     return length
 
 
-def guarded_protocol(limits: ConnectionLimits) -> type[GuardedHttpToolsProtocol]:
-    """The protocol class to hand to ``uvicorn.Config(http=...)`` for ``limits``."""
-    return type("GuardedHttpToolsProtocol", (GuardedHttpToolsProtocol,), {"limits": limits})
+def guarded_protocol(
+    limits: ConnectionLimits, buffers: BodyBuffers | None = None
+) -> type[GuardedHttpToolsProtocol]:
+    """The protocol class to hand to ``uvicorn.Config(http=...)`` for ``limits``: one per server,
+    with its own kept body buffer."""
+    return type(
+        "GuardedHttpToolsProtocol",
+        (GuardedHttpToolsProtocol,),
+        {"limits": limits, "buffers": buffers or BodyBuffers()},
+    )

@@ -1,7 +1,9 @@
 """The protocol writes a POST body of declared length straight into one buffer
-(``app.connections.DirectBody``) and ``app.body.read_body`` takes it; every other request is read
-from uvicorn's messages as before. Driven here through the guarded protocol with a fake
-transport, the bytes fed in pieces as a socket would deliver them."""
+(``app.connections.DirectBody``): what comes with the head through the parser, the rest received
+by the transport into the buffer itself while a stand-in protocol holds the connection; and
+``app.body.read_body`` takes it. Every other request is read from uvicorn's messages as before.
+Driven here through the guarded protocol with a transport that swaps protocols and picks its read
+path as asyncio's and uvloop's do, the bytes fed in pieces as a socket would deliver them."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from uvicorn.config import Config
 from uvicorn.server import ServerState
 
 from app.body import read_body
+from app.buffers import BodyBuffers
 from app.connections import DIRECT_BODY, ConnectionLimits, DirectBody, guarded_protocol
 from app.errors import CalderaError, Disconnected
 
@@ -20,10 +23,20 @@ LIMIT = 1 << 20
 
 
 class Transport(asyncio.Transport):
-    def __init__(self) -> None:
+    """A socket's transport as asyncio's and uvloop's behave: it delivers to whichever protocol
+    is current, into a buffer of the protocol's (``get_buffer``/``buffer_updated``, at most
+    ``read_size`` bytes a read) when that protocol is a BufferedProtocol and reading was
+    (re)started after it was set, and as ``bytes`` through ``data_received`` otherwise."""
+
+    def __init__(self, read_size: int = 1 << 16) -> None:
         super().__init__()
         self.written = bytearray()
         self.closed = False
+        self.protocol: asyncio.BaseProtocol | None = None
+        self.buffered = False
+        """The read path chosen when reading last started (uvloop picks it then)."""
+        self.read_size = read_size
+        self.buffered_reads = 0
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.written += data
@@ -37,26 +50,57 @@ class Transport(asyncio.Transport):
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return {"peername": ("127.0.0.1", 1), "sockname": ("127.0.0.1", 2)}.get(name, default)
 
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self.protocol = protocol
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        assert self.protocol is not None
+        return self.protocol
+
     def pause_reading(self) -> None:
         pass
 
     def resume_reading(self) -> None:
-        pass
+        protocol = self.protocol
+        self.buffered = isinstance(protocol, asyncio.BufferedProtocol) and not isinstance(
+            protocol, asyncio.Protocol
+        )
+
+    def deliver(self, data: bytes) -> None:
+        """What arrived on the socket, read as the current read path reads."""
+        view = memoryview(data)
+        while view:
+            protocol = self.protocol
+            if self.buffered and isinstance(protocol, asyncio.BufferedProtocol):
+                target = protocol.get_buffer(-1)
+                n = min(len(target), len(view), self.read_size)
+                assert n > 0, "get_buffer returned an empty buffer"
+                target[:n] = view[:n]
+                self.buffered_reads += 1
+                protocol.buffer_updated(n)
+                view = view[n:]
+            else:
+                protocol.data_received(bytes(view[: self.read_size]))  # type: ignore[union-attr]
+                view = view[self.read_size :]
 
 
 class Recorder:
-    """The app: reads the body under LIMIT and remembers what it got."""
+    """The app: reads each body under LIMIT and remembers what it got."""
 
     def __init__(self) -> None:
-        self.body: bytes | bytearray | None = None
+        self.bodies: list[bytes | bytearray] = []
         self.refusal: CalderaError | None = None
         self.disconnected = False
         self.direct: DirectBody | None = None
 
+    @property
+    def body(self) -> bytes | bytearray | None:
+        return self.bodies[-1] if self.bodies else None
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         self.direct = scope.get("extensions", {}).get(DIRECT_BODY)
         try:
-            self.body = await read_body(scope, receive, LIMIT, timeout=2.0)
+            self.bodies.append(await read_body(scope, receive, LIMIT, timeout=2.0))
         except CalderaError as exc:
             self.refusal = exc
         except Disconnected:
@@ -66,25 +110,40 @@ class Recorder:
         await send({"type": "http.response.body", "body": b""})
 
 
+class Connection:
+    def __init__(self, buffers: BodyBuffers | None = None, read_size: int = 1 << 16) -> None:
+        self.app = Recorder()
+        config = Config(
+            app=self.app,
+            http=guarded_protocol(ConnectionLimits(5.0, 65536, LIMIT), buffers),
+        )
+        config.load()
+        self.protocol = config.http_protocol_class(  # type: ignore[call-arg]
+            config=config, server_state=ServerState(), app_state={}
+        )
+        self.transport = Transport(read_size)
+        self.transport.set_protocol(self.protocol)
+        self.transport.resume_reading()
+        self.protocol.connection_made(self.transport)
+
+    async def send(self, *pieces: bytes) -> None:
+        for piece in pieces:
+            await asyncio.sleep(0)  # the app may run between two socket reads
+            self.transport.deliver(piece)
+        for _ in range(20):
+            await asyncio.sleep(0)
+
+    async def drop(self) -> None:
+        self.transport.get_protocol().connection_lost(None)
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+
 async def serve(head: bytes, pieces: list[bytes]) -> Recorder:
-    app = Recorder()
-    config = Config(app=app, http=guarded_protocol(ConnectionLimits(5.0, 65536, LIMIT)))
-    config.load()
-    protocol = config.http_protocol_class(  # type: ignore[call-arg]
-        config=config, server_state=ServerState(), app_state={}
-    )
-    transport = Transport()
-    protocol.connection_made(transport)
-    protocol.data_received(head)
-    for piece in pieces:
-        await asyncio.sleep(0)  # the app may run between two socket reads
-        protocol.data_received(piece)
-    for _ in range(20):
-        await asyncio.sleep(0)
-    protocol.connection_lost(None)
-    for _ in range(5):
-        await asyncio.sleep(0)
-    return app
+    connection = Connection()
+    await connection.send(head, *pieces)
+    await connection.drop()
+    return connection.app
 
 
 BODY = bytes(range(256)) * 64  # 16 KiB
@@ -130,10 +189,70 @@ async def test_body_is_read_into_one_buffer_only_when_its_length_is_declared_and
     assert app.refusal is None
     assert app.body == (b"" if name == "no body" else BODY)
     if direct:
-        assert app.direct is not None and app.body is app.direct.buffer
+        assert app.direct is not None and isinstance(app.body, bytearray)
 
 
 async def test_body_cut_short_by_the_client_is_a_disconnect_not_a_buffer() -> None:
     app = await serve(post(f"content-length: {len(BODY)}\r\n"), [BODY[:1000]])
     assert app.direct is not None and app.direct.received == 1000
     assert app.disconnected and app.body is None and app.refusal is None
+
+
+def request(body: bytes, path: str = "/predicate") -> bytes:
+    return f"POST {path} HTTP/1.1\r\nhost: x\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body
+
+
+async def test_rest_of_the_body_is_received_into_the_buffer_and_the_connection_handed_back() -> (
+    None
+):
+    connection = Connection(read_size=4096)
+    first, second = BODY, bytes(reversed(BODY))
+    await connection.send(request(first)[:500], request(first)[500:])
+    assert connection.transport.buffered_reads == 4  # 16 KiB minus what came with the head
+    assert connection.transport.get_protocol() is connection.protocol
+    # The same connection reads its next request: the parser was replaced with one that
+    # expects a request line, not the body's bytes it never saw.
+    await connection.send(request(second))
+    assert connection.app.bodies == [first, second]
+    assert connection.app.refusal is None and not connection.transport.closed
+
+
+async def test_a_transport_that_still_calls_data_received_gets_the_body_and_the_next_request() -> (
+    None
+):
+    """A read already under way when the protocol was swapped comes as bytes: what belongs to
+    the body goes into place and the pipelined request after it goes back to the connection."""
+    connection = Connection(read_size=1 << 20)
+    head = request(BODY)[:300]
+    await connection.send(head)
+    reader = connection.transport.get_protocol()
+    assert reader is not connection.protocol
+    connection.transport.buffered = False
+    await connection.send(request(BODY)[300:] + request(b'{"next": 1}'))
+    assert connection.app.bodies == [BODY, b'{"next": 1}']
+
+
+async def test_client_gone_while_the_transport_fills_the_buffer_is_a_disconnect() -> None:
+    connection = Connection(read_size=4096)
+    await connection.send(request(BODY)[:9000])
+    assert connection.transport.get_protocol() is not connection.protocol
+    await connection.drop()
+    assert connection.app.disconnected and connection.app.bodies == []
+
+
+async def test_a_large_body_reuses_the_buffer_of_the_last_one_once_nothing_holds_it() -> None:
+    buffers = BodyBuffers(large=1024)
+    connection = Connection(buffers)
+    await connection.send(request(BODY))
+    kept = id(connection.app.bodies[0])
+    await connection.send(request(BODY[:-100]))
+    # The app still holds the first body (its list), so the second one got a fresh buffer.
+    assert buffers.reused == 0 and id(connection.app.bodies[1]) != kept
+    connection.app.bodies.clear()
+    await connection.send(request(BODY[:-50]))
+    assert buffers.reused == 1 and connection.app.bodies == [BODY[:-50]]
+    held = memoryview(connection.app.bodies[0])[:10]
+    connection.app.bodies.clear()
+    await connection.send(request(BODY))
+    assert buffers.reused == 1, "a view of the last body still existed: its buffer is not free"
+    assert bytes(held) == BODY[:10]
