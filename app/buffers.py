@@ -17,8 +17,9 @@ a buffer known to be held by nothing else, measured the same way when this modul
 
 The cost is memory between cycles: RSS stays at the cycle's peak instead of dropping by the
 body's size after each snapshot; the peak itself does not grow, because the kept buffer is the
-one the next large body uses. One buffer is kept (the most recent that did not fit is replaced),
-so a cluster that shrinks lets go of its old size at the next snapshot.
+one the next large body uses. One buffer is kept (one that does not fit the next large body is
+freed before that body's buffer is allocated), so a cluster that shrinks lets go of its old size
+at its next snapshot; until a large body comes, RSS stays at the largest one seen.
 """
 
 from __future__ import annotations
@@ -54,14 +55,14 @@ class BodyBuffers:
             return bytearray(length)
         slot = self._slot
         if slot and _references(slot) == _UNSHARED:
-            kept = slot[0]
-            if _fits(kept, length):
+            if _fits(slot[0], length):
                 self.reused += 1
-                return kept
+                return slot[0]
+            slot.clear()  # let go of it before its replacement is allocated, not after
         elif slot:
             return bytearray(length)  # the kept one is in use: keep it for the next body
         fresh = bytearray(length)
-        self._slot[:] = [fresh]
+        slot.append(fresh)
         return fresh
 
 
