@@ -65,9 +65,10 @@ class DirectBody:
     copied once, into place, and the rest is received by the transport directly into the
     buffer (:class:`_DirectBodyReader`): no copy, no parser pass, as many bytes per read as the
     socket holds. The app's ``receive()`` returns once the whole body is in (or the client went
-    away) and the app takes :attr:`buffer` (``app/body.py``). Memory is bounded as before: only
-    a length within ``maxRequestBytes`` is preallocated, and the app's body deadline still runs
-    while it waits."""
+    away) and the app takes the buffer (:meth:`take`, ``app/body.py``). Memory is bounded as
+    before: only a length within ``maxRequestBytes`` is preallocated, and the app's body
+    deadline still runs while it waits. A body of 32 MiB or more is received into the buffer
+    the last one left, when nothing holds that any more (``app/buffers.py``)."""
 
     __slots__ = ("_view", "buffer", "received")
 
