@@ -58,6 +58,10 @@ class OpenSession:
         }
 
 
+SNAPSHOT_PARTS = ("jobs", "nodes", "queues", "namespaces")
+"""The ``kind`` label of ``caldera_snapshot_objects``, in the order the session counts them."""
+
+
 class SessionManager:
     """Builds sessions from the configuration and holds the open one."""
 
@@ -76,6 +80,13 @@ class SessionManager:
         """The release sessions are built for: the configured one, or the inferred one."""
         self.current: OpenSession | None = None
         self._opened = 0
+        # One labelled child per snapshot part, looked up once: labels() takes a lock and
+        # validates the values, a tenth of onSessionClose's time over HTTP.
+        self._snapshot_size = (
+            {kind: metrics.snapshot_size.labels(kind) for kind in SNAPSHOT_PARTS}
+            if metrics is not None
+            else {}
+        )
         self.without_snapshot = self._build_without_snapshot()
 
     def _build_without_snapshot(self) -> Framework:
@@ -135,22 +146,17 @@ class SessionManager:
         self.current = OpenSession(self._opened, ssn, framework)
         if self.metrics is not None:
             self.metrics.sessions_opened.inc()
-            for kind, count in (
-                ("jobs", len(ssn.jobs)),
-                ("nodes", len(ssn.nodes)),
-                ("queues", len(ssn.queues)),
-                ("namespaces", len(ssn.namespace_info)),
-            ):
-                self.metrics.snapshot_size.labels(kind).set(count)
+            sizes = (len(ssn.jobs), len(ssn.nodes), len(ssn.queues), len(ssn.namespace_info))
+            for kind, count in zip(SNAPSHOT_PARTS, sizes, strict=True):
+                self._snapshot_size[kind].set(count)
         return self.current
 
     def close(self) -> None:
         current, self.current = self.current, None
         if current is not None:
             current.framework.close()
-        if self.metrics is not None:
-            for kind in ("jobs", "nodes", "queues", "namespaces"):
-                self.metrics.snapshot_size.labels(kind).set(0)
+        for gauge in self._snapshot_size.values():
+            gauge.set(0)
 
     def framework(self) -> tuple[Framework, bool]:
         """The framework a verb should use now, and whether a session is open."""
