@@ -225,7 +225,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def _swap_protocol(self, protocol: asyncio.BaseProtocol) -> None:
         self.transport.set_protocol(protocol)
         # A transport may pick its read path (into a buffer of the protocol's, or a bytes object
-        # per read) only when reading starts: uvloop does. Restarting reading makes it look again.
+        # per read) only when reading starts, as uvloop does (its own set_protocol restarts
+        # reading; asyncio's transports look at every read). Restarting it here makes any such
+        # transport look again; where it is redundant it costs two calls.
         self.transport.pause_reading()
         self.transport.resume_reading()
 

@@ -16,7 +16,13 @@ from uvicorn.server import ServerState
 
 from app.body import read_body
 from app.buffers import BodyBuffers
-from app.connections import DIRECT_BODY, ConnectionLimits, DirectBody, guarded_protocol
+from app.connections import (
+    DIRECT_BODY,
+    ConnectionLimits,
+    DirectBody,
+    _DirectBodyReader,
+    guarded_protocol,
+)
 from app.errors import CalderaError, Disconnected
 
 LIMIT = 1 << 20
@@ -85,9 +91,11 @@ class Transport(asyncio.Transport):
 
 
 class Recorder:
-    """The app: reads each body under LIMIT and remembers what it got."""
+    """The app: reads each body under LIMIT and remembers what it got (with ``copy``, a copy,
+    so that it holds no buffer after the request)."""
 
-    def __init__(self) -> None:
+    def __init__(self, copy: bool = False) -> None:
+        self.copy = copy
         self.bodies: list[bytes | bytearray] = []
         self.refusal: CalderaError | None = None
         self.disconnected = False
@@ -100,13 +108,15 @@ class Recorder:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         self.direct = scope.get("extensions", {}).get(DIRECT_BODY)
         try:
-            self.bodies.append(await read_body(scope, receive, LIMIT, timeout=2.0))
+            body = await read_body(scope, receive, LIMIT, timeout=2.0)
+            self.bodies.append(bytes(body) if self.copy else body)
         except CalderaError as exc:
             self.refusal = exc
         except Disconnected:
             self.disconnected = True
             return
-        await send({"type": "http.response.start", "status": 200, "headers": []})
+        headers = [(b"content-length", b"0")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b""})
 
 
@@ -256,3 +266,63 @@ async def test_a_large_body_reuses_the_buffer_of_the_last_one_once_nothing_holds
     await connection.send(request(BODY))
     assert buffers.reused == 1, "a view of the last body still existed: its buffer is not free"
     assert bytes(held) == BODY[:10]
+
+
+LARGE_BODIES = (bytes(range(256)) * 3072, bytes(reversed(range(256))) * 3072)
+
+
+async def _two_bodies_and_a_pipelined_one() -> tuple[list[bytes], list[bytes], int]:
+    """A real server socket on the running loop: two 768 KiB bodies on one keep-alive
+    connection, then a large body with a small request pipelined behind it in the same write."""
+    app = Recorder(copy=True)
+    buffers = BodyBuffers(large=256 << 10)
+    config = Config(app=app, http=guarded_protocol(ConnectionLimits(5.0, 65536, 16 << 20), buffers))
+    config.load()
+    state = ServerState()
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(
+        lambda: config.http_protocol_class(config=config, server_state=state, app_state={}),  # type: ignore[call-arg]
+        "127.0.0.1",
+        0,
+    )
+    port = server.sockets[0].getsockname()[1]
+    first, second = LARGE_BODIES
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    answers: list[bytes] = []
+    for body in (first, second):
+        writer.write(request(body))
+        answers.append(await reader.readuntil(b"\r\n\r\n"))
+    writer.write(request(first[:-1]) + request(b'{"small": 1}'))
+    for _ in range(2):
+        answers.append(await reader.readuntil(b"\r\n\r\n"))
+    writer.close()
+    server.close()
+    await server.wait_closed()
+    return [bytes(b) for b in app.bodies], answers, buffers.reused
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_real_transport_receives_large_bodies_into_place_and_keeps_reading(
+    loop: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """asyncio's selector transport and uvloop's both serve the stand-in reader: the bodies
+    arrive whole, the connection reads the requests after them, the second large body reuses
+    the first one's buffer (the app keeps copies, so nothing holds it)."""
+    reads: list[int] = []
+    received = _DirectBodyReader.buffer_updated
+
+    def counted(self: _DirectBodyReader, nbytes: int) -> None:
+        reads.append(nbytes)
+        received(self, nbytes)
+
+    monkeypatch.setattr(_DirectBodyReader, "buffer_updated", counted)
+    if loop == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        bodies, answers, reused = uvloop.run(_two_bodies_and_a_pipelined_one())
+    else:
+        bodies, answers, reused = asyncio.run(_two_bodies_and_a_pipelined_one())
+    first, second = LARGE_BODIES
+    assert bodies == [first, second, first[:-1], b'{"small": 1}']
+    assert all(a.startswith(b"HTTP/1.1 200") for a in answers) and len(answers) == 4
+    assert reused >= 1
+    assert reads, "the bodies never reached the stand-in reader: only the parser's path ran"
