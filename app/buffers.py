@@ -25,6 +25,7 @@ at its next snapshot; until a large body comes, RSS stays at the largest one see
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 LARGE_BODY_BYTES = 32 << 20
 """Bodies from this size are received into the kept buffer: glibc's largest mmap threshold.
@@ -41,10 +42,14 @@ _UNSHARED = _references([bytearray(1)])
 
 
 class BodyBuffers:
-    """One server's kept buffer for large bodies (one per ``caldera serve``)."""
+    """One server's kept buffer for large bodies (one per ``caldera serve``). ``kept`` hears the
+    kept buffer's size whenever it changes (``caldera_body_buffer_bytes``)."""
 
-    def __init__(self, large: int = LARGE_BODY_BYTES) -> None:
+    def __init__(
+        self, large: int = LARGE_BODY_BYTES, kept: Callable[[int], None] | None = None
+    ) -> None:
         self.large = large
+        self.kept = kept
         self._slot: list[bytearray] = []
         self.reused = 0
         """How many bodies were received into the kept buffer (for the tests and the bench)."""
@@ -57,13 +62,19 @@ class BodyBuffers:
         if slot and _references(slot) == _UNSHARED:
             if _fits(slot[0], length):
                 self.reused += 1
+                self._report(len(slot[0]))
                 return slot[0]
             slot.clear()  # let go of it before its replacement is allocated, not after
         elif slot:
             return bytearray(length)  # the kept one is in use: keep it for the next body
         fresh = bytearray(length)
         slot.append(fresh)
+        self._report(length)
         return fresh
+
+    def _report(self, size: int) -> None:
+        if self.kept is not None:
+            self.kept(size)
 
 
 def _fits(buffer: bytearray, length: int) -> bool:

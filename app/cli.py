@@ -52,6 +52,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from app.buffers import BodyBuffers
     from app.connections import ConnectionLimits, guarded_protocol
     from app.logs import configure_logging
     from app.main import create_app
@@ -83,12 +84,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     limits = ConnectionLimits(
         settings.header_timeout_seconds, settings.max_header_bytes, config.maxRequestBytes
     )
+    buffers = BodyBuffers(kept=app.state.metrics.body_buffer.set)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
             host=settings.host,
             port=settings.port,
-            http=guarded_protocol(limits),
+            http=guarded_protocol(limits, buffers),
             log_config=None,
             access_log=False,
             log_level=settings.log_level,

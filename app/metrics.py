@@ -87,6 +87,12 @@ class Metrics:
             ["kind"],
             registry=r,
         )
+        self.body_buffer = Gauge(
+            "caldera_body_buffer_bytes",
+            "Size of the buffer kept for the next large request body (32 MiB or more; 0 when"
+            " none is kept): part of the RSS between scheduling cycles.",
+            registry=r,
+        )
         self.sessions_opened = Counter(
             "caldera_sessions_opened_total", "Sessions opened (onSessionOpen calls).", registry=r
         )

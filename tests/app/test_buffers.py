@@ -102,3 +102,13 @@ def test_a_body_something_still_holds_is_never_overwritten(
     del read
     received(buffers, FIRST, 4)
     assert buffers.reused == 1
+
+
+def test_the_kept_size_is_reported_when_it_changes() -> None:
+    sizes: list[int] = []
+    buffers = BodyBuffers(large=LARGE, kept=sizes.append)
+    received(buffers, LARGE - 1, 0)  # small: nothing kept
+    received(buffers, FIRST, 1)
+    received(buffers, FIRST - 10, 2)  # reused, resized
+    received(buffers, FIRST // 4, 3)  # less than half: replaced
+    assert sizes == [FIRST, FIRST - 10, FIRST // 4]

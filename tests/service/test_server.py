@@ -125,6 +125,25 @@ async def test_metrics_after_traffic(caldera_server: StartCaldera) -> None:
     assert "caldera_session_age_seconds" in text
 
 
+async def test_the_buffer_kept_for_large_bodies_is_a_metric(caldera_server: StartCaldera) -> None:
+    """A body of 32 MiB or more leaves its buffer for the next one (app/buffers.py); the gauge
+    says how much RSS that keeps between cycles."""
+    server = await caldera_server("maxRequestBytes: 67108864\n")
+    text = (await server.client.get("/metrics")).text
+    assert "caldera_body_buffer_bytes 0.0" in text
+    large = b'{"job": {"UID": "j", "Name": "' + b"x" * (33 << 20) + b'"}}'
+    for _ in range(2):
+        answer = await server.client.post("/jobReady", content=large)
+        assert answer.status_code == 200 and answer.json() == {"status": True}
+    text = (await server.client.get("/metrics")).text
+    (value,) = [
+        line.split()[1]
+        for line in text.splitlines()
+        if line.startswith("caldera_body_buffer_bytes ")
+    ]
+    assert float(value) == len(large)
+
+
 async def test_debug_session_shows_counts_never_contents(caldera_server: StartCaldera) -> None:
     server = await caldera_server(None)
     closed = (await server.client.get("/debug/session")).json()
