@@ -72,8 +72,8 @@ class DirectBody:
 
     __slots__ = ("_view", "buffer", "received")
 
-    def __init__(self, length: int, buffers: BodyBuffers | None = None) -> None:
-        self.buffer = buffers.get(length) if buffers is not None else bytearray(length)
+    def __init__(self, length: int, buffers: BodyBuffers) -> None:
+        self.buffer = buffers.get(length)
         self._view = memoryview(self.buffer)
         self.received = 0
 
@@ -223,13 +223,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.on_message_complete()
 
     def _swap_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        # Both loops take the new protocol's read path from the next read: asyncio's transports
+        # look at every read, uvloop's set_protocol restarts reading with the path it picks. A
+        # read already under way still ends in data_received, which the reader also serves.
         self.transport.set_protocol(protocol)
-        # A transport may pick its read path (into a buffer of the protocol's, or a bytes object
-        # per read) only when reading starts, as uvloop does (its own set_protocol restarts
-        # reading; asyncio's transports look at every read). Restarting it here makes any such
-        # transport look again; where it is redundant it costs two calls.
-        self.transport.pause_reading()
-        self.transport.resume_reading()
 
     def _new_parser(self) -> httptools.HttpRequestParser:
         parser = httptools.HttpRequestParser(self)

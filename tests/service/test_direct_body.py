@@ -29,10 +29,11 @@ LIMIT = 1 << 20
 
 
 class Transport(asyncio.Transport):
-    """A socket's transport as asyncio's and uvloop's behave: it delivers to whichever protocol
-    is current, into a buffer of the protocol's (``get_buffer``/``buffer_updated``, at most
-    ``read_size`` bytes a read) when that protocol is a BufferedProtocol and reading was
-    (re)started after it was set, and as ``bytes`` through ``data_received`` otherwise."""
+    """A socket's transport as uvloop's behaves: it delivers to whichever protocol is current,
+    into a buffer of the protocol's (``get_buffer``/``buffer_updated``, at most ``read_size``
+    bytes a read) when that protocol is a BufferedProtocol, and as ``bytes`` through
+    ``data_received`` otherwise; the path is picked when reading starts, which set_protocol
+    does again (asyncio's transports pick per read, which this cannot tell apart)."""
 
     def __init__(self, read_size: int = 1 << 16) -> None:
         super().__init__()
@@ -58,6 +59,7 @@ class Transport(asyncio.Transport):
 
     def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
         self.protocol = protocol
+        self.resume_reading()  # uvloop restarts reading on a new protocol
 
     def get_protocol(self) -> asyncio.BaseProtocol:
         assert self.protocol is not None
@@ -133,7 +135,6 @@ class Connection:
         )
         self.transport = Transport(read_size)
         self.transport.set_protocol(self.protocol)
-        self.transport.resume_reading()
         self.protocol.connection_made(self.transport)
 
     async def send(self, *pieces: bytes) -> None:
