@@ -43,7 +43,7 @@ _UNSHARED = _references([bytearray(1)])
 
 class BodyBuffers:
     """One server's kept buffer for large bodies (one per ``caldera serve``). ``kept`` hears the
-    kept buffer's size whenever it changes (``caldera_body_buffer_bytes``)."""
+    kept buffer's size after every large body (``caldera_body_buffer_bytes``)."""
 
     def __init__(
         self, large: int = LARGE_BODY_BYTES, kept: Callable[[int], None] | None = None
