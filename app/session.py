@@ -58,8 +58,13 @@ class OpenSession:
         }
 
 
-SNAPSHOT_PARTS = ("jobs", "nodes", "queues", "namespaces")
-"""The ``kind`` label of ``caldera_snapshot_objects``, in the order the session counts them."""
+SNAPSHOT_PARTS = {
+    "jobs": "jobs",
+    "nodes": "nodes",
+    "queues": "queues",
+    "namespaces": "namespace_info",
+}
+"""The ``kind`` label of ``caldera_snapshot_objects`` and the Session mapping it counts."""
 
 
 class SessionManager:
@@ -146,9 +151,8 @@ class SessionManager:
         self.current = OpenSession(self._opened, ssn, framework)
         if self.metrics is not None:
             self.metrics.sessions_opened.inc()
-            sizes = (len(ssn.jobs), len(ssn.nodes), len(ssn.queues), len(ssn.namespace_info))
-            for kind, count in zip(SNAPSHOT_PARTS, sizes, strict=True):
-                self._snapshot_size[kind].set(count)
+            for kind, part in SNAPSHOT_PARTS.items():
+                self._snapshot_size[kind].set(len(getattr(ssn, part)))
         return self.current
 
     def close(self) -> None:
