@@ -190,30 +190,3 @@ def go_server(binary: Path, log: Path) -> Server:
     port = free_port()
     cmd = [*taskset(SERVER_CPU), str(binary), "-addr", f"127.0.0.1:{port}"]
     return Server("go", cmd, port, log, env={"GOMAXPROCS": "1"})
-
-
-# The workloads are Volcano HEAD-shaped (TaskInfo carries PodAnnotations): 1.16 is the release
-# that sends them, and naming it keeps the release watch quiet.
-JOB_PLUGINS = ["priority", "conformance", "sla", "overcommit", "resourcequota", "cdp"]
-
-
-def caldera_configs(tmp: Path, cmd_prefix: list[str] | None = None) -> tuple[Path, str, str]:
-    """Write the job-plugin config and, if ``caldera check-config`` rejects it, fall back to
-    ``tiers: []``. Returns (path, label, detail)."""
-    tmp.mkdir(parents=True, exist_ok=True)
-    plugins = "\n".join(f"    - name: {p}" for p in JOB_PLUGINS)
-    full = tmp / "caldera-jobplugins.yaml"
-    full.write_text(
-        'volcanoVersion: "1.16"\nmaxRequestBytes: 536870912\ntiers:\n- plugins:\n' + plugins + "\n"
-    )
-    bare = tmp / "caldera-bare.yaml"
-    bare.write_text('volcanoVersion: "1.16"\nmaxRequestBytes: 536870912\ntiers: []\n')
-    base = cmd_prefix or ["uv", "run", "--no-sync", "caldera"]
-    p = subprocess.run([*base, "check-config", str(full)], cwd=REPO, capture_output=True, text=True)
-    if p.returncode == 0:
-        return full, "job-plugins", "tiers: [" + ", ".join(JOB_PLUGINS) + "]"
-    detail = (p.stderr or p.stdout).strip().splitlines()[-1:] or [f"exit {p.returncode}"]
-    q = subprocess.run([*base, "check-config", str(bare)], cwd=REPO, capture_output=True, text=True)
-    if q.returncode != 0:
-        raise RuntimeError(f"caldera check-config rejects even tiers: []: {q.stderr or q.stdout}")
-    return bare, "bare", f"tiers: [] (job-plugin config rejected: {detail[0]})"
