@@ -59,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         "--requests", type=int, default=0, help="calls to profile (default: depends on body size)"
     )
     p.add_argument(
-        "--config", default=None, help="caldera config file (default: the bench job-plugin config)"
+        "--config",
+        default=None,
+        help="caldera config file (default: the workload's own, bench/configs.py)",
     )
     p.add_argument(
         "--out", default=None, help="HTML report path (default bench/results/profile-WORKLOAD.html)"
