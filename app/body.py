@@ -1,4 +1,5 @@
-"""Reading request bodies under ``maxRequestBytes``, straight from the ASGI ``receive``.
+"""Reading request bodies under their verb's limit (``maxSnapshotBytes`` for onSessionOpen,
+``maxRequestBytes`` for every other verb), straight from the ASGI ``receive``.
 
 The limit is checked against ``Content-Length`` before a byte is read, and counted while
 streaming when the length is absent (chunked), so an oversized body is never buffered past the
@@ -40,12 +41,17 @@ def declared_length(scope: Scope) -> int | None:
 
 
 async def read_body(
-    scope: Scope, receive: Receive, limit: int, timeout: float | None = DEFAULT_TIMEOUT
+    scope: Scope,
+    receive: Receive,
+    limit: int,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    setting: str = "maxRequestBytes",
 ) -> bytes | bytearray:
-    """The body, at most ``limit`` bytes, complete within ``timeout`` seconds (None: no bound)."""
+    """The body, at most ``limit`` bytes (the configuration key ``setting``, named in the
+    refusal), complete within ``timeout`` seconds (None: no bound)."""
     length = declared_length(scope)
     if length is not None and length > limit:
-        raise BodyTooLarge(limit, length)
+        raise BodyTooLarge(limit, length, setting)
     received = [0]  # bytes so far, for the timeout message
     direct: DirectBody | None = scope.get("extensions", {}).get(DIRECT_BODY)
     if direct is not None and direct.complete and length == len(direct.buffer):
@@ -58,7 +64,7 @@ async def read_body(
                 return await _read_direct(receive, direct)
             if length is not None:
                 return await _read_declared(receive, length, received)
-            return await _read_streamed(receive, limit, received)
+            return await _read_streamed(receive, limit, received, setting)
     except TimeoutError:
         got = direct.received if direct is not None else received[0]
         raise BodyTimeout(timeout or 0.0, got) from None
@@ -77,7 +83,7 @@ async def _read_direct(receive: Receive, direct: DirectBody) -> bytearray:
     return direct.take()
 
 
-async def _read_streamed(receive: Receive, limit: int, received: list[int]) -> bytes:
+async def _read_streamed(receive: Receive, limit: int, received: list[int], setting: str) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -88,7 +94,7 @@ async def _read_streamed(receive: Receive, limit: int, received: list[int]) -> b
         size += len(chunk)
         received[0] = size
         if size > limit:
-            raise BodyTooLarge(limit, None)
+            raise BodyTooLarge(limit, None, setting)
         chunks.append(chunk)
         if not message.get("more_body", False):
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)

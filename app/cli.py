@@ -18,7 +18,7 @@ from app import shared_path, sizing
 from app.config import CalderaConfig, ConfigError, effective_config, load_config, release_note
 from app.session import SessionManager
 from app.settings import Settings
-from plugins.api.extension_points import BY_VERB, VERBS
+from plugins.api.extension_points import BY_VERB, VERBS, Rule
 from schemas.goduration import DurationError, parse_go_duration
 from schemas.requests import OnSessionOpenRequest
 
@@ -82,7 +82,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return EXIT_CONFIG
     app = create_app(config, recorder, body_timeout=settings.body_timeout_seconds)
     limits = ConnectionLimits(
-        settings.header_timeout_seconds, settings.max_header_bytes, config.maxRequestBytes
+        settings.header_timeout_seconds,
+        settings.max_header_bytes,
+        config.maxRequestBytes,
+        {
+            path: config.body_limit(verb)
+            for path, verb in app.state.extender.routes().items()
+            if config.body_limit(verb) != config.maxRequestBytes
+        },
     )
     buffers = BodyBuffers(kept=app.state.metrics.body_buffer.set)
     server = uvicorn.Server(
@@ -210,13 +217,38 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
     )
     for note in notes:
         print(f"# note: {note}")
+    verbs = [v for v in VERBS if BY_VERB[v].argument in entry["arguments"]]
+    print(f"# {body_limits_note(config, verbs)}")
     if args.nodes is not None:
         cluster = sizing.Cluster(args.nodes, args.pods, args.pending_tasks)
-        verbs = [v for v in VERBS if v in entry["arguments"].values()]
-        for warning in sizing.warnings(cluster, verbs, timeout, config.maxRequestBytes, period):
+        for warning in sizing.warnings(cluster, verbs, timeout, config.body_limit, period):
             print(f"# warning: {warning}")
     print(yaml.safe_dump([entry], sort_keys=False), end="")
     return 0
+
+
+def body_limits_note(config: CalderaConfig, verbs: list[str]) -> str:
+    """The body limits Caldera applies to ``verbs``, said next to the extender entry: Volcano
+    knows nothing of them, and a snapshot over its limit switches Caldera off."""
+    limits = "; ".join(
+        f"{setting} = {config.body_limit(group[0])} ({sizing.mib(config.body_limit(group[0]))})"
+        f" for {', '.join(group)}"
+        for setting, group in _verbs_by_limit(verbs).items()
+    )
+    text = f"Caldera accepts request bodies up to {limits or 'no verb'}."
+    if any(BY_VERB[verb].rule is Rule.OPEN for verb in verbs):
+        text += (
+            " A larger snapshot is refused with 413 and Volcano runs that cycle without"
+            " Caldera's plugins: size it with --nodes N --pods P."
+        )
+    return text
+
+
+def _verbs_by_limit(verbs: list[str]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for verb in verbs:
+        grouped.setdefault(BY_VERB[verb].body_limit, []).append(verb)
+    return grouped
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -3,7 +3,8 @@
 ```yaml
 volcanoVersion: "1.15"       # the Volcano release calling us; selects the wire dialect
 managedResources: []         # same meaning as extender.managedResources
-maxRequestBytes: 10485760    # request bodies above this are refused with 413
+maxSnapshotBytes: 536870912  # onSessionOpen bodies (the whole cluster) above this: 413
+maxRequestBytes: 10485760    # every other verb's body above this: 413
 tiers:                       # same shape as the tiers of volcano-scheduler.conf
 - plugins:
   - name: sla
@@ -31,10 +32,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Plugin
+from plugins.api.extension_points import BY_VERB
 from plugins.api.options import FLAG_DEFAULTS
 from plugins.api.release import NEWEST_STABLE_VERSION, SUPPORTED_VERSIONS, Release
 
 DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024
+"""Every verb but onSessionOpen: one task, one job, one queue, or one task against the nodes
+that passed the predicates. Volcano's own extender reads answers up to 10 MiB."""
+DEFAULT_MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
+"""onSessionOpen carries the whole cluster: about 437 MB (417 MiB) for 1,000 nodes and 10,000
+pods at the benchmark's object sizes (``app/sizing.py``: 88.4 KB a node, 34.9 KB a pod), and
+less for the plainer objects of the end-to-end cluster. A snapshot refused here switches every
+hosted plugin off for that cycle without an error on Volcano's side, so the default errs large;
+the memory it may take is the sidecar's limit to size (docs/operator-guide.md, "Sizing")."""
 EMBEDDED_CONFIG_NAME = "default_config.yaml"
 
 
@@ -79,6 +89,7 @@ class CalderaConfig(BaseModel):
     volcanoVersion: VolcanoVersion | Literal["auto"] = NEWEST_STABLE_VERSION
     managedResources: list[str] = Field(default_factory=list)
     maxRequestBytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
+    maxSnapshotBytes: int = Field(default=DEFAULT_MAX_SNAPSHOT_BYTES, gt=0)
     tiers: list[Tier] = Field(default_factory=list)
 
     @field_validator("volcanoVersion", mode="before")
@@ -108,6 +119,11 @@ class CalderaConfig(BaseModel):
     def infers_release(self) -> bool:
         """``volcanoVersion: auto``: the release is inferred from what Volcano sends."""
         return self.volcanoVersion == "auto"
+
+    def body_limit(self, verb: str) -> int:
+        """The largest body accepted for ``verb``: the key its extension point names."""
+        limit: int = getattr(self, BY_VERB[verb].body_limit)
+        return limit
 
     def plugin_options(self) -> list[PluginOption]:
         return [option for tier in self.tiers for option in tier.plugins]
@@ -332,6 +348,7 @@ def effective_config(config: CalderaConfig) -> dict[str, Any]:
         "volcanoVersion": "auto" if config.infers_release else config.release.name,
         "managedResources": list(config.managedResources),
         "maxRequestBytes": config.maxRequestBytes,
+        "maxSnapshotBytes": config.maxSnapshotBytes,
         "tiers": [
             {
                 "plugins": [

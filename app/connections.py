@@ -26,7 +26,8 @@ import asyncio
 import contextlib
 import logging
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import httptools
@@ -48,6 +49,13 @@ class ConnectionLimits:
     max_body_bytes: int = 0
     """``maxRequestBytes``: a POST declaring a ``Content-Length`` up to this is read straight
     into one buffer of that size (:class:`DirectBody`); 0 turns that off."""
+    body_bytes_by_path: Mapping[str, int] = field(default_factory=dict)
+    """The paths whose bodies have a limit of their own: onSessionOpen's ``maxSnapshotBytes``.
+    A body is preallocated only within its own path's limit, so a snapshot-sized body posted
+    to another verb is refused by the app before it is received."""
+
+    def body_limit(self, path: str) -> int:
+        return self.body_bytes_by_path.get(path, self.max_body_bytes)
 
 
 DIRECT_BODY = "caldera.direct_body"
@@ -258,7 +266,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if not self.limits.max_body_bytes or self.scope.get("method") != "POST":
             return
         length = _declared_length(self.headers)
-        if length and length <= self.limits.max_body_bytes:
+        if length and length <= self.limits.body_limit(self.scope["path"]):
             # The task running the app is created but has not started: the scope it will see
             # is this dict.
             self._direct = DirectBody(length, self.buffers)

@@ -37,13 +37,14 @@ class BodyTooLarge(RequestError):
     status = 413
     outcome = "too_large"
 
-    def __init__(self, limit: int, seen: int | None) -> None:
+    def __init__(self, limit: int, seen: int | None, setting: str = "maxRequestBytes") -> None:
         self.limit = limit
         self.seen = seen
+        self.setting = setting
         size = f"{seen} bytes" if seen is not None else "more than the limit"
         super().__init__(
-            f"request body of {size} exceeds maxRequestBytes = {limit} bytes; raise"
-            " maxRequestBytes in the Caldera configuration for clusters this large"
+            f"request body of {size} exceeds {setting} = {limit} bytes; raise"
+            f" {setting} in the Caldera configuration for clusters this large"
         )
 
     def answer(self, verb: str) -> ErrorResponse:

@@ -26,6 +26,7 @@ from app.record import Recorder, RecordingExtender
 from app.routes import debug, health, metrics
 from app.routes.verbs import verb_routes
 from app.session import SessionManager
+from app.snapshot_health import SnapshotHealth
 from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, utc_now
@@ -175,7 +176,8 @@ def create_app(
         for (t, i), bg in backgrounds.items()
     }
     answers = extender if recorder is None else RecordingExtender(extender, recorder)
-    routes = verb_routes(answers, metrics_, config.maxRequestBytes, body_timeout)
+    app.state.snapshot = SnapshotHealth(clock, metrics_.snapshot_taken.set)
+    routes = verb_routes(answers, metrics_, config.body_limit, body_timeout, app.state.snapshot)
     app.router.routes.extend(routes)
     app.verb_endpoints = {route.path: route.app for route in routes}
     app.include_router(health.router)

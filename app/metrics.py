@@ -93,6 +93,14 @@ class Metrics:
             " none is kept): part of the RSS between scheduling cycles.",
             registry=r,
         )
+        self.snapshot_taken = Gauge(
+            "caldera_snapshot_taken",
+            "1 when the last onSessionOpen snapshot was taken (or none has come yet); 0 when it"
+            " was refused, failed or abandoned: Volcano then schedules without Caldera's"
+            " plugins until a snapshot is taken again.",
+            registry=r,
+        )
+        self.snapshot_taken.set(1)
         self.sessions_opened = Counter(
             "caldera_sessions_opened_total", "Sessions opened (onSessionOpen calls).", registry=r
         )

@@ -71,7 +71,7 @@ def verb_operation(point: ExtensionPoint) -> dict[str, Any]:
                 "The head or body did not arrive within CALDERA_HEADER_TIMEOUT_SECONDS /"
                 " CALDERA_BODY_TIMEOUT_SECONDS; the connection is closed"
             ),
-            "413": _error("The body exceeds maxRequestBytes"),
+            "413": _error(f"The body exceeds {point.body_limit}"),
             "431": _error(
                 "Request line and headers exceed CALDERA_MAX_HEADER_BYTES; the connection is closed"
             ),

@@ -14,7 +14,10 @@ Caldera's single event loop.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from plugins.api.extension_points import BY_VERB, Rule
 
 # --- body sizes (bench/workloads.py; fitted on make_cluster(20, 400), (20, 800), (40, 400)) ---
 
@@ -116,7 +119,7 @@ def warnings(
     cluster: Cluster,
     verbs: list[str],
     http_timeout_seconds: float,
-    max_request_bytes: int,
+    body_limit: Callable[[str], int],
     schedule_period_seconds: float,
 ) -> list[str]:
     """What hurts for this cluster: each message states the estimate behind it."""
@@ -132,15 +135,22 @@ def warnings(
             f" {cluster.nodes} nodes / {cluster.pods} pods): Volcano would time out and"
             f" treat the call as failed. Use --http-timeout {max(1, round(p99 * 2 + 0.5))}s."
         )
-    largest = max(verbs, key=cluster.body_bytes)
-    size = cluster.body_bytes(largest)
-    if size > max_request_bytes:
-        found.append(
-            f"maxRequestBytes {max_request_bytes} ({mib(max_request_bytes)}) is below the"
-            f" estimated {largest} body of {mib(size)} at {cluster.nodes} nodes /"
-            f" {cluster.pods} pods: Caldera would refuse it with 413. Set maxRequestBytes to"
-            f" at least {size * 3 // 2} (1.5 x the estimate)."
-        )
+    for setting in dict.fromkeys(BY_VERB[verb].body_limit for verb in verbs):
+        bounded = [verb for verb in verbs if BY_VERB[verb].body_limit == setting]
+        largest = max(bounded, key=cluster.body_bytes)
+        size, limit = cluster.body_bytes(largest), body_limit(largest)
+        if size > limit:
+            consequence = (
+                "Volcano would run every cycle without Caldera's plugins"
+                if BY_VERB[largest].rule is Rule.OPEN
+                else "Volcano would treat those calls as failed"
+            )
+            found.append(
+                f"{setting} {limit} ({mib(limit)}) is below the estimated {largest} body of"
+                f" {mib(size)} at {cluster.nodes} nodes / {cluster.pods} pods: Caldera would"
+                f" refuse it with 413 and {consequence}. Set {setting} to at least"
+                f" {size * 3 // 2} (1.5 x the estimate)."
+            )
     per_cycle = {"predicate", "prioritize"} & set(verbs)
     if per_cycle:
         seconds = cluster.cycle_seconds(set(verbs))

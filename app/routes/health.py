@@ -1,5 +1,6 @@
 """GET /healthz (the process answers) and /readyz (configuration loaded, plugins built, every
-plugin's background data source synced)."""
+plugin's background data source synced, and the last session snapshot Volcano sent taken:
+``app/snapshot_health.py``)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ async def healthz() -> Response:
 async def readyz(request: Request) -> Response:
     state = request.app.state
     backgrounds: dict[str, Any] = {}
-    ready = state.sessions is not None
+    ready = state.sessions is not None and state.snapshot.ready
     for key, background in state.backgrounds.items():
         ok = background.ready()
         backgrounds[key] = {"ready": ok, **background.describe()}
@@ -31,6 +32,7 @@ async def readyz(request: Request) -> Response:
         "volcanoVersion": state.sessions.release.name,
         "plugins": [option.name for option in state.config.plugin_options()],
         "backgrounds": backgrounds,
+        "snapshot": state.snapshot.describe(),
         "releaseMismatch": dict(state.extender.release_watch.evidence),
     }
     return json_response(body, status_code=200 if ready else 503)

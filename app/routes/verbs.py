@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 import msgspec
@@ -21,6 +22,8 @@ from app.body import DEFAULT_TIMEOUT, read_body
 from app.errors import AnswerError, CalderaError, Disconnected, PluginFailure, RequestError
 from app.extender import Body
 from app.metrics import Metrics
+from app.snapshot_health import SnapshotHealth
+from plugins.api.extension_points import BY_VERB, Rule
 
 logger = logging.getLogger("caldera.verbs")
 JSON_HEADER = (b"content-type", b"application/json")
@@ -37,7 +40,8 @@ class Answers(Protocol):
 
 
 class VerbEndpoint:
-    """The ASGI endpoint of one verb."""
+    """The ASGI endpoint of one verb. The snapshot verb (onSessionOpen) also reports each
+    outcome to ``snapshot``: a snapshot not taken switches every plugin off for the cycle."""
 
     def __init__(
         self,
@@ -46,12 +50,15 @@ class VerbEndpoint:
         metrics: Metrics,
         limit: int,
         body_timeout: float | None = DEFAULT_TIMEOUT,
+        snapshot: SnapshotHealth | None = None,
     ) -> None:
         self.verb = verb
         self.extender = extender
         self.metrics = metrics
         self.limit = limit
+        self.setting = BY_VERB[verb].body_limit
         self.body_timeout = body_timeout
+        self.snapshot = snapshot
         self.duration = metrics.request_duration.labels(verb)
         self.size = metrics.request_bytes.labels(verb)
         self.ok = metrics.responses.labels(verb, "200")
@@ -60,11 +67,13 @@ class VerbEndpoint:
         started = time.perf_counter()
         verb = self.verb
         try:
-            body = await read_body(scope, receive, self.limit, self.body_timeout)
+            body = await read_body(scope, receive, self.limit, self.body_timeout, self.setting)
             self.size.observe(len(body))
             read = time.perf_counter()
             answer = self.extender.handle(verb, body)
         except Disconnected:
+            if self.snapshot is not None:
+                self.snapshot.abandoned()
             return
         except CalderaError as exc:
             await self._refuse(send, exc)
@@ -76,6 +85,8 @@ class VerbEndpoint:
         done = time.perf_counter()
         self.duration.observe(done - started)
         self.ok.inc()
+        if self.snapshot is not None:
+            self.snapshot.taken(len(body))
         await send_json(send, 200, answer)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
@@ -91,6 +102,9 @@ class VerbEndpoint:
         self.metrics.responses.labels(self.verb, str(exc.status)).inc()
         if isinstance(exc, RequestError):
             self.metrics.bodies_refused.labels(self.verb, exc.outcome).inc()
+        if self.snapshot is not None:
+            self.snapshot.refused(exc)  # logs it as the error it is for Volcano's cycle
+        elif isinstance(exc, RequestError):
             log = logger.warning if exc.status == 413 else logger.info
             log("refused %s request: %s", self.verb, exc)
         elif isinstance(exc, PluginFailure):
@@ -111,9 +125,26 @@ async def send_json(send: Send, status: int, payload: bytes, close: bool = False
 
 
 def verb_routes(
-    extender: Answers, metrics: Metrics, limit: int, body_timeout: float | None = DEFAULT_TIMEOUT
+    extender: Answers,
+    metrics: Metrics,
+    body_limit: Callable[[str], int],
+    body_timeout: float | None = DEFAULT_TIMEOUT,
+    snapshot: SnapshotHealth | None = None,
 ) -> list[Route]:
+    """One route per path; ``body_limit(verb)`` bounds each verb's body (``maxSnapshotBytes``
+    for onSessionOpen, ``maxRequestBytes`` for the rest)."""
     return [
-        Route(path, VerbEndpoint(verb, extender, metrics, limit, body_timeout), methods=["POST"])
+        Route(
+            path,
+            VerbEndpoint(
+                verb,
+                extender,
+                metrics,
+                body_limit(verb),
+                body_timeout,
+                snapshot if BY_VERB[verb].rule is Rule.OPEN else None,
+            ),
+            methods=["POST"],
+        )
         for path, verb in extender.routes().items()
     ]

@@ -74,6 +74,10 @@ class ExtensionPoint:
     rule: Rule
     summary: str
     """What the verb asks, for the OpenAPI document."""
+    body_limit: str
+    """The configuration key bounding the verb's request body: ``maxSnapshotBytes`` for the
+    session snapshot (the whole cluster), ``maxRequestBytes`` for a call about one task, job,
+    node list or queue."""
 
 
 def _point(
@@ -89,6 +93,7 @@ def _point(
     rule: Rule,
     summary: str,
     argument: str = "",
+    body_limit: str = "maxRequestBytes",
 ) -> ExtensionPoint:
     return ExtensionPoint(
         verb=verb,
@@ -103,6 +108,7 @@ def _point(
         neutral=neutral,
         rule=rule,
         summary=summary,
+        body_limit=body_limit,
     )
 
 
@@ -111,7 +117,8 @@ _EMPTY = b"{}"
 EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
     _point("onSessionOpen", "on_session_open", "OnSessionOpen", None, (1, 6),
            rq.OnSessionOpenRequest, rq.OnSessionOpenRequest, (rs.Empty,), _EMPTY, Rule.OPEN,
-           "Open a session: the whole-cluster snapshot. Builds fresh plugin instances."),
+           "Open a session: the whole-cluster snapshot. Builds fresh plugin instances.",
+           body_limit="maxSnapshotBytes"),
     _point("onSessionClose", "on_session_close", "OnSessionClose", None, (1, 6),
            rq.OnSessionCloseRequest, rq.OnSessionCloseRequest, (rs.Empty,), _EMPTY, Rule.CLOSE,
            "End the open session."),

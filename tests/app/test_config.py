@@ -8,6 +8,7 @@ import pytest
 
 from app.config import (
     DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MAX_SNAPSHOT_BYTES,
     FLAG_DEFAULTS,
     ConfigError,
     effective_config,
@@ -25,6 +26,25 @@ def test_embedded_default_is_valid() -> None:
     assert config.volcanoVersion == (1, 15)
     assert "volcanoVersion" not in config.model_fields_set  # assumed, not pinned
     assert config.maxRequestBytes == DEFAULT_MAX_REQUEST_BYTES
+    assert config.maxSnapshotBytes == DEFAULT_MAX_SNAPSHOT_BYTES
+
+
+@pytest.mark.parametrize(
+    ("text", "verb", "limit"),
+    [
+        ("", "onSessionOpen", DEFAULT_MAX_SNAPSHOT_BYTES),
+        ("", "predicate", DEFAULT_MAX_REQUEST_BYTES),
+        ("maxSnapshotBytes: 2048\n", "onSessionOpen", 2048),
+        ("maxSnapshotBytes: 2048\n", "onSessionClose", DEFAULT_MAX_REQUEST_BYTES),
+        ("maxRequestBytes: 4096\n", "onSessionOpen", DEFAULT_MAX_SNAPSHOT_BYTES),
+        ("maxRequestBytes: 4096\n", "jobReady", 4096),
+    ],
+)
+def test_the_snapshot_has_a_body_limit_of_its_own(text: str, verb: str, limit: int) -> None:
+    """onSessionOpen carries the whole cluster; every other verb one task, job or queue."""
+    config = load(text)
+    assert config.body_limit(verb) == limit
+    assert effective_config(config)["maxSnapshotBytes"] == config.maxSnapshotBytes
 
 
 def test_empty_tiers_and_empty_file_are_valid() -> None:
@@ -98,6 +118,7 @@ def test_a_named_patch_release_is_kept_and_shown() -> None:
         ("volcanoVersion: [1]", "volcanoVersion", "must be a string"),
         ("unknownKey: 1", "unknownKey", "unknown key"),
         ("maxRequestBytes: 0", "maxRequestBytes", "greater than 0"),
+        ("maxSnapshotBytes: 0", "maxSnapshotBytes", "greater than 0"),
         ("maxRequestBytes: lots", "maxRequestBytes", "valid integer"),
         ("managedResources: nvidia.com/gpu", "managedResources", "YAML list"),
         ("managedResources: [1]", "managedResources[0]", "valid string"),

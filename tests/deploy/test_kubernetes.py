@@ -175,6 +175,20 @@ def test_caldera_runs_non_root_read_only_with_requests_within_limits(
     assert caldera["image"] == "caldera:0.1.0"
 
 
+def test_the_memory_limit_holds_the_largest_snapshot_the_config_accepts(
+    documents: list[Document], tmp_path: Path
+) -> None:
+    """A snapshot Caldera accepts but cannot hold is an OOM kill, and while the sidecar
+    restarts Volcano schedules without it: the limit must cover 60 MiB idle plus 1.5 x the
+    largest snapshot (a fresh server's first one grows RSS by 1.47 x the body, bench/README)."""
+    caldera = container(find(documents, "Deployment", "volcano-scheduler"), "caldera")
+    config_map = find(documents, "ConfigMap", "caldera-config")
+    path = tmp_path / "caldera.yaml"
+    path.write_text(config_map["data"]["caldera.yaml"])
+    snapshot = load_config(str(path)).maxSnapshotBytes
+    assert quantity(caldera["resources"]["limits"]["memory"]) >= 60 * 2**20 + 1.5 * snapshot
+
+
 def quantity(text: str) -> float:
     units = {"m": 1e-3, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
     for suffix, factor in units.items():

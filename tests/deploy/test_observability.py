@@ -140,6 +140,7 @@ def test_rules_query_only_exported_metrics_and_cover_the_alerts() -> None:
         "CalderaLatencyNearHttpTimeout",
         "CalderaNoSessionOpened",
         "CalderaBodiesRefused",
+        "CalderaSnapshotNotTaken",
         "CalderaPdbNotSynced",
         "CalderaReleaseMismatch",
     }

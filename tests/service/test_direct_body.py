@@ -122,13 +122,18 @@ class Recorder:
         await send({"type": "http.response.body", "body": b""})
 
 
+DEFAULT_LIMITS = ConnectionLimits(5.0, 65536, LIMIT)
+
+
 class Connection:
-    def __init__(self, buffers: BodyBuffers | None = None, read_size: int = 1 << 16) -> None:
+    def __init__(
+        self,
+        buffers: BodyBuffers | None = None,
+        read_size: int = 1 << 16,
+        limits: ConnectionLimits = DEFAULT_LIMITS,
+    ) -> None:
         self.app = Recorder()
-        config = Config(
-            app=self.app,
-            http=guarded_protocol(ConnectionLimits(5.0, 65536, LIMIT), buffers),
-        )
+        config = Config(app=self.app, http=guarded_protocol(limits, buffers))
         config.load()
         self.protocol = config.http_protocol_class(  # type: ignore[call-arg]
             config=config, server_state=ServerState(), app_state={}
@@ -201,6 +206,21 @@ async def test_body_is_read_into_one_buffer_only_when_its_length_is_declared_and
     assert app.body == (b"" if name == "no body" else BODY)
     if direct:
         assert app.direct is not None and isinstance(app.body, bytearray)
+
+
+@pytest.mark.parametrize(
+    ("path", "direct"), [("/onSessionOpen", True), ("/predicate", False), ("/other", False)]
+)
+async def test_a_body_is_preallocated_only_within_its_own_paths_limit(
+    path: str, direct: bool
+) -> None:
+    """maxSnapshotBytes lets the snapshot's path take more than maxRequestBytes; a body that
+    large posted to any other verb is not received into a buffer of its size."""
+    connection = Connection(limits=ConnectionLimits(5.0, 65536, 1000, {"/onSessionOpen": LIMIT}))
+    head = f"POST {path} HTTP/1.1\r\nhost: x\r\ncontent-length: {len(BODY)}\r\n\r\n"
+    await connection.send(head.encode(), BODY)
+    await connection.drop()
+    assert (connection.app.direct is not None) == direct
 
 
 async def test_body_cut_short_by_the_client_is_a_disconnect_not_a_buffer() -> None:
