@@ -98,6 +98,7 @@ func TestE2E(t *testing.T) {
 	t.Run("failure-closed", func(t *testing.T) { testFailurePolicy(t, c, "failure-closed", false) })
 	t.Run("failure-open", func(t *testing.T) { testFailurePolicy(t, c, "failure-open", true) })
 	t.Run("restart", func(t *testing.T) { testRestart(t, c) })
+	t.Run("large-snapshot", func(t *testing.T) { testLargeSnapshot(t, c) })
 }
 
 // placement: three equal nodes, one already carrying a 1-CPU pod. MostAllocated scores the

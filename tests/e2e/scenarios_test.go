@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -361,5 +363,50 @@ func testNodeGroupPlacement(t *testing.T, c *Cluster) {
 	// luck: the g2 nodes must have been rejected by nodegroup, answered by Caldera.
 	if n := s.Caldera.Decisions(t, "nodegroup", "predicate", "fail"); n < 2 {
 		t.Errorf("nodegroup rejected %v predicate calls, want the g2 nodes rejected for each pod", n)
+	}
+}
+
+// large-snapshot: Caldera on its embedded default configuration (no --config: what the README's
+// `caldera serve` runs) in a cluster whose session snapshot is well over 10 MiB, the limit that
+// once bounded every body. Before onSessionOpen had a limit of its own, every snapshot of such a
+// cluster was refused with 413 and Volcano scheduled without any hosted plugin, silently.
+//
+// 20 nodes and a 700-pod job whose pods carry 4 KiB of annotations (as kubectl's
+// last-applied-configuration does): Volcano's snapshot carries each pod in its node's NodeInfo
+// and four times in its JobInfo. Then a job whose PodGroup asks for more than overcommit allows
+// (200 CPU against 20 x 4 CPU x 1.2) and a small one: only Caldera's overcommit keeps the big
+// one Pending — the in-tree plugins of this conf (priority, gang) would enqueue it.
+func testLargeSnapshot(t *testing.T, c *Cluster) {
+	var nodes []NodeSpec
+	for i := 0; i < 20; i++ {
+		nodes = append(nodes, NodeSpec{Name: fmt.Sprintf("big-%02d", i), CPU: "4", Memory: "16Gi"})
+	}
+	s := c.NewScenario(t, "large-snapshot", EmbeddedConfig, "enqueue, allocate, backfill", false, nodes...)
+	padding := map[string]string{"caldera-e2e/padding": strings.Repeat("x", 4096)}
+	const bulk = 700
+	s.CreateJob(t, JobSpec{Name: "bulk", Pods: bulk, MinMember: 1, Request: Res("10m", "16Mi"), PodAnnotations: padding})
+	s.WaitBound(t, "bulk", bulk, 5*time.Minute)
+
+	s.CreateJob(t, JobSpec{Name: "over-commit", Pods: 1, Request: Res("1", "1Gi"), MinResources: Res("200", "1Gi")})
+	s.CreateJob(t, JobSpec{Name: "small", Pods: 1, Request: Res("1", "1Gi")})
+	s.WaitBound(t, "small", 1, 60*time.Second)
+	time.Sleep(5 * time.Second) // several more sessions vote on over-commit
+
+	ready := s.Caldera.Readyz(t)
+	snapshot, _ := ready["snapshot"].(map[string]any)
+	size, _ := snapshot["bytes"].(float64)
+	t.Logf("last snapshot: %v (%.1f MiB for %d nodes and %d pods: %.0f bytes a pod)",
+		snapshot, size/(1<<20), len(nodes), bulk+1, size/float64(bulk+1))
+	if snapshot["status"] != "taken" || size <= 10<<20 {
+		t.Fatalf("the last snapshot was not taken or not over 10 MiB: %v", snapshot)
+	}
+	if n := s.Caldera.metric(t, "caldera_request_bodies_refused_total", `verb="onSessionOpen"`); n != 0 {
+		t.Errorf("Caldera refused %v onSessionOpen bodies", n)
+	}
+	if ph := s.PodGroupPhase(t, "over-commit"); ph != vcsched.PodGroupPending {
+		t.Errorf("over-commit PodGroup phase %q, want Pending (overcommit rejects it)", ph)
+	}
+	if n := s.Caldera.Decisions(t, "overcommit", "jobEnqueueable", "reject"); n < 1 {
+		t.Errorf("Caldera's overcommit rejected nothing (%v)", n)
 	}
 }

@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -55,9 +56,16 @@ type Caldera struct {
 	n      int
 }
 
+// EmbeddedConfig as a scenario's Caldera configuration runs `caldera serve` with no --config:
+// the embedded default configuration an operator following the README gets.
+const EmbeddedConfig = ""
+
 // writeCalderaConfig writes a Caldera configuration; {{KUBECONFIG}} becomes the cluster's kubeconfig.
 func (c *Cluster) writeCalderaConfig(t testing.TB, name, config string) string {
 	t.Helper()
+	if config == EmbeddedConfig {
+		return EmbeddedConfig
+	}
 	path := filepath.Join(c.Dir, name+"-caldera.yaml")
 	config = strings.ReplaceAll(config, "{{KUBECONFIG}}", c.Kubeconfig)
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
@@ -83,8 +91,10 @@ func (c *Cluster) StartCaldera(t testing.TB, name, configPath string) *Caldera {
 func (cal *Caldera) Start(t testing.TB) {
 	t.Helper()
 	cal.n++
+	args := append([]string{"serve"}, cal.configArgs()...)
+	args = append(args, "--host", "127.0.0.1", "--port", fmt.Sprint(cal.port))
 	cal.proc = cal.c.start(t, fmt.Sprintf("%s-caldera-%d", cal.name, cal.n), []string{"CALDERA_LOG_FORMAT=text"},
-		calderaBin(t), "serve", "--config", cal.Config, "--host", "127.0.0.1", "--port", fmt.Sprint(cal.port))
+		calderaBin(t), args...)
 	if err := waitFor(60*time.Second, func() (bool, error) {
 		if !cal.proc.running() {
 			return false, fmt.Errorf("caldera exited")
@@ -100,6 +110,14 @@ func (cal *Caldera) Start(t testing.TB) {
 	}
 }
 
+// configArgs is `--config FILE`, or nothing for the embedded default configuration.
+func (cal *Caldera) configArgs() []string {
+	if cal.Config == EmbeddedConfig {
+		return nil
+	}
+	return []string{"--config", cal.Config}
+}
+
 // Stop stops the process (SIGTERM: Caldera drains and exits).
 func (cal *Caldera) Stop() { cal.proc.stop() }
 
@@ -107,7 +125,7 @@ func (cal *Caldera) Stop() { cal.proc.stop() }
 // scheduler is to call (Caldera's own, or a proxy's in front of it).
 func (cal *Caldera) VolcanoConfig(t testing.TB, url string, ignorable bool) string {
 	t.Helper()
-	args := []string{"volcano-config", "--config", cal.Config, "--url", url, "--http-timeout", "1s"}
+	args := append(append([]string{"volcano-config"}, cal.configArgs()...), "--url", url, "--http-timeout", "1s")
 	if ignorable {
 		args = append(args, "--ignorable")
 	}
@@ -237,16 +255,17 @@ func Res(cpu, mem string) corev1.ResourceList {
 
 // JobSpec is a PodGroup and its pods (a "job" for Volcano without vc-controller-manager).
 type JobSpec struct {
-	Name          string
-	Pods          int
-	MinMember     int32
-	Request       corev1.ResourceList
-	PriorityClass string
-	Queue         string
-	PodLabels     map[string]string
-	PGAnnotations map[string]string
-	MinResources  corev1.ResourceList // default: Request × MinMember
-	Node          string              // optional: a nodeSelector on kubernetes.io/hostname
+	Name           string
+	Pods           int
+	MinMember      int32
+	Request        corev1.ResourceList
+	PriorityClass  string
+	Queue          string
+	PodLabels      map[string]string
+	PGAnnotations  map[string]string
+	PodAnnotations map[string]string
+	MinResources   corev1.ResourceList // default: Request × MinMember
+	Node           string              // optional: a nodeSelector on kubernetes.io/hostname
 }
 
 // CreateJob creates the PodGroup, then its pods (named NAME-0 …) with schedulerName volcano.
@@ -283,10 +302,14 @@ func (s *Scenario) CreateJob(t testing.TB, j JobSpec) {
 		for k, v := range j.PodLabels {
 			labels[k] = v
 		}
+		annotations := map[string]string{vcsched.KubeGroupNameAnnotationKey: j.Name}
+		for k, v := range j.PodAnnotations {
+			annotations[k] = v
+		}
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: fmt.Sprintf("%s-%d", j.Name, i), Namespace: s.NS, Labels: labels,
-				Annotations: map[string]string{vcsched.KubeGroupNameAnnotationKey: j.Name},
+				Annotations: annotations,
 			},
 			Spec: corev1.PodSpec{
 				SchedulerName:     "volcano",
@@ -395,6 +418,21 @@ func (cal *Caldera) Answered(t testing.TB, verb string) float64 {
 func (cal *Caldera) Decisions(t testing.TB, plugin, verb, outcome string) float64 {
 	t.Helper()
 	return cal.metric(t, "caldera_plugin_decisions_total", `plugin="`+plugin+`"`, `verb="`+verb+`"`, `outcome="`+outcome+`"`)
+}
+
+// Readyz is Caldera's /readyz answer (whatever its status code).
+func (cal *Caldera) Readyz(t testing.TB) map[string]any {
+	t.Helper()
+	r, err := http.Get(cal.URL + "/readyz")
+	if err != nil {
+		t.Fatalf("caldera /readyz: %v", err)
+	}
+	defer r.Body.Close()
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		t.Fatalf("caldera /readyz: %v", err)
+	}
+	return body
 }
 
 // metric sums the samples of a counter whose labels contain every one of labels.
