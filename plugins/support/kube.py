@@ -14,8 +14,9 @@ directly, the way client-go's reflector does (``k8s.io/client-go/tools/cache/ref
   ends or breaks is resumed from the last RV without missing or replaying anything.
 * ``410 Gone`` (as the HTTP status of a watch or list page, or as an ERROR event whose ``Status``
   has ``code: 410``) means RV is older than the server keeps: list again from scratch.
-* Any other failure is recorded, then retried after an exponential backoff with full jitter. The
-  loop never ends on an error: it only stops when its task is cancelled.
+* Any other failure is recorded, then retried after an exponential backoff with equal jitter
+  (half the cap plus up to half again). The loop never ends on an error: it only stops when its
+  task is cancelled.
 
 Credentials come from the pod's service account (``KUBERNETES_SERVICE_HOST``/``_PORT``, the token
 re-read on every request so a rotated token is picked up, ``ca.crt``) or from a kubeconfig file
@@ -294,7 +295,10 @@ class Store(Protocol[T_contra]):
 
 @dataclass
 class Backoff:
-    """Exponential backoff with full jitter (the wait is uniform in ``[0, cap]``)."""
+    """Exponential backoff with equal jitter: the wait is uniform in ``[cap/2, cap]``, the cap
+    doubling from ``initial`` to ``maximum``. Not full jitter (``[0, cap]``): after an API
+    server restart every sidecar relists at once, and a wait near zero would retry straight
+    into the same overload; half the cap spreads them without hammering."""
 
     initial: float = 0.5
     maximum: float = 30.0

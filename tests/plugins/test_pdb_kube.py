@@ -606,3 +606,12 @@ def test_in_cluster_config_needs_the_environment(tmp_path: Path) -> None:
     env = {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
     with pytest.raises(KubeconfigError, match="token"):
         in_cluster_config(env, str(tmp_path))
+
+
+def test_backoff_doubles_its_cap_and_waits_between_half_and_all_of_it() -> None:
+    backoff = Backoff(initial=1.0, maximum=8.0)
+    for cap in (1.0, 2.0, 4.0, 8.0, 8.0, 8.0):
+        wait = backoff.next()
+        assert cap / 2 <= wait <= cap, (cap, wait)
+    backoff.reset()
+    assert 0.5 <= backoff.next() <= 1.0
