@@ -41,15 +41,32 @@ _UNSHARED = _references([bytearray(1)])
 """What :func:`_references` counts for a buffer held by its slot alone."""
 
 
+OUTCOMES = ("reused", "refit", "held", "first")
+"""What happened to each large body's buffer (``caldera_body_buffers_total{outcome}``):
+
+- ``reused``: received into the kept buffer (the saving this module exists for);
+- ``refit``: the kept buffer was free but too far from the new size: freed, a fresh one kept;
+- ``held``: the kept buffer was still referenced (a body being answered or recorded, a
+  ``msgspec.Raw``): a fresh buffer, not kept. Steadily rising, it means reuse has stopped —
+  something holds bodies longer than a request (a new plugin keeping a ``Raw``, a slow
+  recorder) and every large body pays its page faults again;
+- ``first``: no buffer kept yet (the first large body since the start)."""
+
+
 class BodyBuffers:
     """One server's kept buffer for large bodies (one per ``caldera serve``). ``kept`` hears the
-    kept buffer's size after every large body (``caldera_body_buffer_bytes``)."""
+    kept buffer's size after every large body (``caldera_body_buffer_bytes``); ``outcome`` hears
+    what happened to it (one of :data:`OUTCOMES`, ``caldera_body_buffers_total``)."""
 
     def __init__(
-        self, large: int = LARGE_BODY_BYTES, kept: Callable[[int], None] | None = None
+        self,
+        large: int = LARGE_BODY_BYTES,
+        kept: Callable[[int], None] | None = None,
+        outcome: Callable[[str], None] | None = None,
     ) -> None:
         self.large = large
         self.kept = kept
+        self.outcome = outcome
         self._slot: list[bytearray] = []
         self.reused = 0
         """How many bodies were received into the kept buffer (for the tests and the bench)."""
@@ -62,15 +79,24 @@ class BodyBuffers:
         if slot and _references(slot) == _UNSHARED:
             if _fits(slot[0], length):
                 self.reused += 1
+                self._count("reused")
                 self._report(len(slot[0]))
                 return slot[0]
             slot.clear()  # let go of it before its replacement is allocated, not after
+            self._count("refit")
         elif slot:
+            self._count("held")
             return bytearray(length)  # the kept one is in use: keep it for the next body
+        else:
+            self._count("first")
         fresh = bytearray(length)
         slot.append(fresh)
         self._report(length)
         return fresh
+
+    def _count(self, what: str) -> None:
+        if self.outcome is not None:
+            self.outcome(what)
 
     def _report(self, size: int) -> None:
         if self.kept is not None:

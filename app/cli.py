@@ -91,7 +91,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             if config.body_limit(verb) != config.maxRequestBytes
         },
     )
-    buffers = BodyBuffers(kept=app.state.metrics.body_buffer.set)
+    metrics = app.state.metrics
+    buffers = BodyBuffers(
+        kept=metrics.body_buffer.set,
+        outcome=lambda outcome: metrics.body_buffers.labels(outcome).inc(),
+    )
     server = uvicorn.Server(
         uvicorn.Config(
             app,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from app.buffers import OUTCOMES as BUFFER_OUTCOMES
+
 DURATION_BUCKETS = (
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
     0.1, 0.25, 0.5, 1.0, 2.0,
@@ -101,6 +103,16 @@ class Metrics:
             registry=r,
         )
         self.snapshot_taken.set(1)
+        self.body_buffers = Counter(
+            "caldera_body_buffers_total",
+            "Large request bodies (32 MiB or more) by what happened to the kept buffer: reused,"
+            " refit (freed for a size too far off), held (still in use: a fresh buffer; rising"
+            " steadily, reuse has stopped), first.",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in BUFFER_OUTCOMES:
+            self.body_buffers.labels(outcome)
         self.sessions_opened = Counter(
             "caldera_sessions_opened_total", "Sessions opened (onSessionOpen calls).", registry=r
         )

@@ -104,9 +104,10 @@ def test_a_body_something_still_holds_is_never_overwritten(
     assert buffers.reused == 1
 
 
-def test_the_kept_size_is_reported_after_every_large_body() -> None:
+def test_the_kept_size_and_each_outcome_are_reported_after_every_large_body() -> None:
     sizes: list[int] = []
-    buffers = BodyBuffers(large=LARGE, kept=sizes.append)
+    outcomes: list[str] = []
+    buffers = BodyBuffers(large=LARGE, kept=sizes.append, outcome=outcomes.append)
     received(buffers, LARGE - 1, 0)  # small: nothing kept, nothing reported
     received(buffers, FIRST, 1)
     received(buffers, FIRST - 10, 2)  # reused, resized
@@ -114,4 +115,5 @@ def test_the_kept_size_is_reported_after_every_large_body() -> None:
     held = received(buffers, FIRST // 4, 4)  # less than half: replaced
     received(buffers, FIRST // 4, 5)  # the kept one is held: a fresh one, the kept size stays
     assert sizes == [FIRST, FIRST - 10, FIRST - 10, FIRST // 4]
+    assert outcomes == ["first", "reused", "reused", "refit", "held"]
     assert len(held) == FIRST // 4

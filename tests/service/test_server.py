@@ -127,7 +127,7 @@ async def test_metrics_after_traffic(caldera_server: StartCaldera) -> None:
 
 async def test_the_buffer_kept_for_large_bodies_is_a_metric(caldera_server: StartCaldera) -> None:
     """A body of 32 MiB or more leaves its buffer for the next one (app/buffers.py); the gauge
-    says how much RSS that keeps between cycles."""
+    says how much RSS that keeps between cycles, the counter whether reuse goes on."""
     server = await caldera_server("maxRequestBytes: 67108864\n")
     text = (await server.client.get("/metrics")).text
     assert "caldera_body_buffer_bytes 0.0" in text
@@ -142,6 +142,9 @@ async def test_the_buffer_kept_for_large_bodies_is_a_metric(caldera_server: Star
         if line.startswith("caldera_body_buffer_bytes ")
     ]
     assert float(value) == len(large)
+    assert 'caldera_body_buffers_total{outcome="first"} 1.0' in text
+    assert 'caldera_body_buffers_total{outcome="reused"} 1.0' in text
+    assert 'caldera_body_buffers_total{outcome="held"} 0.0' in text
 
 
 async def test_debug_session_shows_counts_never_contents(caldera_server: StartCaldera) -> None:
