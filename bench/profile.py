@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 from bench import configs, servers
 from bench import run as runmod
+from bench.asgi import drive
 
 ALIASES = {
     "predicate": "predicate-c1",
@@ -52,51 +51,6 @@ def _workload(workload: str, config: str | None) -> tuple[runmod.Load, str] | No
     return ld, config
 
 
-async def _drive(app: Any, path: str, body: bytes, n: int) -> list[float]:
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [
-            (b"host", b"127.0.0.1"),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ],
-        "client": ("127.0.0.1", 40000),
-        "server": ("127.0.0.1", 8080),
-    }
-    times = []
-    delivered = False
-    status: list[int] = []
-
-    async def receive() -> dict[str, Any]:
-        nonlocal delivered
-        if not delivered:
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return {"type": "http.disconnect"}
-
-    async def send(msg: dict[str, Any]) -> None:
-        if msg["type"] == "http.response.start":
-            status.append(msg["status"])
-
-    for _ in range(n):
-        delivered = False
-        status.clear()
-        t0 = time.perf_counter()
-        await app(dict(scope), receive, send)
-        times.append(time.perf_counter() - t0)
-        if status != [200]:
-            raise RuntimeError(f"{path}: status {status}")
-    return times
-
-
 def main(
     workload: str, requests: int, config: str | None, out: str | None, server: bool = False
 ) -> int:
@@ -121,11 +75,11 @@ def main(
         async with app.router.lifespan_context(app):
             await runmod.until_ready(app)
             if ld.setup:
-                await _drive(app, "/onSessionOpen", Path(ld.setup).read_bytes(), 1)
-            await _drive(app, "/" + ld.verb, body, min(n, 5))  # warm-up
+                await drive(app, "/onSessionOpen", Path(ld.setup).read_bytes(), 1)
+            await drive(app, "/" + ld.verb, body, min(n, 5))  # warm-up
             profiler = Profiler(interval=0.0005, async_mode="enabled")
             profiler.start()
-            times = await _drive(app, "/" + ld.verb, body, n)
+            times = await drive(app, "/" + ld.verb, body, n)
             profiler.stop()
             out_path = Path(out) if out else runmod.RESULTS / f"profile-{name}.html"
             out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -746,7 +746,7 @@ def asgi_main(plan_path: str, out_path: str) -> int:
 
     from app.config import load_config
     from app.main import create_app
-    from bench.profile import _drive
+    from bench.asgi import drive
 
     plan = json.loads(Path(plan_path).read_text())
     out: dict[str, Any] = {}
@@ -760,13 +760,13 @@ def asgi_main(plan_path: str, out_path: str) -> int:
                 body = Path(item["body"]).read_bytes()
                 try:
                     if item.get("setup"):
-                        await _drive(app, "/onSessionOpen", Path(item["setup"]).read_bytes(), 1)
-                    await _drive(app, "/" + item["verb"], body, 1 if len(body) > 50 * MiB else 2)
+                        await drive(app, "/onSessionOpen", Path(item["setup"]).read_bytes(), 1)
+                    await drive(app, "/" + item["verb"], body, 1 if len(body) > 50 * MiB else 2)
                     lat: list[float] = []
                     deadline = time.monotonic() + item["max_seconds"]
                     t0 = time.perf_counter()
                     while len(lat) < item["requests"] and time.monotonic() < deadline:
-                        lat += [t * 1e6 for t in await _drive(app, "/" + item["verb"], body, 1)]
+                        lat += [t * 1e6 for t in await drive(app, "/" + item["verb"], body, 1)]
                     out[item["name"]] = {
                         "latencies_us": lat,
                         "elapsed_seconds": time.perf_counter() - t0,
