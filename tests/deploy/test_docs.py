@@ -11,7 +11,11 @@ import yaml
 from app.cli import parser
 
 ROOT = Path(__file__).resolve().parents[2]
-GUIDES = [ROOT / "docs" / "operator-guide.md", ROOT / "docs" / "plugin-author-guide.md"]
+GUIDES = [
+    ROOT / "docs" / "operator-guide.md",
+    ROOT / "docs" / "plugin-author-guide.md",
+    ROOT / "docs" / "new-volcano-release.md",
+]
 PATH = re.compile(r"`((?:app|plugins|schemas|tests|bench|deploy|docs)/[\w./-]+?)`")
 
 
@@ -20,7 +24,7 @@ def test_every_repository_path_a_guide_names_exists(guide: Path) -> None:
     paths = PATH.findall(guide.read_text())
     assert paths, f"{guide.name} names no file"
     for path in paths:
-        if "X.Y.Z" in path:  # the name a guide tells the reader to create
+        if "X.Y" in path:  # the name a guide tells the reader to create
             continue
         assert (ROOT / path.rstrip("/")).exists(), f"{guide.name} names missing {path}"
 
