@@ -16,12 +16,13 @@ from __future__ import annotations
 from datetime import datetime
 from enum import IntEnum
 from functools import cached_property
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 from msgspec import Struct, field
 
 from schemas.k8s import Node, ObjectMeta, Pod, ResourceList, ResourceQuotaStatus
+from schemas.legacy import canonical, untagged_twin
 
 
 class TaskStatus(IntEnum):
@@ -96,25 +97,6 @@ class PodGroupSpec(Struct, rename="camel", gc=False):
     min_resources: ResourceList | None = None
 
 
-class LegacyPodGroupSpec(Struct, rename="pascal", gc=False):
-    """v1.6–v1.13: the same fields, untagged (``MinMember``, ``MinResources``…)."""
-
-    min_member: int = 0
-    min_task_member: dict[str, int] | None = None
-    queue: str = ""
-    priority_class_name: str = ""
-    min_resources: ResourceList | None = None
-
-    def canonical(self) -> PodGroupSpec:
-        return PodGroupSpec(
-            self.min_member,
-            self.min_task_member,
-            self.queue,
-            self.priority_class_name,
-            self.min_resources,
-        )
-
-
 class PodGroupStatus(Struct, rename="camel", gc=False):
     phase: str = ""
     running: int = 0
@@ -122,16 +104,19 @@ class PodGroupStatus(Struct, rename="camel", gc=False):
     failed: int = 0
 
 
-class LegacyPodGroupStatus(Struct, rename="pascal", gc=False):
-    """v1.6–v1.13: ``Phase``, ``Running``…"""
-
-    phase: str = ""
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
-
-    def canonical(self) -> PodGroupStatus:
-        return PodGroupStatus(self.phase, self.running, self.succeeded, self.failed)
+# v1.6–v1.13: the same fields, untagged (``MinMember``, ``Phase``…).
+if TYPE_CHECKING:
+    LegacyPodGroupSpec = PodGroupSpec
+    LegacyPodGroupStatus = PodGroupStatus
+else:
+    LegacyPodGroupSpec = untagged_twin(
+        PodGroupSpec,
+        "LegacyPodGroupSpec",
+        "v1.6–v1.13: the same fields, untagged (``MinMember``, ``MinResources``…).",
+    )
+    LegacyPodGroupStatus = untagged_twin(
+        PodGroupStatus, "LegacyPodGroupStatus", "v1.6–v1.13: ``Phase``, ``Running``…"
+    )
 
 
 class PodGroup(Struct, gc=False):
@@ -160,9 +145,9 @@ class PodGroup(Struct, gc=False):
                 annotations=self.annotations,
             )
         if self.Spec is not None:
-            self.spec = self.Spec.canonical()
+            self.spec = canonical(self.Spec, PodGroupSpec)
         if self.Status is not None:
-            self.status = self.Status.canonical()
+            self.status = canonical(self.Status, PodGroupStatus)
 
 
 class DisruptionBudget(Struct, gc=False):
@@ -280,29 +265,17 @@ class QueueSpec(Struct, rename="camel", gc=False):
     affinity: Affinity | None = None
 
 
-class LegacyQueueSpec(Struct, rename="pascal", gc=False):
-    """v1.6–v1.13: ``Weight``, ``Capability``, ``Reclaimable`` untagged; the rest tagged."""
-
-    weight: int = 0
-    capability: ResourceList | None = None
-    reclaimable: bool | None = None
-    guarantee: Guarantee | None = field(default=None, name="guarantee")
-    deserved: ResourceList | None = field(default=None, name="deserved")
-    parent: str = field(default="", name="parent")
-    priority: int = field(default=0, name="priority")
-    affinity: Affinity | None = field(default=None, name="affinity")
-
-    def canonical(self) -> QueueSpec:
-        return QueueSpec(
-            weight=self.weight,
-            capability=self.capability,
-            reclaimable=self.reclaimable,
-            guarantee=self.guarantee,
-            deserved=self.deserved,
-            parent=self.parent,
-            priority=self.priority,
-            affinity=self.affinity,
-        )
+# v1.6–v1.13: ``Weight``, ``Capability``, ``Reclaimable`` untagged, the rest tagged;
+# ``State``, ``Allocated``… untagged.
+if TYPE_CHECKING:
+    LegacyQueueSpec = QueueSpec
+else:
+    LegacyQueueSpec = untagged_twin(
+        QueueSpec,
+        "LegacyQueueSpec",
+        "v1.6–v1.13: ``Weight``, ``Capability``, ``Reclaimable`` untagged; the rest tagged.",
+        untagged=("weight", "capability", "reclaimable"),
+    )
 
 
 class QueueStatus(Struct, rename="camel", gc=False):
@@ -313,17 +286,12 @@ class QueueStatus(Struct, rename="camel", gc=False):
     allocated: ResourceList | None = None
 
 
-class LegacyQueueStatus(Struct, rename="pascal", gc=False):
-    """v1.6–v1.13: ``State``, ``Allocated``…"""
-
-    state: str = ""
-    pending: int = 0
-    running: int = 0
-    inqueue: int = 0
-    allocated: ResourceList | None = None
-
-    def canonical(self) -> QueueStatus:
-        return QueueStatus(self.state, self.pending, self.running, self.inqueue, self.allocated)
+if TYPE_CHECKING:
+    LegacyQueueStatus = QueueStatus
+else:
+    LegacyQueueStatus = untagged_twin(
+        QueueStatus, "LegacyQueueStatus", "v1.6–v1.13: ``State``, ``Allocated``…"
+    )
 
 
 class Queue(Struct, gc=False):
@@ -349,9 +317,9 @@ class Queue(Struct, gc=False):
                 annotations=self.annotations,
             )
         if self.Spec is not None:
-            self.spec = self.Spec.canonical()
+            self.spec = canonical(self.Spec, QueueSpec)
         if self.Status is not None:
-            self.status = self.Status.canonical()
+            self.status = canonical(self.Status, QueueStatus)
 
 
 class QueueInfo(Struct, gc=False):

@@ -132,3 +132,23 @@ def test_resources_are_milli_units_and_pods_units() -> None:
     assert scalars.get("pods") == 1
     raw = example_json("head", "predicate.request.json")
     assert request.task.Resreq.MilliCPU == raw["task"]["Resreq"]["MilliCPU"]
+
+
+def test_the_legacy_twins_have_the_canonical_fields_under_go_names() -> None:
+    """schemas/legacy.py derives the v1.6–v1.13 shapes from the current ones: the same fields in
+    the same order (canonical() relies on it), untagged Go names except a queue's tagged keys."""
+    from schemas import api
+
+    for twin, kind in [
+        (api.LegacyPodGroupSpec, api.PodGroupSpec),
+        (api.LegacyPodGroupStatus, api.PodGroupStatus),
+        (api.LegacyQueueSpec, api.QueueSpec),
+        (api.LegacyQueueStatus, api.QueueStatus),
+    ]:
+        assert twin.__struct_fields__ == kind.__struct_fields__
+    assert api.LegacyPodGroupSpec.__struct_encode_fields__ == (
+        "MinMember", "MinTaskMember", "Queue", "PriorityClassName", "MinResources",
+    )  # fmt: skip
+    assert api.LegacyQueueSpec.__struct_encode_fields__[:4] == (
+        "Weight", "Capability", "Reclaimable", "guarantee",
+    )  # fmt: skip
