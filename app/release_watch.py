@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from app.metrics import Metrics
 from plugins.api.extension_points import BY_VERB
-from plugins.api.release import SUPPORTED_VERSIONS, Release
+from plugins.api.release import NESTED_OBJECT_SHAPE, SUPPORTED_VERSIONS, Release
 from schemas.requests import OnSessionOpenRequest
 
 logger = logging.getLogger("caldera.release")
@@ -161,7 +161,7 @@ def infer_release(
 def object_shape_signals(request: OnSessionOpenRequest, release: Release) -> list[tuple[str, str]]:
     """PodGroup and Queue changed JSON shape in 1.14: flattened ``ObjectMeta`` and untagged
     ``Spec``/``Status`` before, ``metadata``/``spec``/``status`` from it."""
-    nested_expected = release.at_least(1, 14)
+    nested_expected = release.has(NESTED_OBJECT_SHAPE)
     found: list[tuple[str, str]] = []
     for job in (request.Jobs or {}).values():
         pg = job.PodGroup

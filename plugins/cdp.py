@@ -36,6 +36,7 @@ from typing import ClassVar
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, EvictResult, Plugin, Session, Vote, utc_now
 from plugins.api.registry import register
+from plugins.api.release import CDP_RECLAIMABLE
 from schemas.api import TaskInfo
 from schemas.goduration import DurationError, go_time, nanos_between, parse_go_duration
 from schemas.k8s import Pod
@@ -91,8 +92,7 @@ class CdpPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         self._now = ssn.now
-        # cdp registers a ReclaimableFn from v1.12 on.
-        self._reclaimable = ssn.release.at_least(1, 12)
+        self._reclaimable = ssn.release.has(CDP_RECLAIMABLE)
 
     def hooks(self) -> frozenset[str]:
         hooks = super().hooks()

@@ -100,6 +100,7 @@ from typing import Any, ClassVar
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, FitError, Plugin, Session, StatusCode
 from plugins.api.registry import register
+from plugins.api.release import NODEGROUP_PREFERRED_ORDER, NODEGROUP_RESOURCE_LIMITS
 from plugins.support.queues import ROOT
 from plugins.support.resources import (
     add_in_place,
@@ -311,10 +312,10 @@ class NodeGroupPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         release = ssn.release
-        self.enable_preferred_order = self.enable_preferred_order_argument and release.at_least(
-            1, 15
+        self.enable_preferred_order = self.enable_preferred_order_argument and release.has(
+            NODEGROUP_PREFERRED_ORDER
         )
-        self.resource_limits = release.at_least(1, 16)
+        self.resource_limits = release.has(NODEGROUP_RESOURCE_LIMITS)
         self._clamped = functools.partial(ssn.clamped, PLUGIN_NAME)
         self.jobs_queue = {key: job.Queue for key, job in ssn.jobs.items()}
         self.node_groups = {}

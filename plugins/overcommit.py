@@ -53,6 +53,7 @@ from typing import ClassVar
 from plugins.api.arguments import Arguments, warn_once
 from plugins.api.base import Background, Plugin, Session, Vote
 from plugins.api.registry import register
+from plugins.api.release import OVERCOMMIT_SCALAR_MILLI_UNITS, QUEUE_ALLOCATION_GATE_NOT_GATED
 from plugins.support.resources import (
     add_in_place,
     calculate_allocated_task_num,
@@ -112,8 +113,8 @@ class OvercommitPlugin(Plugin):
         self._exclude_queue_allocation_gate = True
 
     def on_session_open(self, ssn: Session) -> None:
-        self._exclude_queue_allocation_gate = ssn.release.at_least(1, 15)
-        milli_scalars = ssn.release.has_change((1, 14, 3), (1, 15, 1))
+        self._exclude_queue_allocation_gate = ssn.release.has(QUEUE_ALLOCATION_GATE_NOT_GATED)
+        milli_scalars = ssn.release.has(OVERCOMMIT_SCALAR_MILLI_UNITS)
 
         self.total_resource = clone(ssn.total_resource)
         used = Resource()

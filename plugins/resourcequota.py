@@ -43,6 +43,7 @@ from typing import ClassVar
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin, Session, Vote
 from plugins.api.registry import register
+from plugins.api.release import RESOURCEQUOTA_ACCOUNTS_ON_ENQUEUED
 from schemas.api import JobInfo, NamespaceInfo
 from schemas.k8s import ResourceList
 from schemas.quantity import parse_quantity
@@ -104,8 +105,7 @@ class ResourceQuotaPlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         self.namespace_info = ssn.namespace_info
         self.pending_resources = {}
-        # Before 5be98af37 (v1.16.0-alpha.0) the usage was recorded by the enqueueable vote.
-        self._account_on_permit = not ssn.release.at_least(1, 16)
+        self._account_on_permit = not ssn.release.has(RESOURCEQUOTA_ACCOUNTS_ON_ENQUEUED)
 
     def job_enqueueable(self, job: JobInfo) -> Vote:
         pg = job.PodGroup

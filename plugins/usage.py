@@ -100,6 +100,7 @@ from typing import Any, ClassVar
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, FitError, Plugin, Session, StatusCode, utc_now
 from plugins.api.registry import register
+from plugins.api.release import USAGE_ESTIMATOR
 from plugins.support.goint import as_go_int, go_int64
 from plugins.support.load_estimator import (
     MAX_NODE_SCORE,
@@ -316,7 +317,7 @@ class UsagePlugin(Plugin):
     # --- session ------------------------------------------------------------------------------
 
     def on_session_open(self, ssn: Session) -> None:
-        self.estimator = ssn.release.at_least(1, 16)
+        self.estimator = ssn.release.has(USAGE_ESTIMATOR)
         self.now = ssn.now
         self.nodes = ssn.nodes
         self.cache.reset()

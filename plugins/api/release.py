@@ -2,7 +2,10 @@
 
 One Caldera process serves one scheduler, so the release is fixed by ``volcanoVersion`` and
 built once. The wire rules (which verbs exist, the predicate answer's shape, the 1.6–1.7 shared
-URL) and the plugins' per-release behaviour ask this object; nothing else compares versions.
+URL) are its properties; every behaviour a plugin or a payload shape changed in some release is
+one row of :data:`CHANGES`, asked as ``release.has(CDP_RECLAIMABLE)``. Nothing else compares
+version numbers (``tests/plugins/api/test_release_changes.py`` checks the plugins and app). When
+Volcano ships a release, docs/new-volcano-release.md says what to touch.
 """
 
 from __future__ import annotations
@@ -73,6 +76,10 @@ class Release:
             for major, minor, patch in first
         )
 
+    def has(self, change: Change) -> bool:
+        """Whether this release behaves as ``change`` describes (a row of :data:`CHANGES`)."""
+        return self.has_change(*change.first)
+
     def has_verb(self, verb: str) -> bool:
         """Whether this release's extender plugin can send ``verb`` (on its own URL or, for
         1.6–1.7, on the reclaimable verb's)."""
@@ -112,6 +119,79 @@ class Release:
 
     def __str__(self) -> str:
         return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A behaviour Volcano changed: what it is, the first release(s) carrying it, and where."""
+
+    what: str
+    first: tuple[tuple[int, int, int], ...]
+    """The first patch release of the newest line with it, plus each backport to an older line
+    (``Release.has_change``): ``((1, 15, 1), (1, 14, 3))``; one entry for a new line's change."""
+    upstream: str
+    """The upstream commit or file that made the change, for a reader checking it."""
+
+
+CDP_RECLAIMABLE = Change(
+    "cdp registers a ReclaimableFn (before, it protected pods from preemption only)",
+    ((1, 12, 0),),
+    "volcano pkg/scheduler/plugins/cdp/cdp.go, v1.12.0",
+)
+NESTED_OBJECT_SHAPE = Change(
+    "PodGroup and Queue marshal as metadata/spec/status (before: flattened ObjectMeta and"
+    " untagged Spec/Status; schemas/legacy.py)",
+    ((1, 14, 0),),
+    "volcano pkg/scheduler/api/job_info.go, queue_info.go, v1.14.0",
+)
+QUEUE_ALLOCATION_GATE_NOT_GATED = Change(
+    "a task whose only scheduling gate is scheduling.volcano.sh/queue-allocation-gate is not"
+    " deducted as gated (HasOnlyVolcanoSchedulingGate)",
+    ((1, 15, 0),),
+    "volcano pkg/scheduler/api/job_info.go DeductSchGatedResources, v1.15.0",
+)
+OVERCOMMIT_SCALAR_MILLI_UNITS = Change(
+    "overcommit reserves a Running job's scalar resources (GPUs) in milli-units and its pods"
+    " (before: whole units compared with milli-unit allocations, no pods)",
+    ((1, 15, 1), (1, 14, 3)),
+    "volcano e945225f3 (v1.15.1), backported as f3f05e2a6 (v1.14.3)",
+)
+NODEGROUP_PREFERRED_ORDER = Change(
+    "nodegroup's enablePreferredOrder argument and job-not-found predicate",
+    ((1, 15, 0),),
+    "volcano 0a56ed331, pkg/scheduler/plugins/nodegroup/nodegroup.go",
+)
+NODEGROUP_RESOURCE_LIMITS = Change(
+    "nodegroup's per-group resource limits (volcano.sh/nodegroup-resource-limits) and the"
+    " allocate/deallocate accounting of each queue's use per group",
+    ((1, 16, 0),),
+    "volcano f3a1bf1ff 'feat: add nodegroup resource limits' (v1.16.0-alpha.0)",
+)
+RESOURCEQUOTA_ACCOUNTS_ON_ENQUEUED = Change(
+    "resourcequota records an admitted job's usage in JobEnqueued (before: in its enqueueable"
+    " vote)",
+    ((1, 16, 0),),
+    "volcano 5be98af37 (v1.16.0-alpha.0)",
+)
+USAGE_ESTIMATOR = Change(
+    "usage's load estimator: shadow load of pods placed since the last sample, composite"
+    " utilization, estimator arguments, allocate/deallocate handlers",
+    ((1, 16, 0),),
+    "volcano 895281e64 'Enhancement of Usage-Based Scheduling' (v1.16.0-alpha.0)",
+)
+
+CHANGES: tuple[Change, ...] = (
+    CDP_RECLAIMABLE,
+    NESTED_OBJECT_SHAPE,
+    QUEUE_ALLOCATION_GATE_NOT_GATED,
+    OVERCOMMIT_SCALAR_MILLI_UNITS,
+    NODEGROUP_PREFERRED_ORDER,
+    NODEGROUP_RESOURCE_LIMITS,
+    RESOURCEQUOTA_ACCOUNTS_ON_ENQUEUED,
+    USAGE_ESTIMATOR,
+)
+"""Every per-release behaviour Caldera follows, oldest first. A new one is a row here and a
+``release.has(ROW)`` where it matters, with a unit test for a release on each side."""
 
 
 SUPPORTED_VERSIONS: tuple[tuple[int, int], ...] = tuple((1, minor) for minor in range(6, 17))
