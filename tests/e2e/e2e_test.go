@@ -102,18 +102,20 @@ func TestE2E(t *testing.T) {
 }
 
 // placement: three equal nodes, one already carrying a 1-CPU pod. MostAllocated scores the
-// loaded node highest for every pod of a 3-pod job, so all three land on it (Volcano's own
-// nodeorder would spread them onto the empty nodes).
+// loaded node highest for every pod of an 8-pod job, so all eight land on it. The scheduler conf
+// has no node-scoring plugin of Volcano's own (priority, gang and the extender): without
+// Caldera's scores the three nodes tie and Volcano picks among them at random, so the eight
+// pods would all land on place-b by chance with probability (1/3)^8, about 1 run in 6,561.
 func testPlacement(t *testing.T, c *Cluster) {
 	s := c.NewScenario(t, "placement", placementConfig, "enqueue, allocate, backfill", false,
-		NodeSpec{Name: "place-a", CPU: "4", Memory: "8Gi"},
-		NodeSpec{Name: "place-b", CPU: "4", Memory: "8Gi"},
-		NodeSpec{Name: "place-c", CPU: "4", Memory: "8Gi"},
+		NodeSpec{Name: "place-a", CPU: "16", Memory: "32Gi"},
+		NodeSpec{Name: "place-b", CPU: "16", Memory: "32Gi"},
+		NodeSpec{Name: "place-c", CPU: "16", Memory: "32Gi"},
 	)
 	s.CreateBoundPod(t, "ballast", "place-b", Res("1", "1Gi"))
 	time.Sleep(2 * time.Second) // the scheduler's cache sees the ballast before the job
-	s.CreateJob(t, JobSpec{Name: "pack", Pods: 3, Request: Res("1", "1Gi")})
-	got := s.WaitBound(t, "pack", 3, 60*time.Second)
+	s.CreateJob(t, JobSpec{Name: "pack", Pods: 8, Request: Res("1", "1Gi")})
+	got := s.WaitBound(t, "pack", 8, 60*time.Second)
 	t.Logf("placement: %v", got)
 	for pod, node := range got {
 		if node != "place-b" {
@@ -121,8 +123,11 @@ func testPlacement(t *testing.T, c *Cluster) {
 		}
 	}
 	s.WaitPodGroupPhase(t, "pack", "Running", 30*time.Second)
-	if n := s.Caldera.Answered(t, "prioritize"); n < 3 {
+	if n := s.Caldera.Answered(t, "prioritize"); n < 8 {
 		t.Errorf("Caldera answered %v prioritize calls, want at least one per pod", n)
+	}
+	if n := s.Caldera.Decisions(t, "resource-strategy-fit", "prioritize", "scored"); n < 8 {
+		t.Errorf("resource-strategy-fit scored %v prioritize calls, want at least one per pod", n)
 	}
 }
 

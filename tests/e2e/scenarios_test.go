@@ -75,11 +75,20 @@ func testPreemption(t *testing.T, c *Cluster) {
 		s.CreateJob(t, JobSpec{Name: name, Pods: 1, Request: Res("1", "1Gi"), PriorityClass: "e2e-low",
 			Queue: "e2e-preempt", PGAnnotations: ann, PodLabels: labels, Node: node})
 	}
-	low("low-pdb", "pre-a", old, map[string]string{"app": "protected"})
+	// The protected jobs are created last, two seconds later (PodGroup creation times have
+	// one-second resolution): among jobs of equal priority Volcano's own victim order
+	// (BuildVictimsPriorityQueue: !JobOrderFn, creation time then UID) evicts the newest job
+	// first, so without Caldera's protection the protected pod of each node would be the one
+	// evicted, every run.
 	low("low-old1", "pre-a", old, nil)
 	low("low-old2", "pre-b", old, nil)
+	for _, j := range []string{"low-old1", "low-old2"} {
+		t.Logf("%s: %v", j, s.WaitBound(t, j, 1, 60*time.Second))
+	}
+	time.Sleep(2 * time.Second)
+	low("low-pdb", "pre-a", old, map[string]string{"app": "protected"})
 	low("low-fresh", "pre-b", nil, nil) // start time: its pod's PodScheduled transition, i.e. now
-	for _, j := range []string{"low-pdb", "low-old1", "low-old2", "low-fresh"} {
+	for _, j := range []string{"low-pdb", "low-fresh"} {
 		t.Logf("%s: %v", j, s.WaitBound(t, j, 1, 60*time.Second))
 	}
 
@@ -108,6 +117,11 @@ func testPreemption(t *testing.T, c *Cluster) {
 	}
 	if n := s.Caldera.Answered(t, "preemptable"); n < 1 {
 		t.Errorf("Caldera answered no preemptable call")
+	}
+	for _, plugin := range []string{"pdb", "min-runtime"} {
+		if n := s.Caldera.Decisions(t, plugin, "preemptable", "victims"); n < 1 {
+			t.Errorf("%s decided no preemptable call (%v)", plugin, n)
+		}
 	}
 }
 
@@ -272,18 +286,22 @@ func testFailurePolicy(t *testing.T, c *Cluster, name string, ignorable bool) {
 // restart: Caldera killed (SIGKILL, no drain) while vc-scheduler runs a session every second,
 // then started again on the same port. The new process has no memory of the old one; every
 // session rebuilds its state from the onSessionOpen snapshot, so the decisions after the restart
-// are the ones before it: quota still holds the big job, MostAllocated still packs.
+// are the ones before it: quota still holds the big job, MostAllocated still packs. rst-c
+// (7 CPU, a 1-CPU ballast) is full after wave1's six pods; wave2's twelve then fit on either
+// empty 12-CPU node. Without Caldera's scores Volcano picks among feasible nodes at random:
+// wave1 all on rst-c by chance with probability (1/3)^6 (1 in 729), wave2 all on one node with
+// 2 x (1/2)^12 (1 in 2,048).
 func testRestart(t *testing.T, c *Cluster) {
 	s := c.NewScenario(t, "restart", failureConfig, "enqueue, allocate, backfill", false,
-		NodeSpec{Name: "rst-a", CPU: "4", Memory: "16Gi"},
-		NodeSpec{Name: "rst-b", CPU: "4", Memory: "16Gi"},
-		NodeSpec{Name: "rst-c", CPU: "4", Memory: "16Gi"},
+		NodeSpec{Name: "rst-a", CPU: "12", Memory: "32Gi"},
+		NodeSpec{Name: "rst-b", CPU: "12", Memory: "32Gi"},
+		NodeSpec{Name: "rst-c", CPU: "7", Memory: "32Gi"},
 	)
-	s.createQuota(t, "20")
+	s.createQuota(t, "40")
 	s.CreateBoundPod(t, "ballast", "rst-c", Res("1", "1Gi"))
 	time.Sleep(2 * time.Second)
-	s.CreateJob(t, JobSpec{Name: "wave1", Pods: 3, Request: Res("1", "1Gi")})
-	for pod, node := range s.WaitBound(t, "wave1", 3, 60*time.Second) {
+	s.CreateJob(t, JobSpec{Name: "wave1", Pods: 6, Request: Res("1", "1Gi")})
+	for pod, node := range s.WaitBound(t, "wave1", 6, 60*time.Second) {
 		if node != "rst-c" {
 			t.Errorf("before restart: %s on %s, want rst-c", pod, node)
 		}
@@ -294,12 +312,12 @@ func testRestart(t *testing.T, c *Cluster) {
 	s.Caldera.Start(t)
 	// Jobs are created after the restart: the sessions of the 1-2 s while Caldera was down ran
 	// without it (see testFailurePolicy), so a job pending then would have been admitted.
-	s.CreateJob(t, JobSpec{Name: "big", Pods: 1, Request: Res("1", "1Gi"), MinResources: Res("30", "1Gi")})
+	s.CreateJob(t, JobSpec{Name: "big", Pods: 1, Request: Res("1", "1Gi"), MinResources: Res("50", "1Gi")})
 
 	// rst-a and rst-b are empty: the first pod of wave2 picks one, MostAllocated packs the rest
 	// onto it.
-	s.CreateJob(t, JobSpec{Name: "wave2", Pods: 4, Request: Res("1", "1Gi")})
-	got := s.WaitBound(t, "wave2", 4, 60*time.Second)
+	s.CreateJob(t, JobSpec{Name: "wave2", Pods: 12, Request: Res("1", "1Gi")})
+	got := s.WaitBound(t, "wave2", 12, 60*time.Second)
 	nodes := map[string]bool{}
 	for _, n := range got {
 		nodes[n] = true
