@@ -215,6 +215,8 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
         print("caldera: --nodes and --pods go together", file=sys.stderr)
         return EXIT_CONFIG
     entry, notes = volcano_entry(config, url.rstrip("/"), args.http_timeout, args.ignorable)
+    if args.merge is not None:
+        return print_merged(args.merge, config, entry, notes)
     print(
         "# Add this plugin entry to a tier of volcano-scheduler.conf (Volcano "
         f"{config.release}), in place of the in-tree plugins Caldera now hosts."
@@ -228,6 +230,32 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
         for warning in sizing.warnings(cluster, verbs, timeout, config.body_limit, period):
             print(f"# warning: {warning}")
     print(yaml.safe_dump([entry], sort_keys=False), end="")
+    return 0
+
+
+def print_merged(
+    source: str, config: CalderaConfig, entry: dict[str, Any], notes: list[str]
+) -> int:
+    """``--merge FILE``: the operator's scheduler conf with Caldera's entry in place; notes and
+    warnings go to stderr so stdout is the file to apply."""
+    from app.volcano_merge import MergeError, merge
+
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text()
+    except OSError as exc:
+        print(f"caldera: --merge {source}: {exc.strerror}", file=sys.stderr)
+        return EXIT_CONFIG
+    verbs = [v for v in VERBS if BY_VERB[v].argument in entry["arguments"]]
+    try:
+        merged = merge(text, config, entry, verbs)
+    except MergeError as exc:
+        print(f"caldera: --merge {source}: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    for note in [*notes, *merged.notes, body_limits_note(config, verbs)]:
+        print(f"# note: {note}", file=sys.stderr)
+    for warning in merged.warnings:
+        print(f"# warning: {warning}", file=sys.stderr)
+    print(merged.text, end="")
     return 0
 
 
@@ -335,6 +363,12 @@ def parser() -> argparse.ArgumentParser:
     volcano.add_argument("--url", help="URL Volcano reaches Caldera at (default from host/port)")
     volcano.add_argument("--http-timeout", default="1s", help="extender.httpTimeout (default 1s)")
     volcano.add_argument("--ignorable", action="store_true", help="set extender.ignorable: true")
+    volcano.add_argument(
+        "--merge",
+        metavar="FILE",
+        help="print FILE (a volcano-scheduler.conf; - for stdin) with the in-tree plugins Caldera"
+        " hosts replaced by the extender entry; notes and warnings go to stderr",
+    )
     volcano.add_argument(
         "--nodes", type=_count, help="cluster nodes: warn about settings too small for them"
     )

@@ -1,0 +1,371 @@
+"""``caldera volcano-config --merge FILE``: the operator's own volcano-scheduler.conf with the
+in-tree plugins Caldera hosts handed to one extender entry.
+
+Where the entry goes changes decisions, so the merge follows Volcano's own combination rules
+(``pkg/scheduler/framework/session_plugins.go``, v1.15.1) and warns about every layout that
+would change an answer:
+
+- The extender entry takes the place of the first hosted plugin, in that plugin's tier. A hosted
+  plugin that sat in another tier now votes in that one (a tier that permits a job ends
+  Volcano's jobEnqueueable vote; victim lists intersect per tier).
+- A hosted plugin whose upstream hooks the extender cannot carry (``in_tree_only``: priority's
+  job and task order, sla's JobPipelinedFn, conformance's UnifiedEvictableFn for gangpreempt)
+  stays in-tree with the flags of what Caldera now answers turned off; one with nothing left
+  in-tree is removed.
+- A tier that permits a job ends Volcano's jobEnqueueable vote: an in-tree admission check
+  (proportion, capacity) in a later tier than the extender is skipped whenever Caldera permits.
+- Preemptable/Reclaimable move on to the next tier when a tier's voters return no victims
+  (Volcano issue #2147): an in-tree victim voter in a later tier than the extender can evict what
+  Caldera's victim plugins (min-runtime, pdb, ...) protect.
+- An in-tree entry of a hosted plugin with a flag off that Caldera's configuration leaves on (or
+  the reverse) now decides differently; a plugin listed twice; an extender entry already there;
+  a verb the configured release cannot send.
+
+Everything else of the file is kept byte for byte, comments included: the file is parsed only
+to find where each plugin entry starts and ends (PyYAML's node marks), and only those lines are
+rewritten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from app.config import CalderaConfig
+from plugins.api.base import implemented_hooks
+from plugins.api.extension_points import EXTENSION_POINTS
+from plugins.api.options import FLAG_DEFAULTS
+
+IN_TREE_FLAGS: dict[str, str | None] = {
+    "TaskOrderFn": "enableTaskOrder",
+    "JobOrderFn": "enableJobOrder",
+    "SubJobOrderFn": "enabledSubJobOrder",
+    "JobStarvingFn": "enableJobStarving",
+    "JobPipelinedFn": "enableJobPipelined",
+    "UnifiedEvictableFn": None,
+    "VictimTasksFns": "enabledVictim",
+}
+"""Upstream hooks the extender cannot carry that still run in-tree, and the flag gating each in
+``session_plugins.go`` (UnifiedEvictable is called without one)."""
+
+NEEDED_BY_ACTION: dict[str, frozenset[str]] = {
+    "UnifiedEvictableFn": frozenset({"gangpreempt", "gangreclaim"}),
+    "VictimTasksFns": frozenset({"shuffle"}),
+}
+"""Hooks only some actions call: keeping a plugin in-tree for them matters only then."""
+
+VICTIM_VOTERS: dict[str, frozenset[str]] = {
+    "enablePreemptable": frozenset({"cdp", "conformance", "drf", "gang", "pdb", "priority", "tdm"}),
+    "enableReclaimable": frozenset(
+        {"capacity", "cdp", "conformance", "drf", "gang", "pdb", "proportion"}
+    ),
+}
+"""The in-tree plugins registering a PreemptableFn / ReclaimableFn in v1.15.1."""
+
+ENQUEUE_VOTERS = frozenset({"capacity", "overcommit", "proportion", "resourcequota", "sla"})
+"""The in-tree plugins registering a JobEnqueueableFn in v1.15.1 (``Session.JobEnqueueable``
+ends the vote after the first tier in which one permits)."""
+
+
+class MergeError(Exception):
+    """A scheduler conf that cannot be merged: not YAML, or not Volcano's shape."""
+
+
+@dataclass
+class Merged:
+    text: str
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    tier: int
+    name: str
+    node: yaml.MappingNode
+    values: dict[str, Any]
+
+
+def hosted_flags(config: CalderaConfig, entry_verbs: list[str]) -> dict[str, dict[str, bool]]:
+    """Per hosted plugin, the enableXxx flags of the extension points Caldera answers for it
+    (on, as Caldera's configuration sets them) or leaves to Volcano (off in Caldera's file)."""
+    flags: dict[str, dict[str, bool]] = {}
+    for entry in config.entries:
+        own = flags.setdefault(entry.name, {})
+        for point in EXTENSION_POINTS:
+            if point.flag is None or point.hook not in implemented_hooks(entry.cls):
+                continue
+            served = point.verb in entry_verbs and entry.option.enabled(point.flag)
+            own[point.flag] = own.get(point.flag, False) or served
+    return flags
+
+
+def merge(
+    conf_text: str, config: CalderaConfig, extender: dict[str, Any], entry_verbs: list[str]
+) -> Merged:
+    """``conf_text`` with ``extender`` (what ``caldera volcano-config`` prints) in place of the
+    in-tree plugins ``config`` hosts."""
+    try:
+        root = yaml.compose(conf_text)
+        data = yaml.safe_load(conf_text)
+    except yaml.YAMLError as exc:
+        raise MergeError(f"not YAML: {exc}") from None
+    if not isinstance(root, yaml.MappingNode) or not isinstance(data, dict):
+        raise MergeError("not a volcano-scheduler.conf: expected a mapping with tiers")
+    entries = _entries(root)
+    actions = {a.strip() for a in str(data.get("actions", "")).split(",") if a.strip()}
+    hosted = hosted_flags(config, entry_verbs)
+    result = Merged(conf_text)
+
+    for entry in entries:
+        if entry.name == "extender":
+            result.warnings.append(
+                f"tier {entry.tier + 1} already has an extender entry: it is replaced by"
+                " Caldera's (one scheduler has one extender plugin)"
+            )
+    names = [e.name for e in entries]
+    for name in sorted({n for n in names if names.count(n) > 1 and n in hosted}):
+        result.warnings.append(f"{name} is listed more than once: hosted twice, it votes twice")
+
+    targets = [e for e in entries if e.name in hosted or e.name == "extender"]
+    if not targets:
+        result.notes.append(
+            "none of the plugins Caldera hosts is in this conf: the extender entry is added as"
+            " a new first tier; move it where its votes belong"
+        )
+        home = None
+    else:
+        home = targets[0]
+
+    edits: list[tuple[int, int, str]] = []  # (first line, end line exclusive, new text)
+    placed = False
+    for entry in entries:
+        if entry.name not in hosted and entry.name != "extender":
+            continue
+        indent, first, end = _span(conf_text, entry.node)
+        pieces: list[str] = []
+        if entry.name in hosted:
+            kept = _kept_in_tree(entry, hosted[entry.name], config, actions, result)
+            if kept is not None:
+                pieces.append(_render(kept, indent))
+            if home is not None and entry.tier != home.tier:
+                result.warnings.append(
+                    f"{entry.name} was in tier {entry.tier + 1}; through the extender it votes"
+                    f" in tier {home.tier + 1} with the extender entry"
+                )
+            _compare_flags(entry, hosted[entry.name], result)
+        if not placed and entry is home:
+            pieces.append(_render(extender, indent))
+            placed = True
+        edits.append((first, end, "".join(pieces)))
+
+    edits = _drop_emptied_tiers(conf_text, root, entries, edits)
+    lines = conf_text.splitlines(keepends=True)
+    for first, end, text in sorted(edits, reverse=True):
+        lines[first:end] = [text] if text else []
+    text = "".join(lines)
+    if home is None:
+        text = _prepend_tier(text, root, extender)
+        home_tier = 0
+    else:
+        home_tier = home.tier
+    _warn_fall_through(entries, home_tier, hosted, entry_verbs, result)
+    _warn_vote_ends_early(entries, home_tier, hosted, entry_verbs, result)
+    result.text = text
+    yaml.safe_load(text)  # the merged file is YAML (a bug here must not reach a ConfigMap)
+    return result
+
+
+def _drop_emptied_tiers(
+    text: str, root: yaml.MappingNode, entries: list[_Entry], edits: list[tuple[int, int, str]]
+) -> list[tuple[int, int, str]]:
+    """A tier whose every plugin was handed to Caldera goes whole (an empty ``plugins:``
+    would be ``null``)."""
+    emptied = {e.tier for e in entries} - {
+        e.tier
+        for e in entries
+        if not any(first == _span(text, e.node)[1] and not new for first, _, new in edits)
+    }
+    if not emptied:
+        return edits
+    tiers = next(v for k, v in root.value if getattr(k, "value", None) == "tiers")
+    kept = [
+        edit
+        for edit in edits
+        if not any(
+            tiers.value[t].start_mark.line <= edit[0] < _span(text, tiers.value[t])[2]
+            for t in emptied
+        )
+    ]
+    for t in emptied:
+        _, first, end = _span(text, tiers.value[t])
+        kept.append((first, end, ""))
+    return kept
+
+
+def _entries(root: yaml.MappingNode) -> list[_Entry]:
+    tiers = next((v for k, v in root.value if getattr(k, "value", None) == "tiers"), None)
+    if not isinstance(tiers, yaml.SequenceNode):
+        raise MergeError("not a volcano-scheduler.conf: no tiers list")
+    found: list[_Entry] = []
+    for t, tier in enumerate(tiers.value):
+        plugins = (
+            next((v for k, v in tier.value if getattr(k, "value", None) == "plugins"), None)
+            if isinstance(tier, yaml.MappingNode)
+            else None
+        )
+        if not isinstance(plugins, yaml.SequenceNode):
+            raise MergeError(f"tier {t + 1} has no plugins list")
+        for item in plugins.value:
+            if not isinstance(item, yaml.MappingNode):
+                raise MergeError(f"tier {t + 1}: a plugin entry is not a mapping")
+            values = yaml.safe_load(yaml.serialize(item))
+            if not isinstance(values, dict) or not isinstance(values.get("name"), str):
+                raise MergeError(f"tier {t + 1}: a plugin entry has no name")
+            found.append(_Entry(t, values["name"], item, values))
+    return found
+
+
+def _span(text: str, node: yaml.Node) -> tuple[str, int, int]:
+    """The lines of one block-sequence item (from its ``- `` to the line before the next item)
+    and the indentation of its dash."""
+    lines = text.splitlines(keepends=True)
+    first = node.start_mark.line
+    line = lines[first]
+    dash = line.rfind("- ", 0, node.start_mark.column)
+    if dash < 0:
+        raise MergeError(f"line {first + 1}: only block-style plugin lists can be merged")
+    # PyYAML ends a block mapping where the next token starts: the next item's dash (or the
+    # next tier's), which belongs to what follows.
+    end = node.end_mark.line
+    if end < len(lines) and lines[end][: node.end_mark.column].strip():
+        end += 1
+    # Trailing blank or comment lines belong to what follows, not to this entry.
+    while end > first + 1 and (lines[end - 1].strip() == "" or lines[end - 1].lstrip()[:1] == "#"):
+        end -= 1
+    return line[:dash], first, end
+
+
+def _render(values: dict[str, Any], indent: str) -> str:
+    body = yaml.safe_dump([values], sort_keys=False, default_flow_style=False)
+    return "".join(indent + line + "\n" for line in body.splitlines())
+
+
+def _kept_in_tree(
+    entry: _Entry,
+    flags: dict[str, bool],
+    config: CalderaConfig,
+    actions: set[str],
+    result: Merged,
+) -> dict[str, Any] | None:
+    cls = next(e.cls for e in config.entries if e.name == entry.name)
+    still = [
+        hook
+        for hook in cls.in_tree_only
+        if hook in IN_TREE_FLAGS
+        and (hook not in NEEDED_BY_ACTION or NEEDED_BY_ACTION[hook] & actions)
+        and _gate_open(entry.values, IN_TREE_FLAGS[hook])
+    ]
+    if not still:
+        result.notes.append(f"{entry.name}: removed from tier {entry.tier + 1}, Caldera hosts it")
+        return None
+    kept = dict(entry.values)
+    turned_off = [flag for flag, served in flags.items() if served]
+    for flag in turned_off:
+        kept[flag] = False
+    result.notes.append(
+        f"{entry.name}: kept in tier {entry.tier + 1} for {', '.join(still)} (the extender"
+        f" cannot carry them), with {', '.join(f'{f}: false' for f in turned_off) or 'no flag'}"
+        " for what Caldera answers"
+    )
+    return kept
+
+
+def _gate_open(values: dict[str, Any], flag: str | None) -> bool:
+    return flag is None or _enabled(values, flag)
+
+
+def _enabled(values: dict[str, Any], flag: str) -> bool:
+    value = values.get(flag, FLAG_DEFAULTS[flag])
+    return value is not False
+
+
+def _compare_flags(entry: _Entry, flags: dict[str, bool], result: Merged) -> None:
+    for flag, served in sorted(flags.items()):
+        in_tree = _enabled(entry.values, flag)
+        if in_tree and not served:
+            result.warnings.append(
+                f"{entry.name}: {flag} is on in-tree but off in Caldera's configuration: the"
+                " merged scheduler no longer asks it"
+            )
+        elif served and not in_tree:
+            result.warnings.append(
+                f"{entry.name}: {flag} is off in-tree but on in Caldera's configuration: the"
+                " merged scheduler asks it where it did not"
+            )
+
+
+def _warn_fall_through(
+    entries: list[_Entry],
+    home_tier: int,
+    hosted: dict[str, dict[str, bool]],
+    entry_verbs: list[str],
+    result: Merged,
+) -> None:
+    for flag, verb in (("enablePreemptable", "preemptable"), ("enableReclaimable", "reclaimable")):
+        if verb not in entry_verbs:
+            continue
+        for entry in entries:
+            if (
+                entry.tier > home_tier
+                and entry.name in VICTIM_VOTERS[flag]
+                and entry.name not in hosted
+                and _enabled(entry.values, flag)
+            ):
+                result.warnings.append(
+                    f"{entry.name} in tier {entry.tier + 1} votes on {verb} after the extender's"
+                    f" tier {home_tier + 1}: when that tier returns no victims Volcano asks the"
+                    f" next one, so {entry.name} can evict what Caldera protects (set {flag}:"
+                    f" false on it, or move it into tier {home_tier + 1})"
+                )
+
+
+def _warn_vote_ends_early(
+    entries: list[_Entry],
+    home_tier: int,
+    hosted: dict[str, dict[str, bool]],
+    entry_verbs: list[str],
+    result: Merged,
+) -> None:
+    if "jobEnqueueable" not in entry_verbs:
+        return
+    for entry in entries:
+        if (
+            entry.tier > home_tier
+            and entry.name in ENQUEUE_VOTERS
+            and entry.name not in hosted
+            and _enabled(entry.values, "enableJobEnqueued")
+        ):
+            result.warnings.append(
+                f"{entry.name} in tier {entry.tier + 1} votes on jobEnqueueable after the"
+                f" extender's tier {home_tier + 1}: a Permit from Caldera (sla past its waiting"
+                f" time, overcommit with room) ends Volcano's vote there and {entry.name}'s check"
+                f" is skipped (keep Caldera's admission plugins out of tier {home_tier + 1}, or"
+                f" move {entry.name} into it)"
+            )
+
+
+def _prepend_tier(text: str, root: yaml.MappingNode, extender: dict[str, Any]) -> str:
+    tiers = next(v for k, v in root.value if getattr(k, "value", None) == "tiers")
+    first = tiers.value[0] if tiers.value else None
+    if first is None:
+        raise MergeError("the conf has no tier to put the extender in")
+    lines = text.splitlines(keepends=True)
+    line = first.start_mark.line
+    dash = lines[line].rfind("- ", 0, first.start_mark.column)
+    indent = lines[line][:dash]
+    tier = yaml.safe_dump([{"plugins": [extender]}], sort_keys=False)
+    lines[line:line] = [indent + row + "\n" for row in tier.splitlines()]
+    return "".join(lines)

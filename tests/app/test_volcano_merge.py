@@ -1,0 +1,217 @@
+"""``caldera volcano-config --merge``: the operator's scheduler conf with Caldera's entry in
+place, everything else kept byte for byte, and a warning for every layout that changes a
+decision (app/volcano_merge.py)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import yaml
+
+from app.cli import main
+
+# Volcano v1.15.1's chart default (installer/helm/chart/volcano/config/volcano-scheduler-ci.conf),
+# with a comment of an operator's added to show it survives.
+VOLCANO_CI_CONF = """\
+actions: "enqueue, allocate, backfill, reclaim, preempt"
+tiers:
+- plugins:
+  - name: priority
+  # our gang stays as upstream ships it
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+  - name: sla
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+    arguments:
+      predicate.DynamicResourceAllocationEnable: true
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+  - name: network-topology-aware
+"""
+
+EXPECTED_WITH_DEFAULT_CONFIG = """\
+actions: "enqueue, allocate, backfill, reclaim, preempt"
+tiers:
+- plugins:
+  - name: priority
+    enablePreemptable: false
+  - name: extender
+    arguments:
+      extender.urlPrefix: http://127.0.0.1:8090
+      extender.httpTimeout: 1s
+      extender.onSessionOpenVerb: onSessionOpen
+      extender.onSessionCloseVerb: onSessionClose
+      extender.preemptableVerb: preemptable
+      extender.reclaimableVerb: reclaimable
+      extender.jobEnqueueableVerb: jobEnqueueable
+      extender.ignorable: false
+  # our gang stays as upstream ships it
+  - name: gang
+    enablePreemptable: false
+  - name: sla
+    enableJobEnqueued: false
+- plugins:
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+    arguments:
+      predicate.DynamicResourceAllocationEnable: true
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+  - name: network-topology-aware
+"""
+
+
+def merge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], conf: str, caldera: str | None = None
+) -> tuple[int, str, list[str], list[str]]:
+    conf_path = tmp_path / "volcano-scheduler.conf"
+    conf_path.write_text(conf)
+    args = ["volcano-config", "--url", "http://127.0.0.1:8090", "--merge", str(conf_path)]
+    if caldera is not None:
+        (tmp_path / "caldera.yaml").write_text(caldera)
+        args += ["--config", str(tmp_path / "caldera.yaml")]
+    code = main(args)
+    out, err = capsys.readouterr()
+    notes = [line[8:] for line in err.splitlines() if line.startswith("# note: ")]
+    warnings = [line[11:] for line in err.splitlines() if line.startswith("# warning: ")]
+    return code, out, notes, warnings
+
+
+def test_volcanos_default_conf_with_the_embedded_configuration(tmp_path: Path, capsys) -> None:
+    code, out, notes, warnings = merge(tmp_path, capsys, VOLCANO_CI_CONF)
+    assert code == 0
+    assert out == EXPECTED_WITH_DEFAULT_CONFIG
+    assert "conformance: removed from tier 1, Caldera hosts it" in notes
+    assert any(n.startswith("priority: kept in tier 1 for TaskOrderFn, JobOrderFn") for n in notes)
+    assert any(n.startswith("sla: kept in tier 1 for JobOrderFn, JobPipelinedFn") for n in notes)
+    assert sorted(w.split(" ")[0] for w in warnings) == [
+        "drf",
+        "overcommit",
+        "proportion",
+        "proportion",
+    ]
+    assert any("proportion's check is skipped" in w for w in warnings)
+    assert any("drf can evict what Caldera protects" in w for w in warnings)
+
+
+MIN_RUNTIME = "tiers: [{plugins: [{name: min-runtime}]}]\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "conf", "caldera", "expected_warning"),
+    [
+        pytest.param(
+            "protection falls through to a later tier",
+            "actions: preempt\ntiers:\n- plugins:\n  - name: priority\n- plugins:\n  - name: drf\n",
+            MIN_RUNTIME,
+            "drf in tier 2 votes on preemptable after the extender's tier 1",
+            id="fall-through",
+        ),
+        pytest.param(
+            "a plugin hosted twice",
+            "tiers:\n- plugins:\n  - name: cdp\n- plugins:\n  - name: cdp\n",
+            "tiers: [{plugins: [{name: cdp}]}]\n",
+            "cdp is listed more than once",
+            id="twice",
+        ),
+        pytest.param(
+            "an extender entry already there",
+            "tiers:\n- plugins:\n  - name: extender\n    arguments: {extender.urlPrefix: http://x}\n",
+            "tiers: [{plugins: [{name: cdp}]}]\n",
+            "already has an extender entry: it is replaced",
+            id="extender",
+        ),
+        pytest.param(
+            "a flag off in-tree, on in Caldera",
+            "tiers:\n- plugins:\n  - name: conformance\n    enableReclaimable: false\n",
+            "tiers: [{plugins: [{name: conformance}]}]\n",
+            "conformance: enableReclaimable is off in-tree but on in Caldera's configuration",
+            id="flags differ",
+        ),
+        pytest.param(
+            "a flag on in-tree, off in Caldera",
+            "tiers:\n- plugins:\n  - name: cdp\n",
+            "tiers: [{plugins: [{name: cdp, enableReclaimable: false}]}]\n",
+            "cdp: enableReclaimable is on in-tree but off in Caldera's configuration",
+            id="flags differ (reverse)",
+        ),
+    ],
+)
+def test_each_layout_that_changes_a_decision_is_warned(
+    tmp_path: Path, capsys, name: str, conf: str, caldera: str, expected_warning: str
+) -> None:
+    code, out, _, warnings = merge(tmp_path, capsys, conf, caldera)
+    assert code == 0, name
+    assert any(expected_warning in w for w in warnings), (name, warnings)
+    merged = yaml.safe_load(out)
+    extenders = [p for t in merged["tiers"] for p in t["plugins"] if p["name"] == "extender"]
+    assert len(extenders) == 1, name
+
+
+def test_a_verb_the_release_cannot_send_is_noted(tmp_path: Path, capsys) -> None:
+    caldera = 'volcanoVersion: "1.15"\ntiers: [{plugins: [{name: overcommit}]}]\n'
+    conf = "tiers:\n- plugins:\n  - name: overcommit\n"
+    _, out, notes, _ = merge(tmp_path, capsys, conf, caldera)
+    assert any("Volcano 1.15 has no jobEnqueued verb" in n for n in notes), notes
+    assert "extender.jobEnqueuedVerb" not in out
+
+
+def test_conformance_stays_in_tree_only_where_gang_actions_need_it(tmp_path: Path, capsys) -> None:
+    caldera = "tiers: [{plugins: [{name: conformance}]}]\n"
+    conf = 'actions: "enqueue, allocate, gangpreempt"\ntiers:\n- plugins:\n  - name: conformance\n'
+    _, out, notes, _ = merge(tmp_path, capsys, conf, caldera)
+    [kept] = [
+        p for t in yaml.safe_load(out)["tiers"] for p in t["plugins"] if p["name"] == "conformance"
+    ]
+    assert kept == {"name": "conformance", "enablePreemptable": False, "enableReclaimable": False}
+    assert any("kept in tier 1 for UnifiedEvictableFn" in n for n in notes)
+    _, out, _, _ = merge(tmp_path, capsys, conf.replace("gangpreempt", "preempt"), caldera)
+    assert "name: conformance" not in out
+
+
+def test_a_conf_without_hosted_plugins_gets_a_first_tier(tmp_path: Path, capsys) -> None:
+    conf = "tiers:\n# the operator's tier\n- plugins:\n  - name: gang\n"
+    _, out, notes, _ = merge(tmp_path, capsys, conf, "tiers: [{plugins: [{name: cdp}]}]\n")
+    tiers = yaml.safe_load(out)["tiers"]
+    assert [p["name"] for p in tiers[0]["plugins"]] == ["extender"]
+    assert [p["name"] for p in tiers[1]["plugins"]] == ["gang"]
+    assert "# the operator's tier\n" in out
+    assert any("added as a new first tier" in n for n in notes)
+
+
+def test_stdin(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(VOLCANO_CI_CONF))
+    assert main(["volcano-config", "--url", "http://127.0.0.1:8090", "--merge", "-"]) == 0
+    assert capsys.readouterr().out == EXPECTED_WITH_DEFAULT_CONFIG
+
+
+@pytest.mark.parametrize(
+    ("conf", "problem"),
+    [
+        ("tiers: [", "not YAML"),
+        ("- a\n- b\n", "expected a mapping with tiers"),
+        ("actions: x\n", "no tiers list"),
+        ("tiers:\n- plugins:\n  - enablePreemptable: true\n", "has no name"),
+    ],
+)
+def test_a_conf_that_cannot_be_merged_is_refused(
+    tmp_path: Path, capsys, conf: str, problem: str
+) -> None:
+    code, out, _, _ = merge(tmp_path, capsys, conf)
+    assert code == 2 and out == ""
+
+
+def test_a_missing_file_is_refused(tmp_path: Path, capsys) -> None:
+    code = main(["volcano-config", "--merge", str(tmp_path / "nope.conf")])
+    assert code == 2
+    assert "No such file" in capsys.readouterr().err
