@@ -23,8 +23,10 @@ ENV PATH=/src/.venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     CALDERA_LOG_FORMAT=json
 USER 10001
-EXPOSE 8080
+# The verbs on 127.0.0.1:8090 (as the sidecar runs them: only the pod reaches them; 8080 is
+# vc-scheduler's); /healthz, /readyz and /metrics alone on 0.0.0.0:8091 (README, "Security").
+EXPOSE 8091
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('CALDERA_PORT', '8080'), timeout=2)"]
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('CALDERA_HEALTH_PORT', '8091'), timeout=2)"]
 ENTRYPOINT ["caldera"]
-CMD ["serve", "--host", "0.0.0.0"]
+CMD ["serve", "--host", "127.0.0.1", "--port", "8090", "--health-host", "0.0.0.0", "--health-port", "8091"]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
 import ssl
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,8 @@ def _settings(args: argparse.Namespace) -> Settings:
             "config": getattr(args, "config", None),
             "host": getattr(args, "host", None),
             "port": getattr(args, "port", None),
+            "health_host": getattr(args, "health_host", None),
+            "health_port": getattr(args, "health_port", None),
             "log_level": getattr(args, "log_level", None),
             "ssl_certfile": getattr(args, "ssl_certfile", None),
             "ssl_keyfile": getattr(args, "ssl_keyfile", None),
@@ -52,6 +56,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from app import listeners
     from app.buffers import BodyBuffers
     from app.connections import ConnectionLimits, guarded_protocol
     from app.logs import configure_logging
@@ -96,31 +101,51 @@ def cmd_serve(args: argparse.Namespace) -> int:
         kept=metrics.body_buffer.set,
         outcome=lambda outcome: metrics.body_buffers.labels(outcome).inc(),
     )
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            host=settings.host,
-            port=settings.port,
-            http=guarded_protocol(limits, buffers),
-            log_config=None,
-            access_log=False,
-            log_level=settings.log_level,
-            timeout_keep_alive=settings.keep_alive_seconds,
-            timeout_graceful_shutdown=settings.shutdown_seconds,
-            server_header=False,
-            # A sidecar on loopback is called by Volcano, never through a proxy: uvicorn's
-            # X-Forwarded-For rewriting would be one more layer per call for nothing.
-            proxy_headers=False,
-            ssl_certfile=settings.ssl_certfile,
-            ssl_keyfile=settings.ssl_keyfile,
-            ssl_ca_certs=settings.ssl_client_ca,
-            ssl_cert_reqs=ssl.CERT_REQUIRED if settings.ssl_client_ca else ssl.CERT_NONE,
-        )
+    common: dict[str, Any] = {
+        "log_config": None,
+        "access_log": False,
+        "log_level": settings.log_level,
+        "timeout_keep_alive": settings.keep_alive_seconds,
+        "timeout_graceful_shutdown": settings.shutdown_seconds,
+        "server_header": False,
+        # Volcano, the kubelet and Prometheus call Caldera directly, never through a proxy:
+        # uvicorn's X-Forwarded-For rewriting would be one more layer per call for nothing.
+        "proxy_headers": False,
+    }
+    verbs_config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        http=guarded_protocol(limits, buffers),
+        ssl_certfile=settings.ssl_certfile,
+        ssl_keyfile=settings.ssl_keyfile,
+        ssl_ca_certs=settings.ssl_client_ca,
+        ssl_cert_reqs=ssl.CERT_REQUIRED if settings.ssl_client_ca else ssl.CERT_NONE,
+        **common,
     )
+    server = uvicorn.Server(verbs_config)
+    health = None
+    if settings.health_port is not None:
+        # Plain HTTP: the kubelet's httpGet probes and a PodMonitor speak it, and nothing on
+        # this listener steers a decision. No lifespan: the app's backgrounds start once.
+        health_app = listeners.HealthListener(app, f"{settings.host}:{settings.port}")
+        health = uvicorn.Server(
+            uvicorn.Config(
+                health_app,
+                host=settings.health_host,
+                port=settings.health_port,
+                http=guarded_protocol(replace(limits, max_body_bytes=0)),
+                lifespan="off",
+                **common,
+            )
+        )
+    warning = listeners.exposure_warning(settings.host, settings.ssl_certfile is not None)
+    if warning is not None:
+        logging.getLogger("caldera").warning("%s", warning)
     # uvicorn drains in-flight requests on SIGTERM, then re-raises the signal under the handler
     # that was in place before it started; make that one a clean exit, as Kubernetes expects.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    server.run()
+    listeners.run(server, health, verbs_config.get_loop_factory())
     return 0 if server.started else 1
 
 
@@ -329,6 +354,16 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="configuration file (default: the embedded one)")
     serve.add_argument("--host", help="listen address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="listen port (default 8080)")
+    serve.add_argument(
+        "--health-host",
+        help="address of the health listener: /healthz, /readyz and /metrics only"
+        " (default 0.0.0.0; with --health-port)",
+    )
+    serve.add_argument(
+        "--health-port",
+        type=int,
+        help="port of the health listener (default: none; the verb listener serves them too)",
+    )
     serve.add_argument(
         "--log-level",
         choices=["critical", "error", "warning", "info", "debug"],

@@ -1,7 +1,7 @@
 """Process settings: where to listen and which configuration to load.
 
 From the command line, else the environment (``CALDERA_CONFIG``, ``CALDERA_HOST``,
-``CALDERA_PORT``, ``CALDERA_LOG_LEVEL``, ``CALDERA_LOG_FORMAT``, ``CALDERA_KEEP_ALIVE_SECONDS``,
+``CALDERA_PORT``, ``CALDERA_HEALTH_HOST``, ``CALDERA_HEALTH_PORT``, ``CALDERA_LOG_LEVEL``, ``CALDERA_LOG_FORMAT``, ``CALDERA_KEEP_ALIVE_SECONDS``,
 ``CALDERA_SHUTDOWN_SECONDS``, ``CALDERA_HEADER_TIMEOUT_SECONDS``, ``CALDERA_BODY_TIMEOUT_SECONDS``,
 ``CALDERA_MAX_HEADER_BYTES``, ``CALDERA_SSL_CERTFILE``, ``CALDERA_SSL_KEYFILE``,
 ``CALDERA_SSL_CLIENT_CA``), else the defaults: a sidecar listens on loopback.
@@ -25,7 +25,14 @@ class Settings(BaseSettings):
     config: str | None = None
     """Path of the configuration file; None serves the embedded default configuration."""
     host: str = "127.0.0.1"
+    """Where the extender verbs (and everything else) are served: loopback, because Caldera
+    trusts whoever reaches them (README, "Security")."""
     port: int = Field(default=8080, ge=0, le=65535)
+    health_host: str = "0.0.0.0"
+    """The health listener's address: only ``/healthz``, ``/readyz`` and ``/metrics``, for the
+    kubelet's probes and Prometheus, which reach the pod IP (``app/listeners.py``)."""
+    health_port: int | None = Field(default=None, ge=0, le=65535)
+    """The health listener's port; None: no health listener."""
     log_level: LogLevel = "info"
     log_format: Literal["auto", "json", "text"] = "auto"
     """``auto``: JSON lines when stderr is not a terminal (production), text otherwise."""
@@ -56,4 +63,9 @@ class Settings(BaseSettings):
             raise ValueError("ssl_certfile and ssl_keyfile go together")
         if self.ssl_client_ca is not None and self.ssl_certfile is None:
             raise ValueError("ssl_client_ca needs ssl_certfile and ssl_keyfile")
+        if self.health_port is not None and self.health_port == self.port != 0:
+            raise ValueError(
+                f"health_port {self.health_port} is the verb port: the health listener needs"
+                " a port of its own"
+            )
         return self

@@ -33,7 +33,7 @@ def test_dockerfile_runs_non_root_with_healthcheck() -> None:
     text = dockerfile()
     assert re.search(r"^USER (?!root|0\b)\S+", text, re.M)
     assert "HEALTHCHECK" in text and "/healthz" in text
-    assert '"serve", "--host", "0.0.0.0"' in text
+    assert '"serve", "--host", "127.0.0.1"' in text
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert 'ENTRYPOINT ["caldera"]' in text and "caldera" in scripts
 
@@ -55,7 +55,7 @@ def test_prometheus_scrapes_caldera_metrics() -> None:
     prometheus = yaml.safe_load((ROOT / "deploy" / "prometheus.yml").read_text())
     [job] = prometheus["scrape_configs"]
     assert job["metrics_path"] == "/metrics"
-    assert job["static_configs"][0]["targets"] == ["caldera:8080"]
+    assert job["static_configs"][0]["targets"] == ["caldera:8091"]
 
 
 def test_deploy_configuration_is_valid() -> None:

@@ -137,16 +137,17 @@ def test_caldera_port_probes_and_config_mount(documents: list[Document]) -> None
     deployment = find(documents, "Deployment", "volcano-scheduler")
     caldera = container(deployment, "caldera")
     args = caldera_args(deployment)
-    port = int(args["--port"])
-    assert port not in VC_SCHEDULER_PORTS
-    assert args["--host"] == "0.0.0.0", "the kubelet probes the pod IP, not loopback"
+    port, health_port = int(args["--port"]), int(args["--health-port"])
+    assert not {port, health_port} & VC_SCHEDULER_PORTS
+    assert args["--host"] == "127.0.0.1", "the verbs stay on the pod's loopback"
+    assert args["--health-host"] == "0.0.0.0", "the kubelet probes the pod IP, not loopback"
     [named] = caldera["ports"]
-    assert named["containerPort"] == port
+    assert named["containerPort"] == health_port, "only the health listener is a container port"
     served = set(create_app(load_config(None)).openapi()["paths"])
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         get = caldera[probe]["httpGet"]
         assert get["path"] == path and path in served
-        assert get["port"] in (named["name"], port)
+        assert get["port"] in (named["name"], health_port)
     config_path = Path(args["--config"])
     [mount] = [m for m in caldera["volumeMounts"] if m["mountPath"] == str(config_path.parent)]
     assert mount["readOnly"] is True

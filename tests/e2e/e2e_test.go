@@ -129,6 +129,7 @@ func testPlacement(t *testing.T, c *Cluster) {
 	if n := s.Caldera.Decisions(t, "resource-strategy-fit", "prioritize", "scored"); n < 8 {
 		t.Errorf("resource-strategy-fit scored %v prioritize calls, want at least one per pod", n)
 	}
+	s.Caldera.CheckListeners(t)
 }
 
 // Every hosted plugin that the scenarios exercise, in the embedded default's layout.

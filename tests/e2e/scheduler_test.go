@@ -47,13 +47,15 @@ func calderaBin(t testing.TB) string {
 
 // Caldera is one `caldera serve` process.
 type Caldera struct {
-	URL    string
-	Config string
-	port   int
-	proc   *proc
-	c      *Cluster
-	name   string
-	n      int
+	URL       string
+	HealthURL string // the health listener: /healthz, /readyz, /metrics only
+	Config    string
+	port      int
+	health    int
+	proc      *proc
+	c         *Cluster
+	name      string
+	n         int
 }
 
 // EmbeddedConfig as a scenario's Caldera configuration runs `caldera serve` with no --config:
@@ -81,8 +83,11 @@ func (c *Cluster) writeCalderaConfig(t testing.TB, name, config string) string {
 // StartCaldera runs `caldera serve --config FILE --host 127.0.0.1 --port P` and waits for /readyz.
 func (c *Cluster) StartCaldera(t testing.TB, name, configPath string) *Caldera {
 	t.Helper()
-	port := freePort(t)
-	cal := &Caldera{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Config: configPath, port: port, c: c, name: name}
+	port, health := freePort(t), freePort(t)
+	cal := &Caldera{
+		URL: fmt.Sprintf("http://127.0.0.1:%d", port), HealthURL: fmt.Sprintf("http://127.0.0.1:%d", health),
+		Config: configPath, port: port, health: health, c: c, name: name,
+	}
 	cal.Start(t)
 	return cal
 }
@@ -92,14 +97,15 @@ func (cal *Caldera) Start(t testing.TB) {
 	t.Helper()
 	cal.n++
 	args := append([]string{"serve"}, cal.configArgs()...)
-	args = append(args, "--host", "127.0.0.1", "--port", fmt.Sprint(cal.port))
+	args = append(args, "--host", "127.0.0.1", "--port", fmt.Sprint(cal.port),
+		"--health-host", "127.0.0.1", "--health-port", fmt.Sprint(cal.health))
 	cal.proc = cal.c.start(t, fmt.Sprintf("%s-caldera-%d", cal.name, cal.n), []string{"CALDERA_LOG_FORMAT=text"},
 		calderaBin(t), args...)
 	if err := waitFor(60*time.Second, func() (bool, error) {
 		if !cal.proc.running() {
 			return false, fmt.Errorf("caldera exited")
 		}
-		r, err := http.Get(cal.URL + "/readyz")
+		r, err := http.Get(cal.HealthURL + "/readyz")
 		if err != nil {
 			return false, err
 		}
@@ -418,6 +424,42 @@ func (cal *Caldera) Answered(t testing.TB, verb string) float64 {
 func (cal *Caldera) Decisions(t testing.TB, plugin, verb, outcome string) float64 {
 	t.Helper()
 	return cal.metric(t, "caldera_plugin_decisions_total", `plugin="`+plugin+`"`, `verb="`+verb+`"`, `outcome="`+outcome+`"`)
+}
+
+// CheckListeners checks what the shipped sidecar relies on: the probes and the scrape answered
+// on the health listener, which refuses the verbs and /debug, while vc-scheduler is served on
+// the verb listener.
+func (cal *Caldera) CheckListeners(t testing.TB) {
+	t.Helper()
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		r, err := http.Get(cal.HealthURL + path)
+		if err != nil {
+			t.Fatalf("health listener %s: %v", path, err)
+		}
+		r.Body.Close()
+		if r.StatusCode != 200 {
+			t.Errorf("health listener %s: %d", path, r.StatusCode)
+		}
+	}
+	r, err := http.Post(cal.HealthURL+"/onSessionOpen", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatalf("health listener POST /onSessionOpen: %v", err)
+	}
+	r.Body.Close()
+	if r.StatusCode != 404 {
+		t.Errorf("health listener answered a verb: %d, want 404", r.StatusCode)
+	}
+	r, err = http.Get(cal.HealthURL + "/debug/session")
+	if err != nil {
+		t.Fatalf("health listener /debug/session: %v", err)
+	}
+	r.Body.Close()
+	if r.StatusCode != 404 {
+		t.Errorf("health listener served /debug/session: %d, want 404", r.StatusCode)
+	}
+	if n := cal.Answered(t, "onSessionOpen"); n < 1 {
+		t.Errorf("the verb listener answered no onSessionOpen")
+	}
 }
 
 // Readyz is Caldera's /readyz answer (whatever its status code).
