@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from app import shared_path, sizing
+from app import __version__, shared_path, sizing
 from app.config import CalderaConfig, ConfigError, effective_config, load_config, release_note
 from app.session import SessionManager
 from app.settings import Settings
@@ -348,6 +348,7 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(
         prog="caldera", description="Volcano scheduler plugins behind the extender protocol."
     )
+    root.add_argument("--version", action="version", version=f"caldera {__version__}")
     sub = root.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the HTTP server")

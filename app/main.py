@@ -145,7 +145,8 @@ def create_app(
                 await background.start()
                 started.append(background)
             logger.info(
-                "serving Volcano %s (%s) with plugins: %s",
+                "caldera %s serving Volcano %s (%s) with plugins: %s",
+                __version__,
                 config.release.name,
                 release_note(config),
                 ", ".join(o.name for o in config.plugin_options()) or "none",

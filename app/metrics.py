@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+import platform
 
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+
+from app import __version__
 from app.buffers import OUTCOMES as BUFFER_OUTCOMES
 
 DURATION_BUCKETS = (
@@ -20,6 +26,18 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        # The process's own facts on Caldera's registry (the default registry is not served):
+        # RSS and CPU (process_*) for the sizing advice, collections (python_gc_*), python_info.
+        ProcessCollector(registry=r)
+        GCCollector(registry=r)
+        PlatformCollector(registry=r)
+        self.build_info = Gauge(
+            "caldera_build_info",
+            "Always 1: the running Caldera's version and Python, as labels.",
+            ["version", "python"],
+            registry=r,
+        )
+        self.build_info.labels(__version__, platform.python_version()).set(1)
         self.request_duration = Histogram(
             "caldera_request_duration_seconds",
             "Time to answer one extender call, from first body byte to response, per verb.",

@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from app import __version__
 from app.routes.json import json_response
 
 router = APIRouter(tags=["operations"])
@@ -29,6 +30,7 @@ async def readyz(request: Request) -> Response:
         ready = ready and ok
     body = {
         "status": "ready" if ready else "not ready",
+        "version": __version__,
         "volcanoVersion": state.sessions.release.name,
         "plugins": [option.name for option in state.config.plugin_options()],
         "backgrounds": backgrounds,

@@ -1,0 +1,69 @@
+"""What an operator reads to know which Caldera runs: ``--version``, the startup log, /readyz,
+``caldera_build_info``; the process collectors; LICENSE and the CHANGELOG's promise."""
+
+from __future__ import annotations
+
+import platform
+import tomllib
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app import __version__
+from app.cli import main, parser
+from app.config import CalderaConfig, load_config
+from app.main import create_app
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_version_is_pyprojects() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert __version__ == project["version"]
+
+
+def test_caldera_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"caldera {__version__}\n"
+
+
+def test_readyz_build_info_and_process_metrics(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="caldera")
+    with TestClient(create_app(load_config(None))) as client:
+        assert client.get("/readyz").json()["version"] == __version__
+        metrics = client.get("/metrics").text
+    python = platform.python_version()
+    assert f'caldera_build_info{{python="{python}",version="{__version__}"}} 1.0' in metrics
+    for family in ("process_resident_memory_bytes", "process_cpu_seconds_total",
+                   "python_gc_collections_total", "python_info"):  # fmt: skip
+        assert f"\n{family}" in metrics, family
+    assert any(f"caldera {__version__} serving Volcano" in r.message for r in caplog.records)
+
+
+def test_license_is_the_apache_2_text_pyproject_declares() -> None:
+    text = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == {"text": "Apache-2.0"}
+
+
+def test_the_changelog_names_every_stable_option_and_the_current_version() -> None:
+    """The compatibility promise lists the command line it promises: a new option of serve or
+    volcano-config must be added there (and is then stable)."""
+    text = (ROOT / "CHANGELOG.md").read_text()
+    assert f"## {__version__}" in text
+    commands = parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    for name, command in commands.items():
+        assert f"`{name}`" in text or f"caldera {name}" in text, name
+        for action in command._actions:
+            for option in action.option_strings:
+                if not option.startswith("--") or option == "--help":
+                    continue
+                listed = "`--ssl-*`" if option.startswith("--ssl-") else f"`{option}`"
+                assert listed in text, (name, option)
+    for key in CalderaConfig.model_fields:
+        assert f"`{key}`" in text, key
