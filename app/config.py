@@ -137,7 +137,7 @@ class CalderaConfig(BaseModel):
                 cls = registry.get(option.name)
                 if cls is None:
                     raise LookupError(f"plugin {option.name!r} is not installed")
-                arguments = Arguments(option.arguments, option.name, option.flags)
+                arguments = Arguments(option.arguments, option.name, option.flags, self.release)
                 resolved.append(PluginEntry(t, i, option, cls, arguments))
         return tuple(resolved)
 

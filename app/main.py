@@ -116,7 +116,9 @@ def build_backgrounds(config: CalderaConfig) -> dict[tuple[int, int], Background
             if cls is None:
                 continue
             background = cls.create_background(
-                Arguments(option.arguments, plugin=option.name, flags=option.flags)
+                Arguments(
+                    option.arguments, plugin=option.name, flags=option.flags, release=config.release
+                )
             )
             if background is not None:
                 backgrounds[(t, i)] = background

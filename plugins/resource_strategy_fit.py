@@ -36,7 +36,8 @@ weights of ``volcano.sh/resource-strategy-weight`` (JSON ``{"<exact name>": int}
 wildcards; a resource it does not name is skipped); a missing, empty or invalid weight
 annotation makes the main score 0. The weights are read as Go's ``encoding/json`` reads a
 ``map[ResourceName]int``: integer literals within int64 only (``1.0``, ``1e2``, ``"1"`` and
-``true`` are errors), ``null`` is an empty map, the last of duplicate keys wins.
+``true`` are errors), ``null`` is an empty map and a ``null`` weight is 0, the last of
+duplicate keys wins.
 
 SRA score: 0 when the node's ``Allocatable`` lacks any resource the task requests (``pods``
 included); else ``(1 - sum of the weights of the sra resources the node has / their weight sum)
@@ -343,11 +344,22 @@ def _pod_annotations(task: TaskInfo) -> Mapping[str, str]:
     return pod.metadata.annotations
 
 
+class _NotAnInt:
+    """What a JSON literal Go cannot store in an ``int`` decodes to here."""
+
+
+def _not_an_int(_: str) -> _NotAnInt:
+    return _NotAnInt()
+
+
 def parse_pod_weights(text: str) -> dict[str, int] | None:
     """``json.Unmarshal`` into ``map[v1.ResourceName]int``: None when Go reports an error (not
-    an object or null, a value that is not an integer literal, or one outside int64)."""
+    an object or null, a value that is not an integer literal, or one outside int64). A ``null``
+    value stores the element's zero value under its key, no error (encoding/json decodes each
+    map element into a fresh zero ``int``, which null leaves as it is, then sets the key)."""
     try:
-        decoded = json.loads(text, parse_float=lambda _: None, parse_constant=lambda _: None)
+        # A float or NaN literal is an error for an int, as a string or a bool is; null is not.
+        decoded = json.loads(text, parse_float=_not_an_int, parse_constant=_not_an_int)
     except (ValueError, RecursionError):
         return None
     if decoded is None:
@@ -356,6 +368,9 @@ def parse_pod_weights(text: str) -> dict[str, int] | None:
         return None
     weights: dict[str, int] = {}
     for name, weight in decoded.items():
+        if weight is None:
+            weights[name] = 0
+            continue
         if as_go_int(weight) is None:
             return None
         weights[name] = weight

@@ -140,7 +140,7 @@ def section_arguments(arguments: Arguments, section: str) -> Arguments | None:
     raw = arguments[section]
     if not isinstance(raw, Mapping) or any(not isinstance(key, str) for key in raw):
         return None
-    return Arguments(raw, plugin=f"{PLUGIN_NAME} {section}")
+    return Arguments(raw, plugin=f"{PLUGIN_NAME} {section}", release=arguments.release)
 
 
 def _parse_best_effort(

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from plugins.api.options import FLAG_DEFAULTS
+from plugins.api.release import ARGUMENTS_PARSE_BOOL_STRINGS, Release
 from plugins.support.goint import as_go_int
 
 logger = logging.getLogger("caldera.plugins.api.arguments")
@@ -43,9 +44,14 @@ class Arguments(Mapping[str, Any]):
         values: Mapping[str, Any] | None = None,
         plugin: str = "",
         flags: Mapping[str, bool] | None = None,
+        release: Release | None = None,
     ) -> None:
+        """``release``: the Volcano release whose getters apply (``volcanoVersion``); None
+        follows the newest."""
         self._values: dict[str, Any] = dict(values or {})
         self.plugin = plugin
+        self.release = release
+        self._bool_strings = release is None or release.has(ARGUMENTS_PARSE_BOOL_STRINGS)
         self.flags: dict[str, bool] = dict(flags or {})
         """The entry's ``enableXxx`` options as written; :meth:`enabled` applies defaults."""
         self.warnings: list[str] = []
@@ -96,13 +102,14 @@ class Arguments(Mapping[str, Any]):
         return default
 
     def get_bool(self, key: str, default: bool) -> bool:
-        """``GetBool``: a bool, or a string ``strconv.ParseBool`` accepts."""
+        """``GetBool``: a bool, or from Volcano v1.15.0 a string ``strconv.ParseBool`` accepts
+        (before it, ``strict: "false"`` is ignored with a warning and the default stays)."""
         if key not in self._values:
             return default
         value = self._values[key]
         if isinstance(value, bool):
             return value
-        if isinstance(value, str) and value in _PARSE_BOOL:
+        if self._bool_strings and isinstance(value, str) and value in _PARSE_BOOL:
             return _PARSE_BOOL[value]
         self._reject(key, "bool", value)
         return default

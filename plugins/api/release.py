@@ -133,6 +133,12 @@ class Change:
     """The upstream commit or file that made the change, for a reader checking it."""
 
 
+ARGUMENTS_PARSE_BOOL_STRINGS = Change(
+    "framework.Arguments.GetBool parses a string value with strconv.ParseBool (before: a"
+    " string is ignored with a warning and the default stays)",
+    ((1, 15, 0),),
+    "volcano 5ba79f316, pkg/scheduler/framework/arguments.go (v1.15.0)",
+)
 CDP_RECLAIMABLE = Change(
     "cdp registers a ReclaimableFn (before, it protected pods from preemption only)",
     ((1, 12, 0),),
@@ -182,6 +188,7 @@ USAGE_ESTIMATOR = Change(
 
 CHANGES: tuple[Change, ...] = (
     CDP_RECLAIMABLE,
+    ARGUMENTS_PARSE_BOOL_STRINGS,
     NESTED_OBJECT_SHAPE,
     QUEUE_ALLOCATION_GATE_NOT_GATED,
     OVERCOMMIT_SCALAR_MILLI_UNITS,

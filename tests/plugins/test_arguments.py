@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from plugins.api.arguments import Arguments
+from plugins.api.release import Release
 
 
 @pytest.mark.parametrize(
@@ -84,7 +85,31 @@ def test_get_float64(args: dict[str, Any], expected: float) -> None:
     ],
 )
 def test_get_bool(base: bool, args: dict[str, Any], expected: bool) -> None:
-    assert Arguments(args).get_bool("boolkey", base) is expected
+    assert Arguments(args, release=Release(1, 15)).get_bool("boolkey", base) is expected
+    assert Arguments(args).get_bool("boolkey", base) is expected  # no release: the newest
+
+
+@pytest.mark.parametrize(
+    ("release", "value", "expected"),
+    [
+        (Release(1, 14, 1), "false", True),
+        (Release(1, 14), "false", True),
+        (Release(1, 8, 2), "0", True),
+        (Release(1, 14), False, False),
+        (Release(1, 15, 0), "false", False),
+        (Release(1, 16), "F", False),
+    ],
+    ids=["1.14.1 ignores a string", "1.14 line ignores a string", "1.8.2 ignores a string",
+         "1.14 takes a bool", "1.15.0 parses it (5ba79f316)", "1.16 parses it"],
+)  # fmt: skip
+def test_get_bool_parses_strings_from_volcano_1_15(
+    release: Release, value: object, expected: bool
+) -> None:
+    """Issue 29 item 2: before v1.15.0 GetBool accepts only a bool; a string keeps the default
+    with Volcano's warning."""
+    arguments = Arguments({"strict": value}, plugin="nodegroup", release=release)
+    assert arguments.get_bool("strict", True) is expected
+    assert bool(arguments.warnings) == (isinstance(value, str) and expected)
 
 
 @pytest.mark.parametrize(

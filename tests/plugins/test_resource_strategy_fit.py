@@ -633,12 +633,24 @@ def test_weight_counts_for_unknown_pod_level_type_and_zero_allocatable() -> None
         ("[1]", None),
         ('{"cpu": 1, "cpu": 3}', {"cpu": 3}),
         ("[" * 100_000, None),
+        ('{"cpu": null, "memory": 2}', {"cpu": 0, "memory": 2}),
     ],
     ids=["int", "null", "float", "exponent", "string", "bool", "overflow", "NaN", "array",
-         "duplicate key: the last wins", "deep nesting"],
+         "duplicate key: the last wins", "deep nesting", "a null weight is Go's zero int"],
 )  # fmt: skip
 def test_pod_weights_follow_go_json(text: str, want: dict[str, int] | None) -> None:
     assert parse_pod_weights(text) == want
+
+
+def test_a_null_pod_weight_scores_as_zero_not_as_an_invalid_annotation() -> None:
+    """Issue 29 item 1: upstream's json.Unmarshal leaves 0 for a null map value without error,
+    so ``{"cpu": null, "memory": 2}`` scores exactly as ``{"cpu": 0, "memory": 2}``."""
+    node = bare_node(0, 0, 500, 500)
+    null = bare_task(100, 100, {SCORING_TYPE: MOST, SCORING_WEIGHT: '{"cpu": null, "memory": 2}'})
+    zero = bare_task(100, 100, {SCORING_TYPE: MOST, SCORING_WEIGHT: '{"cpu": 0, "memory": 2}'})
+    expected = score(zero, node, fit(10, None, None))
+    assert expected > 0
+    assert score(null, node, fit(10, None, None)) == expected
 
 
 def test_missing_weight_annotation_scores_zero() -> None:

@@ -124,6 +124,16 @@ func ngNodes() []*v1.Node {
 
 // ---- nodegroup ------------------------------------------------------------------------
 
+// stringStrict is where strictCluster's pods go with `strict: "false"`: strict stays on until
+// v1.15.0, whose GetBool parses the string.
+func stringStrict() map[string]string {
+	if rel.AtLeast("1.15") {
+		return map[string]string{"ns1/q-a-0": "n-a", "ns1/q-a-be": "n-a",
+			"ns1/q-none-0": "n-none", "ns1/q-none-be": "n-none", "ns1/q-empty-0": "n-none", "ns1/q-empty-be": "n-none"}
+	}
+	return map[string]string{"ns1/q-a-0": "n-a", "ns1/q-a-be": "n-a"}
+}
+
 func testNodeGroupPlugin(t *testing.T) {
 	ng := func(args string) []conf.Tier { return []conf.Tier{tier(nodeJudge("nodegroup", pluginArgs(t, args)))} }
 	// one job per queue: 2-CPU pods, and a best-effort pod for backfill.
@@ -217,6 +227,10 @@ func testNodeGroupPlugin(t *testing.T) {
 			Plugin: "nodegroup", Tiers: ng("strict: false"), Cluster: strictCluster,
 			Expect: expectBinds(map[string]string{"ns1/q-a-0": "n-a", "ns1/q-a-be": "n-a",
 				"ns1/q-none-0": "n-none", "ns1/q-none-be": "n-none", "ns1/q-empty-0": "n-none", "ns1/q-empty-be": "n-none"})},
+		// GetBool parses strings only from v1.15.0 (5ba79f316): before it strict stays true.
+		{Name: "strict as the string \"false\": ignored before v1.15, parsed from it", Actions: allocBackfill,
+			Plugin: "nodegroup", Tiers: ng(`strict: "false"`), Cluster: strictCluster,
+			Expect: expectBinds(stringStrict())},
 		{Name: "enableHierarchy: a queue inherits its nearest ancestor's affinity", Actions: allocBackfill,
 			Plugin: "nodegroup", Tiers: hierTiers(true), Cluster: hierarchy,
 			Expect: expectBinds(map[string]string{"ns1/eng-cv-0": "n-b", "ns1/eng-cv-be": "n-b",
@@ -437,6 +451,10 @@ func testResourceStrategyFitPlugin(t *testing.T) {
 	}
 	mostCPU := annotate(annotate(pending("ns1", "most", "1", "1G", ""), "volcano.sh/resource-strategy-scoring-type", "MostAllocated"),
 		"volcano.sh/resource-strategy-weight", `{"cpu": 1}`)
+	// encoding/json stores a null map value as the element's zero value, no error: weight 0 for
+	// cpu, memory still scored (Caldera once threw the whole annotation away).
+	nullCPU := annotate(annotate(pending("ns1", "most", "1", "1G", ""), "volcano.sh/resource-strategy-scoring-type", "MostAllocated"),
+		"volcano.sh/resource-strategy-weight", `{"cpu": null, "memory": 2}`)
 	onNodes := func(want map[string]string) func(*testing.T, Outcome) {
 		return func(t *testing.T, o Outcome) {
 			t.Helper()
@@ -459,6 +477,9 @@ func testResourceStrategyFitPlugin(t *testing.T) {
 			Expect: onNodes(map[string]string{"ns1/p-0": "r1", "ns1/p-1": "r1", "ns1/p-2": "r1"})},
 		{Name: "pod annotations override the configured strategy", Actions: allocBackfill, Plugin: "resource-strategy-fit",
 			Tiers: rsf(""), Cluster: cpuCluster(mostCPU),
+			Expect: onNodes(map[string]string{"ns1/most": "r1", "ns1/p-0": "r2"})},
+		{Name: "a null pod weight is zero, not an invalid annotation", Actions: allocBackfill, Plugin: "resource-strategy-fit",
+			Tiers: rsf(""), Cluster: cpuCluster(nullCPU),
 			Expect: onNodes(map[string]string{"ns1/most": "r1", "ns1/p-0": "r2"})},
 		{Name: "wildcard nvidia.com/* MostAllocated packs GPUs", Actions: allocBackfill, Plugin: "resource-strategy-fit",
 			Tiers:   rsf("resources:\n  nvidia.com/*:\n    type: MostAllocated\n    weight: 2\n  cpu:\n    type: LeastAllocated\n    weight: 1\n"),
