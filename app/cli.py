@@ -183,7 +183,7 @@ def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
     framework = SessionManager(config).open(OnSessionOpenRequest()).framework
     wanted = {verb for verb, names in framework.active_plugins().items() if names}
     for entry in config.entries:
-        wanted.update(entry.cls.requires_verbs)
+        wanted.update(entry.cls.required_verbs(release))
         if entry.cls.needs_snapshot:
             wanted.update(("onSessionOpen", "onSessionClose"))
     notes: list[str] = []

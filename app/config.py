@@ -277,7 +277,18 @@ def parse_config(data: Any, source: str) -> CalderaConfig:
     for entry in config.entries:
         for key, problem in entry.cls.argument_errors(entry.arguments).items():
             raise ConfigError(source, f"{entry.where}.arguments.{key}", problem)
-        missing = [verb for verb in entry.cls.requires_verbs if not release.has_verb(verb)]
+        ported = entry.cls.ported_from
+        if ported is not None and not release.has(ported):
+            first = ".".join(map(str, max(ported.first)))
+            raise ConfigError(
+                source,
+                f"{entry.where}.name",
+                f"plugin {entry.name!r} follows Volcano's from v{first} ({ported.upstream});"
+                f" Volcano {release}'s in-tree plugin decides differently, so Caldera cannot"
+                " answer as it would: set volcanoVersion to the release you run, or keep the"
+                " plugin in-tree",
+            )
+        missing = [v for v in entry.cls.required_verbs(release) if not release.has_verb(v)]
         if missing:
             raise ConfigError(
                 source,

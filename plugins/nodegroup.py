@@ -4,8 +4,9 @@ group (queue annotation ``volcano.sh/nodegroup-resource-limits``).
 
 Follows ``pkg/scheduler/plugins/nodegroup/{nodegroup.go,errors.go}`` of volcano-sh/volcano at
 master ed72c7c81 (2026-08-20), the same files as v1.16.0-alpha.0/1. The plugin changed across
-the releases Caldera serves with it (1.13 and later, see ``requires_verbs``), and
-``ssn.release`` selects the behaviour:
+the releases Caldera serves with it (1.13 and later: ``ported_from``; v1.9-v1.12 ship an earlier
+plugin that decides differently, so those releases are refused), and ``ssn.release`` selects
+the behaviour (the allocate/deallocate verbs are needed only from 1.16, ``required_verbs``):
 
 - v1.13.0 to v1.14.x (identical files): no ``enablePreferredOrder`` (the argument is ignored),
   no resource limits, no event handlers. A task whose job or queue is missing from the session
@@ -100,7 +101,12 @@ from typing import Any, ClassVar
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, FitError, Plugin, Session, StatusCode
 from plugins.api.registry import register
-from plugins.api.release import NODEGROUP_PREFERRED_ORDER, NODEGROUP_RESOURCE_LIMITS
+from plugins.api.release import (
+    NODEGROUP_AS_PORTED,
+    NODEGROUP_PREFERRED_ORDER,
+    NODEGROUP_RESOURCE_LIMITS,
+    Release,
+)
 from plugins.support.queues import ROOT
 from plugins.support.resources import (
     add_in_place,
@@ -295,6 +301,13 @@ class NodeGroupPlugin(Plugin):
     name: ClassVar[str] = PLUGIN_NAME
     needs_snapshot: ClassVar[bool] = True
     requires_verbs: ClassVar[tuple[str, ...]] = ("allocate", "deallocate")
+    ported_from = NODEGROUP_AS_PORTED
+
+    @classmethod
+    def required_verbs(cls, release: Release) -> tuple[str, ...]:
+        """The allocate/deallocate handlers exist from 1.16 (per-group resource limits); before
+        it the plugin keeps no state across a session's placements, so it needs no events."""
+        return cls.requires_verbs if release.has(NODEGROUP_RESOURCE_LIMITS) else ()
 
     def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
         super().__init__(arguments, background)
@@ -309,6 +322,13 @@ class NodeGroupPlugin(Plugin):
         self._clamped: functools.partial[None] | None = None
 
     # --- session ----------------------------------------------------------------------------
+
+    def hooks(self) -> frozenset[str]:
+        hooks = super().hooks()
+        if not self.resource_limits:
+            # As upstream before 1.16: its allocate/deallocate handlers arrive with the resource limits (1.16); no verb to send.
+            hooks -= {"allocate", "deallocate"}
+        return hooks
 
     def on_session_open(self, ssn: Session) -> None:
         release = ssn.release

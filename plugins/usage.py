@@ -100,7 +100,7 @@ from typing import Any, ClassVar
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, FitError, Plugin, Session, StatusCode, utc_now
 from plugins.api.registry import register
-from plugins.api.release import USAGE_ESTIMATOR
+from plugins.api.release import USAGE_AS_PORTED, USAGE_ESTIMATOR, Release
 from plugins.support.goint import as_go_int, go_int64
 from plugins.support.load_estimator import (
     MAX_NODE_SCORE,
@@ -290,6 +290,13 @@ class UsagePlugin(Plugin):
     name: ClassVar[str] = PLUGIN_NAME
     needs_snapshot: ClassVar[bool] = True
     requires_verbs: ClassVar[tuple[str, ...]] = ("allocate", "deallocate")
+    ported_from = USAGE_AS_PORTED
+
+    @classmethod
+    def required_verbs(cls, release: Release) -> tuple[str, ...]:
+        """The estimator's shadow load follows allocate/deallocate from 1.16; the plugin of
+        earlier releases reads only the snapshot's metrics."""
+        return cls.requires_verbs if release.has(USAGE_ESTIMATOR) else ()
 
     def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
         super().__init__(arguments, background)
@@ -315,6 +322,13 @@ class UsagePlugin(Plugin):
         return {}
 
     # --- session ------------------------------------------------------------------------------
+
+    def hooks(self) -> frozenset[str]:
+        hooks = super().hooks()
+        if not self.estimator:
+            # As upstream before 1.16: its allocate/deallocate handlers arrive with the estimator (1.16); no verb to send.
+            hooks -= {"allocate", "deallocate"}
+        return hooks
 
     def on_session_open(self, ssn: Session) -> None:
         self.estimator = ssn.release.has(USAGE_ESTIMATOR)

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from plugins.api.arguments import Arguments
 from plugins.api.extension_points import PLUGIN_HOOKS
-from plugins.api.release import Release
+from plugins.api.release import Change, Release
 from schemas.api import JobInfo, NamespaceInfo, NodeInfo, QueueInfo, Resource, TaskInfo
 
 
@@ -127,13 +127,22 @@ class Plugin:
     ``in_tree_only`` lists the upstream hooks the extender protocol cannot carry, for the docs.
     ``requires_verbs`` lists the verbs without which the plugin would answer wrongly (state
     kept from allocate/deallocate events, say): configuring it for a release that cannot send
-    them is a configuration error, and ``caldera volcano-config`` always enables them.
+    them is a configuration error, and ``caldera volcano-config`` always enables them. A plugin
+    whose need depends on the release overrides :meth:`required_verbs`. ``ported_from`` is the
+    first release whose upstream plugin the port follows (a row of ``release.CHANGES``); an
+    older release is refused, since its in-tree plugin would decide differently.
     """
 
     name: ClassVar[str] = ""
     needs_snapshot: ClassVar[bool] = False
     in_tree_only: ClassVar[tuple[str, ...]] = ()
     requires_verbs: ClassVar[tuple[str, ...]] = ()
+    ported_from: ClassVar[Change | None] = None
+
+    @classmethod
+    def required_verbs(cls, release: Release) -> tuple[str, ...]:
+        """The verbs this plugin needs when ``release`` calls (``requires_verbs`` by default)."""
+        return cls.requires_verbs
 
     def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
         self.arguments = arguments

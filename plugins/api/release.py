@@ -139,6 +139,18 @@ ARGUMENTS_PARSE_BOOL_STRINGS = Change(
     ((1, 15, 0),),
     "volcano 5ba79f316, pkg/scheduler/framework/arguments.go (v1.15.0)",
 )
+NODEGROUP_AS_PORTED = Change(
+    "nodegroup as Caldera ports it: strict, enableHierarchy, the affinity sets of"
+    " initQueueAttrs (v1.9-v1.12 ship an earlier plugin that decides differently)",
+    ((1, 13, 0),),
+    "volcano pkg/scheduler/plugins/nodegroup/nodegroup.go, v1.13.0 (rewritten since v1.12)",
+)
+USAGE_AS_PORTED = Change(
+    "usage as Caldera ports it: its predicate fails with an api.FitError carrying the status"
+    " (v1.6-v1.9 return statuses and an error of their own)",
+    ((1, 10, 0),),
+    "volcano pkg/scheduler/plugins/usage/usage.go, v1.10.0 (unchanged to v1.15.1)",
+)
 CDP_RECLAIMABLE = Change(
     "cdp registers a ReclaimableFn (before, it protected pods from preemption only)",
     ((1, 12, 0),),
@@ -187,7 +199,9 @@ USAGE_ESTIMATOR = Change(
 )
 
 CHANGES: tuple[Change, ...] = (
+    USAGE_AS_PORTED,
     CDP_RECLAIMABLE,
+    NODEGROUP_AS_PORTED,
     ARGUMENTS_PARSE_BOOL_STRINGS,
     NESTED_OBJECT_SHAPE,
     QUEUE_ALLOCATION_GATE_NOT_GATED,

@@ -193,3 +193,35 @@ def test_effective_configuration_spells_out_defaults() -> None:
     entry = effective["tiers"][0]["plugins"][0]
     assert entry["enablePreemptable"] is False and entry["enableJobEnqueued"] is True
     assert effective["volcanoVersion"] == "1.15"
+
+
+@pytest.mark.parametrize(
+    ("version", "plugin", "verbs", "refusal"),
+    [
+        ("1.16", "nodegroup", {"predicate", "prioritize", "allocate", "deallocate"}, None),
+        ("1.15", "nodegroup", {"predicate", "prioritize"}, None),
+        ("1.13", "nodegroup", {"predicate", "prioritize"}, None),
+        ("1.12", "nodegroup", None, "follows Volcano's from v1.13.0"),
+        ("1.9", "nodegroup", None, "follows Volcano's from v1.13.0"),
+        ("1.16", "usage", {"predicate", "prioritize", "allocate", "deallocate"}, None),
+        ("1.14", "usage", {"predicate", "prioritize"}, None),
+        ("1.10", "usage", {"predicate", "prioritize"}, None),
+        ("1.9", "usage", None, "follows Volcano's from v1.10.0"),
+        ("1.12", "task-topology", None, "needs the allocate verb"),
+    ],
+)
+def test_the_verbs_a_plugin_needs_depend_on_the_release(
+    version: str, plugin: str, verbs: set[str] | None, refusal: str | None
+) -> None:
+    """Issue 29 item 3: nodegroup's and usage's allocate/deallocate handlers exist from 1.16;
+    before it they need no event verbs, so the releases whose upstream plugin they follow (1.13
+    and 1.10 on) can use them. An older release is refused for the real reason."""
+    from app.cli import needed_verbs
+
+    text = f'volcanoVersion: "{version}"\ntiers: [{{plugins: [{{name: {plugin}}}]}}]\n'
+    if refusal is not None:
+        with pytest.raises(ConfigError, match=refusal):
+            load(text)
+        return
+    needed, _ = needed_verbs(load(text))
+    assert set(needed) - {"onSessionOpen", "onSessionClose"} == verbs
