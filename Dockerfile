@@ -1,19 +1,31 @@
 # syntax=docker/dockerfile:1
 # Caldera: build the locked environment with uv, ship only the virtualenv, run as non-root.
+#
+# BASE is any Debian-like image with Python 3.11+ and its venv module: python:3.11-slim by
+# default; tests/image/run.sh builds on a Debian bookworm base bootstrapped from Debian's
+# packages (mmdebstrap) where no registry is reachable. A PEM file named extra-ca.pem in the
+# build context is trusted while the build downloads packages (a proxy's CA); it stays in the
+# build stage.
+ARG BASE=python:3.11-slim
 
-FROM python:3.11-slim AS build
-RUN pip install --no-cache-dir uv==0.13.9
-ENV UV_COMPILE_BYTECODE=1 UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never
+FROM ${BASE} AS build
+# uv from PyPI in a venv of its own: python:3.11-slim has pip, a bare Debian base only venv.
+COPY pyproject.toml uv.lock README.md extra-ca.pe[m] /src/
+RUN python3 -m venv /opt/uv \
+    && if [ -f /src/extra-ca.pem ]; then export PIP_CERT=/src/extra-ca.pem; fi \
+    && /opt/uv/bin/pip install --no-cache-dir --disable-pip-version-check uv==0.13.9
+ENV PATH=/opt/uv/bin:$PATH UV_COMPILE_BYTECODE=1 UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never
 WORKDIR /src
 # Dependencies first, so code changes do not invalidate this layer.
-COPY pyproject.toml uv.lock README.md ./
-RUN uv sync --frozen --no-dev --no-install-project
+RUN if [ -f extra-ca.pem ]; then export SSL_CERT_FILE=/src/extra-ca.pem; fi \
+    && uv sync --frozen --no-dev --no-install-project
 COPY app ./app
 COPY plugins ./plugins
 COPY schemas ./schemas
-RUN uv sync --frozen --no-dev --no-editable
+RUN if [ -f extra-ca.pem ]; then export SSL_CERT_FILE=/src/extra-ca.pem; fi \
+    && uv sync --frozen --no-dev --no-editable
 
-FROM python:3.11-slim
+FROM ${BASE}
 RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin caldera
 COPY --from=build /src/.venv /src/.venv
 # PYTHONDONTWRITEBYTECODE: the root filesystem is read-only at run time (compose, Kubernetes);

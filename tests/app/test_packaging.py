@@ -23,6 +23,8 @@ def test_dockerfile_copies_what_exists_and_is_multistage() -> None:
     assert len(re.findall(r"^FROM ", text, re.M)) >= 2
     for sources in re.findall(r"^COPY (?!--from)(.+) \S+$", text, re.M):
         for source in sources.split():
+            if "[" in source:  # a glob that may match nothing (extra-ca.pe[m], optional)
+                continue
             assert (ROOT / source).exists(), f"Dockerfile copies missing {source}"
     assert "uv sync --frozen" in text
     pinned = re.search(r"uv==([\d.]+)", text)

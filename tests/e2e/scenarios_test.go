@@ -307,8 +307,7 @@ func testRestart(t *testing.T, c *Cluster) {
 		}
 	}
 
-	_ = s.Caldera.proc.cmd.Process.Kill()
-	<-s.Caldera.proc.done
+	s.Caldera.Kill()
 	s.Caldera.Start(t)
 	// Jobs are created after the restart: the sessions of the 1-2 s while Caldera was down ran
 	// without it (see testFailurePolicy), so a job pending then would have been admitted.

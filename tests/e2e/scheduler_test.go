@@ -52,6 +52,7 @@ type Caldera struct {
 	Config    string
 	port      int
 	health    int
+	container string // the docker container's name when Caldera runs from CALDERA_E2E_IMAGE
 	proc      *proc
 	c         *Cluster
 	name      string
@@ -99,8 +100,12 @@ func (cal *Caldera) Start(t testing.TB) {
 	args := append([]string{"serve"}, cal.configArgs()...)
 	args = append(args, "--host", "127.0.0.1", "--port", fmt.Sprint(cal.port),
 		"--health-host", "127.0.0.1", "--health-port", fmt.Sprint(cal.health))
+	bin := calderaBin(t)
+	if image := os.Getenv("CALDERA_E2E_IMAGE"); image != "" {
+		bin, args = cal.inContainer(t, image, args)
+	}
 	cal.proc = cal.c.start(t, fmt.Sprintf("%s-caldera-%d", cal.name, cal.n), []string{"CALDERA_LOG_FORMAT=text"},
-		calderaBin(t), args...)
+		bin, args...)
 	if err := waitFor(60*time.Second, func() (bool, error) {
 		if !cal.proc.running() {
 			return false, fmt.Errorf("caldera exited")
@@ -114,6 +119,36 @@ func (cal *Caldera) Start(t testing.TB) {
 	}); err != nil {
 		t.Fatalf("caldera: %v\n%s", err, tail(cal.proc.log, 30))
 	}
+}
+
+// inContainer runs `caldera serve ARGS` from the image as the manifests do (user 10001, a
+// read-only root filesystem, no capabilities), on the host's network so it listens on the same
+// 127.0.0.1 ports, with the cluster directory mounted read-only at its own path (the config
+// file, and the kubeconfig and CA pdb reads). `docker run` forwards SIGTERM to the container;
+// a kill goes through `docker kill` (Kill), since killing the client leaves the container.
+func (cal *Caldera) inContainer(t testing.TB, image string, args []string) (string, []string) {
+	t.Helper()
+	for path, mode := range map[string]os.FileMode{cal.c.Dir: 0o755, cal.c.Kubeconfig: 0o644, cal.c.CAFile: 0o644} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatalf("image mode: %v", err)
+		}
+	}
+	cal.container = fmt.Sprintf("caldera-e2e-%s-%d-%d", cal.name, os.Getpid(), cal.n)
+	name := cal.container
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	return "docker", append([]string{"run", "--rm", "--name", name, "--network", "host",
+		"--read-only", "--user", "10001:10001", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"-e", "CALDERA_LOG_FORMAT=text", "-v", cal.c.Dir + ":" + cal.c.Dir + ":ro", image}, args...)
+}
+
+// Kill ends Caldera at once, with no drain (SIGKILL, or `docker kill` for a container).
+func (cal *Caldera) Kill() {
+	if cal.container != "" {
+		_ = exec.Command("docker", "kill", cal.container).Run()
+	} else {
+		_ = cal.proc.cmd.Process.Kill()
+	}
+	<-cal.proc.done
 }
 
 // configArgs is `--config FILE`, or nothing for the embedded default configuration.
