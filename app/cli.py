@@ -76,6 +76,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"caldera: {option} {path}: no such file", file=sys.stderr)
             return EXIT_CONFIG
     configure_logging(settings.log_level, settings.log_format)
+    for warning in unread_arguments(config):
+        logging.getLogger("caldera").warning("%s", warning)
     recorder = None
     if args.record is not None:
         from app.record import Recorder, RecordError
@@ -150,7 +152,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def argument_warnings(config: CalderaConfig) -> list[str]:
-    """Build each plugin once so the argument getters report what Volcano would warn about."""
+    """Build each plugin once so the argument getters report what Volcano would warn about,
+    then name every argument no plugin read (after a session opened on an empty snapshot, as
+    some plugins read theirs there)."""
     warnings: list[str] = []
     for entry in config.entries:
         try:
@@ -158,7 +162,23 @@ def argument_warnings(config: CalderaConfig) -> list[str]:
         except Exception as exc:
             warnings.append(f"plugin {entry.name}: building it failed: {exc}")
         warnings.extend(entry.arguments.warnings)
-    return warnings
+    return warnings + unread_arguments(config)
+
+
+def unread_arguments(config: CalderaConfig) -> list[str]:
+    """One warning per ``arguments`` key no plugin reads: a typo (``sla-waiting-tme``) that
+    would quietly leave the default in force, or an argument this release's plugin lacks.
+    Volcano ignores both silently; Caldera says so at check-config and at serve start."""
+    try:
+        SessionManager(config).open(OnSessionOpenRequest())
+    except Exception:  # a plugin that cannot open on an empty snapshot: its reads still count
+        pass
+    return [
+        f"plugin {entry.name} ({entry.where}): argument {key!r} is not read by this plugin on"
+        f" Volcano {config.release} (a typo? Volcano ignores it too, and the default stays)"
+        for entry in config.entries
+        for key in entry.arguments.unread()
+    ]
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -435,6 +455,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command != "serve" and hasattr(signal, "SIGPIPE"):
+        # `caldera check-config f | head -1`: a reader that stops early ends the command as it
+        # ends cat or grep (SIGPIPE), not with a BrokenPipeError traceback. Not for serve,
+        # whose log stream closing must not take the scheduler's sidecar down.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         code: int = args.run(args)
     except ValidationError as exc:  # a CALDERA_* environment value of the wrong type

@@ -55,6 +55,8 @@ class Arguments(Mapping[str, Any]):
         self.flags: dict[str, bool] = dict(flags or {})
         """The entry's ``enableXxx`` options as written; :meth:`enabled` applies defaults."""
         self.warnings: list[str] = []
+        self.read: set[str] = set()
+        """Every key a getter or lookup asked for: what the plugin reads of its arguments."""
 
     def enabled(self, flag: str) -> bool:
         """The plugin option ``flag`` of this entry (``enableHierarchy``...), with Volcano's
@@ -62,7 +64,18 @@ class Arguments(Mapping[str, Any]):
         return self.flags.get(flag, FLAG_DEFAULTS[flag])
 
     def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
         return self._values[key]
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.read.add(key)
+        return key in self._values
+
+    def unread(self) -> list[str]:
+        """The keys given that nothing has asked for (a typo such as ``sla-waiting-tme``, or an
+        argument this release's plugin does not have): Volcano ignores them silently."""
+        return sorted(key for key in self._values if key not in self.read)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
@@ -83,6 +96,7 @@ class Arguments(Mapping[str, Any]):
     def get_int(self, key: str, default: int) -> int:
         """``GetInt``: a Go ``int`` only (no float, no string, no bool, nothing beyond int64,
         which Go's YAML decoder does not make an ``int``)."""
+        self.read.add(key)
         if key not in self._values:
             return default
         value = as_go_int(self._values[key])
@@ -93,6 +107,7 @@ class Arguments(Mapping[str, Any]):
 
     def get_float64(self, key: str, default: float) -> float:
         """``GetFloat64``: a float, or an int converted; a string such as ``"1.5"`` is rejected."""
+        self.read.add(key)
         if key not in self._values:
             return default
         value = self._values[key]
@@ -104,6 +119,7 @@ class Arguments(Mapping[str, Any]):
     def get_bool(self, key: str, default: bool) -> bool:
         """``GetBool``: a bool, or from Volcano v1.15.0 a string ``strconv.ParseBool`` accepts
         (before it, ``strict: "false"`` is ignored with a warning and the default stays)."""
+        self.read.add(key)
         if key not in self._values:
             return default
         value = self._values[key]
@@ -116,6 +132,7 @@ class Arguments(Mapping[str, Any]):
 
     def get_string(self, key: str, default: str) -> str:
         """``GetString``: a string only."""
+        self.read.add(key)
         if key not in self._values:
             return default
         value = self._values[key]

@@ -152,3 +152,67 @@ def test_check_config_says_which_release_is_assumed(
 ) -> None:
     assert main(["check-config", write(tmp_path, text)]) == 0
     assert said in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check-config", "app/default_config.yaml"],
+        ["volcano-config", "--nodes", "3000", "--pods", "30000"],
+        ["openapi"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_a_reader_that_stops_early_ends_the_command_quietly(argv: list[str]) -> None:
+    """Issue 24: `caldera check-config FILE | head -1` ended in a BrokenPipeError traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = Path(sys.executable).with_name("caldera")
+    process = subprocess.Popen(
+        [str(script), *argv], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    process.stdout.readline()
+    process.stdout.close()  # as head -1 does after its line
+    _, err = process.communicate(timeout=30)
+    assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()
+
+
+@pytest.mark.parametrize(
+    ("entry", "unread"),
+    [
+        ("{name: sla, arguments: {sla-waiting-tme: 1h}}", ["sla-waiting-tme"]),
+        ("{name: sla, arguments: {sla-waiting-time: 1h}}", []),
+        ("{name: overcommit, arguments: {overcommit-factor: 1.5, overcommit_factor: 2}}",
+         ["overcommit_factor"]),
+        ("{name: nodegroup, arguments: {strict: false, enablePreferredOrder: true}}", []),
+        ("{name: usage, arguments: {usage.weight: 2, thresholds: {cpu: 90}, treshold: 1}}",
+         ["treshold"]),
+        ("{name: min-runtime, arguments: {defaultPreemptMinRuntime: 1m, defaultPreemptMinRunTime: 2m}}",
+         ["defaultPreemptMinRunTime"]),
+        ("{name: resource-strategy-fit, arguments: {resourceStrategyFitWeight: 5, resources: {cpu: "
+         "{type: MostAllocated, weight: 1}}, sra: {enable: false}, proportional: {enable: false}}}",
+         []),
+        ("{name: task-topology, arguments: {task-topology.weight: 2}}", []),
+        ("{name: priority, arguments: {anything: 1}}", ["anything"]),
+    ],
+    ids=["sla typo", "sla", "overcommit typo", "nodegroup", "usage typo", "min-runtime typo",
+         "resource-strategy-fit", "task-topology", "priority takes none"],
+)  # fmt: skip
+def test_an_argument_no_plugin_reads_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: str, unread: list[str]
+) -> None:
+    """Issue 24: a typo in a plugin's arguments quietly kept the default (Volcano ignores it
+    too); check-config now names every key the plugin does not read."""
+    path = tmp_path / "caldera.yaml"
+    path.write_text(f'volcanoVersion: "1.16"\ntiers: [{{plugins: [{entry}]}}]\n')
+    assert main(["check-config", str(path)]) == 0
+    warned = [
+        line.split("argument ")[1].split(" ")[0].strip("'")
+        for line in capsys.readouterr().out.splitlines()
+        if "is not read by this plugin" in line
+    ]
+    assert warned == unread

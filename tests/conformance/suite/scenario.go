@@ -40,6 +40,9 @@ type Scenario struct {
 	// Volcano patch release (value: why). There the two runs must differ, and
 	// the difference is logged instead of failing.
 	KnownDifference map[string]string
+	// Abstain: why this scenario's outcome is the same with Caldera hosting no plugin (its
+	// control, control.go) and it is kept anyway. Empty: it must differ from the control.
+	Abstain string
 }
 
 // extenderTiers replaces the entry named s.Plugin.
@@ -103,12 +106,21 @@ func compare(t *testing.T, s Scenario) {
 	}
 	_, under := s.extenderTiers("")
 	c := startCaldera(t, s.calderaConfig(t, under, s.Cluster()))
-	tiers, _ := s.extenderTiers(c.URL)
+	rec := startRecorder(t, c.URL)
+	tiers, _ := s.extenderTiers(rec.URL)
 	ext := runSession(t, s.Cluster(), tiers, s.Actions())
-	t.Logf("extender: %s", ext)
+	t.Logf("extender: %s (Caldera answered %s)", ext, rec)
 	cmp := s.Diff
 	if cmp == nil {
 		cmp = diff
+	}
+	if _, known := s.KnownDifference[rel.Version]; !known {
+		entry, _ := s.extenderTiers("")
+		checkAnswered(t, s, rec, extenderArgs(entry))
+		neutral := startCaldera(t, CalderaConfig{ManagedResources: s.Ext.ManagedResources})
+		controlTiers, _ := s.extenderTiers(neutral.URL)
+		control := runSession(t, s.Cluster(), controlTiers, s.Actions())
+		checkControl(t, s, ext, control, cmp)
 	}
 	d := cmp(inTree, ext)
 	if why, ok := s.KnownDifference[rel.Version]; ok {
@@ -122,6 +134,18 @@ func compare(t *testing.T, s Scenario) {
 	if d != "" {
 		t.Errorf("extender run differs from in-tree %s:\n%s", s.Plugin, d)
 	}
+}
+
+// extenderArgs is the extender entry's arguments in tiers.
+func extenderArgs(tiers []conf.Tier) map[string]interface{} {
+	for _, tier := range tiers {
+		for _, p := range tier.Plugins {
+			if p.Name == "extender" {
+				return p.Arguments
+			}
+		}
+	}
+	return nil
 }
 
 func runAll(t *testing.T, scenarios []Scenario) {
