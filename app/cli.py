@@ -77,6 +77,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"caldera: {option} {path}: no such file", file=sys.stderr)
             return EXIT_CONFIG
     configure_logging(settings.log_level, settings.log_format)
+    for problem in path_problems(config):
+        logging.getLogger("caldera").error("%s", problem)
     for warning in unread_arguments(config):
         logging.getLogger("caldera").warning("%s", warning)
     recorder = None
@@ -142,9 +144,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 **common,
             )
         )
-    warning = listeners.exposure_warning(settings.host, settings.ssl_certfile is not None)
-    if warning is not None:
-        logging.getLogger("caldera").warning("%s", warning)
+    exposure = listeners.exposure_warning(settings.host, settings.ssl_certfile is not None)
+    if exposure is not None:
+        logging.getLogger("caldera").warning("%s", exposure)
     # uvicorn drains in-flight requests on SIGTERM, then re-raises the signal under the handler
     # that was in place before it started; make that one a clean exit, as Kubernetes expects.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -163,7 +165,17 @@ def argument_warnings(config: CalderaConfig) -> list[str]:
         except Exception as exc:
             warnings.append(f"plugin {entry.name}: building it failed: {exc}")
         warnings.extend(entry.arguments.warnings)
-    return warnings + unread_arguments(config)
+    return warnings + path_problems(config) + unread_arguments(config)
+
+
+def path_problems(config: CalderaConfig) -> list[str]:
+    """Every file a plugin will read that does not exist here (pdb's budgets or kubeconfig):
+    the plugin would never sync and /readyz would stay 503."""
+    return [
+        f"plugin {entry.name} ({entry.where}.arguments.{key}): {problem}"
+        for entry in config.entries
+        for key, problem in entry.cls.path_problems(entry.arguments).items()
+    ]
 
 
 def unread_arguments(config: CalderaConfig) -> list[str]:

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, EvictResult, Plugin, Vote
@@ -78,6 +79,15 @@ class PdbPlugin(Plugin):
             return {"source": f"unknown source {source!r} (expected 'kubernetes' or 'file')"}
         if source == "file" and not arguments.get_string("file", ""):
             return {"file": "source: file needs a 'file' argument: the path of the budgets"}
+        return {}
+
+    @classmethod
+    def path_problems(cls, arguments: Arguments) -> dict[str, str]:
+        source = arguments.get_string("source", "kubernetes")
+        key = "file" if source == "file" else "kubeconfig"
+        path = arguments.get_string(key, "")
+        if path and not Path(path).is_file():
+            return {key: f"{path}: no such file here: pdb would never sync and evict no pod"}
         return {}
 
     @classmethod

@@ -156,6 +156,13 @@ class Plugin:
         return {}
 
     @classmethod
+    def path_problems(cls, arguments: Arguments) -> dict[str, str]:
+        """Files the plugin will read that do not exist on this machine (argument key to
+        problem). Not configuration errors: a file may exist only where the configuration is
+        deployed (a ConfigMap mount); ``check-config`` warns, ``serve`` logs an error."""
+        return {}
+
+    @classmethod
     def create_background(cls, arguments: Arguments) -> Background | None:
         """Return the plugin's long-lived helper, if it needs one (called once at startup)."""
         return None

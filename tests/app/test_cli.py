@@ -216,3 +216,35 @@ def test_an_argument_no_plugin_reads_is_a_warning(
         if "is not read by this plugin" in line
     ]
     assert warned == unread
+
+
+@pytest.mark.parametrize(
+    ("arguments", "warned"),
+    [
+        ("{source: file, file: /nonexistent/pdbs.yaml}", "arguments.file): /nonexistent/pdbs.yaml"),
+        (
+            "{source: kubernetes, kubeconfig: /nonexistent/kc}",
+            "arguments.kubeconfig): /nonexistent/kc",
+        ),
+        ("{source: file, file: FILE}", None),
+        ("{source: kubernetes}", None),
+    ],
+    ids=["budgets file missing", "kubeconfig missing", "budgets file present", "service account"],
+)
+def test_check_config_names_each_file_a_plugin_will_read_that_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], arguments: str, warned: str | None
+) -> None:
+    """Issue 24: check-config said valid for a pdb file or kubeconfig that does not exist, and
+    /readyz then stayed 503. Warned, not refused: the file may exist only where it is mounted."""
+    budgets = tmp_path / "pdbs.yaml"
+    budgets.write_text("[]\n")
+    path = tmp_path / "caldera.yaml"
+    path.write_text(f"tiers: [{{plugins: [{{name: pdb, arguments: {arguments}}}]}}]\n")
+    path.write_text(path.read_text().replace("FILE", str(budgets)))
+    assert main(["check-config", str(path)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "no such file here" in line]
+    if warned is None:
+        assert lines == []
+    else:
+        [line] = lines
+        assert warned in line and "pdb would never sync" in line
