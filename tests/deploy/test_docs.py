@@ -52,3 +52,40 @@ def test_the_operator_guide_lists_every_alert() -> None:
     for group in document["spec"]["groups"]:
         for rule in group["rules"]:
             assert f"`{rule['alert']}`" in text
+
+
+async def test_the_readmes_curl_block_runs_and_answers_as_commented(tmp_path: Path) -> None:
+    """README "Debugging with curl", line by line against a real server on the embedded default
+    configuration: each command succeeds, and where its comment is JSON the answer is that."""
+    import json
+    import subprocess
+
+    from tests.service.conftest import start_caldera
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Debugging with curl") :]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block, "README lost its curl block"
+    server = await start_caldera(None, tmp_path)
+    host = server.url.removeprefix("http://")
+    try:
+        for line in block.group(1).splitlines():
+            command, _, comment = (
+                line.partition("   # ") if "   # " in line else line.partition(" # ")
+            )
+            command = command.strip().replace("localhost:8080", host)
+            result = subprocess.run(
+                ["bash", "-c", f"set -o pipefail; {command}"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+            assert result.returncode == 0, (line, result.stderr)
+            assert result.stdout.strip(), line
+            comment = comment.strip()
+            if comment.startswith("{") and "..." not in comment:
+                assert json.loads(result.stdout) == json.loads(comment), (line, result.stdout)
+    finally:
+        await server.stop()
