@@ -97,6 +97,26 @@ class ClusterConfig:
         return {"Authorization": f"Bearer {token}"} if token else {}
 
 
+def default_config(
+    environ: Mapping[str, str] | None = None, home: str | None = None
+) -> ClusterConfig:
+    """No kubeconfig named: in a pod, the service account (``rest.InClusterConfig``); outside
+    one (``caldera replay`` on a workstation), client-go's default loading rules — the first
+    file of ``$KUBECONFIG``, else ``~/.kube/config``."""
+    env = os.environ if environ is None else environ
+    if env.get("KUBERNETES_SERVICE_HOST"):
+        return in_cluster_config(env)
+    candidates = [p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p]
+    candidates.append(os.path.join(home or os.path.expanduser("~"), ".kube", "config"))
+    for path in candidates:
+        if os.path.isfile(path):
+            return kubeconfig_config(path)
+    raise KubeconfigError(
+        "no cluster: not in a pod (KUBERNETES_SERVICE_HOST unset), $KUBECONFIG names no file"
+        " and ~/.kube/config does not exist; give the plugin a kubeconfig argument"
+    )
+
+
 def in_cluster_config(
     environ: Mapping[str, str] | None = None, service_account_dir: str = SERVICE_ACCOUNT_DIR
 ) -> ClusterConfig:

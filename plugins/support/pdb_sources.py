@@ -21,7 +21,7 @@ from plugins.support.kube import (
     Backoff,
     ClusterConfig,
     Reflector,
-    in_cluster_config,
+    default_config,
     kubeconfig_config,
 )
 from schemas.k8s import PodDisruptionBudget
@@ -126,7 +126,7 @@ class KubePdbSource(PdbSource):
         self.kubeconfig = kubeconfig
         if load_config is None:
             path = kubeconfig
-            load_config = (lambda: kubeconfig_config(path)) if path else in_cluster_config
+            load_config = (lambda: kubeconfig_config(path)) if path else default_config
         self._compiled: dict[str, CompiledPdb | None] = {}
         self.reflector: Reflector[PodDisruptionBudget] = Reflector(
             path=PDB_PATH,
@@ -168,7 +168,8 @@ class KubePdbSource(PdbSource):
         config = self.reflector.config
         return {
             **super().describe(),
-            "config": self.kubeconfig or "in-cluster",
+            "config": self.kubeconfig
+            or "default (in a pod: its service account; else $KUBECONFIG or ~/.kube/config)",
             "server": config.server if config is not None else None,
             "resourceVersion": status.resource_version,
             "watchRestarts": status.watch_restarts,

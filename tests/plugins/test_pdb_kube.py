@@ -615,3 +615,30 @@ def test_backoff_doubles_its_cap_and_waits_between_half_and_all_of_it() -> None:
         assert cap / 2 <= wait <= cap, (cap, wait)
     backoff.reset()
     assert 0.5 <= backoff.next() <= 1.0
+
+
+KUBECONFIG_TEXT = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://10.0.0.1:6443", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+def test_no_kubeconfig_outside_a_pod_follows_client_gos_default_rules(tmp_path: Path) -> None:
+    """Issue 24: caldera replay of a source: kubernetes recording on a workstation waited 30 s
+    for an in-cluster config that cannot exist; $KUBECONFIG, then ~/.kube/config, as kubectl."""
+    from plugins.support.kube import KubeconfigError, default_config
+
+    named = tmp_path / "named"
+    named.write_text(KUBECONFIG_TEXT)
+    home = tmp_path / "home"
+    (home / ".kube").mkdir(parents=True)
+    (home / ".kube" / "config").write_text(KUBECONFIG_TEXT.replace("10.0.0.1", "10.0.0.2"))
+    from_env = default_config({"KUBECONFIG": f"{tmp_path / 'missing'}:{named}"}, str(home))
+    assert from_env.server == "https://10.0.0.1:6443"
+    assert default_config({}, str(home)).server == "https://10.0.0.2:6443"
+    with pytest.raises(KubeconfigError, match="no cluster"):
+        default_config({}, str(tmp_path / "nobody"))
