@@ -7,8 +7,8 @@ remote files by URL through the caller's ``fetch``),
 newName/newTag), and ``patches`` given by ``path`` as strategic-merge patches, with Kubernetes'
 merge keys for the pod-spec lists the patches touch (items the target lacks are put first, as
 kustomize does). Anything else in a kustomization is refused rather than silently ignored;
-tests/deploy/test_kubernetes.py compares this rendering with ``kubectl kustomize`` wherever
-kubectl is installed.
+tests/deploy/test_kubernetes.py compares this rendering with kustomize v5's own, built from its
+Go module.
 """
 
 from __future__ import annotations

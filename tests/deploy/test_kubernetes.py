@@ -2,8 +2,9 @@
 against the code — the extender entry against `caldera volcano-config` for the same
 configuration, the probe paths against the app's routes, the port against vc-scheduler's own.
 
-No cluster here: the manifests are kept correct by this rendering and review. The rendering is
-tests/deploy/kustomize.py's; where kubectl is installed, its `kubectl kustomize` must agree.
+The rendering is tests/deploy/kustomize.py's, and the real kustomize (built from its Go module)
+must agree with it; tests/e2e's manifests scenario applies the rendering to a real API server
+with a server-side dry run.
 The overlay's Volcano manifest is a URL at the release tag; the test reads the same file from
 the published Go module of that release (`go mod download`), so nothing of Volcano is copied
 into the repository and the test needs no network beyond the module proxy."""
@@ -23,7 +24,7 @@ from app.cli import main
 from app.config import load_config
 from app.main import create_app
 from tests.deploy.kustomize import Document, load_documents, render
-from tests.deploy.upstream import volcano_file
+from tests.deploy.upstream import kustomize_binary, volcano_file
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES = ROOT / "deploy" / "kubernetes"
@@ -67,7 +68,10 @@ def find(documents: list[Document], kind: str, name: str) -> Document:
 
 
 def container(deployment: Document, name: str) -> Document:
-    [found] = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == name]
+    """A container of the pod by name, an app container or an init container (a native sidecar)."""
+    spec = deployment["spec"]["template"]["spec"]
+    every = [*spec.get("initContainers", []), *spec["containers"]]
+    [found] = [c for c in every if c["name"] == name]
     return found
 
 
@@ -122,7 +126,8 @@ def test_sidecar_sits_beside_the_unchanged_scheduler(documents: list[Document]) 
     assert scheduler == upstream["spec"]["template"]["spec"]["containers"][0]
     pod = deployment["spec"]["template"]
     names = [c["name"] for c in pod["spec"]["containers"]]
-    assert sorted(names) == ["caldera", "volcano-scheduler"]
+    assert names == ["volcano-scheduler"]
+    assert [c["name"] for c in pod["spec"]["initContainers"]] == ["caldera"]
     assert pod["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"] == (
         "volcano-scheduler"
     )
@@ -258,9 +263,11 @@ def test_the_hosted_plugins_left_volcanos_tiers_and_victim_actions_run(
     assert first_tier[-1] == "extender", "victim voters share the first tier, extender last"
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed here")
-def test_kubectl_kustomize_renders_the_same(documents: list[Document], tmp_path: Path) -> None:
-    # kubectl would fetch the URL; give it the same file locally instead.
+def test_kustomize_renders_the_same(documents: list[Document], tmp_path: Path) -> None:
+    """The real kustomize (built from its Go module, tests/deploy/upstream.py) renders the
+    overlay exactly as tests/deploy/kustomize.py does, so every check above holds for what
+    `kubectl apply -k` applies."""
+    # kustomize would fetch the URL; give it the same file locally instead.
     local = tmp_path / "kubernetes"
     shutil.copytree(KUBERNETES, local)
     overlay = local / OVERLAY.name
@@ -271,7 +278,7 @@ def test_kubectl_kustomize_renders_the_same(documents: list[Document], tmp_path:
         text = text.replace(url, name)
     (overlay / "kustomization.yaml").write_text(text)
     result = subprocess.run(
-        ["kubectl", "kustomize", str(overlay)], capture_output=True, text=True, check=True
+        [str(kustomize_binary()), "build", str(overlay)], capture_output=True, text=True, check=True
     )
     rendered = [d for d in yaml.safe_load_all(result.stdout) if d]
 
@@ -279,3 +286,22 @@ def test_kubectl_kustomize_renders_the_same(documents: list[Document], tmp_path:
         return d["kind"], d["metadata"]["name"]
 
     assert sorted(rendered, key=key) == sorted(documents, key=key)
+
+
+def test_caldera_is_a_native_sidecar_that_gates_the_scheduler_start(
+    documents: list[Document],
+) -> None:
+    """Issue 27 item 2: an init container with restartPolicy Always (Kubernetes 1.29+) starts
+    before vc-scheduler and must pass its startupProbe on /readyz (the health listener) first,
+    so the scheduler's first session finds Caldera answering."""
+    pod = find(documents, "Deployment", "volcano-scheduler")["spec"]["template"]["spec"]
+    [caldera] = pod["initContainers"]
+    assert caldera["name"] == "caldera" and caldera["restartPolicy"] == "Always"
+    startup = caldera["startupProbe"]["httpGet"]
+    assert startup["path"] == "/readyz"
+    ports = {p["name"]: p["containerPort"] for p in caldera["ports"]}
+    health = int(caldera_args(find(documents, "Deployment", "volcano-scheduler"))["--health-port"])
+    assert ports.get(startup["port"], startup["port"]) == health
+    assert (
+        caldera["startupProbe"]["failureThreshold"] * caldera["startupProbe"]["periodSeconds"] >= 60
+    )

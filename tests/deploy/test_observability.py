@@ -175,7 +175,8 @@ def test_pod_monitor_scrapes_the_sidecar_port() -> None:
     assert selector <= labels.items()
     others = [d for d in deployments if d is not deployment]
     assert not any(selector <= d["spec"]["template"]["metadata"]["labels"].items() for d in others)
-    [caldera] = [c for c in pod["spec"]["containers"] if c["name"] == "caldera"]
+    every = [*pod["spec"].get("initContainers", []), *pod["spec"]["containers"]]
+    [caldera] = [c for c in every if c["name"] == "caldera"]
     [endpoint] = monitor["spec"]["podMetricsEndpoints"]
     assert endpoint["port"] in {p["name"] for p in caldera["ports"]}
     assert endpoint["path"] == "/metrics"

@@ -32,3 +32,25 @@ def volcano_file(url: str) -> Path:
         env={**os.environ, "GOFLAGS": "-mod=mod"},
     )
     return Path(json.loads(downloaded.stdout)["Dir"]) / path
+
+
+KUSTOMIZE = "sigs.k8s.io/kustomize/kustomize/v5@v5.8.0"
+"""kustomize, built from its published Go module (v5.8.0 builds with this machine's Go; the
+api module it needs, v0.21.0, is served)."""
+
+
+@functools.cache
+def kustomize_binary() -> Path:
+    """The kustomize binary, built once into tests/deploy/.bin (Go's build cache makes a
+    rebuild a link step)."""
+    target = Path(__file__).resolve().parent / ".bin"
+    binary = target / "kustomize"
+    if not binary.exists():
+        target.mkdir(exist_ok=True)
+        subprocess.run(
+            ["go", "install", KUSTOMIZE],
+            env={**os.environ, "GOBIN": str(target), "GOFLAGS": "-mod=mod"},
+            check=True,
+            capture_output=True,
+        )
+    return binary

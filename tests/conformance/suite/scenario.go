@@ -118,9 +118,12 @@ func compare(t *testing.T, s Scenario) {
 		entry, _ := s.extenderTiers("")
 		checkAnswered(t, s, rec, extenderArgs(entry))
 		neutral := startCaldera(t, CalderaConfig{ManagedResources: s.Ext.ManagedResources})
-		controlTiers, _ := s.extenderTiers(neutral.URL)
-		control := runSession(t, s.Cluster(), controlTiers, s.Actions())
-		checkControl(t, s, ext, control, cmp)
+		abstaining, _ := s.extenderTiers(neutral.URL)
+		granting, _ := s.extenderTiers(startPermissive(t, neutral.URL))
+		checkControl(t, s, ext, cmp, map[string]func() Outcome{
+			"no plugin":              func() Outcome { return runSession(t, s.Cluster(), abstaining, s.Actions()) },
+			"every evictee a victim": func() Outcome { return runSession(t, s.Cluster(), granting, s.Actions()) },
+		})
 	}
 	d := cmp(inTree, ext)
 	if why, ok := s.KnownDifference[rel.Version]; ok {
