@@ -90,6 +90,37 @@ func itoa(n int) string {
 	return digits
 }
 
+// neutralCalderas are the controls' Calderas hosting no plugin, one per managedResources list,
+// started once per test binary (a start costs about a second) and stopped when Run ends.
+var (
+	neutralMu       sync.Mutex
+	neutralCalderas = map[string]*Caldera{}
+	runT            *testing.T
+)
+
+func neutralCaldera(t *testing.T, managed []string) string {
+	t.Helper()
+	neutralMu.Lock()
+	defer neutralMu.Unlock()
+	key := strings.Join(managed, ",")
+	if c, ok := neutralCalderas[key]; ok {
+		return c.URL
+	}
+	owner := runT
+	if owner == nil {
+		owner = t
+	}
+	c := startCaldera(owner, CalderaConfig{ManagedResources: managed})
+	neutralCalderas[key] = c
+	return c.URL
+}
+
+func forgetNeutralCalderas() {
+	neutralMu.Lock()
+	defer neutralMu.Unlock()
+	neutralCalderas = map[string]*Caldera{}
+}
+
 // startPermissive is the control's extender: every evictee of a preemptable or reclaimable
 // call is granted (Permit, victims echoed as received: the protection plugins removed), every
 // other verb forwarded to a Caldera that hosts no plugin (its neutral answer in the release's

@@ -112,6 +112,8 @@ var groups = []group{
 // listed in the log, not skipped one by one.
 func Run(t *testing.T, r *Release) {
 	rel = r
+	runT = t
+	t.Cleanup(func() { runT = nil; forgetNeutralCalderas() })
 	start := time.Now()
 	var absent []string
 	for _, g := range groups {

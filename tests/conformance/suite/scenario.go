@@ -117,9 +117,9 @@ func compare(t *testing.T, s Scenario) {
 	if _, known := s.KnownDifference[rel.Version]; !known {
 		entry, _ := s.extenderTiers("")
 		checkAnswered(t, s, rec, extenderArgs(entry))
-		neutral := startCaldera(t, CalderaConfig{ManagedResources: s.Ext.ManagedResources})
-		abstaining, _ := s.extenderTiers(neutral.URL)
-		granting, _ := s.extenderTiers(startPermissive(t, neutral.URL))
+		neutral := neutralCaldera(t, s.Ext.ManagedResources)
+		abstaining, _ := s.extenderTiers(neutral)
+		granting, _ := s.extenderTiers(startPermissive(t, neutral))
 		checkControl(t, s, ext, cmp, map[string]func() Outcome{
 			"no plugin":              func() Outcome { return runSession(t, s.Cluster(), abstaining, s.Actions()) },
 			"every evictee a victim": func() Outcome { return runSession(t, s.Cluster(), granting, s.Actions()) },
