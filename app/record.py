@@ -29,7 +29,7 @@ import os
 import queue
 import threading
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
@@ -101,13 +101,16 @@ class Recorder:
         )
 
     def _open_directory(self) -> None:
+        """An empty (or new) directory is recorded into; one already in use — the last start's
+        recording, after a container restart with the same emptyDir — gets a fresh
+        ``run-<UTC time>-<pid>`` subdirectory, so recordings are never mixed and a restart
+        never stops the sidecar from starting (``caldera replay DIR`` finds a single run)."""
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             if any(self.directory.iterdir()):
-                raise RecordError(
-                    f"record directory {self.directory} is not empty: give a new one, so"
-                    " recordings are never mixed"
-                )
+                stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+                self.directory = self.directory / f"run-{stamp}-{os.getpid()}"
+                self.directory.mkdir(mode=0o700)
             os.chmod(self.directory, 0o700)
         except OSError as exc:
             raise RecordError(f"record directory {self.directory}: {exc}") from None

@@ -72,6 +72,15 @@ def exchanges(directory: Path) -> list[Exchange]:
         raise ReplayError(f"{directory} is not a directory")
     sessions = sorted(p for p in directory.iterdir() if p.is_dir() and (p / INDEX).exists())
     if not sessions:
+        # serve --record into a directory already in use records into a run-* subdirectory.
+        runs = sorted(p for p in directory.glob("run-*") if any(p.glob(f"*/{INDEX}")))
+        if len(runs) > 1:
+            raise ReplayError(
+                f"{directory} holds {len(runs)} recordings (one per serve start): replay one of "
+                + ", ".join(str(run) for run in runs)
+            )
+        if runs:
+            return exchanges(runs[0])
         raise ReplayError(f"{directory} holds no recorded session (no */{INDEX})")
     found: list[Exchange] = []
     for session in sessions:

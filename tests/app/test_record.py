@@ -17,7 +17,7 @@ from app.cli import main
 from app.config import load_config
 from app.errors import CalderaError
 from app.extender import Extender
-from app.record import INDEX, Recorder, RecordError, RecordingExtender
+from app.record import INDEX, Recorder, RecordingExtender
 from app.replay import ReplayError, exchanges, render, replay
 from app.session import SessionManager
 
@@ -79,10 +79,17 @@ def test_layout_and_private_permissions(tmp_path: Path) -> None:
     assert json.loads((first / lines[2]["response"]).read_bytes())["verb"] == "predicate"
 
 
-def test_a_non_empty_directory_is_refused(tmp_path: Path) -> None:
+def test_a_directory_in_use_gets_a_fresh_run_subdirectory(tmp_path: Path) -> None:
+    """Issue 24: after a container restart the emptyDir still holds the last recording, and
+    refusing it made the sidecar crash-loop; each start now records beside it."""
     (tmp_path / "old").write_text("x")
-    with pytest.raises(RecordError, match="not empty"):
-        Recorder(tmp_path)
+    recorder = Recorder(tmp_path)
+    try:
+        assert recorder.directory.parent == tmp_path
+        assert recorder.directory.name.startswith("run-")
+        assert (tmp_path / "old").read_text() == "x"
+    finally:
+        recorder.close()
 
 
 def test_recording_stops_at_the_cap_with_a_warning(
@@ -184,3 +191,14 @@ def test_without_record_the_endpoints_call_the_extender_itself(tmp_path: Path) -
     endpoints = verb_endpoints(recording)
     assert endpoints and all(isinstance(e.extender, RecordingExtender) for e in endpoints)
     recorder.close()
+
+
+def test_replay_finds_the_one_run_of_a_directory_recorded_into_twice(tmp_path: Path) -> None:
+    from app.replay import ReplayError, exchanges
+
+    handwritten_recording(tmp_path / "rec" / "run-20261124T100000Z-1", CREATED, b'{"status":0}')
+    assert exchanges(tmp_path / "rec")
+    handwritten_recording(tmp_path / "rec" / "run-20261124T110000Z-2", CREATED, b'{"status":0}')
+    with pytest.raises(ReplayError, match="holds 2 recordings"):
+        exchanges(tmp_path / "rec")
+    assert exchanges(tmp_path / "rec" / "run-20261124T110000Z-2")

@@ -158,13 +158,20 @@ async def test_recording_stops_at_the_cap_and_serving_goes_on(
     assert verbs == ["onSessionOpen"]
 
 
-def test_a_non_empty_record_directory_is_a_configuration_error(tmp_path: Path) -> None:
-    (tmp_path / "old.json").write_text("{}")
+def test_an_unwritable_record_directory_is_a_configuration_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("{}")
     result = subprocess.run(
-        [*caldera_command(), "serve", "--port", str(free_port()), "--record", str(tmp_path)],
+        [
+            *caldera_command(),
+            "serve",
+            "--port",
+            str(free_port()),
+            "--record",
+            str(tmp_path / "file"),
+        ],
         capture_output=True,
         text=True,
         timeout=30,
     )
     assert result.returncode == 2
-    assert "not empty" in result.stderr
+    assert "record directory" in result.stderr
