@@ -19,7 +19,17 @@ async def healthz() -> Response:
     return json_response({"status": "ok"})
 
 
-@router.get("/readyz", summary="Readiness: configuration loaded, plugins built, data synced")
+@router.get(
+    "/readyz",
+    summary="Readiness: configuration loaded, plugins built, data synced, last snapshot taken",
+    responses={
+        503: {
+            "description": "Not ready: a plugin's data source has not synced, or the last"
+            " onSessionOpen snapshot was not taken (Volcano then schedules without Caldera's"
+            " plugins); the body says which"
+        }
+    },
+)
 async def readyz(request: Request) -> Response:
     state = request.app.state
     backgrounds: dict[str, Any] = {}

@@ -345,7 +345,7 @@ def test_create_background_default_is_kubernetes() -> None:
     background = PdbPlugin.create_background(Arguments({}, plugin="pdb"))
     assert isinstance(background, KubePdbSource)
     assert background.kubeconfig is None
-    assert background.describe()["config"] == "in-cluster"
+    assert background.describe()["config"].startswith("default (in a pod: its service account")
 
 
 def test_create_background_kubeconfig() -> None:

@@ -265,12 +265,17 @@ async def test_connection_dropped_mid_body_leaves_the_server_healthy(served: Ser
 
 
 async def test_every_error_is_logged_without_a_traceback(served: Served) -> None:
-    """None of the cases above is a Caldera bug: none may log an error or a traceback."""
+    """None of the cases above is a Caldera bug: none may log a traceback, nor an error — but
+    for an onSessionOpen not taken, which app/snapshot_health.py logs as the error it is for
+    Volcano's cycle (every plugin off), without a traceback."""
     entries = [
         json.loads(line) for line in served.server.log().splitlines() if line.startswith("{")
     ]
     assert entries, "the server logs JSON lines"
-    assert not [e for e in entries if e["level"] in ("error", "critical") or "exception" in e]
+    assert not [e for e in entries if "exception" in e]
+    errors = [e for e in entries if e["level"] in ("error", "critical")]
+    assert all(e["logger"] == "caldera.snapshot" for e in errors), errors
+    assert all("Volcano runs this scheduling cycle without" in e["message"] for e in errors)
 
 
 def junk_in_unread_keys(document: dict[str, Any]) -> dict[str, Any]:

@@ -181,10 +181,10 @@ func checkAnswered(t *testing.T, s Scenario, r *recorder, entry map[string]inter
 }
 
 // controlRuns bounds the control runs of one scenario. Without Caldera's scores Volcano picks
-// at random among tied nodes, so a control can match the Caldera run by chance (1 in 8 for
-// three pods on two nodes); a scenario equals its control only when every run does
-// ((1/8)^4 = 1 in 4,096 for that case).
-const controlRuns = 4
+// at random among tied nodes, so a control can match the Caldera run by chance (1 in 2 for one
+// pod on two nodes); a scenario equals its control only when every run does ((1/2)^6 = 1 in 64
+// for that worst case, 1 in 262,144 for three pods on two nodes).
+const controlRuns = 6
 
 // checkControl compares the Caldera run with two controls — Caldera hosting no plugin (every
 // verb's neutral answer: victim verbs abstain) and the same with every evictee granted as a

@@ -119,11 +119,16 @@ func compare(t *testing.T, s Scenario) {
 		checkAnswered(t, s, rec, extenderArgs(entry))
 		neutral := neutralCaldera(t, s.Ext.ManagedResources)
 		abstaining, _ := s.extenderTiers(neutral)
-		granting, _ := s.extenderTiers(startPermissive(t, neutral))
-		checkControl(t, s, ext, cmp, map[string]func() Outcome{
-			"no plugin":              func() Outcome { return runSession(t, s.Cluster(), abstaining, s.Actions()) },
-			"every evictee a victim": func() Outcome { return runSession(t, s.Cluster(), granting, s.Actions()) },
-		})
+		controls := map[string]func() Outcome{
+			"no plugin": func() Outcome { return runSession(t, s.Cluster(), abstaining, s.Actions()) },
+		}
+		args := extenderArgs(abstaining)
+		if _, preempt := args[verbPreemptable]; preempt || args[verbReclaimable] != nil {
+			// Only the victim verbs answer differently from "no plugin" in the granting control.
+			granting, _ := s.extenderTiers(startPermissive(t, neutral))
+			controls["every evictee a victim"] = func() Outcome { return runSession(t, s.Cluster(), granting, s.Actions()) }
+		}
+		checkControl(t, s, ext, cmp, controls)
 	}
 	d := cmp(inTree, ext)
 	if why, ok := s.KnownDifference[rel.Version]; ok {
