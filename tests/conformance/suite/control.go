@@ -16,6 +16,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -66,94 +67,11 @@ func (r *recorder) Answered() map[string]int {
 }
 
 func (r *recorder) String() string {
-	a := r.Answered()
-	keys := make([]string, 0, len(a))
-	for k := range a {
-		keys = append(keys, k)
+	counts := map[string]string{}
+	for verb, n := range r.Answered() {
+		counts[verb] = strconv.Itoa(n)
 	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, k+"="+itoa(a[k]))
-	}
-	return "{" + strings.Join(parts, " ") + "}"
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	digits := ""
-	for ; n > 0; n /= 10 {
-		digits = string(rune('0'+n%10)) + digits
-	}
-	return digits
-}
-
-// neutralCalderas are the controls' Calderas hosting no plugin, one per managedResources list,
-// started once per test binary (a start costs about a second) and stopped when Run ends.
-var (
-	neutralMu       sync.Mutex
-	neutralCalderas = map[string]*Caldera{}
-	runT            *testing.T
-)
-
-func neutralCaldera(t *testing.T, managed []string) string {
-	t.Helper()
-	neutralMu.Lock()
-	defer neutralMu.Unlock()
-	key := strings.Join(managed, ",")
-	if c, ok := neutralCalderas[key]; ok {
-		return c.URL
-	}
-	owner := runT
-	if owner == nil {
-		owner = t
-	}
-	c := startCaldera(owner, CalderaConfig{ManagedResources: managed})
-	neutralCalderas[key] = c
-	return c.URL
-}
-
-func forgetNeutralCalderas() {
-	neutralMu.Lock()
-	defer neutralMu.Unlock()
-	neutralCalderas = map[string]*Caldera{}
-}
-
-// startPermissive is the control's extender: every evictee of a preemptable or reclaimable
-// call is granted (Permit, victims echoed as received: the protection plugins removed), every
-// other verb forwarded to a Caldera that hosts no plugin (its neutral answer in the release's
-// dialect).
-func startPermissive(t *testing.T, neutral string) string {
-	t.Helper()
-	u, err := url.Parse(neutral)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(u)
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		verb := strings.TrimPrefix(req.URL.Path, "/")
-		if verb != "preemptable" && verb != "reclaimable" {
-			proxy.ServeHTTP(w, req)
-			return
-		}
-		var body struct {
-			Evictees json.RawMessage `json:"evictees"`
-		}
-		if err := json.NewDecoder(req.Body).Decode(&body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		victims := body.Evictees
-		if len(victims) == 0 {
-			victims = json.RawMessage("[]")
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(append(append([]byte(`{"status":1,"victims":`), victims...), '}'))
-	}))
-	t.Cleanup(server.Close)
-	return server.URL
+	return sortedMap(counts)
 }
 
 // hookVerbs are the verbs that carry a plugin's decision (not the session's lifecycle).
