@@ -74,6 +74,72 @@ func (r *recorder) String() string {
 	return sortedMap(counts)
 }
 
+// neutralCalderas are the controls' Calderas hosting no plugin, one per managedResources list,
+// started once per test binary (a start costs about a second) and stopped when Run ends.
+var (
+	neutralMu       sync.Mutex
+	neutralCalderas = map[string]*Caldera{}
+	runT            *testing.T
+)
+
+func neutralCaldera(t *testing.T, managed []string) string {
+	t.Helper()
+	neutralMu.Lock()
+	defer neutralMu.Unlock()
+	key := strings.Join(managed, ",")
+	if c, ok := neutralCalderas[key]; ok {
+		return c.URL
+	}
+	owner := runT
+	if owner == nil {
+		owner = t
+	}
+	c := startCaldera(owner, CalderaConfig{ManagedResources: managed})
+	neutralCalderas[key] = c
+	return c.URL
+}
+
+func forgetNeutralCalderas() {
+	neutralMu.Lock()
+	defer neutralMu.Unlock()
+	neutralCalderas = map[string]*Caldera{}
+}
+
+// startPermissive is the control's extender: every evictee of a preemptable or reclaimable
+// call is granted (Permit, victims echoed as received: the protection plugins removed), every
+// other verb forwarded to a Caldera that hosts no plugin (its neutral answer in the release's
+// dialect).
+func startPermissive(t *testing.T, neutral string) string {
+	t.Helper()
+	u, err := url.Parse(neutral)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		verb := strings.TrimPrefix(req.URL.Path, "/")
+		if verb != "preemptable" && verb != "reclaimable" {
+			proxy.ServeHTTP(w, req)
+			return
+		}
+		var body struct {
+			Evictees json.RawMessage `json:"evictees"`
+		}
+		if err := json.NewDecoder(req.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		victims := body.Evictees
+		if len(victims) == 0 {
+			victims = json.RawMessage("[]")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(append(append([]byte(`{"status":1,"victims":`), victims...), '}'))
+	}))
+	t.Cleanup(server.Close)
+	return server.URL
+}
+
 // hookVerbs are the verbs that carry a plugin's decision (not the session's lifecycle).
 func hookVerbs(answered map[string]int) int {
 	n := 0
