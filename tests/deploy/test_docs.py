@@ -89,3 +89,27 @@ async def test_the_readmes_curl_block_runs_and_answers_as_commented(tmp_path: Pa
                 assert json.loads(result.stdout) == json.loads(comment), (line, result.stdout)
     finally:
         await server.stop()
+
+
+def test_the_guides_extraction_commands_write_the_configmaps_data(tmp_path: Path) -> None:
+    """Issue 24: the guide's `yq` commands needed mikefarah's yq v4 (Debian's `yq` writes a
+    JSON-quoted string into the ConfigMap). They are Python one-liners with PyYAML, which
+    Caldera's own install brings; each writes exactly the ConfigMap's data entry."""
+    import shlex
+    import subprocess
+    import sys
+
+    text = GUIDES[0].read_text()
+    commands = [
+        line for line in text.splitlines() if line.startswith("python3 -c 'import sys, yaml")
+    ]
+    assert len(commands) == 2
+    for line in commands:
+        command, _, target = line.rpartition(" > ")
+        argv = shlex.split(command)
+        argv[0] = sys.executable
+        result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=True)
+        manifest, key = argv[-2], argv[-1]
+        expected = yaml.safe_load((ROOT / manifest).read_text())["data"][key]
+        assert result.stdout == expected, target
+        assert yaml.safe_load(result.stdout), "the data entry is YAML, not a quoted string"
