@@ -3,10 +3,9 @@ of the README's example plugin, install it, and serve it from a real ``caldera s
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import importlib.util
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -27,25 +26,30 @@ def readme_example() -> str:
     return match.group(1)
 
 
+def guide_pyproject() -> str:
+    """The plugin-author guide's own pyproject.toml (its "Publishing a plugin" section)."""
+    text = (ROOT / "docs" / "plugin-author-guide.md").read_text()
+    section = text[text.index("## Publishing a plugin") :]
+    match = re.search(r"```toml\n(.*?)```", section, re.S)
+    assert match, "the guide lost its pyproject.toml"
+    return match.group(1)
+
+
 def build_wheel(directory: Path) -> Path:
-    """A pure-Python wheel, as any build backend would produce for the README's pyproject."""
-    info = f"{DIST}-0.1.0.dist-info"
-    files = {
-        f"{DIST}.py": readme_example(),
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {DIST}\nVersion: 0.1.0\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-        "Tag: py3-none-any\n",
-        f"{info}/entry_points.txt": f"[caldera.plugins]\ngpu-model = {DIST}:GpuModel\n",
-    }
-    record = []
-    for name, content in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(content.encode()).digest()).rstrip(b"=")
-        record.append(f"{name},sha256={digest.decode()},{len(content.encode())}")
-    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
-    wheel = directory / f"{DIST}-0.1.0-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for name, content in files.items():
-            archive.writestr(name, content)
+    """The guide's pyproject and the README's module, built as a plugin author would (uv
+    build; its cache holds hatchling, with which Caldera itself was built)."""
+    source = directory / "src"
+    source.mkdir()
+    (source / "pyproject.toml").write_text(guide_pyproject())
+    (source / f"{DIST}.py").write_text(readme_example())
+    uv = shutil.which("uv")
+    assert uv, "uv builds the wheel (the README's test command installs it)"
+    subprocess.run(
+        [uv, "build", "--wheel", "--out-dir", str(directory), str(source)],
+        check=True,
+        capture_output=True,
+    )
+    [wheel] = directory.glob(f"{DIST}-0.1.0-*.whl")
     return wheel
 
 
