@@ -180,6 +180,7 @@ def create_app(
     }
     answers = extender if recorder is None else RecordingExtender(extender, recorder)
     app.state.snapshot = SnapshotHealth(clock, metrics_.snapshot_taken.set)
+    metrics_.snapshot_expected.set(1 if extender.snapshot_bound else 0)
     routes = verb_routes(answers, metrics_, config.body_limit, body_timeout, app.state.snapshot)
     app.router.routes.extend(routes)
     app.verb_endpoints = {route.path: route.app for route in routes}

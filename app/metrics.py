@@ -113,6 +113,12 @@ class Metrics:
             " none is kept): part of the RSS between scheduling cycles.",
             registry=r,
         )
+        self.snapshot_expected = Gauge(
+            "caldera_snapshot_expected",
+            "1 when a configured plugin reads the onSessionOpen snapshot, so Volcano is expected"
+            " to open a session every scheduling period; 0 when none does (no onSessionOpen verb).",
+            registry=r,
+        )
         self.snapshot_taken = Gauge(
             "caldera_snapshot_taken",
             "1 when the last onSessionOpen snapshot was taken (or none has come yet); 0 when it"

@@ -67,3 +67,23 @@ def test_the_changelog_names_every_stable_option_and_the_current_version() -> No
                 assert listed in text, (name, option)
     for key in CalderaConfig.model_fields:
         assert f"`{key}`" in text, key
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ("tiers: [{plugins: [{name: overcommit}]}]\n", 1.0),
+        ("tiers: [{plugins: [{name: sla}]}]\n", 0.0),
+    ],
+    ids=["overcommit reads the snapshot", "sla reads only the job"],
+)
+def test_snapshot_expected_says_whether_sessions_should_open(
+    tmp_path, config: str, expected: float
+) -> None:
+    """Issue 24: CalderaNoSessionOpened fired forever for a configuration with no
+    snapshot-bound plugin; the alert now requires caldera_snapshot_expected == 1."""
+    path = tmp_path / "caldera.yaml"
+    path.write_text(config)
+    with TestClient(create_app(load_config(str(path)))) as client:
+        metrics = client.get("/metrics").text
+    assert f"caldera_snapshot_expected {expected}" in metrics
