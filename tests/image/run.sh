@@ -101,8 +101,12 @@ check_listeners() {  # health-URL exec-prefix...
     code=$(curl -s -o /dev/null -w '%{http_code}' "$url$path")
     [ "$code" = 200 ] || fail "$path on the health listener: $code"
   done
-  curl -fsS "$url/readyz" | grep -q '"version"' || fail "/readyz has no version"
-  curl -fsS "$url/metrics" | grep -q '^caldera_build_info' || fail "/metrics has no caldera_build_info"
+  # Read each answer whole before searching it: `curl | grep -q` under pipefail fails whenever
+  # grep stops reading early and curl then gets SIGPIPE.
+  ready=$(curl -fsS "$url/readyz") || fail "/readyz did not answer"
+  grep -q '"version"' <<<"$ready" || fail "/readyz has no version"
+  metrics=$(curl -fsS "$url/metrics") || fail "/metrics did not answer"
+  grep -q '^caldera_build_info' <<<"$metrics" || fail "/metrics has no caldera_build_info"
   answer=$(verb_inside "$@") || fail "onSessionOpen on the verb listener failed"
   [ "$answer" = "200 {}" ] || fail "onSessionOpen answered: $answer"
   code=$(curl -s -o /dev/null -w '%{http_code}' -XPOST --data-binary "@$fixture" "$url/onSessionOpen")
@@ -187,7 +191,8 @@ docker run -d --name "$name" --read-only --user 10001:10001 --cap-drop ALL \
   "$image-gpu-model" serve --config /etc/caldera/caldera.yaml --host 127.0.0.1 --port 8090 \
   --health-host 0.0.0.0 --health-port 8091 >/dev/null
 wait_health "http://127.0.0.1:$port" || { docker logs "$name" >&2; fail "plugin image: no /healthz"; }
-curl -fsS "http://127.0.0.1:$port/readyz" | grep -q '"gpu-model"' || fail "the plugin is not served"
+ready=$(curl -fsS "http://127.0.0.1:$port/readyz") || fail "plugin image: /readyz did not answer"
+grep -q '"gpu-model"' <<<"$ready" || fail "the plugin is not served"
 docker stop -t 10 "$name" >/dev/null
 echo "the derived image serves gpu-model"
 
