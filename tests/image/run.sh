@@ -123,8 +123,11 @@ check_listeners() {  # health-URL exec-prefix...
     code=$(curl -s -o /dev/null -w '%{http_code}' "$url$path")
     [ "$code" = 200 ] || fail "$path on the health listener: $code"
   done
-  curl -fsS "$url/readyz" | grep -q '"version"' || fail "/readyz has no version"
-  curl -fsS "$url/metrics" | grep -q '^caldera_build_info' || fail "/metrics has no caldera_build_info"
+  # Read whole, then searched: `curl | grep -q` fails under pipefail when grep stops reading early.
+  body=$(curl -fsS "$url/readyz") || fail "/readyz: no answer"
+  grep -q '"version"' <<<"$body" || fail "/readyz has no version: $body"
+  body=$(curl -fsS "$url/metrics") || fail "/metrics: no answer"
+  grep -q '^caldera_build_info' <<<"$body" || fail "/metrics has no caldera_build_info"
   answer=$(verb_inside "$@") || fail "onSessionOpen on the verb listener failed"
   [ "$answer" = "200 {}" ] || fail "onSessionOpen answered: $answer"
   code=$(curl -s -o /dev/null -w '%{http_code}' -XPOST --data-binary "@$fixture" "$url/onSessionOpen")
@@ -213,7 +216,8 @@ docker run -d --name "$name" --read-only --user 10001:10001 --cap-drop ALL \
   "$image-gpu-model" serve --config /etc/caldera/caldera.yaml --host 127.0.0.1 --port 8090 \
   --health-host 0.0.0.0 --health-port 8091 >/dev/null
 wait_health "http://127.0.0.1:$port" || { docker logs "$name" >&2; fail "plugin image: no /healthz"; }
-curl -fsS "http://127.0.0.1:$port/readyz" | grep -q '"gpu-model"' || fail "the plugin is not served"
+body=$(curl -fsS "http://127.0.0.1:$port/readyz") || fail "plugin image: /readyz: no answer"
+grep -q '"gpu-model"' <<<"$body" || fail "the plugin is not served: $body"
 # Its predicate decides: a pod asking for an H100 does not fit a node labelled A100.
 answer=$(post_inside predicate docker exec -i "$name" <<'JSON'
 {"task": {"UID": "t1", "Name": "p", "Namespace": "ns",
