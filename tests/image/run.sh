@@ -236,4 +236,4 @@ else
   step "7. end to end with Caldera from the image"
   CALDERA_E2E_IMAGE="$image" "$root/tests/e2e/run.sh" -run 'TestE2E/(placement|preemption|admission|restart)$'
 fi
-step "image test passed in $((SECONDS - t0)) s"
+printf '    (step: %d s)\n\nimage test passed in %d s\n' $((SECONDS - t_step)) $((SECONDS - t0))
