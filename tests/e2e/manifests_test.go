@@ -29,7 +29,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-const kustomizeModule = "sigs.k8s.io/kustomize/kustomize/v5@v5.8.0"
+const (
+	kustomizeModule  = "sigs.k8s.io/kustomize/kustomize/v5@" + kustomizeVersion
+	kustomizeVersion = "v5.8.0"
+)
 
 // volcanoRaw is how an overlay names its release's manifest; the test hands kustomize the same
 // file from the published volcano.sh/volcano module of that tag (no network beyond the module
@@ -38,10 +41,12 @@ var volcanoRaw = regexp.MustCompile(`https://raw\.githubusercontent\.com/volcano
 
 func testManifests(t *testing.T, c *Cluster) {
 	ctx := context.Background()
-	kustomize := filepath.Join(c.BinDir, "kustomize")
+	// One directory per pinned version, so a new pin is built rather than an old binary reused.
+	gobin := filepath.Join(c.BinDir, "kustomize-"+kustomizeVersion)
+	kustomize := filepath.Join(gobin, "kustomize")
 	if _, err := os.Stat(kustomize); err != nil {
 		cmd := exec.Command("go", "install", kustomizeModule)
-		cmd.Env = append(os.Environ(), "GOBIN="+c.BinDir, "GOFLAGS=-mod=mod")
+		cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOFLAGS=-mod=mod")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go install %s: %v\n%s", kustomizeModule, err, out)
 		}
