@@ -1,19 +1,19 @@
-"""deploy/kubernetes: render the overlay, then check what Volcano and the kubelet will see
-against the code — the extender entry against `caldera volcano-config` for the same
-configuration, the probe paths against the app's routes, the port against vc-scheduler's own.
+"""deploy/kubernetes: render every overlay (one per Volcano release, and each native-sidecar one
+also with the plain-container component, the documented variant for Kubernetes before 1.29),
+then check what Volcano and the kubelet will see against the code — the extender entry against
+`caldera volcano-config` for the same configuration, the scheduler conf against the release's own
+default, the probe paths against the app's routes, the port against vc-scheduler's own.
 
-The rendering is tests/deploy/kustomize.py's, and the real kustomize (built from its Go module)
-must agree with it; tests/e2e's manifests scenario applies the rendering to a real API server
-with a server-side dry run.
-The overlay's Volcano manifest is a URL at the release tag; the test reads the same file from
-the published Go module of that release (`go mod download`), so nothing of Volcano is copied
-into the repository and the test needs no network beyond the module proxy."""
+The rendering is the real kustomize's (tests/deploy/kustomize.py, built from its Go module);
+tests/e2e's manifests scenario applies the same renderings to a real API server with a
+server-side dry run. An overlay's Volcano manifest is a URL at the release tag; the test reads
+the same file from the published Go module of that release (`go mod download`), so nothing of
+Volcano is copied into the repository and the test needs no network beyond the module proxy."""
 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +23,91 @@ import yaml
 from app.cli import main
 from app.config import load_config
 from app.main import create_app
-from tests.deploy.kustomize import Document, load_documents, render
-from tests.deploy.upstream import kustomize_binary, volcano_file
+from tests.deploy.kustomize import Document, load_documents, overlay_urls, render
+from tests.deploy.upstream import volcano_file
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES = ROOT / "deploy" / "kubernetes"
 OVERLAY = KUBERNETES / "volcano-v1.15.1"
-VC_SCHEDULER_PORTS = {8080, 11251}
-"""vc-scheduler's --listen-address (metrics) and --healthz-address defaults in v1.15.1
-(cmd/scheduler/app/options/options.go); the sidecar shares the pod's network namespace."""
+"""The overlay the README and the operator guide walk through."""
+PLAIN = "plain-container"
+"""The component that makes Caldera an ordinary container (no native sidecars before 1.29)."""
+LAST_KUBERNETES = {
+    "1.7": (1, 28),
+    "1.8": (1, 28),
+    "1.10": (1, 30),
+    "1.14": (1, 34),
+    "1.15": (1, 35),
+}
+"""The newest Kubernetes each release supports, from the compatibility tables of Volcano's
+READMEs (v1.10.0's for 1.7 and 1.8, v1.15.1's for the others)."""
+
+
+def release_of(overlay: Path) -> str:
+    """volcano-v1.15.1 -> 1.15, the volcanoVersion that overlay must configure."""
+    match = re.fullmatch(r"volcano-v(\d+)\.(\d+)\.\d+", overlay.name)
+    assert match, overlay
+    return f"{match[1]}.{match[2]}"
+
+
+OVERLAYS = sorted(
+    KUBERNETES.glob("volcano-v*"), key=lambda o: tuple(map(int, release_of(o).split(".")))
+)
+
+
+def own_components(overlay: Path) -> list[str]:
+    kustomization = yaml.safe_load((overlay / "kustomization.yaml").read_text())
+    return [Path(c).name for c in kustomization.get("components", [])]
+
+
+@dataclass(frozen=True)
+class Variant:
+    overlay: Path
+    components: tuple[str, ...] = ()
+
+    @property
+    def release(self) -> str:
+        return release_of(self.overlay)
+
+    @property
+    def plain(self) -> bool:
+        return PLAIN in self.components or PLAIN in own_components(self.overlay)
+
+    def __str__(self) -> str:
+        return "+".join([self.overlay.name, *self.components])
+
+
+VARIANTS = [Variant(o) for o in OVERLAYS] + [
+    Variant(o, (PLAIN,)) for o in OVERLAYS if PLAIN not in own_components(o)
+]
+
+
+@pytest.fixture(scope="module", params=VARIANTS, ids=str)
+def variant(request: pytest.FixtureRequest) -> Variant:
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def documents(variant: Variant) -> list[Document]:
+    return render(variant.overlay, volcano_file, variant.components)
+
+
+def upstream(variant: Variant) -> list[Document]:
+    """The release's own manifest, as the overlay names it."""
+    [url] = overlay_urls(variant.overlay)
+    return load_documents(volcano_file(url))
+
+
+def vc_scheduler_ports(variant: Variant) -> set[int]:
+    """vc-scheduler's --listen-address (metrics) and --healthz-address defaults, read from the
+    release's cmd/scheduler/app/options/options.go; the sidecar shares the pod's network
+    namespace."""
+    [url] = overlay_urls(variant.overlay)
+    module = volcano_file(url).parents[1]
+    options = (module / "cmd" / "scheduler" / "app" / "options" / "options.go").read_text()
+    found = re.findall(r'default(?:Listen|Healthz)Address\s*=\s*":(\d+)"', options)
+    assert len(found) == 2, "vc-scheduler's default addresses moved: update this test"
+    return {int(port) for port in found}
 
 
 SCHEDULER_OBJECTS = [
@@ -47,16 +123,6 @@ CALDERA_OBJECTS = [
     ("ClusterRole", "caldera-pdb-reader"),
     ("ClusterRoleBinding", "caldera-pdb-reader"),
 ]
-
-
-def overlay_urls() -> list[str]:
-    kustomization = yaml.safe_load((OVERLAY / "kustomization.yaml").read_text())
-    return [r for r in kustomization["resources"] if r.startswith("https://")]
-
-
-@pytest.fixture(scope="module")
-def documents() -> list[Document]:
-    return render(OVERLAY, volcano_file)
 
 
 def find(documents: list[Document], kind: str, name: str) -> Document:
@@ -114,20 +180,20 @@ def test_every_document_parses_with_the_expected_kinds_and_names(
             assert document["metadata"]["namespace"] == "volcano-system"
 
 
-def test_sidecar_sits_beside_the_unchanged_scheduler(documents: list[Document]) -> None:
+def test_sidecar_sits_beside_the_unchanged_scheduler(
+    variant: Variant, documents: list[Document]
+) -> None:
     deployment = find(documents, "Deployment", "volcano-scheduler")
-    [url] = overlay_urls()
-    upstream = next(
-        d
-        for d in load_documents(volcano_file(url))
-        if d["kind"] == "Deployment" and d["metadata"]["name"] == "volcano-scheduler"
-    )
+    original = find(upstream(variant), "Deployment", "volcano-scheduler")
     scheduler = container(deployment, "volcano-scheduler")
-    assert scheduler == upstream["spec"]["template"]["spec"]["containers"][0]
+    assert scheduler == original["spec"]["template"]["spec"]["containers"][0]
     pod = deployment["spec"]["template"]
     names = [c["name"] for c in pod["spec"]["containers"]]
-    assert names == ["volcano-scheduler"]
-    assert [c["name"] for c in pod["spec"]["initContainers"]] == ["caldera"]
+    inits = [c["name"] for c in pod["spec"].get("initContainers", [])]
+    if variant.plain:
+        assert (names, inits) == (["volcano-scheduler", "caldera"], [])
+    else:
+        assert (names, inits) == (["volcano-scheduler"], ["caldera"])
     assert pod["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"] == (
         "volcano-scheduler"
     )
@@ -138,12 +204,12 @@ def test_sidecar_sits_beside_the_unchanged_scheduler(documents: list[Document]) 
     assert "--scheduler-conf=/volcano.scheduler/volcano-scheduler.conf" in scheduler["args"]
 
 
-def test_caldera_port_probes_and_config_mount(documents: list[Document]) -> None:
+def test_caldera_port_probes_and_config_mount(variant: Variant, documents: list[Document]) -> None:
     deployment = find(documents, "Deployment", "volcano-scheduler")
     caldera = container(deployment, "caldera")
     args = caldera_args(deployment)
     port, health_port = int(args["--port"]), int(args["--health-port"])
-    assert not {port, health_port} & VC_SCHEDULER_PORTS
+    assert not {port, health_port} & vc_scheduler_ports(variant)
     assert args["--host"] == "127.0.0.1", "the verbs stay on the pod's loopback"
     assert args["--health-host"] == "0.0.0.0", "the kubelet probes the pod IP, not loopback"
     [named] = caldera["ports"]
@@ -219,12 +285,12 @@ def test_rbac_grants_the_pod_list_and_watch_on_pdbs_and_nothing_more(
 
 
 def test_caldera_configuration_is_valid_and_uses_the_kubernetes_pdb_source(
-    documents: list[Document], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    variant: Variant, documents: list[Document], tmp_path: Path
 ) -> None:
     path = caldera_config_file(documents, tmp_path)
     assert main(["check-config", str(path)]) == 0
     config = load_config(str(path))
-    assert config.release.name == "1.15", "the overlay installs Volcano v1.15.1"
+    assert config.release.name == variant.release, f"the overlay installs Volcano {variant}"
     [pdb] = [o for o in config.plugin_options() if o.name == "pdb"]
     assert pdb.arguments.get("source") == "kubernetes"
 
@@ -263,45 +329,86 @@ def test_the_hosted_plugins_left_volcanos_tiers_and_victim_actions_run(
     assert first_tier[-1] == "extender", "victim voters share the first tier, extender last"
 
 
-def test_kustomize_renders_the_same(documents: list[Document], tmp_path: Path) -> None:
-    """The real kustomize (built from its Go module, tests/deploy/upstream.py) renders the
-    overlay exactly as tests/deploy/kustomize.py does, so every check above holds for what
-    `kubectl apply -k` applies."""
-    # kustomize would fetch the URL; give it the same file locally instead.
-    local = tmp_path / "kubernetes"
-    shutil.copytree(KUBERNETES, local)
-    overlay = local / OVERLAY.name
-    text = (overlay / "kustomization.yaml").read_text()
-    for index, url in enumerate(overlay_urls()):
-        name = f"upstream-{index}.yaml"
-        shutil.copy(volcano_file(url), overlay / name)
-        text = text.replace(url, name)
-    (overlay / "kustomization.yaml").write_text(text)
-    result = subprocess.run(
-        [str(kustomize_binary()), "build", str(overlay)], capture_output=True, text=True, check=True
+def test_the_scheduler_conf_is_the_releases_default_with_the_hosted_plugins_handed_over(
+    variant: Variant, documents: list[Document], tmp_path: Path
+) -> None:
+    """Each overlay's volcano-scheduler.conf is its release's own default (from that release's
+    manifest: v1.10.0's queue plugin is capacity, the others' proportion) with exactly the
+    documented changes: the plugins Caldera hosts leave their tiers (priority stays for ordering,
+    with enablePreemptable false), the extender entry ends the first tier, and preempt and
+    reclaim run after allocate."""
+    conf, entry = extender_entry(documents)
+    original = yaml.safe_load(
+        find(upstream(variant), "ConfigMap", "volcano-scheduler-configmap")["data"][
+            "volcano-scheduler.conf"
+        ]
     )
-    rendered = [d for d in yaml.safe_load_all(result.stdout) if d]
+    hosted = {
+        o.name for o in load_config(str(caldera_config_file(documents, tmp_path))).plugin_options()
+    }
+    tiers = []
+    for tier in original["tiers"]:
+        plugins = []
+        for plugin in tier["plugins"]:
+            if plugin["name"] == "priority":
+                plugins.append({**plugin, "enablePreemptable": False})
+            elif plugin["name"] not in hosted:
+                plugins.append(plugin)
+        tiers.append({"plugins": plugins})
+    tiers[0]["plugins"].append(entry)
+    assert conf["tiers"] == tiers
+    actions = [a.strip() for a in original["actions"].split(",")]
+    at = actions.index("allocate") + 1
+    assert [a.strip() for a in conf["actions"].split(",")] == [
+        *actions[:at],
+        "preempt",
+        "reclaim",
+        *actions[at:],
+    ]
 
-    def key(d: Document) -> tuple[str, str]:
-        return d["kind"], d["metadata"]["name"]
 
-    assert sorted(rendered, key=key) == sorted(documents, key=key)
-
-
-def test_caldera_is_a_native_sidecar_that_gates_the_scheduler_start(
-    documents: list[Document],
+def test_caldera_gates_the_scheduler_start_or_is_the_documented_plain_container(
+    variant: Variant, documents: list[Document]
 ) -> None:
     """Issue 27 item 2: an init container with restartPolicy Always (Kubernetes 1.29+) starts
     before vc-scheduler and must pass its startupProbe on /readyz (the health listener) first,
-    so the scheduler's first session finds Caldera answering."""
-    pod = find(documents, "Deployment", "volcano-scheduler")["spec"]["template"]["spec"]
-    [caldera] = pod["initContainers"]
-    assert caldera["name"] == "caldera" and caldera["restartPolicy"] == "Always"
+    so the scheduler's first session finds Caldera answering. The plain-container variant (for
+    older clusters) is the same container among the pod's containers, without restartPolicy and
+    startupProbe, its liveness and readiness probes kept."""
+    deployment = find(documents, "Deployment", "volcano-scheduler")
+    pod = deployment["spec"]["template"]["spec"]
+    caldera = container(deployment, "caldera")
+    assert caldera["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert caldera["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    if variant.plain:
+        assert caldera in pod["containers"] and not pod.get("initContainers")
+        assert "restartPolicy" not in caldera and "startupProbe" not in caldera
+        return
+    [sidecar] = pod["initContainers"]
+    assert sidecar is caldera and caldera["restartPolicy"] == "Always"
     startup = caldera["startupProbe"]["httpGet"]
     assert startup["path"] == "/readyz"
     ports = {p["name"]: p["containerPort"] for p in caldera["ports"]}
-    health = int(caldera_args(find(documents, "Deployment", "volcano-scheduler"))["--health-port"])
+    health = int(caldera_args(deployment)["--health-port"])
     assert ports.get(startup["port"], startup["port"]) == health
     assert (
         caldera["startupProbe"]["failureThreshold"] * caldera["startupProbe"]["periodSeconds"] >= 60
     )
+
+
+def test_a_release_without_native_sidecar_clusters_gets_the_plain_container() -> None:
+    """Native sidecars need Kubernetes 1.29: the overlay of a release whose supported Kubernetes
+    versions end before that (Volcano 1.8: up to 1.28) runs Caldera as a plain container; the
+    others run the native sidecar and document the plain variant for older clusters."""
+    for overlay in OVERLAYS:
+        release = release_of(overlay)
+        assert release in LAST_KUBERNETES, f"{overlay.name}: add its Kubernetes range"
+        plain = PLAIN in own_components(overlay)
+        assert plain == (LAST_KUBERNETES[release] < (1, 29)), overlay.name
+        assert own_components(overlay)[0] == "sidecar", "plain-container patches the sidecar"
+
+
+def test_every_release_overlay_names_its_own_manifest() -> None:
+    for overlay in OVERLAYS:
+        [url] = overlay_urls(overlay)
+        assert f"/{overlay.name.removeprefix('volcano-')}/installer/volcano-development.yaml" in url

@@ -41,12 +41,12 @@ api module it needs, v0.21.0, is served)."""
 
 @functools.cache
 def kustomize_binary() -> Path:
-    """The kustomize binary, built once into tests/deploy/.bin (Go's build cache makes a
-    rebuild a link step)."""
-    target = Path(__file__).resolve().parent / ".bin"
+    """The kustomize binary, built once into tests/deploy/.bin/kustomize-<version> (a new pin
+    gets a new directory; Go's build cache makes a rebuild a link step)."""
+    target = Path(__file__).resolve().parent / ".bin" / f"kustomize-{KUSTOMIZE.rpartition('@')[2]}"
     binary = target / "kustomize"
     if not binary.exists():
-        target.mkdir(exist_ok=True)
+        target.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             ["go", "install", KUSTOMIZE],
             env={**os.environ, "GOBIN": str(target), "GOFLAGS": "-mod=mod"},

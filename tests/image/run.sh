@@ -3,8 +3,9 @@
 #
 #  1. a Docker engine: started (dockerd, Debian's docker.io, installed when missing) unless one
 #     answers;
-#  2. a base: python:3.11-slim when the engine has it, else a Debian bookworm base bootstrapped
-#     from Debian's packages (mmdebstrap, docker import) — no container registry is needed;
+#  2. a base: python:3.11-slim when the engine has it or can pull it, else a Debian bookworm base
+#     bootstrapped from Debian's packages (mmdebstrap, docker import; kept by the engine, so
+#     only the first run pays for it) — no container registry is needed;
 #  3. the image, from a copy of the tracked files (the Dockerfile's BASE build argument; the
 #     machine's CA bundle as extra-ca.pem for the build's downloads);
 #  4. run as the manifests run it (user 10001, read-only root filesystem, every capability
@@ -16,8 +17,11 @@
 #  6. a derived image with a third-party plugin (docs/plugin-author-guide.md, "In the container
 #     image"), serving it;
 #  7. the end-to-end scenarios with Caldera running from the image (CALDERA_E2E_IMAGE).
-# Any failed step exits non-zero. Environment: CALDERA_IMAGE (default caldera:test),
-# CALDERA_IMAGE_BASE (a base image to use instead of the choice of step 2).
+# Exit status: 0 when every step passed; 77 when no Docker engine answers and none can be started
+# here (not root, or dockerd installed but failing: its log is printed), which .ci/run reports
+# as not run; 1 for any failed build or check. Each step prints its duration.
+# Environment: CALDERA_IMAGE (default caldera:test), CALDERA_IMAGE_BASE (a base image to use
+# instead of the choice of step 2).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -33,37 +37,53 @@ cleanup() {
 }
 trap cleanup EXIT
 t0=$SECONDS
-step() { printf '\n--- %s (%d s)\n' "$*" $((SECONDS - t0)); }
+t_step=""
+step() {  # the previous step's duration, then the next step's title
+  [ -z "$t_step" ] || printf '    (step: %d s)\n' $((SECONDS - t_step))
+  printf '\n--- %s (at %d s)\n' "$*" $((SECONDS - t0))
+  t_step=$SECONDS
+}
 fail() { echo "image test: $*" >&2; exit 1; }
+no_engine() { echo "image test: no Docker engine: $*" >&2; exit 77; }
 export DOCKER_BUILDKIT=0  # the machine's client may have no buildx; the legacy builder suffices
 
 step "1. Docker engine"
 if ! docker info >/dev/null 2>&1; then
-  if ! command -v dockerd >/dev/null 2>&1; then
-    apt-get update -q >/dev/null 2>&1
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io >/dev/null 2>&1
+  [ "$(id -u)" = 0 ] || no_engine "none answers, and starting dockerd needs root"
+  if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; then
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io; } \
+      >"$work/apt.log" 2>&1 || { tail -5 "$work/apt.log" >&2; no_engine "docker.io does not install"; }
   fi
-  nohup dockerd >"$work/dockerd.log" 2>&1 &
+  # Started for this and later runs (the engine keeps the base and the build cache); its log
+  # outlives this script.
+  dockerd_log=${TMPDIR:-/tmp}/caldera-dockerd.log
+  setsid nohup dockerd >"$dockerd_log" 2>&1 </dev/null &
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
-  docker info >/dev/null 2>&1 || { tail -20 "$work/dockerd.log" >&2; fail "dockerd did not start"; }
+  docker info >/dev/null 2>&1 || { tail -20 "$dockerd_log" >&2; no_engine "dockerd did not start (log: $dockerd_log)"; }
+  echo "dockerd started (log: $dockerd_log)"
 fi
 docker version --format 'engine {{.Server.Version}}'
 
 step "2. base image"
 base=${CALDERA_IMAGE_BASE:-}
 if [ -z "$base" ]; then
-  if docker image inspect python:3.11-slim >/dev/null 2>&1; then
+  if docker image inspect python:3.11-slim >/dev/null 2>&1 \
+    || timeout 300 docker pull -q python:3.11-slim >"$work/pull.log" 2>&1; then
     base=python:3.11-slim
   else
+    echo "python:3.11-slim: not present and not pullable ($(tail -1 "$work/pull.log"))"
     base=caldera-base:bookworm
-    if ! docker image inspect "$base" >/dev/null 2>&1; then
+    if docker image inspect "$base" >/dev/null 2>&1; then
+      echo "$base: bootstrapped by an earlier run, kept by the engine"
+    else
       if ! command -v mmdebstrap >/dev/null 2>&1; then
-        apt-get update -q >/dev/null 2>&1
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q mmdebstrap >/dev/null 2>&1
+        { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q mmdebstrap; } \
+          >"$work/apt.log" 2>&1 || { tail -5 "$work/apt.log" >&2; fail "mmdebstrap does not install"; }
       fi
+      echo "bootstrapping $base from Debian's packages (mmdebstrap)"
       mmdebstrap --quiet --variant=minbase --include=python3,python3-venv,ca-certificates \
-        bookworm "$work/base.tar" http://deb.debian.org/debian
-      docker import "$work/base.tar" "$base" >/dev/null
+        bookworm "$work/base.tar" http://deb.debian.org/debian || fail "mmdebstrap failed"
+      docker import "$work/base.tar" "$base" >/dev/null || fail "docker import failed"
       rm -f "$work/base.tar"
     fi
   fi
@@ -88,25 +108,26 @@ wait_health() {  # URL
   return 1
 }
 fixture="$root/tests/fixtures/volcano-1.15/onSessionOpen.request.json"
-# A verb posted from inside the container to its loopback verb listener.
-verb_inside() {  # exec-prefix...
+# A verb posted from inside the container to its loopback verb listener, the body on stdin.
+post_inside() {  # verb exec-prefix...
+  local verb=$1; shift
   "$@" python -c 'import sys, urllib.request
-r = urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:8090/onSessionOpen",
+r = urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:8090/" + sys.argv[1],
     data=sys.stdin.buffer.read(), headers={"Content-Type": "application/json"}), timeout=10)
-print(r.status, r.read().decode())' <"$fixture"
+print(r.status, r.read().decode())' "$verb"
 }
+verb_inside() { post_inside onSessionOpen "$@" <"$fixture"; }
 check_listeners() {  # health-URL exec-prefix...
   local url=$1; shift
   for path in /healthz /readyz /metrics; do
     code=$(curl -s -o /dev/null -w '%{http_code}' "$url$path")
     [ "$code" = 200 ] || fail "$path on the health listener: $code"
   done
-  # Read each answer whole before searching it: `curl | grep -q` under pipefail fails whenever
-  # grep stops reading early and curl then gets SIGPIPE.
-  ready=$(curl -fsS "$url/readyz") || fail "/readyz did not answer"
-  grep -q '"version"' <<<"$ready" || fail "/readyz has no version"
-  metrics=$(curl -fsS "$url/metrics") || fail "/metrics did not answer"
-  grep -q '^caldera_build_info' <<<"$metrics" || fail "/metrics has no caldera_build_info"
+  # Read whole, then searched: `curl | grep -q` fails under pipefail when grep stops reading early.
+  body=$(curl -fsS "$url/readyz") || fail "/readyz: no answer"
+  grep -q '"version"' <<<"$body" || fail "/readyz has no version: $body"
+  body=$(curl -fsS "$url/metrics") || fail "/metrics: no answer"
+  grep -q '^caldera_build_info' <<<"$body" || fail "/metrics has no caldera_build_info"
   answer=$(verb_inside "$@") || fail "onSessionOpen on the verb listener failed"
   [ "$answer" = "200 {}" ] || fail "onSessionOpen answered: $answer"
   code=$(curl -s -o /dev/null -w '%{http_code}' -XPOST --data-binary "@$fixture" "$url/onSessionOpen")
@@ -140,15 +161,18 @@ if docker compose version >/dev/null 2>&1; then
   compose="docker compose"
 else
   if ! command -v docker-compose >/dev/null 2>&1; then
-    apt-get update -q >/dev/null 2>&1
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose >/dev/null 2>&1
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose; } \
+      >"$work/apt.log" 2>&1 || { tail -5 "$work/apt.log" >&2; fail "docker-compose does not install"; }
   fi
   compose=docker-compose
 fi
-compose_image=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["services"]["caldera"]["image"])' "$root/docker-compose.yml" 2>/dev/null \
-  || "$root/.venv/bin/python" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["services"]["caldera"]["image"])' "$root/docker-compose.yml")
+# The image the caldera service names, tagged from the one just built (no build by compose).
+compose_image=$(awk '/^  caldera:/ {c = 1} c && /^    image:/ {print $2; exit}' "$root/docker-compose.yml")
+[ -n "$compose_image" ] || fail "docker-compose.yml: no image for the caldera service"
 docker tag "$image" "$compose_image"
 compose_project="calderaimagetest$$"
+# Only the caldera service: naming it starts it alone (prometheus depends on caldera, not the
+# reverse), since prometheus' image comes from a registry that is not reachable here.
 (cd "$root" && $compose -p "$compose_project" up -d --no-build caldera) >"$work/compose.log" 2>&1 \
   || { cat "$work/compose.log" >&2; fail "compose up failed"; }
 cid=$(cd "$root" && $compose -p "$compose_project" ps -q caldera)
@@ -172,10 +196,11 @@ root, out = Path(sys.argv[1]), Path(sys.argv[2])
 readme = (root / "README.md").read_text()
 (out / "caldera_gpu_model.py").write_text(re.search(r"<!-- example-plugin -->\n```python\n(.*?)```", readme, re.S)[1])
 guide = (root / "docs" / "plugin-author-guide.md").read_text()
-section = guide[guide.index("## In the container image"):]
-blocks = re.findall(r"```(\w+)\n(.*?)```", section, re.S)
-(out / "Dockerfile").write_text(next(b for kind, b in blocks if kind == "dockerfile"))
-(out / "pyproject.toml").write_text(next(b for kind, b in blocks if kind == "toml"))
+def block(section: str, kind: str) -> str:  # the first block of that kind in that section
+    text = guide[guide.index(section):]
+    return re.search(rf"```{kind}\n(.*?)```", text, re.S)[1]
+(out / "Dockerfile").write_text(block("## In the container image", "dockerfile"))
+(out / "pyproject.toml").write_text(block("## Publishing a plugin", "toml"))
 PY
 if [ -f "$ca" ]; then cp "$ca" "$plugin/extra-ca.pem"; fi
 docker build -q --build-arg CALDERA="$image" -t "$image-gpu-model" "$plugin" >"$work/plugin.log" 2>&1 \
@@ -191,10 +216,19 @@ docker run -d --name "$name" --read-only --user 10001:10001 --cap-drop ALL \
   "$image-gpu-model" serve --config /etc/caldera/caldera.yaml --host 127.0.0.1 --port 8090 \
   --health-host 0.0.0.0 --health-port 8091 >/dev/null
 wait_health "http://127.0.0.1:$port" || { docker logs "$name" >&2; fail "plugin image: no /healthz"; }
-ready=$(curl -fsS "http://127.0.0.1:$port/readyz") || fail "plugin image: /readyz did not answer"
-grep -q '"gpu-model"' <<<"$ready" || fail "the plugin is not served"
+body=$(curl -fsS "http://127.0.0.1:$port/readyz") || fail "plugin image: /readyz: no answer"
+grep -q '"gpu-model"' <<<"$body" || fail "the plugin is not served: $body"
+# Its predicate decides: a pod asking for an H100 does not fit a node labelled A100.
+answer=$(post_inside predicate docker exec -i "$name" <<'JSON'
+{"task": {"UID": "t1", "Name": "p", "Namespace": "ns",
+          "Pod": {"metadata": {"name": "p", "annotations": {"example.com/gpu-model": "H100"}}}},
+ "node": {"Name": "n1", "Node": {"metadata": {"name": "n1",
+          "labels": {"nvidia.com/gpu.product": "A100"}}}}}
+JSON
+) || fail "predicate on the plugin image failed"
+[ "$answer" = '200 {"status":"n1 has no H100","code":3}' ] || fail "the plugin's predicate answered: $answer"
 docker stop -t 10 "$name" >/dev/null
-echo "the derived image serves gpu-model"
+echo "the derived image serves gpu-model: its predicate rejects an A100 node for an H100 pod"
 
 if [ "${1:-}" = "--no-e2e" ]; then
   step "7. end to end from the image: left out (--no-e2e)"
@@ -202,4 +236,4 @@ else
   step "7. end to end with Caldera from the image"
   CALDERA_E2E_IMAGE="$image" "$root/tests/e2e/run.sh" -run 'TestE2E/(placement|preemption|admission|restart)$'
 fi
-step "image test passed"
+printf '    (step: %d s)\n\nimage test passed in %d s\n' $((SECONDS - t_step)) $((SECONDS - t0))
