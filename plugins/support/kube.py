@@ -15,7 +15,9 @@ caller, the loop of client-go's reflector (``k8s.io/client-go/tools/cache/reflec
   together), which also ends a connection that died without a word.
 * ``410 Gone`` (an ERROR event or an HTTP status) means the resourceVersion is older than the
   server keeps: list again from scratch. (lightkube's own retry would watch again without a
-  resourceVersion, which never reports the objects deleted meanwhile.)
+  resourceVersion, which never reports the objects deleted meanwhile.) lightkube asks for no
+  bookmarks, so after a quiet stretch that outlived the server's watch cache (an API server
+  restart) the resume point is too old more often than client-go's: a relist, cheap for PDBs.
 * Any other failure, a refused connection included, is recorded and retried after an exponential
   backoff with equal jitter. The loop only stops when its task is cancelled.
 
