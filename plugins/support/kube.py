@@ -1,28 +1,27 @@
-"""A minimal Kubernetes list/watch client on httpx, for plugins that read cluster objects.
+"""List and watch of one Kubernetes collection, on lightkube, for plugins that read cluster objects.
 
 Volcano's plugins read such objects from client-go informers (the pdb plugin's
-``PodDisruptionBudgets().Lister()``). Caldera has no client-go, and pulling in the kubernetes SDK
-for one resource is not worth its weight, so this module speaks the API server's wire protocol
-directly, the way client-go's reflector does (``k8s.io/client-go/tools/cache/reflector.go``):
+``PodDisruptionBudgets().Lister()``). lightkube (https://lightkube.readthedocs.io) loads the
+credentials (in-cluster service account, kubeconfig with CA, client certificates, token, tokenFile,
+exec plugins), speaks the wire protocol and pages the LIST; this module keeps what it leaves to its
+caller, the loop of client-go's reflector (``k8s.io/client-go/tools/cache/reflector.go``):
 
-* LIST ``<path>?limit=N`` and follow ``metadata.continue`` until it is empty; the list's
-  ``metadata.resourceVersion`` is the point the watch resumes from. The new set replaces the old
-  one in a single step, so readers never see half a list.
-* WATCH ``<path>?watch=1&resourceVersion=RV&allowWatchBookmarks=true&timeoutSeconds=T``: a chunked
-  stream of newline-delimited ``{"type": ..., "object": ...}`` events (ADDED, MODIFIED, DELETED,
-  BOOKMARK, ERROR). Every event moves RV forward (a BOOKMARK carries only that), so a stream that
-  ends or breaks is resumed from the last RV without missing or replaying anything.
-* ``410 Gone`` (as the HTTP status of a watch or list page, or as an ERROR event whose ``Status``
-  has ``code: 410``) means RV is older than the server keeps: list again from scratch.
-* Any other failure is recorded, then retried after an exponential backoff with equal jitter
-  (half the cap plus up to half again). The loop never ends on an error: it only stops when its
-  task is cancelled.
+* LIST all pages; the list's ``metadata.resourceVersion`` is where the watch starts. The new set
+  replaces the old one in a single step, so readers never see half a list.
+* WATCH from that resourceVersion, which every event moves forward; after a failure the loop
+  watches again from the last one, missing and replaying nothing. lightkube resumes a stream the
+  server ended by itself, but sets no read timeout on a watch: each watch gets a deadline on our
+  clock (random in a range, as client-go's ``timeoutSeconds``, so replicas do not expire
+  together), which also ends a connection that died without a word.
+* ``410 Gone`` (an ERROR event or an HTTP status) means the resourceVersion is older than the
+  server keeps: list again from scratch. (lightkube's own retry would watch again without a
+  resourceVersion, which never reports the objects deleted meanwhile.) lightkube asks for no
+  bookmarks, so after a quiet stretch that outlived the server's watch cache (an API server
+  restart) the resume point is too old more often than client-go's: a relist, cheap for PDBs.
+* Any other failure, a refused connection included, is recorded and retried after an exponential
+  backoff with equal jitter. The loop only stops when its task is cancelled.
 
-Credentials come from the pod's service account (``KUBERNETES_SERVICE_HOST``/``_PORT``, the token
-re-read on every request so a rotated token is picked up, ``ca.crt``) or from a kubeconfig file
-(``current-context``; ``server``, ``certificate-authority[-data]``,
-``insecure-skip-tls-verify``, ``client-certificate[-data]``/``client-key[-data]``, ``token``,
-``tokenFile``, ``proxy-url``). Exec and auth-provider credential plugins are not supported.
+A rotated service-account token or ``tokenFile`` is re-read when the server answers 401.
 """
 
 from __future__ import annotations
@@ -33,17 +32,17 @@ import contextlib
 import logging
 import os
 import random
-import ssl
-import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
-from urllib.parse import urlencode
+from typing import Any, Generic, Protocol, TypeVar, cast
 
-import httpx
+import httpx2
 import msgspec
 import yaml
+from lightkube import ALL_NS, ApiError, AsyncClient, ConfigError, KubeConfig, SingleConfig
+from lightkube.core.resource import ApiInfo, ResourceDef
+from lightkube.generic_resource import GenericNamespacedResource
 
 logger = logging.getLogger("caldera.kube")
 
@@ -54,58 +53,46 @@ T_contra = TypeVar("T_contra", contravariant=True)
 
 
 class KubeconfigError(Exception):
-    """The cluster connection cannot be configured (missing env, unreadable kubeconfig…)."""
-
-
-class ApiError(Exception):
-    """The API server answered with an error status (HTTP or a watch ERROR event)."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(f"{code}: {message}" if message else str(code))
-        self.code = code
-
-
-class GoneError(ApiError):
-    """410 Gone: the resourceVersion is too old; the client must list again."""
+    """The cluster connection cannot be configured (no cluster found, unreadable kubeconfig…)."""
 
 
 # --- connection configuration ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass
 class ClusterConfig:
-    """Where the API server is and how to authenticate to it."""
+    """lightkube's configuration of the chosen context, and what it does not read itself."""
 
-    server: str
-    """Base URL, such as ``https://10.96.0.1:443``."""
-    ssl_context: ssl.SSLContext | None = None
-    """None for a plain-http server (tests); otherwise the verified TLS context."""
-    token: str | None = None
-    token_file: str | None = None
-    """Read on every request (it wins over ``token``, as in client-go), so rotation works."""
+    config: SingleConfig
     proxy: str | None = None
+    """The cluster's ``proxy-url`` (lightkube takes the proxy as a client argument)."""
     origin: str = ""
     """Where the config came from (``in-cluster`` or the kubeconfig path), for status pages."""
+    memory_files: tuple[int, ...] = ()
+    """Descriptors of the in-memory files holding the kubeconfig's ``*-data`` certificates and
+    key, until the client has loaded them (:meth:`release`)."""
 
-    def auth_headers(self) -> dict[str, str]:
-        token = self.token
-        if self.token_file:
-            try:
-                token = Path(self.token_file).read_text().strip()
-            except OSError as exc:
-                raise KubeconfigError(f"cannot read token file {self.token_file}: {exc}") from exc
-        return {"Authorization": f"Bearer {token}"} if token else {}
+    @property
+    def server(self) -> str:
+        return self.config.cluster.server
+
+    def release(self) -> None:
+        fds, self.memory_files = self.memory_files, ()
+        for fd in fds:
+            os.close(fd)
 
 
 def default_config(
-    environ: Mapping[str, str] | None = None, home: str | None = None
+    environ: Mapping[str, str] | None = None,
+    home: str | None = None,
+    service_account_dir: str = SERVICE_ACCOUNT_DIR,
 ) -> ClusterConfig:
     """No kubeconfig named: in a pod, the service account (``rest.InClusterConfig``); outside
     one (``caldera replay`` on a workstation), client-go's default loading rules — the first
     file of ``$KUBECONFIG``, else ``~/.kube/config``."""
     env = os.environ if environ is None else environ
     if env.get("KUBERNETES_SERVICE_HOST"):
-        return in_cluster_config(env)
+        return in_cluster_config(service_account_dir)
     candidates = [p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p]
     candidates.append(os.path.join(home or os.path.expanduser("~"), ".kube", "config"))
     for path in candidates:
@@ -117,63 +104,15 @@ def default_config(
     )
 
 
-def in_cluster_config(
-    environ: Mapping[str, str] | None = None, service_account_dir: str = SERVICE_ACCOUNT_DIR
-) -> ClusterConfig:
-    """client-go's ``rest.InClusterConfig``: the service's env vars and the mounted account."""
-    env = os.environ if environ is None else environ
-    host = env.get("KUBERNETES_SERVICE_HOST", "")
-    port = env.get("KUBERNETES_SERVICE_PORT", "")
-    if not host or not port:
-        raise KubeconfigError(
-            "not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT"
-            " must be set (or give the plugin a kubeconfig)"
-        )
-    if ":" in host and not host.startswith("["):  # an IPv6 address needs brackets in a URL
-        host = f"[{host}]"
-    sa = Path(service_account_dir)
-    token_file = sa / "token"
-    if not token_file.is_file():
-        raise KubeconfigError(f"service account token {token_file} is missing")
-    context = ssl.create_default_context()
-    ca_file = sa / "ca.crt"
+def in_cluster_config(service_account_dir: str = SERVICE_ACCOUNT_DIR) -> ClusterConfig:
+    """The service's ``KUBERNETES_SERVICE_HOST``/``_PORT`` and the mounted account."""
     try:
-        context.load_verify_locations(cafile=str(ca_file))
-    except (OSError, ssl.SSLError) as exc:
-        raise KubeconfigError(f"cannot load the cluster CA {ca_file}: {exc}") from exc
-    return ClusterConfig(
-        server=f"https://{host}:{port}",
-        ssl_context=context,
-        token_file=str(token_file),
-        origin="in-cluster",
-    )
-
-
-def _named(entries: Any, name: str, what: str, path: str) -> dict[str, Any]:
-    for entry in entries or ():
-        if isinstance(entry, dict) and entry.get("name") == name:
-            body = entry.get(what)
-            return body if isinstance(body, dict) else {}
-    raise KubeconfigError(f"kubeconfig {path}: {what} {name!r} not found")
-
-
-def _load_client_cert(
-    context: ssl.SSLContext, cert_file: str | None, key_file: str | None, cert: bytes, key: bytes
-) -> None:
-    if cert_file and key_file:
-        context.load_cert_chain(cert_file, key_file)
-        return
-    # ``load_cert_chain`` only reads files: spill inline data to private temporary files.
-    with tempfile.TemporaryDirectory(prefix="caldera-kube-") as tmp:
-        if not cert_file:
-            cert_file = os.path.join(tmp, "client.crt")
-            with open(os.open(cert_file, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
-                f.write(cert)
-        if not key_file:
-            key_file = os.path.join(tmp, "client.key")
-            with open(os.open(key_file, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
-                f.write(key)
-        context.load_cert_chain(cert_file, key_file)
+        kubeconfig = KubeConfig.from_service_account(service_account_dir)
+    except KeyError as exc:
+        raise KubeconfigError(f"not running in a cluster: {exc.args[0]} is not set") from exc
+    except ConfigError as exc:
+        raise KubeconfigError(f"service account {service_account_dir}: {exc}") from exc
+    return ClusterConfig(_current(kubeconfig, service_account_dir), origin="in-cluster")
 
 
 def kubeconfig_config(path: str) -> ClusterConfig:
@@ -184,123 +123,97 @@ def kubeconfig_config(path: str) -> ClusterConfig:
         raise KubeconfigError(f"cannot read kubeconfig {path}: {exc}") from exc
     if not isinstance(doc, dict):
         raise KubeconfigError(f"kubeconfig {path} is not a mapping")
-    context_name = doc.get("current-context")
-    if not context_name:
-        raise KubeconfigError(f"kubeconfig {path} has no current-context")
-    ctx = _named(doc.get("contexts"), context_name, "context", path)
-    cluster = _named(doc.get("clusters"), ctx.get("cluster", ""), "cluster", path)
-    user = _named(doc.get("users"), ctx.get("user", ""), "user", path) if ctx.get("user") else {}
-    base = Path(path).resolve().parent
-
-    def resolve(value: Any) -> str | None:
-        return str(base / value) if isinstance(value, str) and value else None
-
-    def data(value: Any) -> bytes:
-        try:
-            return base64.b64decode(value) if isinstance(value, str) and value else b""
-        except ValueError as exc:
-            raise KubeconfigError(f"kubeconfig {path}: bad base64 data: {exc}") from exc
-
-    server = cluster.get("server")
-    if not isinstance(server, str) or not server:
-        raise KubeconfigError(f"kubeconfig {path}: cluster has no server")
-    server = server.rstrip("/")
-    context: ssl.SSLContext | None = None
-    if server.startswith("https://"):
-        try:
-            ca_file = resolve(cluster.get("certificate-authority"))
-            ca_data = data(cluster.get("certificate-authority-data"))
-            context = ssl.create_default_context(
-                cafile=ca_file, cadata=ca_data.decode() if ca_data else None
-            )
-            if cluster.get("insecure-skip-tls-verify") is True:
-                context.check_hostname = False
-                context.verify_mode = ssl.CERT_NONE
-            cert_file = resolve(user.get("client-certificate"))
-            key_file = resolve(user.get("client-key"))
-            cert_data = data(user.get("client-certificate-data"))
-            key_data = data(user.get("client-key-data"))
-            if (cert_file or cert_data) and (key_file or key_data):
-                _load_client_cert(context, cert_file, key_file, cert_data, key_data)
-        except (OSError, ssl.SSLError, UnicodeDecodeError) as exc:
-            raise KubeconfigError(f"kubeconfig {path}: TLS setup failed: {exc}") from exc
-    if "exec" in user or "auth-provider" in user:
-        logger.warning(
-            "kubeconfig %s: exec and auth-provider credentials are not supported; "
-            "only token, tokenFile and client certificates are used",
-            path,
+    try:
+        kubeconfig = KubeConfig.from_dict(doc, fname=Path(path).resolve())
+    except KeyError as exc:
+        raise KubeconfigError(f"kubeconfig {path} has no {exc.args[0]!r}") from exc
+    except (TypeError, AttributeError, msgspec.ValidationError) as exc:
+        raise KubeconfigError(f"kubeconfig {path} is malformed: {exc}") from exc
+    config = _current(kubeconfig, path)
+    # What lightkube leaves out: the cluster's proxy-url; no server means a broken file (lightkube
+    # would take http://localhost:8080); client-go resolves tokenFile against the file's directory.
+    cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == config.context.cluster)
+    if not cluster.get("server"):
+        raise KubeconfigError(
+            f"kubeconfig {path}: cluster {config.context.cluster!r} has no server"
         )
-    token = user.get("token")
-    proxy = cluster.get("proxy-url")
+    if config.user is not None and config.user.token_file:
+        config.user.token_file = str(config.abs_file(config.user.token_file))
     return ClusterConfig(
-        server=server,
-        ssl_context=context,
-        token=token if isinstance(token, str) and token else None,
-        token_file=resolve(user.get("tokenFile")),
-        proxy=proxy if isinstance(proxy, str) and proxy else None,
+        config,
+        proxy=cluster.get("proxy-url") or None,
         origin=path,
+        memory_files=_data_in_memory(config, path),
     )
 
 
-# --- wire format ----------------------------------------------------------------------------
+def _data_in_memory(config: SingleConfig, path: str) -> tuple[int, ...]:
+    """``ssl`` loads certificates and keys from files only, and lightkube writes the ``*-data``
+    fields to temporary files: on Linux hand it in-memory files instead, so the client key never
+    touches a disk and a read-only root filesystem with no writable /tmp works."""
+    if not hasattr(os, "memfd_create"):
+        return ()  # macOS (caldera replay on a workstation): lightkube's temporary files
+    fds: list[int] = []
+
+    def in_memory(name: str, data: str) -> str:
+        try:
+            content = base64.b64decode(data, validate=True)
+        except ValueError as exc:
+            raise KubeconfigError(f"kubeconfig {path}: {name}-data is not base64: {exc}") from exc
+        fd = os.memfd_create(name, os.MFD_CLOEXEC)
+        fds.append(fd)
+        os.write(fd, content)
+        return f"/proc/self/fd/{fd}"
+
+    cluster, user = config.cluster, config.user
+    try:
+        if cluster.certificate_auth_data:
+            cluster.certificate_auth = in_memory(
+                "certificate-authority", cluster.certificate_auth_data
+            )
+            cluster.certificate_auth_data = None
+        if user is not None and user.client_cert_data:
+            user.client_cert = in_memory("client-certificate", user.client_cert_data)
+            user.client_cert_data = None
+        if user is not None and user.client_key_data:
+            user.client_key = in_memory("client-key", user.client_key_data)
+            user.client_key_data = None
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return tuple(fds)
 
 
-class _ListMeta(msgspec.Struct):
-    resourceVersion: str = ""
-    # ``continue`` is a Python keyword.
-    continue_: str = msgspec.field(default="", name="continue")
-
-
-class _List(msgspec.Struct):
-    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
-    items: list[msgspec.Raw] | None = None
-
-
-class _ObjectMeta(msgspec.Struct):
-    name: str = ""
-    namespace: str = ""
-    resourceVersion: str = ""
-
-
-class _Object(msgspec.Struct):
-    metadata: _ObjectMeta = msgspec.field(default_factory=_ObjectMeta)
-
-
-class _Status(msgspec.Struct):
-    """``metav1.Status``, the object of an ERROR event and the body of an error answer."""
-
-    code: int = 0
-    reason: str = ""
-    message: str = ""
-
-
-class _WatchEvent(msgspec.Struct):
-    type: str = ""
-    object: msgspec.Raw = msgspec.Raw(b"null")
-
-
-_decode_list = msgspec.json.Decoder(_List).decode
-_decode_object = msgspec.json.Decoder(_Object).decode
-_decode_status = msgspec.json.Decoder(_Status).decode
-_decode_event = msgspec.json.Decoder(_WatchEvent).decode
-
-
-def object_key(meta: _ObjectMeta) -> str:
-    """client-go's ``MetaNamespaceKeyFunc``: ``namespace/name``, or ``name`` when cluster-scoped."""
-    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
-
-
-def _error_from(response_status: int, body: bytes) -> ApiError:
-    message = ""
-    with contextlib.suppress(msgspec.DecodeError):
-        message = _decode_status(body).message
-    if not message:
-        message = body[:200].decode(errors="replace").strip()
-    cls = GoneError if response_status == 410 else ApiError
-    return cls(response_status, message)
+def _current(kubeconfig: KubeConfig, origin: str) -> SingleConfig:
+    try:
+        config = kubeconfig.get()
+    except ConfigError as exc:
+        raise KubeconfigError(f"{origin}: {exc}") from exc
+    except KeyError as exc:  # the context names a cluster or user the file does not have
+        raise KubeconfigError(f"{origin}: cluster or user {exc.args[0]!r} not found") from exc
+    assert config is not None  # get() without a default returns one or raises
+    return config
 
 
 # --- the reflector --------------------------------------------------------------------------
+
+
+def namespaced_collection(
+    group: str, version: str, kind: str, plural: str
+) -> type[GenericNamespacedResource]:
+    """A resource lightkube lists and watches across namespaces as plain dicts: each object is
+    decoded by the reflector on its own, so one malformed object cannot hide the others."""
+
+    class Collection(GenericNamespacedResource):
+        _api_info = ApiInfo(
+            resource=ResourceDef(group, version, kind),
+            plural=plural,
+            verbs=["global_list", "global_watch", "list", "watch"],
+        )
+
+    Collection.__name__ = Collection.__qualname__ = kind
+    return Collection
 
 
 class Store(Protocol[T_contra]):
@@ -343,35 +256,51 @@ class ReflectorStatus:
     events: int = 0
 
 
+def object_key(obj: Mapping[str, Any]) -> str:
+    """client-go's ``MetaNamespaceKeyFunc``: ``namespace/name``, or ``name`` when cluster-scoped."""
+    meta = obj.get("metadata") or {}
+    name, namespace = meta.get("name", ""), meta.get("namespace", "")
+    return f"{namespace}/{name}" if namespace else name
+
+
+def _is_gone(exc: Exception) -> bool:
+    if isinstance(exc, ApiError):  # a Status: an ERROR event, or a failed LIST
+        return exc.status.code == 410
+    # lightkube raises a watch's HTTP error status without decoding its body.
+    return isinstance(exc, httpx2.HTTPStatusError) and exc.response.status_code == 410
+
+
 class Reflector(Generic[T]):
-    """List, then watch, one collection path forever, feeding a :class:`Store`."""
+    """List, then watch, one collection forever, feeding a :class:`Store`."""
 
     def __init__(
         self,
         *,
-        path: str,
-        decode: msgspec.json.Decoder[T],
+        resource: type[GenericNamespacedResource],
+        decode: type[T],
         store: Store[T],
         load_config: Callable[[], ClusterConfig],
         page_limit: int = 500,
-        watch_timeout_seconds: tuple[int, int] = (300, 600),
+        watch_timeout_seconds: tuple[float, float] = (300, 600),
         backoff: Backoff | None = None,
         request_timeout: float = 30.0,
     ) -> None:
-        self.path = path
+        self.resource = resource
         self._decode = decode
         self._store = store
         self._load_config = load_config
         """Called (again after a failure) until the first client is built."""
         self.page_limit = page_limit
         self.watch_timeout_seconds = watch_timeout_seconds
-        """Each watch asks for a random timeout in this range, as client-go does, so the
-        watches of many replicas do not all expire together."""
         self.backoff = backoff or Backoff()
         self.request_timeout = request_timeout
         self.status = ReflectorStatus()
         self.config: ClusterConfig | None = None
-        self._client: httpx.AsyncClient | None = None
+        self._client: AsyncClient | None = None
+
+    @property
+    def name(self) -> str:
+        return self.resource._api_info.plural
 
     async def run(self) -> None:
         """The reflector loop; returns only when cancelled."""
@@ -387,19 +316,17 @@ class Reflector(Generic[T]):
                         self.backoff.reset()
                     watching = True
                     await self._watch(client)
-                    self.status.watch_restarts += 1  # the server ended the stream (timeout)
+                    self.status.watch_restarts += 1  # the deadline passed: watch again
                 except asyncio.CancelledError:
                     raise
-                except GoneError as exc:
-                    need_list = True
-                    if watching:  # our resourceVersion is too old: list again, at once
-                        self.status.watch_restarts += 1
-                        logger.info("%s: watch expired (%s); listing again", self.path, exc)
-                        continue
-                    await self._failed(exc)
                 except Exception as exc:
                     if watching:
                         self.status.watch_restarts += 1
+                    if _is_gone(exc):
+                        need_list = True
+                        if watching:  # our resourceVersion is too old: list again, at once
+                            logger.info("%s: watch expired (%s); listing again", self.name, exc)
+                            continue
                     await self._failed(exc)
         finally:
             await self.close()
@@ -407,114 +334,79 @@ class Reflector(Generic[T]):
     async def _failed(self, exc: Exception) -> None:
         self.status.last_error = f"{type(exc).__name__}: {exc}"
         delay = self.backoff.next()
-        logger.warning("%s: %s; retrying in %.1fs", self.path, self.status.last_error, delay)
+        logger.warning("%s: %s; retrying in %.1fs", self.name, self.status.last_error, delay)
         await asyncio.sleep(delay)
 
     async def close(self) -> None:
         if self._client is not None:
             client, self._client = self._client, None
-            await client.aclose()
+            await client.close()
 
-    def _ensure_client(self) -> httpx.AsyncClient:
+    def _ensure_client(self) -> AsyncClient:
         if self._client is None:
-            config: ClusterConfig = self._load_config()
+            config = self._load_config()
             self.config = config
-            self._client = httpx.AsyncClient(
-                base_url=config.server,
-                verify=config.ssl_context if config.ssl_context is not None else True,
-                proxy=config.proxy,
-                trust_env=False,
-                timeout=httpx.Timeout(self.request_timeout),
-                headers={"Accept": "application/json", "User-Agent": "caldera"},
-            )
+            try:  # the TLS context is built here: the certificate files are read now
+                self._client = AsyncClient(
+                    config.config,
+                    timeout=httpx2.Timeout(self.request_timeout),
+                    proxy=config.proxy,
+                    trust_env=False,  # no HTTP(S)_PROXY from the environment, as before
+                )
+            finally:
+                config.release()
         return self._client
 
-    def _headers(self) -> dict[str, str]:
-        assert self.config is not None
-        return self.config.auth_headers()
-
-    async def _list(self, client: httpx.AsyncClient) -> None:
+    async def _list(self, client: AsyncClient) -> None:
         items: dict[str, T] = {}
-        resource_version = ""
-        continue_token = ""
-        while True:
-            params: dict[str, str | int] = {"limit": self.page_limit}
-            if continue_token:
-                params["continue"] = continue_token
-            response = await client.get(self.path, params=params, headers=self._headers())
-            if response.status_code == 410 and continue_token:
-                # The continue token expired between pages: start the list over.
-                logger.info("%s: list continuation expired; listing from the start", self.path)
-                items.clear()
-                continue_token = ""
-                continue
-            if response.status_code != 200:
-                raise _error_from(response.status_code, response.content)
-            page = _decode_list(response.content)
-            if not continue_token:  # every page of one list shares the first page's snapshot
-                resource_version = page.metadata.resourceVersion
-            for raw in page.items or ():
-                self._ingest(raw, items)
-            continue_token = page.metadata.continue_
-            if not continue_token:
-                break
+        listing = client.list(self.resource, namespace=ALL_NS, chunk_size=self.page_limit)
+        async for obj in listing:
+            self._ingest(obj, items)
+        resource_version = listing.resourceVersion
         self._store.replace(items)
         self.status.resource_version = resource_version
         self.status.lists += 1
         self.status.synced = True
         self.status.last_error = None
         logger.info(
-            "%s: listed %d objects at resourceVersion %s", self.path, len(items), resource_version
+            "%s: listed %d objects at resourceVersion %s", self.name, len(items), resource_version
         )
 
-    def _ingest(self, raw: msgspec.Raw, into: dict[str, T]) -> None:
+    def _ingest(self, obj: Mapping[str, Any], into: dict[str, T]) -> None:
         try:
-            meta = _decode_object(raw).metadata
-            into[object_key(meta)] = self._decode.decode(raw)
-        except msgspec.DecodeError as exc:  # one malformed object must not hide the others
-            logger.error("%s: skipping an undecodable object: %s", self.path, exc)
+            into[object_key(obj)] = msgspec.convert(obj, self._decode)
+        except msgspec.ValidationError as exc:  # one malformed object must not hide the others
+            logger.error("%s: skipping an undecodable object: %s", self.name, exc)
 
-    async def _watch(self, client: httpx.AsyncClient) -> None:
+    async def _watch(self, client: AsyncClient) -> None:
+        """Watch until the deadline passes (returns) or the stream fails (raises)."""
         low, high = self.watch_timeout_seconds
-        timeout_seconds = random.randint(low, high)
-        query = urlencode(
-            {
-                "watch": "1",
-                "resourceVersion": self.status.resource_version,
-                "allowWatchBookmarks": "true",
-                "timeoutSeconds": str(timeout_seconds),
-            }
+        # Typed as an AsyncIterable, it is an async generator: closing it closes the stream.
+        events = cast(
+            AsyncGenerator[tuple[str, GenericNamespacedResource], None],
+            client.watch(
+                self.resource, namespace=ALL_NS, resource_version=self.status.resource_version
+            ),
         )
-        # The server ends the stream after timeoutSeconds; reading may idle that long.
-        timeout = httpx.Timeout(self.request_timeout, read=timeout_seconds + 30.0)
-        async with client.stream(
-            "GET", f"{self.path}?{query}", headers=self._headers(), timeout=timeout
-        ) as response:
-            if response.status_code != 200:
-                raise _error_from(response.status_code, await response.aread())
-            async for line in response.aiter_lines():
-                if line.strip():
-                    self._apply(line)
+        with contextlib.suppress(TimeoutError):
+            async with contextlib.aclosing(events), asyncio.timeout(random.uniform(low, high)):
+                async for kind, obj in events:
+                    self._apply(kind, obj)
 
-    def _apply(self, line: str) -> None:
-        event = _decode_event(line)
-        if event.type == "ERROR":
-            status = _decode_status(event.object)
-            cls = GoneError if status.code == 410 else ApiError
-            raise cls(status.code, status.message or status.reason)
-        meta = _decode_object(event.object).metadata
-        if event.type in ("ADDED", "MODIFIED"):
+    def _apply(self, kind: str, obj: Mapping[str, Any]) -> None:
+        if kind in ("ADDED", "MODIFIED"):
             try:
-                obj = self._decode.decode(event.object)
-            except msgspec.DecodeError as exc:
-                logger.error("%s: skipping an undecodable %s event: %s", self.path, event.type, exc)
+                decoded = msgspec.convert(obj, self._decode)
+            except msgspec.ValidationError as exc:
+                logger.error("%s: skipping an undecodable %s event: %s", self.name, kind, exc)
             else:
-                self._store.upsert(object_key(meta), obj)
-        elif event.type == "DELETED":
-            self._store.delete(object_key(meta))
-        elif event.type != "BOOKMARK":
-            logger.warning("%s: ignoring a watch event of type %r", self.path, event.type)
-        if meta.resourceVersion:
-            self.status.resource_version = meta.resourceVersion
+                self._store.upsert(object_key(obj), decoded)
+        elif kind == "DELETED":
+            self._store.delete(object_key(obj))
+        elif kind != "BOOKMARK":
+            logger.warning("%s: ignoring a watch event of type %r", self.name, kind)
+        resource_version = (obj.get("metadata") or {}).get("resourceVersion")
+        if resource_version:
+            self.status.resource_version = resource_version
         self.status.events += 1
         self.backoff.reset()  # the stream works: a later break retries quickly

@@ -23,12 +23,13 @@ from plugins.support.kube import (
     Reflector,
     default_config,
     kubeconfig_config,
+    namespaced_collection,
 )
 from schemas.k8s import PodDisruptionBudget
 
 logger = logging.getLogger("caldera.plugins.pdb")
 
-PDB_PATH = "/apis/policy/v1/poddisruptionbudgets"
+PDB_RESOURCE = namespaced_collection("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets")
 
 
 class PdbSource:
@@ -119,7 +120,7 @@ class KubePdbSource(PdbSource):
         *,
         load_config: Callable[[], ClusterConfig] | None = None,
         page_limit: int = 500,
-        watch_timeout_seconds: tuple[int, int] = (300, 600),
+        watch_timeout_seconds: tuple[float, float] = (300, 600),
         backoff: Backoff | None = None,
     ) -> None:
         super().__init__()
@@ -129,8 +130,8 @@ class KubePdbSource(PdbSource):
             load_config = (lambda: kubeconfig_config(path)) if path else default_config
         self._compiled: dict[str, CompiledPdb | None] = {}
         self.reflector: Reflector[PodDisruptionBudget] = Reflector(
-            path=PDB_PATH,
-            decode=msgspec.json.Decoder(PodDisruptionBudget),
+            resource=PDB_RESOURCE,
+            decode=PodDisruptionBudget,
             store=self,
             load_config=load_config,
             page_limit=page_limit,

@@ -15,16 +15,18 @@ import (
 	vcsched "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
 
-// The victim plugins: priority, conformance, pdb reading PodDisruptionBudgets from the same API
-// server, min-runtime reading the Queue's preempt-min-runtime.
+// The victim plugins: priority, conformance, min-runtime reading the Queue's
+// preempt-min-runtime, pdb reading PodDisruptionBudgets from the same API server. pdb comes last:
+// in Volcano's Preemptable an empty intersection becomes nil and the next plugin of the tier starts
+// the victim list afresh, so a plugin after pdb would hand back the pod pdb protects.
 const preemptionConfig = `volcanoVersion: "1.14"
 tiers:
 - plugins:
   - name: priority
   - name: conformance
+  - name: min-runtime
   - name: pdb
     arguments: {source: kubernetes, kubeconfig: "{{KUBECONFIG}}"}
-  - name: min-runtime
 `
 
 // preemption: two 2-CPU nodes full with four 1-CPU low-priority jobs. On pre-a one is protected by
@@ -123,6 +125,44 @@ func testPreemption(t *testing.T, c *Cluster) {
 			t.Errorf("%s decided no preemptable call (%v)", plugin, n)
 		}
 	}
+
+	// pdb's client (lightkube under Caldera's reflector): the PDB was created after Caldera's
+	// first list (StartCaldera waits for /readyz), so it and its status came through the watch,
+	// with no relist. Now the disruption controller would allow one disruption: the watch
+	// delivers the new status and the next preemption takes the protected pod.
+	if bg := pdbBackground(t, s.Caldera); bg["count"] != 1.0 || bg["relists"] != 0.0 || bg["lastError"] != nil {
+		t.Errorf("pdb's background after the watch delivered the PDB: %v", bg)
+	}
+	pdb, err = c.Kube.PolicyV1().PodDisruptionBudgets(s.NS).Get(ctx, "protect", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdb.Status.DisruptionsAllowed = 1
+	if _, err := c.Kube.PolicyV1().PodDisruptionBudgets(s.NS).UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.CreateJob(t, JobSpec{Name: "high2", Pods: 1, Request: Res("1", "1Gi"), PriorityClass: "e2e-high", Queue: "e2e-preempt"})
+	t.Logf("high2: %v", s.WaitBound(t, "high2", 1, 90*time.Second))
+	if !c.Deleted(s.NS, "low-pdb-0") {
+		t.Errorf("low-pdb-0 was not evicted once its PDB allowed a disruption")
+	}
+	if c.Deleted(s.NS, "low-fresh-0") {
+		t.Errorf("low-fresh-0 was evicted (protected by min-runtime)")
+	}
+}
+
+// pdbBackground is the pdb plugin's entry in Caldera's /readyz backgrounds.
+func pdbBackground(t *testing.T, cal *Caldera) map[string]any {
+	t.Helper()
+	backgrounds, _ := cal.Readyz(t)["backgrounds"].(map[string]any)
+	for key, bg := range backgrounds {
+		if strings.HasSuffix(key, ":pdb") {
+			entry, _ := bg.(map[string]any)
+			return entry
+		}
+	}
+	t.Fatalf("no pdb background in /readyz: %v", backgrounds)
+	return nil
 }
 
 // sla first, then resourcequota: a tier that permits ends the vote, as in Volcano.

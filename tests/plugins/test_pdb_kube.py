@@ -1,10 +1,12 @@
-"""pdb's Kubernetes source (``plugins/support/kube.py``) against a loopback fake API server.
+"""pdb's Kubernetes source (``plugins/support/kube.py`` on lightkube) against a loopback fake API
+server.
 
 The fake server is a raw asyncio HTTP/1.1 server, so the wire format is exactly what the test
 writes: paged LIST answers with ``metadata.resourceVersion`` and ``continue``, and chunked WATCH
 streams of newline-delimited events (with events split across chunks), which end cleanly, break
 mid-chunk, or hang until the test releases them. Each WATCH waits for the test to queue its
-answer, so every step is driven by the test, and every wait is bounded.
+answer, so every step is driven by the test, and every wait is bounded. The same source against a
+real kube-apiserver: the ``preemption`` scenario of tests/e2e.
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import errno
 import json
+import os
 import shutil
 import ssl
 import subprocess
+import tempfile
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,12 +38,14 @@ from plugins.support.kube import (
     in_cluster_config,
     kubeconfig_config,
 )
-from plugins.support.pdb_sources import PDB_PATH, KubePdbSource
+from plugins.support.pdb_sources import KubePdbSource
 from schemas.api import TaskInfo
 from schemas.k8s import ObjectMeta, Pod
 
 WAIT = 5.0
 """Upper bound of every wait: the steps themselves take milliseconds."""
+
+PDB_PATH = "/apis/policy/v1/poddisruptionbudgets"
 
 
 # --- the fake API server ----------------------------------------------------------------------
@@ -77,7 +84,11 @@ def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
     }
 
 
-REASONS = {200: "OK", 410: "Gone", 500: "Internal Server Error"}
+REASONS = {200: "OK", 401: "Unauthorized", 410: "Gone", 500: "Internal Server Error"}
+
+
+def is_watch(query: dict[str, str]) -> bool:
+    return query.get("watch") in ("1", "true")
 
 
 @dataclass
@@ -87,6 +98,8 @@ class FakeApiServer:
     lists: asyncio.Queue[Reply] = field(default_factory=asyncio.Queue)
     watches: asyncio.Queue[Reply | Stream] = field(default_factory=asyncio.Queue)
     requests: list[Request] = field(default_factory=list)
+    rejected_tokens: set[str] = field(default_factory=set)
+    """Authorization headers answered with 401, as after a token's expiry."""
     url: str = ""
     _server: asyncio.Server | None = None
     _handlers: set[asyncio.Task[Any]] = field(default_factory=set)
@@ -109,7 +122,7 @@ class FakeApiServer:
 
     def of(self, kind: str) -> list[Request]:
         watching = kind == "watch"
-        return [r for r in self.requests if (r.query.get("watch") == "1") == watching]
+        return [r for r in self.requests if is_watch(r.query) == watching]
 
     async def wait_requests(self, kind: str, count: int) -> Request:
         await wait_until(lambda: len(self.of(kind)) >= count)
@@ -136,7 +149,9 @@ class FakeApiServer:
             self.requests.append(request)
             if url.path != PDB_PATH:
                 reply: Reply | Stream = Reply(404, status_body(404, "NotFound", url.path))
-            elif request.query.get("watch") == "1":
+            elif request.headers.get("authorization") in self.rejected_tokens:
+                reply = Reply(401, status_body(401, "Unauthorized", "Unauthorized"))
+            elif is_watch(request.query):
                 reply = await self.watches.get()
             else:
                 reply = await self.lists.get()
@@ -310,8 +325,7 @@ async def test_paged_list_then_watch_events(api: FakeApiServer, tmp_path: Path) 
         lists = api.of("list")
         assert [r.query for r in lists] == [{"limit": "2"}, {"limit": "2", "continue": "tok-1"}]
         assert first_watch.query["resourceVersion"] == "100"
-        assert first_watch.query["allowWatchBookmarks"] == "true"
-        assert first_watch.query["timeoutSeconds"] == "60"
+        assert "timeoutSeconds" not in first_watch.query  # the deadline is ours (see below)
         assert all(r.headers["authorization"] == "Bearer secret-token" for r in api.requests)
         assert source.describe()["count"] == 3
         assert victims(source, "a", "b", "c") == ["c"]
@@ -327,6 +341,7 @@ async def test_paged_list_then_watch_events(api: FakeApiServer, tmp_path: Path) 
                 end="close",
             )
         )
+        # The server ended the stream: lightkube watches again from the last resourceVersion.
         second_watch = await api.wait_requests("watch", 2)
         assert second_watch.query["resourceVersion"] == "110"  # the bookmark moved it
         assert victims(source, "a", "b", "c", "d") == ["a", "b", "c"]
@@ -334,10 +349,32 @@ async def test_paged_list_then_watch_events(api: FakeApiServer, tmp_path: Path) 
         assert source.metrics() == {
             "synced": 1.0,
             "objects": 3.0,
-            "watch_restarts": 1.0,
+            "watch_restarts": 0.0,  # lightkube's own resumption, not a restart of ours
             "relists": 0.0,
         }
         assert len(api.of("list")) == 2  # no relist
+
+
+async def test_a_silent_watch_is_restarted_at_its_deadline(
+    api: FakeApiServer, tmp_path: Path
+) -> None:
+    """lightkube sets no read timeout on a watch: a connection that died without a word (or a
+    server that never ends the stream) would hang it for good. Each watch has a deadline."""
+    url = await api.start()
+    source = KubePdbSource(
+        write_kubeconfig(tmp_path / "kc", url, {"token": "t"}, {}),
+        backoff=Backoff(initial=0.01, maximum=0.02),
+        watch_timeout_seconds=(0.2, 0.3),
+    )
+    api.lists.put_nowait(page([pdb("a", "3", 0)], "5"))
+    api.watches.put_nowait(Stream([event("MODIFIED", pdb("a", "7", 1))], end="hang"))
+    async with running(source):
+        again = await api.wait_requests("watch", 2)
+        assert again.query["resourceVersion"] == "7"
+        assert source.metrics()["watch_restarts"] == 1.0
+        assert source.describe()["lastError"] is None  # a deadline is no failure
+        assert len(api.of("list")) == 1
+        assert victims(source, "a") == ["a"]
 
 
 async def test_broken_stream_resumes_from_last_resource_version(
@@ -482,7 +519,9 @@ needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="need
 
 
 @needs_openssl
-async def test_in_cluster_https_and_token_rotation(api: FakeApiServer, tmp_path: Path) -> None:
+async def test_in_cluster_https_and_token_rotation(
+    api: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cert, key = make_cert(tmp_path, "apiserver")
     server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_tls.load_cert_chain(cert, key)
@@ -490,10 +529,12 @@ async def test_in_cluster_https_and_token_rotation(api: FakeApiServer, tmp_path:
     sa = tmp_path / "serviceaccount"
     sa.mkdir()
     (sa / "token").write_text("token-1\n")
+    (sa / "namespace").write_text("volcano-system")
     shutil.copy(cert, sa / "ca.crt")
-    env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": url.rsplit(":", 1)[1]}
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", url.rsplit(":", 1)[1])
     source = KubePdbSource(
-        load_config=lambda: in_cluster_config(env, str(sa)),
+        load_config=lambda: in_cluster_config(str(sa)),
         backoff=Backoff(initial=0.01, maximum=0.02),
     )
     api.lists.put_nowait(page([pdb("a", "3", 0)], "5"))
@@ -501,17 +542,30 @@ async def test_in_cluster_https_and_token_rotation(api: FakeApiServer, tmp_path:
         await api.wait_requests("watch", 1)
         assert api.of("list")[0].headers["authorization"] == "Bearer token-1"
         assert source.describe()["server"] == url
-        (sa / "token").write_text("token-2\n")  # the kubelet rotated it
+        # The kubelet rotated the token, and the old one expired: the next request is refused,
+        # the file read again and the request sent again, unseen by the reflector.
+        (sa / "token").write_text("token-2\n")
+        api.rejected_tokens.add("Bearer token-1")
         api.watches.put_nowait(Stream([bookmark("7")], end="close"))
-        again = await api.wait_requests("watch", 2)
+        refused, again = await api.wait_requests("watch", 2), await api.wait_requests("watch", 3)
+        assert refused.headers["authorization"] == "Bearer token-1"
         assert again.headers["authorization"] == "Bearer token-2"
         assert again.query["resourceVersion"] == "7"
+        assert source.describe()["lastError"] is None
 
 
 @needs_openssl
 async def test_kubeconfig_inline_ca_and_client_certificate(
-    api: FakeApiServer, tmp_path: Path
+    api: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The ``*-data`` fields reach ``ssl`` through in-memory files (Linux): no temporary file
+    holds the client key, and a read-only root filesystem needs no writable /tmp."""
+    if hasattr(os, "memfd_create"):
+
+        def read_only_root(*args: Any, **kwargs: Any) -> Any:
+            raise OSError(errno.EROFS, "no temporary file may be written")
+
+        monkeypatch.setattr(tempfile, "NamedTemporaryFile", read_only_root)
     server_cert, server_key = make_cert(tmp_path, "apiserver")
     client_cert, client_key = make_cert(tmp_path, "client")
     server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -537,6 +591,8 @@ async def test_kubeconfig_inline_ca_and_client_certificate(
         assert "authorization" not in listed.headers
         assert dict(x[0] for x in listed.peer_cert["subject"])["commonName"] == "client"
         assert victims(source, "a") == ["a"]
+        assert source.reflector.config is not None
+        assert source.reflector.config.memory_files == ()  # released once the client had them
 
 
 @needs_openssl
@@ -559,31 +615,44 @@ async def test_https_with_an_unknown_ca_fails_and_retries(
         assert not source.ready()
 
 
-def test_kubeconfig_relative_paths_and_token_file(tmp_path: Path) -> None:
-    (tmp_path / "token").write_text("from-file\n")
+def test_kubeconfig_proxy_url_and_relative_token_file(tmp_path: Path) -> None:
     config = kubeconfig_config(
         write_kubeconfig(
             tmp_path / "kc",
-            "http://127.0.0.1:1/",
+            "http://127.0.0.1:1",
             {"token": "inline", "tokenFile": "token"},
             {"proxy-url": "http://proxy:3128"},
         )
     )
     assert config.server == "http://127.0.0.1:1"
-    assert config.ssl_context is None
     assert config.proxy == "http://proxy:3128"
-    assert config.auth_headers() == {"Authorization": "Bearer from-file"}  # tokenFile wins
+    assert config.config.user is not None
+    # Beside the kubeconfig, as client-go resolves it, not in the working directory.
+    assert config.config.user.token_file == str((tmp_path / "token").resolve())
+
+
+async def test_token_file_wins_over_token(api: FakeApiServer, tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("from-file\n")
+    url = await api.start()
+    user = {"token": "inline", "tokenFile": "token"}
+    source = fast_source(write_kubeconfig(tmp_path / "kc", url, user, {}))
+    api.lists.put_nowait(page([], "1"))
+    async with running(source):
+        await api.wait_requests("watch", 1)
+        assert api.of("list")[0].headers["authorization"] == "Bearer from-file"
 
 
 @pytest.mark.parametrize(
     ("doc", "message"),
     [
         ("[]", "not a mapping"),
-        ("{}", "no current-context"),
-        ('{"current-context": "x", "contexts": []}', "context 'x' not found"),
+        ("{}", "has no 'clusters'"),
+        ('{"clusters": [], "contexts": []}', "No current context"),
+        ('{"current-context": "x", "contexts": [], "clusters": []}', "Context 'x' not found"),
         (
-            '{"current-context": "x", "contexts": [{"name": "x", "context": {"cluster": "c"}}]}',
-            "cluster 'c' not found",
+            '{"current-context": "x", "contexts": [{"name": "x", "context": {"cluster": "c"}}],'
+            ' "clusters": []}',
+            "cluster or user 'c' not found",
         ),
         (
             '{"current-context": "x", "contexts": [{"name": "x", "context": {"cluster": "c"}}],'
@@ -591,7 +660,14 @@ def test_kubeconfig_relative_paths_and_token_file(tmp_path: Path) -> None:
             "no server",
         ),
     ],
-    ids=["not a mapping", "no current context", "missing context", "missing cluster", "no server"],
+    ids=[
+        "not a mapping",
+        "no clusters",
+        "no current context",
+        "missing context",
+        "missing cluster",
+        "no server",
+    ],
 )
 def test_kubeconfig_errors(tmp_path: Path, doc: str, message: str) -> None:
     path = tmp_path / "kc"
@@ -600,12 +676,19 @@ def test_kubeconfig_errors(tmp_path: Path, doc: str, message: str) -> None:
         kubeconfig_config(str(path))
 
 
-def test_in_cluster_config_needs_the_environment(tmp_path: Path) -> None:
-    with pytest.raises(KubeconfigError, match="KUBERNETES_SERVICE_HOST"):
-        in_cluster_config({}, str(tmp_path))
-    env = {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
+def test_in_cluster_config_needs_the_environment_and_the_account(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     with pytest.raises(KubeconfigError, match="token"):
-        in_cluster_config(env, str(tmp_path))
+        in_cluster_config(str(tmp_path))
+    (tmp_path / "token").write_text("t")
+    (tmp_path / "namespace").write_text("volcano-system")
+    assert in_cluster_config(str(tmp_path)).server == "https://[fd00::1]:443"
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
+    with pytest.raises(KubeconfigError, match="KUBERNETES_SERVICE_HOST"):
+        in_cluster_config(str(tmp_path))
 
 
 def test_backoff_doubles_its_cap_and_waits_between_half_and_all_of_it() -> None:
