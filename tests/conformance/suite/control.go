@@ -252,14 +252,17 @@ func checkControl(t *testing.T, s Scenario, ext Outcome, cmp func(a, b Outcome) 
 			equal = append(equal, name)
 		}
 	}
+	// One "CONTROLS:" line per scenario, for counting (tests/conformance/README.md).
 	switch {
+	case len(equal) == 0 && s.Abstain == "":
+		t.Logf("CONTROLS: differs from every control")
 	case len(equal) > 0 && s.Abstain == "":
-		t.Errorf("the outcome equals its control (%s) in %d runs: the scenario does not show that"+
+		t.Errorf("CONTROLS: the outcome equals its control (%s) in %d runs: the scenario does not show that"+
 			" Caldera's %s decided it; rework it or mark it Abstain with the reason",
 			strings.Join(equal, "; "), controlRuns, s.Plugin)
 	case len(equal) > 0:
-		t.Logf("ABSTAIN (equals %s): %s", strings.Join(equal, "; "), s.Abstain)
+		t.Logf("CONTROLS: ABSTAIN (equals %s): %s", strings.Join(equal, "; "), s.Abstain)
 	case s.Abstain != "":
-		t.Logf("marked Abstain (%s), yet it differs from every control: check whether the mark still holds", s.Abstain)
+		t.Logf("CONTROLS: marked Abstain (%s), yet it differs from every control: check whether the mark still holds", s.Abstain)
 	}
 }
