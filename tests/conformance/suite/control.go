@@ -154,18 +154,12 @@ func hookVerbs(answered map[string]int) int {
 }
 
 // aboutVerbs are the verbs a scenario is about, as alternatives: Caldera must answer at least
-// one verb of each entry. Scenario.Verbs (each verb its own entry), else from the actions the
-// scenario runs and the decision verbs the extender entry enables and sends: jobEnqueueable
-// for enqueue, preemptable for preempt, reclaimable for reclaim, predicate or prioritize for
-// allocate and backfill (Volcano skips prioritize where one node passes the predicates).
+// one verb of each entry. They follow from the actions the scenario runs and the decision verbs
+// the extender entry enables and sends: jobEnqueueable for enqueue, preemptable for preempt,
+// reclaimable for reclaim, predicate or prioritize for allocate and backfill (Volcano skips
+// prioritize where one node passes the predicates).
 func aboutVerbs(s Scenario, entry conf.PluginOption) [][]string {
 	var about [][]string
-	if s.Verbs != nil {
-		for _, v := range s.Verbs {
-			about = append(about, []string{v})
-		}
-		return about
-	}
 	on := func(f *bool) bool { return f != nil && *f }
 	runs := map[string]bool{}
 	for _, a := range s.Actions() {

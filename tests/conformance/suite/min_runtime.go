@@ -227,7 +227,7 @@ func runMinRuntimeCase(t *testing.T, c minRuntimeCase) {
 		Arguments: c.args,
 	}}}})
 	upstream := caldera.URL
-	if mutating("min-runtime") {
+	if mutating("min-runtime") { // its entry sends no predicate: no neutral Caldera needed
 		upstream = startMutator(t, caldera.URL, caldera.URL)
 	}
 	proxy := newRecorder(t, upstream, nil)

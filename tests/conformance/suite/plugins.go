@@ -389,10 +389,6 @@ var (
 )
 
 func testSlaPlugin(t *testing.T) {
-	recent := func(pg *vcapisv1.PodGroup, age time.Duration) *vcapisv1.PodGroup {
-		pg.CreationTimestamp = metav1.NewTime(time.Now().Add(-age))
-		return pg
-	}
 	runAll(t, []Scenario{
 		// upstream TestEnqueue "podgroup pending" is not compared: its PodGroups have no
 		// MinResources, which Volcano's enqueue action admits before asking any plugin
@@ -408,8 +404,8 @@ func testSlaPlugin(t *testing.T) {
 					PodGroups: []*vcapisv1.PodGroup{
 						// zero creationTimestamp: long past any deadline
 						pgMin("old", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending),
-						recent(pgMin("new", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), time.Minute),
-						recent(pgMin("late", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute),
+						createdAgo(pgMin("new", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), time.Minute),
+						createdAgo(pgMin("late", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute),
 					},
 					Queues: []*vcapisv1.Queue{queue("c1", "1", "1G")},
 				}
@@ -420,11 +416,11 @@ func testSlaPlugin(t *testing.T) {
 			Name: "per-job annotation overrides global", Actions: enqueueActions,
 			Tiers: []conf.Tier{tier(slaEnq(nil)), tier(drfEnq, proportionEnq)}, Plugin: "sla", Residual: true,
 			Cluster: func() Cluster {
-				a := recent(pgMin("short", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
+				a := createdAgo(pgMin("short", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
 				a.Annotations = map[string]string{"volcano.sh/sla-waiting-time": "5m"}
-				b := recent(pgMin("long", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
+				b := createdAgo(pgMin("long", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
 				b.Annotations = map[string]string{"sla-waiting-time": "1h"}
-				c := recent(pgMin("bad-prefixed", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
+				c := createdAgo(pgMin("bad-prefixed", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
 				c.Annotations = map[string]string{"volcano.sh/sla-waiting-time": "-1m", "sla-waiting-time": "2m"}
 				return Cluster{PodGroups: []*vcapisv1.PodGroup{a, b, c}, Queues: []*vcapisv1.Queue{queue("c1", "1", "1G")}}
 			},

@@ -40,13 +40,10 @@ type Scenario struct {
 	// Volcano patch release (value: why). There the two runs must differ, and
 	// the difference is logged instead of failing.
 	KnownDifference map[string]string
-	// Abstain: why this scenario's outcome is the same with Caldera hosting no plugin (its
-	// control, control.go) and it is kept anyway. Empty: it must differ from the control.
+	// Abstain: why this scenario's outcome equals one of its controls (Caldera hosting no
+	// plugin, or every evictee granted: control.go) and it is kept anyway. Empty: it must
+	// differ from every control.
 	Abstain string
-	// Verbs are the Caldera verbs the scenario is about, each of which Caldera must answer
-	// (control.go's checkAnswered). nil: derived from the actions and the entry's flags
-	// (aboutVerbs).
-	Verbs []string
 }
 
 // extenderTiers replaces the entry named s.Plugin.
