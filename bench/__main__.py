@@ -12,6 +12,7 @@ from bench import run as runmod
 HELP = """Caldera benchmark.
 
   python -m bench run [--quick | --smoke]    measure; writes bench/results/latest.{json,md}, latency.png
+                                             (--quick: quick.*, --smoke: smoke.*)
   python -m bench profile WORKLOAD           pyinstrument profile of Caldera's in-process request path
   python -m bench gen [--quick | --smoke]    only generate the workload bodies (bench/results/tmp)
   python -m bench soak --duration 600        Volcano's traffic at a fixed rate; exit 1 on errors or drift

@@ -1,6 +1,6 @@
 """``python -m bench run``: generate the workloads, drive Caldera and the Go extender with the
 load generator, measure the in-process floor, and write bench/results/latest.{json,md} and
-latency.png."""
+latency.png (a full run; --quick writes quick.*, --smoke smoke.*)."""
 
 from __future__ import annotations
 
@@ -989,11 +989,13 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
         suite, results, machine, caldera_cfg, failures, time.monotonic() - t_start
     )
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = "latest" if mode != "smoke" else "smoke"
+    stem = result_stem(mode)
     (out_dir / f"{stem}.json").write_text(json.dumps(doc, indent=1, default=_jsonable) + "\n")
     (out_dir / f"{stem}.md").write_text(report.markdown(doc))
     try:
-        report.plot(doc, raw, out_dir / ("latency.png" if mode != "smoke" else "smoke-latency.png"))
+        report.plot(
+            doc, raw, out_dir / ("latency.png" if mode == "full" else f"{stem}-latency.png")
+        )
     except Exception as exc:  # matplotlib missing in a bare env: not a benchmark failure
         log(f"plot skipped: {type(exc).__name__}: {exc}")
         if mode != "smoke":
@@ -1007,6 +1009,13 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
             print("  - " + f, file=sys.stderr)
         return 1
     return 0
+
+
+def result_stem(mode: str) -> str:
+    """The results' file stem: only a full run writes latest.{json,md} (the published numbers,
+    which app/sizing.py's test and the README's generated section read); --quick writes
+    quick.*, --smoke smoke.*."""
+    return {"full": "latest", "quick": "quick", "smoke": "smoke"}[mode]
 
 
 def _jsonable(o: Any) -> Any:

@@ -3,13 +3,15 @@ extender's share of a call, the cycle's summed estimates, and the targets it mar
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from bench import report
+from bench import report, run
 
 KIB = 1024
 
@@ -104,3 +106,32 @@ def test_cycle_target_is_caldera_total_over_the_floor_sum() -> None:
     doc["cycle"]["caldera"]["total_ms_median"] = 1300.0
     (t,) = [t for t in report.targets(doc) if "floor sum" in t["target"]]
     assert t["met"] is False
+
+
+BENCH = Path(report.__file__).resolve().parent
+
+
+def test_published_results_are_what_their_json_renders(tmp_path: Path) -> None:
+    """results/latest.md and the README's generated section (its "Targets" table included: every
+    target of the run, met or not, with the run's commit) come from results/latest.json alone."""
+    doc = json.loads((BENCH / "results" / "latest.json").read_text())
+    assert doc["mode"] == "full"
+    assert (BENCH / "results" / "latest.md").read_text() == report.markdown(doc)
+    readme = tmp_path / "README.md"
+    shutil.copy(BENCH / "README.md", readme)
+    report.update_readme(readme, doc)
+    assert readme.read_text() == (BENCH / "README.md").read_text()
+    assert f"commit {doc['machine']['commit']}" in readme.read_text()
+
+
+def test_one_comparison_for_every_goal() -> None:
+    assert report.is_met(0.99, 1.0, "lower") and not report.is_met(1.0, 1.0, "lower")
+    assert report.is_met(2.0, 2.0, "higher") and not report.is_met(1.99, 2.0, "higher")
+    assert report.is_met(None, 1.0, "lower") is None
+    assert report.goal_text("lower", 1.2, "×") == "< 1.2×"
+    assert report.goal_text("higher", 2, " x") == "≥ 2 x"
+
+
+def test_only_a_full_run_writes_the_published_results() -> None:
+    assert run.result_stem("full") == "latest"
+    assert {run.result_stem("quick"), run.result_stem("smoke")} == {"quick", "smoke"}

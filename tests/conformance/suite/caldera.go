@@ -45,6 +45,42 @@ func calderaCommand(args ...string) (*exec.Cmd, error) {
 	return nil, fmt.Errorf("this checkout's caldera is not at %s: run `uv sync` at the repository root, or set CALDERA_BIN", script)
 }
 
+// checkThisCheckout: the caldera console script at path runs this checkout's code, i.e. its
+// interpreter (the script's #! line) imports the `app` package from this repository's app/
+// (`uv sync` installs the project editable). A CALDERA_BIN left pointing at another checkout
+// or another installation would otherwise prove that one instead.
+func checkThisCheckout(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(strings.TrimPrefix(line, "#!"))
+	if !strings.HasPrefix(line, "#!") || len(fields) == 0 {
+		return fmt.Errorf("%s is not a Python console script: cannot tell whether it runs this checkout's caldera"+
+			" (set CALDERA_BIN to the repository's .venv/bin/caldera)", path)
+	}
+	if filepath.Base(fields[0]) == "env" && len(fields) > 1 {
+		fields = fields[1:]
+	}
+	probe := exec.Command(fields[0], append(fields[1:], "-c",
+		"import app, os; print(os.path.realpath(os.path.dirname(app.__file__)))")...)
+	probe.Dir = os.TempDir()
+	out, err := probe.Output()
+	if err != nil {
+		return fmt.Errorf("%s: cannot import its app package: %v", path, err)
+	}
+	want, err := filepath.EvalSymlinks(filepath.Join(repoRoot(), "app"))
+	if err != nil {
+		return err
+	}
+	if got := strings.TrimSpace(string(out)); got != want {
+		return fmt.Errorf("%s runs the caldera in %s, not this checkout's %s: set CALDERA_BIN to this"+
+			" repository's .venv/bin/caldera (uv sync)", path, got, want)
+	}
+	return nil
+}
+
 // strict: a Caldera that cannot be run fails the suite; it never skips (a check that skips on
 // a fresh machine proves nothing). CALDERA_CONFORMANCE_STRICT=0 is the one way to get skips,
 // for a run on a machine without the Python side at all.
@@ -146,7 +182,9 @@ func startCaldera(t *testing.T, cfg CalderaConfig) *Caldera {
 		}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			calderaCheckErr = fmt.Errorf("`%s` failed: %v\n%s", strings.Join(cmd.Args, " "), err, tail(out))
+			return
 		}
+		calderaCheckErr = checkThisCheckout(cmd.Path)
 	})
 	if calderaCheckErr != nil {
 		skipOrFail("caldera unavailable: %v", calderaCheckErr)

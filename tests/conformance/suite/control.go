@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"volcano.sh/volcano/pkg/scheduler/conf"
 )
 
 // recorder is a reverse proxy in front of one Caldera that counts the verbs Caldera answered
@@ -151,15 +153,65 @@ func hookVerbs(answered map[string]int) int {
 	return n
 }
 
-// checkAnswered: onSessionOpen (when the extender entry sends it) and at least one decision
-// verb reached Caldera and came back 200.
-func checkAnswered(t *testing.T, s Scenario, r *recorder, entry map[string]interface{}) {
+// aboutVerbs are the verbs a scenario is about, as alternatives: Caldera must answer at least
+// one verb of each entry. They follow from the actions the scenario runs and the decision verbs
+// the extender entry enables and sends: jobEnqueueable for enqueue, preemptable for preempt,
+// reclaimable for reclaim, predicate or prioritize for allocate and backfill (Volcano skips
+// prioritize where one node passes the predicates).
+func aboutVerbs(s Scenario, entry conf.PluginOption) [][]string {
+	var about [][]string
+	on := func(f *bool) bool { return f != nil && *f }
+	runs := map[string]bool{}
+	for _, a := range s.Actions() {
+		runs[a.Name()] = true
+	}
+	sent := func(enabled bool, key string) []string {
+		if _, sends := entry.Arguments[key]; enabled && sends {
+			return []string{calderaVerbs[key]}
+		}
+		return nil
+	}
+	for _, x := range []struct {
+		actions []string
+		verbs   []string
+	}{
+		{[]string{"enqueue"}, sent(on(entry.EnabledJobEnqueued), verbJobEnqueueable)},
+		{[]string{"preempt"}, sent(on(entry.EnabledPreemptable), verbPreemptable)},
+		{[]string{"reclaim"}, sent(on(entry.EnabledReclaimable), verbReclaimable)},
+		{[]string{"allocate", "backfill"}, append(sent(on(entry.EnabledPredicate), verbPredicate),
+			sent(on(entry.EnabledNodeOrder), verbPrioritize)...)},
+	} {
+		for _, a := range x.actions {
+			if runs[a] && len(x.verbs) > 0 {
+				about = append(about, x.verbs)
+				break
+			}
+		}
+	}
+	return about
+}
+
+// checkAnswered: onSessionOpen (when the extender entry sends it) and the verbs the scenario
+// is about (aboutVerbs; without any, at least one decision verb) reached Caldera and came back
+// 200.
+func checkAnswered(t *testing.T, s Scenario, r *recorder, entry conf.PluginOption) {
 	t.Helper()
 	a := r.Answered()
-	if _, sends := entry[verbOnSessionOpen]; sends && a["onSessionOpen"] == 0 {
+	if _, sends := entry.Arguments[verbOnSessionOpen]; sends && a["onSessionOpen"] == 0 {
 		t.Errorf("Caldera answered no onSessionOpen (answered: %s)", r)
 	}
-	if s.Abstain == "" && hookVerbs(a) == 0 {
+	about := aboutVerbs(s, entry)
+	for _, alternatives := range about {
+		n := 0
+		for _, verb := range alternatives {
+			n += a[verb]
+		}
+		if n == 0 {
+			t.Errorf("Caldera answered no %s, which the scenario is about (answered: %s)",
+				strings.Join(alternatives, " or "), r)
+		}
+	}
+	if len(about) == 0 && hookVerbs(a) == 0 {
 		t.Errorf("Caldera answered no decision verb (answered: %s): the scenario does not ask it", r)
 	}
 }
@@ -194,14 +246,17 @@ func checkControl(t *testing.T, s Scenario, ext Outcome, cmp func(a, b Outcome) 
 			equal = append(equal, name)
 		}
 	}
+	// One "CONTROLS:" line per scenario, for counting (tests/conformance/README.md).
 	switch {
+	case len(equal) == 0 && s.Abstain == "":
+		t.Logf("CONTROLS: differs from every control")
 	case len(equal) > 0 && s.Abstain == "":
-		t.Errorf("the outcome equals its control (%s) in %d runs: the scenario does not show that"+
+		t.Errorf("CONTROLS: the outcome equals its control (%s) in %d runs: the scenario does not show that"+
 			" Caldera's %s decided it; rework it or mark it Abstain with the reason",
 			strings.Join(equal, "; "), controlRuns, s.Plugin)
 	case len(equal) > 0:
-		t.Logf("ABSTAIN (equals %s): %s", strings.Join(equal, "; "), s.Abstain)
+		t.Logf("CONTROLS: ABSTAIN (equals %s): %s", strings.Join(equal, "; "), s.Abstain)
 	case s.Abstain != "":
-		t.Logf("marked Abstain (%s), yet it differs from every control: check whether the mark still holds", s.Abstain)
+		t.Logf("CONTROLS: marked Abstain (%s), yet it differs from every control: check whether the mark still holds", s.Abstain)
 	}
 }

@@ -117,21 +117,6 @@ func diffIgnoringNodes(a, b Outcome) string {
 	return diff(strip(a), strip(b))
 }
 
-// diffCounts compares the number of binds and evictions and the phases: for
-// scenarios whose victim choice depends on Go map iteration order in Volcano
-// itself (e.g. pdb budgets consumed in evictee order).
-func diffCounts(a, b Outcome) string {
-	var out []string
-	if len(a.Binds) != len(b.Binds) || len(a.Evicts) != len(b.Evicts) || len(a.Pipelined) != len(b.Pipelined) ||
-		len(a.Allocated) != len(b.Allocated) {
-		out = append(out, fmt.Sprintf("counts differ: in-tree %s, extender %s", a, b))
-	}
-	if sortedMap(a.Phases) != sortedMap(b.Phases) {
-		out = append(out, fmt.Sprintf("podgroup phases: in-tree %s, extender %s", sortedMap(a.Phases), sortedMap(b.Phases)))
-	}
-	return strings.Join(out, "\n")
-}
-
 // sessionMu serialises sessions: plugin builders and conf.EnabledActionMap
 // are package globals in Volcano.
 var sessionMu sync.Mutex

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"sort"
 	"testing"
 	"time"
 
@@ -36,6 +37,12 @@ var (
 	// priorityEnableEvict is priority_test.go's.
 	priorityEnableEvict = conf.PluginOption{Name: "priority", EnabledTaskOrder: &yes, EnabledJobOrder: &yes,
 		EnabledPreemptable: &yes, EnabledReclaimable: &yes, EnabledJobStarving: &yes}
+	// priorityNoTaskOrder / priorityNoJobOrder: priority_test.go's entry less one order
+	// function, so that Volcano's victim order falls back to creation times (see "victim order").
+	priorityNoTaskOrder = conf.PluginOption{Name: "priority", EnabledJobOrder: &yes,
+		EnabledPreemptable: &yes, EnabledReclaimable: &yes, EnabledJobStarving: &yes}
+	priorityNoJobOrder = conf.PluginOption{Name: "priority", EnabledTaskOrder: &yes,
+		EnabledPreemptable: &yes, EnabledReclaimable: &yes, EnabledJobStarving: &yes}
 	evictFlags = func(name string) conf.PluginOption {
 		return conf.PluginOption{Name: name, EnabledPreemptable: &yes, EnabledReclaimable: &yes}
 	}
@@ -44,15 +51,84 @@ var (
 	}
 )
 
+// ---- victim order ---------------------------------------------------------------------
+//
+// Volcano evicts a node's victims in the order of BuildVictimsPriorityQueue (v1.8.2: the same
+// comparison inline in preempt): victims of one job by !TaskOrderFn, of different jobs in one
+// queue by !JobOrderFn. Without an order function that decides, both fall back to the creation
+// time and then the UID (CompareTask, Session.JobOrderFn), so the newest job, and within a job
+// the newest pod, goes first. The victim scenarios below make the pod the plugin protects the
+// one Volcano's own order would evict first: a Caldera that protected nothing would evict it
+// (the granting control), so agreeing with the in-tree run shows that Caldera's answer chose the
+// victims. Creation times are minutes apart, and a pod's never equals another's of the same job
+// (v1.8.2's CompareTask has no UID fallback: equal times leave the order to the heap).
+
+// createdAgo sets a PodGroup's (the job's) creation time.
+func createdAgo(pg *vcapisv1.PodGroup, d time.Duration) *vcapisv1.PodGroup {
+	pg.CreationTimestamp = metav1.NewTime(time.Now().Add(-d))
+	return pg
+}
+
+// podCreatedAgo sets a pod's (the task's) creation time.
+func podCreatedAgo(p *v1.Pod, d time.Duration) *v1.Pod {
+	p.CreationTimestamp = metav1.NewTime(time.Now().Add(-d))
+	return p
+}
+
+// kubeSystemNewest makes pg-sys the newest job and pg-app an hour old: Volcano's own order
+// (same priority, then the newest job first) evicts sys-pod before app-pod.
+func kubeSystemNewest(cl Cluster) Cluster {
+	for _, pg := range cl.PodGroups {
+		switch pg.Name {
+		case "pg-sys":
+			createdAgo(pg, time.Minute)
+		case "pg-app":
+			createdAgo(pg, time.Hour)
+		}
+	}
+	return cl
+}
+
+// reclaimOrderAbstain: before v1.9 the reclaim action evicts its victims in the order
+// ssn.Reclaimable returns them, which is the node's task map order (no victim queue), so the
+// granting control evicts either candidate at random and cannot be told apart reliably.
+func reclaimOrderAbstain() string {
+	if rel.AtLeast("1.9") {
+		return ""
+	}
+	return "Volcano " + rel.Volcano + "'s reclaim has no victim queue: it evicts in the order Reclaimable returns" +
+		" (the node's task map), so the granting control picks either candidate at random"
+}
+
+// classDiff compares outcomes after renaming the evicted pods of each class to the class's name:
+// pods Volcano itself treats as interchangeable (which of them spends a budget follows Go map
+// order in its node task list). Every other eviction, and every bind, is compared by identity.
+func classDiff(classes map[string]string) func(a, b Outcome) string {
+	rename := func(o Outcome) Outcome {
+		c := o
+		c.Evicts = make([]string, len(o.Evicts))
+		for i, e := range o.Evicts {
+			if n, ok := classes[e]; ok {
+				e = n
+			}
+			c.Evicts[i] = e
+		}
+		sort.Strings(c.Evicts)
+		return c
+	}
+	return func(a, b Outcome) string { return diff(rename(a), rename(b)) }
+}
+
 // ---- conformance ------------------------------------------------------------------
 
 func testConformancePlugin(t *testing.T) {
 	tiers := []conf.Tier{tier(priorityOrderOnly, evictFlags("conformance"))}
 	runAll(t, []Scenario{
 		{
+			// The kube-system job is the newest: Volcano's own victim order (the newest job of
+			// equal priority first) would evict sys-pod; only conformance's answer spares it.
 			Name:    "preempt skips kube-system victim",
-			Abstain: "REWORK (issue 26 item 2): Volcano's own victim order already evicts the unprotected pod first, so the protection is not what decides; the granting control shows it",
-			Cluster: kubeSystemVictimCluster,
+			Cluster: func() Cluster { return kubeSystemNewest(kubeSystemVictimCluster()) },
 			Actions: preemptActions, Tiers: tiers, Plugin: "conformance",
 			Expect: expectEvicts("ns1/app-pod"),
 		},
@@ -81,9 +157,9 @@ func testConformancePlugin(t *testing.T) {
 		},
 		{
 			Name:    "reclaim skips kube-system victim",
-			Abstain: "REWORK (issue 26 item 2): Volcano's own victim order already evicts the unprotected pod first, so the protection is not what decides; the granting control shows it",
+			Abstain: reclaimOrderAbstain(),
 			Cluster: func() Cluster {
-				return Cluster{
+				return kubeSystemNewest(Cluster{
 					Nodes:      []*v1.Node{node("node1", "4", "4G")},
 					PriClasses: classes(),
 					PodGroups: []*vcapisv1.PodGroup{
@@ -97,7 +173,7 @@ func testConformancePlugin(t *testing.T) {
 						pending("ns2", "reclaimer", "2", "2G", "pg-q2"),
 					},
 					Queues: []*vcapisv1.Queue{queue("q1", "", ""), queue("q2", "", "")},
-				}
+				})
 			},
 			Actions: reclaimActions, Tiers: tiers, Plugin: "conformance",
 			Expect: expectEvicts("ns1/app-pod"),
@@ -129,8 +205,14 @@ func priorityPreemptCluster1() Cluster {
 func testPriorityPlugin(t *testing.T) {
 	runAll(t, []Scenario{
 		{
-			Name:    "upstream TestPreempt: enable preempt low priority",
-			Abstain: "REWORK (issue 26 item 2): Volcano's own victim order already evicts the unprotected pod first, so the protection is not what decides; the granting control shows it",
+			// Upstream's own case, kept for its expectation: both preemptees belong to a job of
+			// lower priority than the preemptor's, so priority grants both, and its TaskOrder
+			// evicts preemptee1 (priority 0) first. The protection is decided in the two
+			// scenarios that follow.
+			Name: "upstream TestPreempt: enable preempt low priority",
+			Abstain: "upstream's case: priority grants both preemptees (their job's priority is below the preemptor's)," +
+				" as the granting control does; 'same-job victims compare task priority' and 'a job of equal priority is" +
+				" not a victim' show the protection",
 			Cluster: priorityPreemptCluster1, Actions: preemptActions,
 			Tiers: []conf.Tier{tier(priorityEnableEvict)}, Plugin: "priority", Residual: true,
 			Expect: all(expectEvicts("ns1/preemptee1"), func(t *testing.T, o Outcome) {
@@ -142,23 +224,54 @@ func testPriorityPlugin(t *testing.T) {
 		// upstream TestPreempt "disable preempt low priority" is not compared: with every flag
 		// off the extender entry never asks Caldera, so no answer of Caldera's could change it.
 		{
-			Name:    "same-job victims compare task priority",
-			Abstain: "REWORK (issue 26 item 2): Volcano's own victim order already evicts the unprotected pod first, so the protection is not what decides; the granting control shows it",
+			// Priority's TaskOrder would evict the lower task priority first, which is also the
+			// one its preemptable grants: with it on, Volcano's order alone picks "low". Here
+			// TaskOrder is off, so the task order is the creation time (newest first): "high"
+			// (500, protected against the preemptor's 100) is the newest and would go first.
+			Name: "same-job victims compare task priority",
 			Cluster: func() Cluster {
 				return Cluster{
 					PriClasses: classes(),
 					PodGroups:  []*vcapisv1.PodGroup{pgPrio("pg1", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "low-priority")},
 					Pods: []*v1.Pod{
-						withPriority(running("ns1", "low", "node1", "2", "2G", "pg1", preemptable()), 10),
-						withPriority(running("ns1", "high", "node1", "2", "2G", "pg1", preemptable()), 500),
-						withPriority(pending("ns1", "new", "2", "2G", "pg1"), 100),
+						podCreatedAgo(withPriority(running("ns1", "low", "node1", "2", "2G", "pg1", preemptable()), 10), time.Hour),
+						podCreatedAgo(withPriority(running("ns1", "high", "node1", "2", "2G", "pg1", preemptable()), 500), 2*time.Minute),
+						podCreatedAgo(withPriority(pending("ns1", "new", "2", "2G", "pg1"), 100), time.Minute),
 					},
 					Nodes:  []*v1.Node{node("node1", "4", "4G")},
 					Queues: []*vcapisv1.Queue{queue("q1", "", "")},
 				}
 			},
 			Actions: preemptActions,
-			Tiers:   []conf.Tier{tier(priorityEnableEvict)}, Plugin: "priority", Residual: true,
+			Tiers:   []conf.Tier{tier(priorityNoTaskOrder)}, Plugin: "priority", Residual: true,
+			Expect: expectEvicts("ns1/low"),
+		},
+		{
+			// Between jobs priority grants a victim whose job's priority is below the
+			// preemptor's. JobOrder is off, so Volcano orders the victims' jobs by creation time
+			// (newest first): pg-peer (high-priority, equal to the preemptor's, so protected) is
+			// the newest and would go first; pg-old (low-priority) is an hour old.
+			Name: "a job of equal priority is not a victim",
+			Cluster: func() Cluster {
+				return Cluster{
+					PriClasses: classes(),
+					PodGroups: []*vcapisv1.PodGroup{
+						createdAgo(pgPrio("pg-old", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"), time.Hour),
+						createdAgo(pgPrio("pg-peer", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "high-priority"), 2*time.Minute),
+						createdAgo(pgPrio("pg-hi", "ns2", "q1", 1, vcapisv1.PodGroupInqueue, "high-priority"), time.Minute),
+					},
+					Pods: []*v1.Pod{
+						running("ns1", "old", "node1", "2", "2G", "pg-old", preemptable()),
+						running("ns1", "peer", "node1", "2", "2G", "pg-peer", preemptable()),
+						pending("ns2", "preemptor", "2", "2G", "pg-hi"),
+					},
+					Nodes:  []*v1.Node{node("node1", "4", "4G")},
+					Queues: []*vcapisv1.Queue{queue("q1", "", "")},
+				}
+			},
+			Actions: preemptActions,
+			Tiers:   []conf.Tier{tier(priorityNoJobOrder)}, Plugin: "priority", Residual: true,
+			Expect: expectEvicts("ns1/old"),
 		},
 		{
 			// priority registers no ReclaimableFn: the service must abstain.
@@ -197,10 +310,12 @@ func testCdpPlugin(t *testing.T) {
 				pgPrio("pg-hi", "default", "q1", 1, vcapisv1.PodGroupInqueue, "high-priority"),
 			},
 			Pods: []*v1.Pod{
-				// cdp_test.go TestPreemptableFn's three tasks.
-				scheduledAgo(annotate(running("default", "cool", "node1", "1", "1G", "pg-lo", preemptable()), key, "600s"), 100*time.Second),
-				scheduledAgo(annotate(running("default", "invalid", "node1", "1", "1G", "pg-lo", preemptable()), key, "600abcde"), 100*time.Second),
-				scheduledAgo(annotate(running("default", "expired", "node1", "1", "1G", "pg-lo", preemptable()), key, "600s"), 800*time.Second),
+				// cdp_test.go TestPreemptableFn's three tasks. "cool" (protected) is the newest
+				// pod of the job, so Volcano's own order (see "victim order") would evict it
+				// first; "expired" is the oldest.
+				podCreatedAgo(scheduledAgo(annotate(running("default", "cool", "node1", "1", "1G", "pg-lo", preemptable()), key, "600s"), 100*time.Second), 2*time.Minute),
+				podCreatedAgo(scheduledAgo(annotate(running("default", "invalid", "node1", "1", "1G", "pg-lo", preemptable()), key, "600abcde"), 100*time.Second), 30*time.Minute),
+				podCreatedAgo(scheduledAgo(annotate(running("default", "expired", "node1", "1", "1G", "pg-lo", preemptable()), key, "600s"), 800*time.Second), time.Hour),
 				pending("default", "preemptor", "2", "2G", "pg-hi"),
 			},
 			Nodes:  []*v1.Node{node("node1", "3", "3G")},
@@ -211,7 +326,7 @@ func testCdpPlugin(t *testing.T) {
 	runAll(t, []Scenario{
 		{
 			Name:    "preempt respects cooldown",
-			Abstain: "REWORK (issue 26 item 2): Volcano's own victim order already evicts the unprotected pod first, so the protection is not what decides; the granting control shows it", Cluster: cluster, Actions: preemptActions,
+			Cluster: cluster, Actions: preemptActions,
 			Tiers: tiers, Plugin: "cdp",
 			Expect: expectEvicts("default/expired", "default/invalid"),
 		},
@@ -220,7 +335,7 @@ func testCdpPlugin(t *testing.T) {
 			// before, no plugin in these tiers answers reclaimable and nothing
 			// is reclaimed. Caldera follows volcanoVersion.
 			Name:    "reclaim respects cooldown",
-			Abstain: "REWORK (issue 26 item 2): Volcano's own victim order already evicts the unprotected pod first, so the protection is not what decides; the granting control shows it", Actions: reclaimActions, Tiers: tiers, Plugin: "cdp",
+			Abstain: cdpReclaimAbstain(), Actions: reclaimActions, Tiers: tiers, Plugin: "cdp",
 			Cluster: func() Cluster {
 				cl := cluster()
 				cl.Queues = append(cl.Queues, queue("q2", "", ""))
@@ -231,20 +346,31 @@ func testCdpPlugin(t *testing.T) {
 		},
 		{
 			Name:    "label wins over annotation",
-			Abstain: "REWORK (issue 26 item 2): Volcano's own victim order already evicts the unprotected pod first, so the protection is not what decides; the granting control shows it", Actions: preemptActions, Tiers: tiers, Plugin: "cdp",
+			Actions: preemptActions, Tiers: tiers, Plugin: "cdp",
 			Cluster: func() Cluster {
 				cl := cluster()
-				// an invalid label disables protection even with a valid
-				// annotation. The preemptor needs all three pods' CPU, so the
-				// outcome does not depend on the order victims are tried in
-				// (Volcano v1.8.2 collects them from a map).
+				// The label is read before the annotation: on "cool" an invalid label
+				// disables the valid annotation's protection; on "expired" a valid label
+				// ("1h") protects a pod whose annotation ("600s") has run out. "expired" is
+				// made the newest pod, so Volcano's own order would evict it first; a Caldera
+				// reading the annotation first would protect "cool" and leave too little.
 				cl.Pods[0].Labels[key] = "soon"
-				cl.Pods[3] = pending("default", "preemptor", "3", "3G", "pg-hi")
+				cl.Pods[2].Labels[key] = "1h"
+				podCreatedAgo(cl.Pods[2], time.Minute)
 				return cl
 			},
-			Expect: expectEvicts("default/cool", "default/expired", "default/invalid"),
+			Expect: expectEvicts("default/cool", "default/invalid"),
 		},
 	})
+}
+
+// cdpReclaimAbstain: before v1.12 cdp registers no ReclaimableFn, so Caldera's cdp abstains
+// from reclaimable and nothing is reclaimed, as with no plugin.
+func cdpReclaimAbstain() string {
+	if rel.AtLeast("1.12") {
+		return ""
+	}
+	return "cdp registers no ReclaimableFn before v1.12: Caldera abstains and nothing is reclaimed, as with no plugin"
 }
 
 // ---- sla ---------------------------------------------------------------------------------
@@ -263,31 +389,10 @@ var (
 )
 
 func testSlaPlugin(t *testing.T) {
-	// enqueue_test.go TestEnqueue: drf, proportion, sla(3m), gang in one tier.
-	upstream := []conf.Tier{tier(drfEnq, proportionEnq, slaEnq("3m"), gangOrder)}
-	q := func() []*vcapisv1.Queue {
-		return []*vcapisv1.Queue{queue("c1", "4", "4G"), queue("c2", "4", "4G")}
-	}
-	recent := func(pg *vcapisv1.PodGroup, age time.Duration) *vcapisv1.PodGroup {
-		pg.CreationTimestamp = metav1.NewTime(time.Now().Add(-age))
-		return pg
-	}
 	runAll(t, []Scenario{
-		{
-			Name:    "upstream TestEnqueue: podgroup pending",
-			Abstain: "the plugin permits or abstains here, the same outcome as no plugin: the scenario shows Caldera does not reject where Volcano would not (a wrong Reject fails it against in-tree)", Actions: enqueueActions, Tiers: upstream, Plugin: "sla", Residual: true,
-			Cluster: func() Cluster {
-				return Cluster{
-					PodGroups: []*vcapisv1.PodGroup{
-						buildPodGroup("pg1", "c1", "c1", 1, vcapisv1.PodGroupPending),
-						buildPodGroup("pg2", "c1", "c2", 1, vcapisv1.PodGroupPending),
-					},
-					Pods:   []*v1.Pod{pending("c1", "p1", "3", "1G", "pg1"), pending("c1", "p2", "1", "1G", "pg2")},
-					Queues: q(),
-				}
-			},
-			Expect: expectPhases(map[string]string{"c1/pg1": "Inqueue", "c1/pg2": "Inqueue"}),
-		},
+		// upstream TestEnqueue "podgroup pending" is not compared: its PodGroups have no
+		// MinResources, which Volcano's enqueue action admits before asking any plugin
+		// (enqueue.go: MinResources == nil || ssn.JobEnqueueable), so Caldera is never asked.
 		// upstream TestEnqueue "queue smaller than MinResources" is not compared: proportion's
 		// Reject in the same tier always wins (Session.JobEnqueueable), so no answer of Caldera's
 		// sla could change it.
@@ -299,8 +404,8 @@ func testSlaPlugin(t *testing.T) {
 					PodGroups: []*vcapisv1.PodGroup{
 						// zero creationTimestamp: long past any deadline
 						pgMin("old", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending),
-						recent(pgMin("new", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), time.Minute),
-						recent(pgMin("late", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute),
+						createdAgo(pgMin("new", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), time.Minute),
+						createdAgo(pgMin("late", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute),
 					},
 					Queues: []*vcapisv1.Queue{queue("c1", "1", "1G")},
 				}
@@ -311,11 +416,11 @@ func testSlaPlugin(t *testing.T) {
 			Name: "per-job annotation overrides global", Actions: enqueueActions,
 			Tiers: []conf.Tier{tier(slaEnq(nil)), tier(drfEnq, proportionEnq)}, Plugin: "sla", Residual: true,
 			Cluster: func() Cluster {
-				a := recent(pgMin("short", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
+				a := createdAgo(pgMin("short", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
 				a.Annotations = map[string]string{"volcano.sh/sla-waiting-time": "5m"}
-				b := recent(pgMin("long", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
+				b := createdAgo(pgMin("long", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
 				b.Annotations = map[string]string{"sla-waiting-time": "1h"}
-				c := recent(pgMin("bad-prefixed", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
+				c := createdAgo(pgMin("bad-prefixed", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute)
 				c.Annotations = map[string]string{"volcano.sh/sla-waiting-time": "-1m", "sla-waiting-time": "2m"}
 				return Cluster{PodGroups: []*vcapisv1.PodGroup{a, b, c}, Queues: []*vcapisv1.Queue{queue("c1", "1", "1G")}}
 			},
@@ -376,10 +481,8 @@ func testOvercommitPlugin(t *testing.T) {
 		{Name: "required resources too large", Actions: enqueueActions, Tiers: oc(1.2), Plugin: "overcommit",
 			Cluster: cl(pgMin("pg2", ns, "c1", 2, rl("20000m", "20G"), vcapisv1.PodGroupPending)),
 			Expect:  expectPhases(map[string]string{ns + "/pg2": "Pending"})},
-		{Name: "no MinResources",
-			Abstain: "the plugin permits or abstains here, the same outcome as no plugin: the scenario shows Caldera does not reject where Volcano would not (a wrong Reject fails it against in-tree)", Actions: enqueueActions, Tiers: oc(1.2), Plugin: "overcommit",
-			Cluster: cl(buildPodGroup("pg3", ns, "c1", 2, vcapisv1.PodGroupPending)),
-			Expect:  expectPhases(map[string]string{ns + "/pg3": "Inqueue"})},
+		// upstream "no MinResources" is not compared: the enqueue action admits a PodGroup
+		// without MinResources before asking any plugin, so Caldera is never asked.
 		{Name: "existing Inqueue job reserves resources", Actions: enqueueActions, Tiers: oc(nil), Plugin: "overcommit",
 			Cluster: cl(pgMin("in", ns, "c1", 1, rl("6", "1G"), vcapisv1.PodGroupInqueue),
 				pgMin("new", ns, "c1", 1, rl("2", "1G"), vcapisv1.PodGroupPending)),
@@ -449,10 +552,8 @@ func testResourceQuotaPlugin(t *testing.T) {
 			Abstain: "the plugin permits or abstains here, the same outcome as no plugin: the scenario shows Caldera does not reject where Volcano would not (a wrong Reject fails it against in-tree)", Actions: enqueueActions, Tiers: tiers, Plugin: "resourcequota",
 			Cluster: cl(false, pgMin("pg2", "default", "c1", 2, rl("20000m", "20G"), vcapisv1.PodGroupPending)),
 			Expect:  expectPhases(map[string]string{"default/pg2": "Inqueue"})},
-		{Name: "upstream: MinResources not set",
-			Abstain: "the plugin permits or abstains here, the same outcome as no plugin: the scenario shows Caldera does not reject where Volcano would not (a wrong Reject fails it against in-tree)", Actions: enqueueActions, Tiers: tiers, Plugin: "resourcequota",
-			Cluster: cl(true, buildPodGroup("pg3", "default", "c1", 2, vcapisv1.PodGroupPending)),
-			Expect:  expectPhases(map[string]string{"default/pg3": "Inqueue"})},
+		// upstream "MinResources not set" is not compared: the enqueue action admits a PodGroup
+		// without MinResources before asking any plugin, so Caldera is never asked.
 		{Name: "pending usage accumulates within a session", Actions: enqueueActions, Tiers: tiers, Plugin: "resourcequota",
 			Cluster: cl(true, pgMin("a", "default", "c1", 1, rl("1500m", "1G"), vcapisv1.PodGroupPending),
 				pgMin("b", "default", "c1", 1, rl("1500m", "1G"), vcapisv1.PodGroupPending))},
@@ -523,6 +624,27 @@ func testPdbPlugin(t *testing.T) {
 			return c
 		}
 	}
+	// plainCl adds "plain" (1 CPU, no budget selects it) in pg-plain, an hour old, beside web-1
+	// and web-2 in pg-web, a minute old, on a 3-CPU node; the preemptor (reclaimer) needs want
+	// CPUs. Volcano's own order (same priority: the newest job first) evicts the web pods before
+	// plain, so a budget that spares a web pod shows in which pods are evicted.
+	plainCl := func(base func(...*policyv1.PodDisruptionBudget) func() Cluster, want string,
+		pdbs ...*policyv1.PodDisruptionBudget) func() Cluster {
+		return func() Cluster {
+			c := base(pdbs...)()
+			c.Nodes = []*v1.Node{node("node1", "3", "3G")}
+			createdAgo(c.PodGroups[0], time.Minute)
+			c.PodGroups = append(c.PodGroups, createdAgo(pgPrio("pg-plain", "default", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"), time.Hour))
+			podCreatedAgo(c.Pods[0], 3*time.Minute)
+			podCreatedAgo(c.Pods[1], 2*time.Minute)
+			c.Pods = append(c.Pods, running("default", "plain", "node1", "1", "1G", "pg-plain", preemptable()))
+			c.Pods[2].Spec.Containers[0].Resources.Requests = rl(want, want+"G")
+			return c
+		}
+	}
+	// Which of web-1 and web-2 spends a single disruption follows the evictee order, i.e. Go
+	// map iteration in Volcano itself: they are one class; plain is compared by identity.
+	webClass := classDiff(map[string]string{"default/web-1": "default/web-*", "default/web-2": "default/web-*"})
 	tiers := []conf.Tier{tier(priorityOrderOnly, conf.PluginOption{Name: "pdb", EnabledPreemptable: &yes, EnabledReclaimable: &yes})}
 	sel := map[string]string{"app": "web"}
 	runAll(t, []Scenario{
@@ -536,11 +658,17 @@ func testPdbPlugin(t *testing.T) {
 		{Name: "preempt with pdb allowing 0",
 			Abstain: "pdb protects every candidate: no victim, as no victim vote at all; the granting control differs", Cluster: preemptCl(pdbObj("web", "default", 0, sel)), Actions: preemptActions,
 			Tiers: tiers, Plugin: "pdb", Expect: expectEvicts()},
-		// which of web-1/web-2 uses the single disruption depends on the
-		// evictee order, i.e. on Go map iteration in Volcano: compare counts.
-		{Name: "preempt with pdb allowing 1",
-			Abstain: "REWORK (issue 26 item 2): Volcano's own victim order already evicts the unprotected pod first, so the protection is not what decides; the granting control shows it (compared by count: pdb grants one of two)", Cluster: preemptCl(pdbObj("web", "default", 1, sel)), Actions: preemptActions,
-			Tiers: tiers, Plugin: "pdb", Diff: diffCounts},
+		// Both web pods protected: the newest job's pods would go first, plain goes instead.
+		{Name: "preempt with pdb allowing 0, an unprotected pod beside", Actions: preemptActions, Tiers: tiers, Plugin: "pdb",
+			Cluster: plainCl(preemptCl, "1", pdbObj("web", "default", 0, sel)), Expect: expectEvicts("default/plain")},
+		// One disruption: one web pod and plain make the 2 CPUs (web-1 and web-2 without pdb).
+		{Name: "preempt with pdb allowing 1", Actions: preemptActions, Tiers: tiers, Plugin: "pdb", Diff: webClass,
+			Cluster: plainCl(preemptCl, "2", pdbObj("web", "default", 1, sel)),
+			Expect: func(t *testing.T, o Outcome) {
+				if d := webClass(Outcome{Evicts: []string{"default/plain", "default/web-1"}}, Outcome{Evicts: o.Evicts}); d != "" {
+					t.Fatalf("in-tree: want plain and one web pod evicted: %s", d)
+				}
+			}},
 		{Name: "preempt with pdb allowing 1, preemptor needs 2 victims",
 			Abstain: "one disruption cannot free two victims' room: nothing is evicted, as with no victim vote; the granting control differs", Actions: preemptActions, Tiers: tiers, Plugin: "pdb",
 			Cluster: func() Cluster {
@@ -554,8 +682,14 @@ func testPdbPlugin(t *testing.T) {
 		{Name: "reclaim with pdb allowing 0",
 			Abstain: "pdb protects every candidate: no victim, as no victim vote at all; the granting control differs", Cluster: reclaimCl(pdbObj("web", "default", 0, sel)), Actions: reclaimActions,
 			Tiers: tiers, Plugin: "pdb", Expect: expectEvicts()},
-		{Name: "reclaim with pdb allowing 1",
-			Abstain: "REWORK (issue 26 item 2): Volcano's own victim order already evicts the unprotected pod first, so the protection is not what decides; the granting control shows it (compared by count: pdb grants one of two)", Cluster: reclaimCl(pdbObj("web", "default", 1, sel)), Actions: reclaimActions,
-			Tiers: tiers, Plugin: "pdb", Diff: diffCounts},
+		{Name: "reclaim with pdb allowing 0, an unprotected pod beside", Actions: reclaimActions, Tiers: tiers, Plugin: "pdb",
+			Cluster: plainCl(reclaimCl, "1", pdbObj("web", "default", 0, sel)), Expect: expectEvicts("default/plain")},
+		{Name: "reclaim with pdb allowing 1", Actions: reclaimActions, Tiers: tiers, Plugin: "pdb", Diff: webClass,
+			Cluster: plainCl(reclaimCl, "2", pdbObj("web", "default", 1, sel)),
+			Expect: func(t *testing.T, o Outcome) {
+				if d := webClass(Outcome{Evicts: []string{"default/plain", "default/web-1"}}, Outcome{Evicts: o.Evicts}); d != "" {
+					t.Fatalf("in-tree: want plain and one web pod evicted: %s", d)
+				}
+			}},
 	})
 }

@@ -40,8 +40,9 @@ type Scenario struct {
 	// Volcano patch release (value: why). There the two runs must differ, and
 	// the difference is logged instead of failing.
 	KnownDifference map[string]string
-	// Abstain: why this scenario's outcome is the same with Caldera hosting no plugin (its
-	// control, control.go) and it is kept anyway. Empty: it must differ from the control.
+	// Abstain: why this scenario's outcome equals one of its controls (Caldera hosting no
+	// plugin, or every evictee granted: control.go) and it is kept anyway. Empty: it must
+	// differ from every control.
 	Abstain string
 }
 
@@ -106,7 +107,11 @@ func compare(t *testing.T, s Scenario) {
 	}
 	_, under := s.extenderTiers("")
 	c := startCaldera(t, s.calderaConfig(t, under, s.Cluster()))
-	rec := startRecorder(t, c.URL)
+	target := c.URL
+	if mutating(s.Plugin) {
+		target = startMutator(t, c.URL, neutralCaldera(t, s.Ext.ManagedResources))
+	}
+	rec := startRecorder(t, target)
 	tiers, _ := s.extenderTiers(rec.URL)
 	ext := runSession(t, s.Cluster(), tiers, s.Actions())
 	t.Logf("extender: %s (Caldera answered %s)", ext, rec)
@@ -114,9 +119,8 @@ func compare(t *testing.T, s Scenario) {
 	if cmp == nil {
 		cmp = diff
 	}
-	if _, known := s.KnownDifference[rel.Version]; !known {
-		entry, _ := s.extenderTiers("")
-		checkAnswered(t, s, rec, extenderArgs(entry))
+	if _, known := s.KnownDifference[rel.Version]; !known && mutation() == "" {
+		checkAnswered(t, s, rec, extenderEntry(tiers))
 		neutral := neutralCaldera(t, s.Ext.ManagedResources)
 		abstaining, _ := s.extenderTiers(neutral)
 		controls := map[string]func() Outcome{
@@ -139,22 +143,27 @@ func compare(t *testing.T, s Scenario) {
 		}
 		return
 	}
-	if d != "" {
+	if d != "" && mutating(s.Plugin) {
+		t.Errorf("%s: the extender run differs from in-tree %s:\n%s", caughtMarker(s.Plugin), s.Plugin, d)
+	} else if d != "" {
 		t.Errorf("extender run differs from in-tree %s:\n%s", s.Plugin, d)
 	}
 }
 
-// extenderArgs is the extender entry's arguments in tiers.
-func extenderArgs(tiers []conf.Tier) map[string]interface{} {
+// extenderEntry is the extender entry in tiers.
+func extenderEntry(tiers []conf.Tier) conf.PluginOption {
 	for _, tier := range tiers {
 		for _, p := range tier.Plugins {
 			if p.Name == "extender" {
-				return p.Arguments
+				return p
 			}
 		}
 	}
-	return nil
+	return conf.PluginOption{}
 }
+
+// extenderArgs is the extender entry's arguments in tiers.
+func extenderArgs(tiers []conf.Tier) map[string]interface{} { return extenderEntry(tiers).Arguments }
 
 func runAll(t *testing.T, scenarios []Scenario) {
 	for _, s := range scenarios {
