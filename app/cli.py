@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import signal
@@ -19,6 +18,7 @@ from pydantic import ValidationError
 
 from app import __version__, shared_path, sizing
 from app.config import CalderaConfig, ConfigError, effective_config, load_config, release_note
+from app.config_checks import argument_warnings, path_problems, unread_arguments
 from app.session import SessionManager
 from app.settings import Settings
 from plugins.api.extension_points import BY_VERB, VERBS, Rule
@@ -59,13 +59,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from app import listeners
     from app.buffers import BodyBuffers
+    from app.config_watch import load_with_origin
     from app.connections import ConnectionLimits, guarded_protocol
     from app.logs import configure_logging
     from app.main import create_app
 
     settings = _settings(args)
     try:
-        config = load_config(settings.config)
+        config, origin = load_with_origin(settings.config)
     except ConfigError as exc:
         return _fail_config(exc)
     for option, path in (
@@ -90,7 +91,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except RecordError as exc:
             print(f"caldera: {exc}", file=sys.stderr)
             return EXIT_CONFIG
-    app = create_app(config, recorder, body_timeout=settings.body_timeout_seconds)
+    app = create_app(
+        config,
+        recorder,
+        body_timeout=settings.body_timeout_seconds,
+        origin=origin,
+        watch_interval=settings.config_watch_seconds,
+    )
     limits = ConnectionLimits(
         settings.header_timeout_seconds,
         settings.max_header_bytes,
@@ -152,45 +159,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     listeners.run(server, health, verbs_config.get_loop_factory())
     return 0 if server.started else 1
-
-
-def argument_warnings(config: CalderaConfig) -> list[str]:
-    """Build each plugin once so the argument getters report what Volcano would warn about,
-    then name every argument no plugin read (after a session opened on an empty snapshot, as
-    some plugins read theirs there)."""
-    warnings: list[str] = []
-    for entry in config.entries:
-        try:
-            entry.cls(entry.arguments, None)
-        except Exception as exc:
-            warnings.append(f"plugin {entry.name}: building it failed: {exc}")
-        warnings.extend(entry.arguments.warnings)
-    return warnings + path_problems(config) + unread_arguments(config)
-
-
-def path_problems(config: CalderaConfig) -> list[str]:
-    """Every file a plugin will read that does not exist here (pdb's budgets or kubeconfig):
-    the plugin would never sync and /readyz would stay 503."""
-    return [
-        f"plugin {entry.name} ({entry.where}.arguments.{key}): {problem}"
-        for entry in config.entries
-        for key, problem in entry.cls.path_problems(entry.arguments).items()
-    ]
-
-
-def unread_arguments(config: CalderaConfig) -> list[str]:
-    """One warning per ``arguments`` key no plugin reads: a typo (``sla-waiting-tme``) that
-    would quietly leave the default in force, or an argument this release's plugin lacks.
-    Volcano ignores both silently; Caldera says so at check-config and at serve start."""
-    # A plugin that cannot open on an empty snapshot: what it read before failing still counts.
-    with contextlib.suppress(Exception):
-        SessionManager(config).open(OnSessionOpenRequest())
-    return [
-        f"plugin {entry.name} ({entry.where}): argument {key!r} is not read by this plugin on"
-        f" Volcano {config.release} (a typo? Volcano ignores it too, and the default stays)"
-        for entry in config.entries
-        for key in entry.arguments.unread()
-    ]
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:

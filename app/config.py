@@ -20,6 +20,7 @@ rather learn at startup than from a scheduler that quietly ignores a plugin.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from importlib.resources import files
@@ -223,13 +224,14 @@ def _plugin_entry(raw: Any, where: str, source: str) -> dict[str, Any]:
     return entry
 
 
-def parse_config(data: Any, source: str) -> CalderaConfig:
-    """Validate a decoded YAML document."""
+def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) -> CalderaConfig:
+    """Validate a decoded YAML document; ``keep`` overrides top-level keys with values that
+    must not change (a live reload keeps the running ``volcanoVersion`` and limits)."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(source, "", "the configuration must be a YAML mapping")
-    data = dict(data)
+    data = {**data, **(keep or {})}
     tiers = data.get("tiers")
     if tiers is not None:
         if not isinstance(tiers, list):
@@ -300,7 +302,9 @@ def parse_config(data: Any, source: str) -> CalderaConfig:
     return config
 
 
-def load_config_text(text: str, source: str) -> CalderaConfig:
+def load_config_text(
+    text: str, source: str, keep: Mapping[str, Any] | None = None
+) -> CalderaConfig:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -308,19 +312,25 @@ def load_config_text(text: str, source: str) -> CalderaConfig:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(source, where, f"not valid YAML: {problem}") from None
-    return parse_config(data, source)
+    return parse_config(data, source, keep)
 
 
 def load_config(path: str | Path | None) -> CalderaConfig:
     """Load ``path``, or the embedded default configuration when it is None."""
+    return load_config_text(*read_config_text(path))
+
+
+def read_config_text(path: str | Path | None) -> tuple[str, str]:
+    """The text of ``path`` (or of the embedded default when None) and the source to name
+    in messages."""
     if path is None:
-        return load_config_text(embedded_config_text(), f"<embedded {EMBEDDED_CONFIG_NAME}>")
+        return embedded_config_text(), f"<embedded {EMBEDDED_CONFIG_NAME}>"
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(source, "", f"cannot read the file: {exc.strerror or exc}") from None
-    return load_config_text(text, source)
+        return Path(path).read_text(encoding="utf-8"), source
+    except (OSError, UnicodeDecodeError) as exc:
+        problem = exc.strerror if isinstance(exc, OSError) else None
+        raise ConfigError(source, "", f"cannot read the file: {problem or exc}") from None
 
 
 def embedded_config_text() -> str:

@@ -152,12 +152,12 @@ class Extender:
     def __init__(
         self, config: CalderaConfig, sessions: SessionManager, metrics: Metrics | None = None
     ) -> None:
-        self.config = config
-        self.sessions = sessions
         self.metrics = metrics
-        self.managed = frozenset(config.managedResources)
+        self.reconfigure(config, sessions)
+        self.at_session_boundary: Callable[[], None] | None = None
+        """Called as each onSessionOpen arrives, before the previous session is dropped: the
+        one moment a new configuration may take over (``app/config_watch.py``)."""
         self.snapshot_gc = SnapshotGC()
-        self.snapshot_bound = any(entry.cls.needs_snapshot for entry in config.entries)
         self.release_watch = ReleaseWatch(config.release, metrics, infer=config.infers_release)
         # The predicate's neutral answer depends on the release: encode_predicate gives it.
         self._neutral = {
@@ -167,6 +167,14 @@ class Extender:
             point.verb: functools.partial(getattr(self, point.rule.value), point)
             for point in EXTENSION_POINTS
         }
+
+    def reconfigure(self, config: CalderaConfig, sessions: SessionManager) -> None:
+        """Answer from ``config`` and its ``sessions`` from now on. Called between sessions
+        only: a session keeps the framework it opened with."""
+        self.config = config
+        self.sessions = sessions
+        self.managed = frozenset(config.managedResources)
+        self.snapshot_bound = any(entry.cls.needs_snapshot for entry in config.entries)
 
     @property
     def release(self) -> Release:
@@ -218,6 +226,8 @@ class Extender:
         # a body that cannot be read then leaves no session open rather than last cycle's,
         # which is also right for Volcano: the verbs of a cycle whose snapshot failed must not
         # be answered from the previous cycle's (tests/service/test_session_faults.py).
+        if self.at_session_boundary is not None:
+            self.at_session_boundary()
         self.sessions.close()
         request: OnSessionOpenRequest
         with self.snapshot_gc.building():

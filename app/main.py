@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,6 +19,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app import __version__
 from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
 from app.config import CalderaConfig, release_note
+from app.config_watch import (
+    DEFAULT_INTERVAL_SECONDS,
+    Backgrounds,
+    ConfigOrigin,
+    ConfigWatch,
+    Served,
+    build_backgrounds,
+)
 from app.extender import Extender
 from app.logs import request_id
 from app.metrics import Metrics
@@ -27,8 +36,6 @@ from app.routes import debug, health, metrics
 from app.routes.verbs import verb_routes
 from app.session import SessionManager
 from app.snapshot_health import SnapshotHealth
-from plugins.api import registry
-from plugins.api.arguments import Arguments
 from plugins.api.base import Background, utc_now
 from schemas.responses import ErrorResponse
 
@@ -108,36 +115,57 @@ class CalderaApp(FastAPI):
         await super().__call__(scope, receive, send)
 
 
-def build_backgrounds(config: CalderaConfig) -> dict[tuple[int, int], Background]:
-    backgrounds: dict[tuple[int, int], Background] = {}
-    for t, tier in enumerate(config.tiers):
-        for i, option in enumerate(tier.plugins):
-            cls = registry.get(option.name)
-            if cls is None:
-                continue
-            background = cls.create_background(
-                Arguments(
-                    option.arguments, plugin=option.name, flags=option.flags, release=config.release
-                )
-            )
-            if background is not None:
-                backgrounds[(t, i)] = background
-    return backgrounds
-
-
 def create_app(
     config: CalderaConfig,
     recorder: Recorder | None = None,
     body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+    origin: ConfigOrigin | None = None,
+    watch_interval: float = DEFAULT_INTERVAL_SECONDS,
 ) -> FastAPI:
     """The app for ``config``; with a ``recorder`` (``serve --record``) every exchange is also
     written to disk, and the app closes the recorder when it shuts down. A request body must
-    arrive within ``body_timeout`` seconds (``CALDERA_BODY_TIMEOUT_SECONDS``)."""
+    arrive within ``body_timeout`` seconds (``CALDERA_BODY_TIMEOUT_SECONDS``). ``origin``
+    names where ``config`` was read from; when that is a file, it is watched every
+    ``watch_interval`` seconds (0: not watched) and a valid change applies at the next session
+    boundary (``app/config_watch.py``)."""
     metrics_ = Metrics()
-    backgrounds = build_backgrounds(config)
+    origin = origin or ConfigOrigin.of(config)
+    backgrounds, _ = build_backgrounds(config)
     clock = recorder.clock if recorder is not None else utc_now
     sessions = SessionManager(config, metrics_, backgrounds, clock=clock)
     extender = Extender(config, sessions, metrics_)
+
+    def switch(new: CalderaConfig, new_backgrounds: Backgrounds) -> None:
+        """Answer from ``new`` from now on: called between sessions only."""
+        previous = extender.sessions
+        sessions = SessionManager(new, metrics_, new_backgrounds, clock=clock)
+        sessions.set_release(previous.release)  # an inferred release (auto) carries over
+        previous.close()
+        extender.reconfigure(new, sessions)
+        publish(new, sessions, new_backgrounds)
+
+    def publish(config: CalderaConfig, sessions: SessionManager, backgrounds: Backgrounds) -> None:
+        """What the operator endpoints read (/readyz, /metrics, /debug/session)."""
+        app.state.config = config
+        app.state.sessions = sessions
+        app.state.backgrounds = {
+            f"tiers[{t}].plugins[{i}]:{config.tiers[t].plugins[i].name}": bg
+            for (t, i), bg in backgrounds.items()
+        }
+        metrics_.snapshot_expected.set(1 if extender.snapshot_bound else 0)
+
+    watch = ConfigWatch(
+        origin,
+        Served(config, origin.sha256, clock(), backgrounds),
+        switch,
+        session_open=lambda: extender.sessions.current is not None,
+        metrics=metrics_,
+        interval=watch_interval,
+        clock=clock,
+    )
+    extender.at_session_boundary = watch.at_session_boundary
+    metrics_.config_info.labels(origin.source, origin.sha256).set(1)
+    metrics_.config_loaded.set(time.time())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -147,15 +175,26 @@ def create_app(
                 await background.start()
                 started.append(background)
             logger.info(
-                "caldera %s serving Volcano %s (%s) with plugins: %s",
+                "caldera %s serving Volcano %s (%s) with plugins: %s; configuration %s (sha256 %s%s)",
                 __version__,
                 config.release.name,
                 release_note(config),
                 ", ".join(o.name for o in config.plugin_options()) or "none",
+                origin.source,
+                origin.sha256,
+                f", checked for changes every {watch_interval:g} s" if watch.watching else "",
             )
+            watch.start()
             yield
         finally:
-            for background in reversed(started):
+            await watch.stop()  # stops the data sources a live reload retired or staged
+            # The served configuration's: the ones started here, unless a reload replaced it.
+            in_use = (
+                started
+                if watch.served.backgrounds is backgrounds
+                else list(watch.served.backgrounds.values())
+            )
+            for background in reversed(in_use):
                 try:
                     await background.stop()
                 except Exception:
@@ -170,17 +209,12 @@ def create_app(
         lifespan=lifespan,
         redoc_url=None,
     )
-    app.state.config = config
     app.state.metrics = metrics_
-    app.state.sessions = sessions
     app.state.extender = extender
-    app.state.backgrounds = {
-        f"tiers[{t}].plugins[{i}]:{config.tiers[t].plugins[i].name}": bg
-        for (t, i), bg in backgrounds.items()
-    }
+    app.state.config_watch = watch
+    publish(config, sessions, backgrounds)
     answers = extender if recorder is None else RecordingExtender(extender, recorder)
     app.state.snapshot = SnapshotHealth(clock, metrics_.snapshot_taken.set)
-    metrics_.snapshot_expected.set(1 if extender.snapshot_bound else 0)
     routes = verb_routes(answers, metrics_, config.body_limit, body_timeout, app.state.snapshot)
     app.router.routes.extend(routes)
     app.verb_endpoints = {route.path: route.app for route in routes}

@@ -137,6 +137,41 @@ class Metrics:
         )
         for outcome in BUFFER_OUTCOMES:
             self.body_buffers.labels(outcome)
+        self.config_info = Gauge(
+            "caldera_config_info",
+            "Always 1: the configuration being served, as labels: its source (a file, or the"
+            " embedded default) and the first 16 hex digits of its SHA-256.",
+            ["source", "sha256"],
+            registry=r,
+        )
+        self.config_loaded = Gauge(
+            "caldera_config_loaded_timestamp_seconds",
+            "When the configuration being served was loaded (at start, or applied by a live"
+            " reload at a session boundary), in Unix seconds.",
+            registry=r,
+        )
+        self.config_reloads = Counter(
+            "caldera_config_reloads_total",
+            "Changed configuration files seen by the live reload, by outcome: applied (at a"
+            " session boundary), rejected (did not validate, or a data source did not sync:"
+            " the running configuration stays).",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in ("applied", "rejected"):
+            self.config_reloads.labels(outcome)
+        self.config_rejected = Gauge(
+            "caldera_config_rejected",
+            "1 while the configuration file holds a change that was rejected (the running"
+            " configuration is older than the file: /readyz says why); 0 otherwise.",
+            registry=r,
+        )
+        self.config_restart_required = Gauge(
+            "caldera_config_restart_required",
+            "1 while the configuration file changes a key that only a restart applies"
+            " (volcanoVersion, maxRequestBytes, maxSnapshotBytes); 0 otherwise.",
+            registry=r,
+        )
         self.sessions_opened = Counter(
             "caldera_sessions_opened_total", "Sessions opened (onSessionOpen calls).", registry=r
         )

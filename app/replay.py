@@ -151,12 +151,12 @@ class ReplayClock:
 
 
 async def _replay(config: CalderaConfig, recorded: list[Exchange], progress: Progress) -> Report:
-    from app.main import build_backgrounds
+    from app.config_watch import build_backgrounds
 
     clock = ReplayClock()
     if recorded:
         clock.now = recorded[0].time  # sessionless plugins are built at once
-    backgrounds = build_backgrounds(config)
+    backgrounds, _ = build_backgrounds(config)
     for background in backgrounds.values():
         await background.start()
     try:

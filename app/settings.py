@@ -3,7 +3,7 @@
 From the command line, else the environment (``CALDERA_CONFIG``, ``CALDERA_HOST``,
 ``CALDERA_PORT``, ``CALDERA_HEALTH_HOST``, ``CALDERA_HEALTH_PORT``, ``CALDERA_LOG_LEVEL``, ``CALDERA_LOG_FORMAT``, ``CALDERA_KEEP_ALIVE_SECONDS``,
 ``CALDERA_SHUTDOWN_SECONDS``, ``CALDERA_HEADER_TIMEOUT_SECONDS``, ``CALDERA_BODY_TIMEOUT_SECONDS``,
-``CALDERA_MAX_HEADER_BYTES``, ``CALDERA_SSL_CERTFILE``, ``CALDERA_SSL_KEYFILE``,
+``CALDERA_MAX_HEADER_BYTES``, ``CALDERA_CONFIG_WATCH_SECONDS``, ``CALDERA_SSL_CERTFILE``, ``CALDERA_SSL_KEYFILE``,
 ``CALDERA_SSL_CLIENT_CA``), else the defaults: a sidecar listens on loopback.
 """
 
@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     ``extender.httpTimeout``: Volcano gives up by then anyway."""
     max_header_bytes: int = Field(default=64 * 1024, ge=1024)
     """Request line plus headers (Volcano sends about 200 bytes); above it, 431 and close."""
+    config_watch_seconds: float = Field(default=2.0, ge=0)
+    """How often the configuration file is checked for a change, applied at the next session
+    boundary (``app/config_watch.py``); 0 turns the live reload off."""
     ssl_certfile: str | None = None
     """Serve HTTPS with this PEM certificate (chain); needs ``ssl_keyfile``. For a Caldera that
     is not a loopback sidecar; Volcano's ``extender.urlPrefix`` then starts with https://."""

@@ -46,5 +46,6 @@ async def readyz(request: Request) -> Response:
         "backgrounds": backgrounds,
         "snapshot": state.snapshot.describe(),
         "releaseMismatch": dict(state.extender.release_watch.evidence),
+        "config": state.config_watch.describe(),
     }
     return json_response(body, status_code=200 if ready else 503)

@@ -143,6 +143,7 @@ def test_rules_query_only_exported_metrics_and_cover_the_alerts() -> None:
         "CalderaSnapshotNotTaken",
         "CalderaPdbNotSynced",
         "CalderaReleaseMismatch",
+        "CalderaConfigRejected",
     }
 
 
