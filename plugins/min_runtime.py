@@ -53,7 +53,11 @@ also counts Releasing and Pipelined pods as staying, but a Releasing pod is leav
 snapshot, taken at session open, holds no Pipelined ones. Elastic means ``MinAvailable`` below
 the number of tasks in any status, as KAI counts pods. A protected job already below its
 minimum (pods failed) gives nothing. Gang's own victim rule is close to this one; the README
-explains when each applies.
+explains when each applies. KAI judges elasticity per sub-group and, once a PodGroup has
+sub-groups, checks only theirs; a Volcano PodGroup has ``minMember`` (the gang, which Volcano
+keeps) and ``minTaskMember`` per role, and both bind here. So a job whose ``minMember`` is its
+task count keeps every task even when a role's ``minTaskMember`` is below its replicas: the
+answer the per-job elasticity test already gives (issue 29, item 4).
 
 **Start time.** The PodGroup annotation ``kai.scheduler/last-start-timestamp`` (key configurable)
 when it is set and non-empty, parsed as Go's ``time.Parse(time.RFC3339, …)``; a value that does

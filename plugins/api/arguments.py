@@ -14,7 +14,7 @@ from typing import Any
 
 from plugins.api.options import FLAG_DEFAULTS
 from plugins.api.release import ARGUMENTS_PARSE_BOOL_STRINGS, Release
-from plugins.support.goint import as_go_int
+from plugins.support.goint import as_go_int, yaml_v2_number
 
 logger = logging.getLogger("caldera.plugins.api.arguments")
 
@@ -111,8 +111,14 @@ class Arguments(Mapping[str, Any]):
         if key not in self._values:
             return default
         value = self._values[key]
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            # Go's YAML decoder makes a uint64 of an integer just beyond int64, which
+            # GetFloat64 does not take; a larger one is already a float64.
+            number = yaml_v2_number(value)
+            if isinstance(number, float) or as_go_int(number) is not None:
+                return float(number)
+        elif isinstance(value, float):
+            return value
         self._reject(key, "float64", value)
         return default
 

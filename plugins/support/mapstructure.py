@@ -12,7 +12,9 @@ the YAML value. Its rules, ported here on the values ``yaml.safe_load`` produces
   a float; ``bool`` and ``string`` fields take only their own type. Anything else is an error.
 - A map is decoded from a map, every key as a string (a non-string key is an error).
 
-Upstream a decoding error is ``klog.Fatalf``: the scheduler exits. Caldera reports it through
+Upstream a decoding error is ``klog.Fatalf``: the scheduler exits. An integer too large for Go's
+``int`` is not one of them: Volcano's YAML decoder makes a ``uint64`` or a ``float64`` of it and
+``decode_int`` stores what Go stores (see there). Caldera reports it through
 ``argument_errors`` (the configuration is refused at load time) and, should a plugin be built
 from such arguments anyway, keeps the argument's default instead of crashing.
 """
@@ -23,7 +25,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from plugins.support.goint import INT64_MAX, INT64_MIN
+from plugins.support.goint import INT64_MIN, go_int64, yaml_v2_number
 
 _T = TypeVar("_T")
 
@@ -58,17 +60,21 @@ def _unconvertible(path: str, want: str, value: Any) -> DecodeError:
 def decode_int(value: Any, path: str, zero: int = 0) -> int:
     """``decodeInt``: an int, or a float truncated; ``null`` keeps ``zero``.
 
-    Go's ``int`` is 64-bit: an int outside it cannot be represented and is refused. A float
-    outside it (or NaN) converts, on amd64, to the "integer indefinite" value ``-2**63``.
+    An integer is first what Volcano's YAML decoder makes of it (``yaml_v2_number``): beyond
+    int64 up to 2**64 - 1 a ``uint64``, which mapstructure stores with ``SetInt(int64(u))``,
+    wrapping to a negative number (no error: the scheduler runs with it); beyond that a float.
+    A float outside int64 (or NaN) converts, on amd64, to the "integer indefinite" ``-2**63``.
     """
     if value is None:
         return zero
     if isinstance(value, bool):
         raise _unconvertible(path, "int", value)
     if isinstance(value, int):
-        if not INT64_MIN <= value <= INT64_MAX:
-            raise DecodeError(f"'{path}' {value} overflows Go's 64-bit int")
-        return value
+        value = yaml_v2_number(value)
+        if isinstance(value, int):
+            return go_int64(value)
+        if isinstance(value, str):
+            raise _unconvertible(path, "int", value)
     if isinstance(value, float):
         if not math.isfinite(value) or not INT64_MIN <= value < 2.0**63:
             return INT64_MIN
@@ -83,10 +89,10 @@ def decode_float(value: Any, path: str, zero: float = 0.0) -> float:
     if isinstance(value, bool):
         raise _unconvertible(path, "float64", value)
     if isinstance(value, int):
-        try:
-            return float(value)
-        except OverflowError:
-            raise DecodeError(f"'{path}' {value} overflows float64") from None
+        number = yaml_v2_number(value)
+        if isinstance(number, str):  # too large even for float64: Go's YAML keeps a string
+            raise _unconvertible(path, "float64", number)
+        return float(number)
     if isinstance(value, float):
         return value
     raise _unconvertible(path, "float64", value)

@@ -53,8 +53,26 @@ def test_get_int_on_nil_arguments_does_not_fail() -> None:
         ({"float64key": 15}, 15.0),
         ({"float64key": True}, 1.2),
         ({"float64key": "1.5"}, 1.2),
+        ({"float64key": 2**63 - 1}, float(2**63 - 1)),
+        ({"float64key": 2**63}, 1.2),
+        ({"float64key": 2**64}, float(2**64)),
+        ({"float64key": -(2**63) - 1}, float(-(2**63) - 1)),
     ],
-    ids=["missing key", "1.5", "errorValue", "empty string", "int 15", "bool", "numeric string"],
+    ids=[
+        "missing key",
+        "1.5",
+        "errorValue",
+        "empty string",
+        "int 15",
+        "bool",
+        "numeric string",
+        "int64 max is an int",
+        # Go's YAML makes a uint64 of it, which GetFloat64 does not take
+        "uint64 keeps the default",
+        # beyond uint64, and below int64, Go's YAML makes a float64
+        "beyond uint64 is a float",
+        "below int64 is a float",
+    ],
 )
 def test_get_float64(args: dict[str, Any], expected: float) -> None:
     value = Arguments(args).get_float64("float64key", 1.2)

@@ -624,6 +624,31 @@ def test_role_minimum_is_kept_too() -> None:
     assert list(answer) == [w0, w1, w2, w3]  # ps stays at 2; the job at 2 (both ps)
 
 
+def test_an_elastic_role_does_not_undo_the_jobs_own_minimum() -> None:
+    """Issue 29, item 4. KAI judges elasticity per sub-group (``PodSet.IsElastic``) and, once a
+    PodGroup has sub-groups, checks only theirs (``validVictimForMinAvailable``); its top-level
+    minMember then gives no sub-group. A Volcano PodGroup has both: ``minMember`` (the gang,
+    which Volcano's own gang plugin keeps) and ``minTaskMember`` per role. Mapped as both
+    minimums binding, a job whose minMember is its task count keeps every task however elastic
+    a role is, the same answer as the job-level rule alone gives; with room at the job level
+    the role's own minimum still holds."""
+    pending = create_pod_group("pending-job", "prod-team2", None, 1, 1)
+    gang = create_pod_group(
+        "gang-job", "prod-team2", ago(1), 4, 4,
+        roles={"ps": 2, "worker": 2}, task_min_available={"ps": 2, "worker": 1},
+    )  # fmt: skip
+    plugin = make_plugin([pending, gang])
+    assert plugin.preemptable(preemptor_of(pending), tasks_of(gang)) == ([], Vote.PERMIT)
+
+    roomy = create_pod_group(
+        "roomy-job", "prod-team2", ago(1), 2, 4,
+        roles={"ps": 2, "worker": 2}, task_min_available={"ps": 2, "worker": 1},
+    )  # fmt: skip
+    ps0, ps1, w0, w1 = tasks_of(roomy)
+    plugin = make_plugin([pending, roomy])
+    assert plugin.preemptable(preemptor_of(pending), [ps0, w0, ps1, w1]) == ([w0], Vote.PERMIT)
+
+
 def test_job_minimum_counts_allocated_tasks_only() -> None:
     """Pending tasks make the job elastic (KAI counts pods in any status) but do not count as
     staying: 3 Running and 2 Pending with minAvailable 2 leaves one victim."""

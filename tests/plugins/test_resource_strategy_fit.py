@@ -722,7 +722,7 @@ def test_resources_entry_normalisation() -> None:
     [
         ({"resourceStrategyFitWeight": "10"}, "resourceStrategyFitWeight"),
         ({"resourceStrategyFitWeight": True}, "resourceStrategyFitWeight"),
-        ({"resourceStrategyFitWeight": 2**64}, "resourceStrategyFitWeight"),
+        ({"resourceStrategyFitWeight": 10**400}, "resourceStrategyFitWeight"),
         ({"resources": "cpu"}, "resources"),
         ({"resources": {"cpu": {"weight": "2"}}}, "resources"),
         ({"resources": {"cpu": {"type": 1}}}, "resources"),
@@ -734,7 +734,7 @@ def test_resources_entry_normalisation() -> None:
         ({"proportional": {"enable": True, "resourceProportion": {f"{GPU}.cpu": "4"}}},
          "proportional"),
     ],
-    ids=["string weight", "bool weight", "weight beyond int64", "resources not a map",
+    ids=["string weight", "bool weight", "weight beyond float64", "resources not a map",
          "string entry weight", "int entry type", "int resource name", "string enable",
          "list of resources", "string resource weight", "proportional not a map",
          "string proportion"],
@@ -748,6 +748,20 @@ def test_values_volcano_cannot_decode_are_argument_errors(
     plugin = make_plugin(arguments)  # built anyway: the defaults, no crash
     default = make_plugin({})
     assert (plugin.fit, plugin.sra, plugin.proportional) == (default.fit, default.sra, None)
+
+
+@pytest.mark.parametrize(
+    "weight",
+    [2**63, 2**64 - 1, 2**64],
+    ids=["uint64 2**63 wraps", "uint64 max wraps to -1", "beyond uint64 is a float"],
+)
+def test_an_integer_beyond_int64_is_what_volcano_stores_not_an_error(weight: int) -> None:
+    """Issue 29, item 5: Volcano's YAML decoder makes a uint64 (then a float64) of it and
+    mapstructure stores int64(u) (then the amd64 conversion of the float): negative, so the
+    plugin's weight falls back to its default 10 — the scheduler runs, it does not exit."""
+    arguments = {"resourceStrategyFitWeight": weight}
+    assert ResourceStrategyFitPlugin.argument_errors(Arguments(arguments)) == {}
+    assert make_plugin(arguments).fit.weight == 10
 
 
 def test_bad_payloads_never_crash() -> None:

@@ -20,15 +20,21 @@ from plugins.support.mapstructure import (
 @pytest.mark.parametrize(
     ("value", "want"),
     [(3, 3), (-3, -3), (2.9, 2), (-2.9, -2), (None, 0), (float("inf"), -(2**63)),
-     (float("nan"), -(2**63)), (1e30, -(2**63))],
+     (float("nan"), -(2**63)), (1e30, -(2**63)),
+     (2**63, -(2**63)), (2**64 - 1, -1), (2**64, -(2**63)), (-(2**63) - 1, -(2**63)),
+     (-(2**70), -(2**63))],
     ids=["int", "negative", "float truncated", "negative float truncated", "null keeps zero",
-         "inf", "nan", "float beyond int64"],
+         "inf", "nan", "float beyond int64",
+         # gopkg.in/yaml.v2 makes a uint64 of these, and SetInt(int64(u)) wraps them
+         "uint64 2**63 wraps", "uint64 max wraps to -1",
+         # beyond uint64 (or below int64) yaml.v2 makes a float64: the amd64 indefinite value
+         "2**64 is a float", "below int64 is a float", "far below int64"],
 )  # fmt: skip
 def test_decode_int(value: Any, want: int) -> None:
     assert decode_int(value, "k") == want
 
 
-@pytest.mark.parametrize("value", ["3", True, [1], {"a": 1}, 2**63])
+@pytest.mark.parametrize("value", ["3", True, [1], {"a": 1}, 10**400])
 def test_decode_int_refuses(value: Any) -> None:
     with pytest.raises(DecodeError, match="'k'"):
         decode_int(value, "k")
