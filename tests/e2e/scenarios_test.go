@@ -373,16 +373,21 @@ func testRestart(t *testing.T, c *Cluster) {
 	}
 }
 
-// nodegroup through Caldera's predicate: only the node group the queue's required affinity names.
+// nodegroup through Caldera's predicate only: only the node group the queue's required affinity
+// names. Its prioritize is off, so that the filter alone decides (with it on, the 100 it gives
+// the required group would also steer every pod there: a broken predicate went unnoticed).
 const nodeGroupConfig = `volcanoVersion: "1.14"
 tiers:
 - plugins:
   - name: nodegroup
+    enableNodeOrder: false
 `
 
 // placement-nodegroup: three equal nodes in two node groups; the queue requires group "g1",
 // whose one node already carries a pod. nodegroup's predicate, answered by Caldera, rejects the
-// two empty g2 nodes with code 3, so both pods of a 2-pod job land on the loaded g1 node.
+// two empty g2 nodes with code 3, so all eight pods of a job land on the loaded g1 node. No
+// node scoring runs (the conf has none of Volcano's and nodegroup's is off): without the
+// filter the three nodes tie and all eight would land on ng-a by chance 1 run in 6,561.
 func testNodeGroupPlacement(t *testing.T, c *Cluster) {
 	ctx := context.Background()
 	q := &vcsched.Queue{
@@ -399,26 +404,26 @@ func testNodeGroupPlacement(t *testing.T, c *Cluster) {
 	t.Cleanup(func() { _ = c.VC.SchedulingV1beta1().Queues().Delete(ctx, "e2e-nodegroup", metav1.DeleteOptions{}) })
 	group := func(g string) map[string]string { return map[string]string{"volcano.sh/nodegroup-name": g} }
 	s := c.NewScenario(t, "placement-nodegroup", nodeGroupConfig, "enqueue, allocate, backfill", false,
-		NodeSpec{Name: "ng-a", CPU: "4", Memory: "8Gi", Labels: group("g1")},
-		NodeSpec{Name: "ng-b", CPU: "4", Memory: "8Gi", Labels: group("g2")},
-		NodeSpec{Name: "ng-c", CPU: "4", Memory: "8Gi", Labels: group("g2")},
+		NodeSpec{Name: "ng-a", CPU: "12", Memory: "32Gi", Labels: group("g1")},
+		NodeSpec{Name: "ng-b", CPU: "12", Memory: "32Gi", Labels: group("g2")},
+		NodeSpec{Name: "ng-c", CPU: "12", Memory: "32Gi", Labels: group("g2")},
 	)
 	s.CreateBoundPod(t, "ballast", "ng-a", Res("1", "1Gi"))
 	time.Sleep(2 * time.Second) // the scheduler's cache sees the ballast before the job
-	s.CreateJob(t, JobSpec{Name: "grouped", Pods: 2, Request: Res("1", "1Gi"), Queue: "e2e-nodegroup"})
-	got := s.WaitBound(t, "grouped", 2, 60*time.Second)
+	s.CreateJob(t, JobSpec{Name: "grouped", Pods: 8, Request: Res("1", "1Gi"), Queue: "e2e-nodegroup"})
+	got := s.WaitBound(t, "grouped", 8, 60*time.Second)
 	t.Logf("placement: %v", got)
 	for pod, node := range got {
 		if node != "ng-a" {
 			t.Errorf("%s on %s, want ng-a (the queue requires node group g1): %v", pod, node, got)
 		}
 	}
-	if n := s.Caldera.Answered(t, "predicate"); n < 2 {
+	if n := s.Caldera.Answered(t, "predicate"); n < 8 {
 		t.Errorf("Caldera answered %v predicate calls, want at least one per pod", n)
 	}
 	// Volcano's in-tree tiers here score every node alike, so the placement alone could be
 	// luck: the g2 nodes must have been rejected by nodegroup, answered by Caldera.
-	if n := s.Caldera.Decisions(t, "nodegroup", "predicate", "fail"); n < 2 {
+	if n := s.Caldera.Decisions(t, "nodegroup", "predicate", "fail"); n < 8 {
 		t.Errorf("nodegroup rejected %v predicate calls, want the g2 nodes rejected for each pod", n)
 	}
 }

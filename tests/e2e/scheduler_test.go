@@ -257,6 +257,16 @@ func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string,
 		s.Proxy = StartFaultyProxy(t, s.Caldera.URL)
 		target = s.Proxy.URL
 	}
+	if verb := mutatedVerb(); verb != "" {
+		neutral := ""
+		if verb == "predicate" {
+			path := c.writeCalderaConfig(t, name+"-neutral", "volcanoVersion: \"1.14\"\ntiers: []\n")
+			plain := c.StartCaldera(t, name+"-neutral", path)
+			t.Cleanup(plain.Stop)
+			neutral = plain.URL
+		}
+		target = startMutator(t, verb, target, neutral)
+	}
 	conf := SchedulerConf(actions, s.Caldera.VolcanoConfig(t, target, ignorable))
 	t.Logf("volcano-scheduler.conf:\n%s", conf)
 	s.Scheduler = c.StartScheduler(t, name, conf)
