@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import ssl
-import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from plugins.support.kube import (
 from plugins.support.pdb_sources import KubePdbSource
 from schemas.api import TaskInfo
 from schemas.k8s import ObjectMeta, Pod
+from tests.certificates import self_contained
 
 WAIT = 5.0
 """Upper bound of every wait: the steps themselves take milliseconds."""
@@ -501,28 +501,10 @@ async def test_unreadable_kubeconfig_is_retried(tmp_path: Path) -> None:
 # --- TLS, the service account and kubeconfig credentials ------------------------------------
 
 
-def make_cert(directory: Path, name: str) -> tuple[Path, Path]:
-    cert, key = directory / f"{name}.crt", directory / f"{name}.key"
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-            "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", f"/CN={name}",
-            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert, key
-
-
-needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
-
-
-@needs_openssl
 async def test_in_cluster_https_and_token_rotation(
     api: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cert, key = make_cert(tmp_path, "apiserver")
+    cert, key = self_contained(tmp_path, "apiserver")
     server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_tls.load_cert_chain(cert, key)
     url = await api.start(server_tls)
@@ -554,7 +536,6 @@ async def test_in_cluster_https_and_token_rotation(
         assert source.describe()["lastError"] is None
 
 
-@needs_openssl
 async def test_kubeconfig_inline_ca_and_client_certificate(
     api: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -566,8 +547,8 @@ async def test_kubeconfig_inline_ca_and_client_certificate(
             raise OSError(errno.EROFS, "no temporary file may be written")
 
         monkeypatch.setattr(tempfile, "NamedTemporaryFile", read_only_root)
-    server_cert, server_key = make_cert(tmp_path, "apiserver")
-    client_cert, client_key = make_cert(tmp_path, "client")
+    server_cert, server_key = self_contained(tmp_path, "apiserver")
+    client_cert, client_key = self_contained(tmp_path, "client")
     server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_tls.load_cert_chain(server_cert, server_key)
     server_tls.verify_mode = ssl.CERT_REQUIRED  # client certificate authentication
@@ -595,12 +576,11 @@ async def test_kubeconfig_inline_ca_and_client_certificate(
         assert source.reflector.config.memory_files == ()  # released once the client had them
 
 
-@needs_openssl
 async def test_https_with_an_unknown_ca_fails_and_retries(
     api: FakeApiServer, tmp_path: Path
 ) -> None:
-    server_cert, server_key = make_cert(tmp_path, "apiserver")
-    other_ca, _ = make_cert(tmp_path, "other")
+    server_cert, server_key = self_contained(tmp_path, "apiserver")
+    other_ca, _ = self_contained(tmp_path, "other")
     server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_tls.load_cert_chain(server_cert, server_key)
     url = await api.start(server_tls)

@@ -1,51 +1,17 @@
-"""caldera serve over TLS and mutual TLS, with certificates made for the test by the openssl
-command line (a CA, a server certificate for 127.0.0.1, a client certificate)."""
+"""caldera serve over TLS and mutual TLS, with certificates made for the test
+(``tests/certificates.py``: a CA, a server certificate for 127.0.0.1, a client certificate)."""
 
 from __future__ import annotations
 
-import shutil
 import ssl
-import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
 
 from app.cli import main
+from tests.certificates import server_and_client
 from tests.service.conftest import start_caldera
-
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
-
-
-def openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def make_certificates(directory: Path) -> None:
-    """ca.pem/ca.key, server.pem/server.key (IP 127.0.0.1), client.pem/client.key."""
-    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    openssl(
-        *("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1"),
-        *("-subj", "/CN=caldera-test-ca", "-addext", "basicConstraints=critical,CA:TRUE"),
-        *("-addext", "keyUsage=critical,keyCertSign,cRLSign"),
-        cwd=directory,
-    )
-    for name, extensions in (
-        ("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
-        ("client", "extendedKeyUsage=clientAuth\n"),
-    ):
-        (directory / f"{name}.ext").write_text(f"basicConstraints=CA:FALSE\n{extensions}")
-        openssl(
-            *("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr"),
-            *("-subj", f"/CN=caldera-test-{name}"),
-            cwd=directory,
-        )
-        openssl(
-            *("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key"),
-            *("-CAcreateserial", "-out", f"{name}.pem", "-days", "1"),
-            *("-extfile", f"{name}.ext"),
-            cwd=directory,
-        )
 
 
 def client_context(directory: Path, with_certificate: bool = False) -> ssl.SSLContext:
@@ -56,7 +22,7 @@ def client_context(directory: Path, with_certificate: bool = False) -> ssl.SSLCo
 
 
 async def test_tls_serves_https_and_refuses_plain_http(tmp_path: Path) -> None:
-    make_certificates(tmp_path)
+    server_and_client(tmp_path)
     server = await start_caldera(
         None,
         tmp_path,
@@ -88,7 +54,7 @@ async def test_tls_serves_https_and_refuses_plain_http(tmp_path: Path) -> None:
 
 
 async def test_mutual_tls_requires_a_client_certificate_from_the_ca(tmp_path: Path) -> None:
-    make_certificates(tmp_path)
+    server_and_client(tmp_path)
     server = await start_caldera(
         None,
         tmp_path,
