@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from app import __version__, shared_path, sizing
 from app.config import CalderaConfig, ConfigError, effective_config, load_config, release_note
-from app.config_checks import argument_warnings, path_problems, unread_arguments
+from app.config_checks import argument_warnings, log_problems
 from app.session import SessionManager
 from app.settings import Settings
 from plugins.api.extension_points import BY_VERB, VERBS, Rule
@@ -31,7 +31,13 @@ EXIT_DIFFERS = 1
 
 
 def _fail_config(exc: ConfigError) -> int:
-    print(f"caldera: configuration error: {exc}", file=sys.stderr)
+    if exc.more:
+        lines = str(exc).splitlines()
+        print(f"caldera: {len(lines)} configuration errors:", file=sys.stderr)
+        for line in lines:
+            print(f"  {line}", file=sys.stderr)
+    else:
+        print(f"caldera: configuration error: {exc}", file=sys.stderr)
     return EXIT_CONFIG
 
 
@@ -78,10 +84,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"caldera: {option} {path}: no such file", file=sys.stderr)
             return EXIT_CONFIG
     configure_logging(settings.log_level, settings.log_format)
-    for problem in path_problems(config):
-        logging.getLogger("caldera").error("%s", problem)
-    for warning in unread_arguments(config):
-        logging.getLogger("caldera").warning("%s", warning)
+    log_problems(config, logging.getLogger("caldera"))
     recorder = None
     if args.record is not None:
         from app.record import Recorder, RecordError
@@ -166,11 +169,19 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         config = load_config(args.file)
     except ConfigError as exc:
         return _fail_config(exc)
-    print(f"# {args.file}: valid. Effective configuration, every default spelled out:")
+    # Every problem is collected and printed below: the plugins' own log lines would repeat
+    # them on stderr.
+    logging.disable(logging.WARNING)
+    warnings = argument_warnings(config)
+    flags = "every flag" if args.all_flags else "the flags that differ from Volcano's defaults"
+    print(
+        f"# {args.file}: valid. Effective configuration: defaults spelled out, each plugin's"
+        f" arguments as it reads them, {flags}:"
+    )
     print(f"# {release_note(config)}")
-    for warning in argument_warnings(config):
+    for warning in warnings:
         print(f"# warning: {warning}")
-    print(yaml.safe_dump(effective_config(config), sort_keys=False), end="")
+    print(yaml.safe_dump(effective_config(config, args.all_flags), sort_keys=False), end="")
     return 0
 
 
@@ -390,6 +401,12 @@ def parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check-config", help="validate a configuration file and print it")
     check.add_argument("file")
+    check.add_argument(
+        "--all-flags",
+        action="store_true",
+        help="print every enableXxx flag of each plugin, not only those that differ from"
+        " Volcano's defaults",
+    )
     check.set_defaults(run=cmd_check_config)
 
     volcano = sub.add_parser(

@@ -50,14 +50,32 @@ EMBEDDED_CONFIG_NAME = "default_config.yaml"
 
 
 class ConfigError(Exception):
-    """A configuration that cannot be served. ``str()`` names the file, key path and problem."""
+    """A configuration that cannot be served. ``str()`` names the file, key path and problem,
+    one line per problem when there are several (``more``: the others, as (path, problem))."""
 
-    def __init__(self, source: str, path: str, problem: str) -> None:
+    def __init__(
+        self, source: str, path: str, problem: str, more: list[tuple[str, str]] | None = None
+    ) -> None:
         self.source = source
         self.path = path
         self.problem = problem
-        where = f"{source}: {path}" if path else source
-        super().__init__(f"{where}: {problem}")
+        self.more = list(more or [])
+        lines = [
+            f"{source}: {where}: {what}" if where else f"{source}: {what}"
+            for where, what in [(path, problem), *self.more]
+        ]
+        super().__init__("\n".join(lines))
+
+    @classmethod
+    def of(cls, source: str, problems: list[tuple[str, str]]) -> ConfigError:
+        """Every problem, in the order of the file (``tiers[2]`` before ``tiers[10]``)."""
+        ordered = sorted(problems, key=lambda item: _natural(item[0]))
+        (path, problem), *more = ordered
+        return cls(source, path, problem, more)
+
+
+def _natural(path: str) -> list[tuple[int, str]]:
+    return [(int(part), "") if part.isdigit() else (-1, part) for part in re.split(r"(\d+)", path)]
 
 
 class PluginOption(BaseModel):
@@ -203,35 +221,41 @@ def _path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _plugin_entry(raw: Any, where: str, source: str) -> dict[str, Any]:
-    """Split one raw plugin mapping into name, arguments and flags, rejecting unknown keys."""
+def _plugin_entry(raw: Any, where: str, problems: list[tuple[str, str]]) -> dict[str, Any]:
+    """Split one raw plugin mapping into name, arguments and flags; every unknown key and
+    non-boolean flag is added to ``problems``."""
     if not isinstance(raw, dict):
-        raise ConfigError(source, where, f"must be a mapping with a 'name', not {raw!r}")
+        problems.append((where, f"must be a mapping with a 'name', not {raw!r}"))
+        return {"name": "?", "flags": {}}
     entry: dict[str, Any] = {"flags": {}}
     for key, value in raw.items():
         if key in ("name", "arguments"):
             entry[key] = {} if key == "arguments" and value is None else value
         elif key in FLAG_DEFAULTS:
             if not isinstance(value, bool):
-                raise ConfigError(source, f"{where}.{key}", f"must be true or false, not {value!r}")
+                problems.append((f"{where}.{key}", f"must be true or false, not {value!r}"))
+                continue
             entry["flags"][key] = value
         else:
             hint = ""
             lowered = {k.lower(): k for k in FLAG_DEFAULTS}
             if str(key).lower() in lowered:
                 hint = f" (did you mean {lowered[str(key).lower()]!r}?)"
-            raise ConfigError(source, f"{where}.{key}", f"unknown plugin option{hint}")
+            problems.append((f"{where}.{key}", f"unknown plugin option{hint}"))
     return entry
 
 
 def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) -> CalderaConfig:
     """Validate a decoded YAML document; ``keep`` overrides top-level keys with values that
-    must not change (a live reload keeps the running ``volcanoVersion`` and limits)."""
+    must not change (a live reload keeps the running ``volcanoVersion`` and limits). Every
+    problem found is reported in one :class:`ConfigError`; only a document whose shape is
+    unusable stops at that."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(source, "", "the configuration must be a YAML mapping")
     data = {**data, **(keep or {})}
+    problems: list[tuple[str, str]] = []
     tiers = data.get("tiers")
     if tiers is not None:
         if not isinstance(tiers, list):
@@ -239,17 +263,18 @@ def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) 
         shaped = []
         for t, tier in enumerate(tiers):
             if not isinstance(tier, dict):
-                raise ConfigError(source, f"tiers[{t}]", "must be a mapping with 'plugins'")
-            extra = set(tier) - {"plugins"}
-            if extra:
-                raise ConfigError(source, f"tiers[{t}].{sorted(extra)[0]}", "unknown tier key")
+                problems.append((f"tiers[{t}]", "must be a mapping with 'plugins'"))
+                continue
+            for extra in sorted(set(tier) - {"plugins"}):
+                problems.append((f"tiers[{t}].{extra}", "unknown tier key"))
             plugin_list = tier.get("plugins") or []
             if not isinstance(plugin_list, list):
-                raise ConfigError(source, f"tiers[{t}].plugins", "must be a list of plugins")
+                problems.append((f"tiers[{t}].plugins", "must be a list of plugins"))
+                continue
             shaped.append(
                 {
                     "plugins": [
-                        _plugin_entry(p, f"tiers[{t}].plugins[{i}]", source)
+                        _plugin_entry(p, f"tiers[{t}].plugins[{i}]", problems)
                         for i, p in enumerate(plugin_list)
                     ]
                 }
@@ -258,48 +283,63 @@ def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) 
     try:
         config = CalderaConfig.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = tuple(err["loc"])
-        if loc and loc[-1] == "flags":
-            loc = loc[:-1]
-        message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            message = "unknown key"
-        raise ConfigError(source, _path(loc), message) from None
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            if loc and loc[-1] == "flags":
+                loc = loc[:-1]
+            message = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                message = "unknown key"
+            problems.append((_path(loc), message))
+        raise ConfigError.of(source, problems) from None
+    release = config.release
     for t, tier in enumerate(config.tiers):
         for i, option in enumerate(tier.plugins):
-            if registry.get(option.name) is None:
+            where = f"tiers[{t}].plugins[{i}]"
+            cls = registry.get(option.name)
+            if cls is None:
                 known = ", ".join(registry.names()) or "none"
-                raise ConfigError(
-                    source,
-                    f"tiers[{t}].plugins[{i}].name",
-                    f"unknown plugin {option.name!r} (known plugins: {known})",
+                problems.append(
+                    (f"{where}.name", f"unknown plugin {option.name!r} (known plugins: {known})")
                 )
-    release = config.release
-    for entry in config.entries:
-        for key, problem in entry.cls.argument_errors(entry.arguments).items():
-            raise ConfigError(source, f"{entry.where}.arguments.{key}", problem)
-        ported = entry.cls.ported_from
-        if ported is not None and not release.has(ported):
-            first = ".".join(map(str, max(ported.first)))
-            raise ConfigError(
-                source,
-                f"{entry.where}.name",
-                f"plugin {entry.name!r} follows Volcano's from v{first} ({ported.upstream});"
-                f" Volcano {release}'s in-tree plugin decides differently, so Caldera cannot"
-                " answer as it would: set volcanoVersion to the release you run, or keep the"
-                " plugin in-tree",
-            )
-        missing = [v for v in entry.cls.required_verbs(release) if not release.has_verb(v)]
-        if missing:
-            raise ConfigError(
-                source,
-                f"{entry.where}.name",
-                f"plugin {entry.name!r} needs the {', '.join(missing)} verb(s), which Volcano"
-                f" {release} cannot send (its answers would be wrong without them); set"
-                " volcanoVersion to the release you run, or remove the plugin",
-            )
+                continue
+            problems.extend(_entry_problems(cls, option, where, release))
+    if problems:
+        raise ConfigError.of(source, problems)
     return config
+
+
+def _entry_problems(
+    cls: type[Plugin], option: PluginOption, where: str, release: Release
+) -> list[tuple[str, str]]:
+    """What makes one entry of a known plugin unservable on ``release``."""
+    problems: list[tuple[str, str]] = []
+    arguments = Arguments(option.arguments, option.name, option.flags, release)
+    for key, problem in cls.argument_errors(arguments).items():
+        problems.append((f"{where}.arguments.{key}", problem))
+    ported = cls.ported_from
+    if ported is not None and not release.has(ported):
+        first = ".".join(map(str, max(ported.first)))
+        problems.append(
+            (
+                f"{where}.name",
+                f"plugin {option.name!r} follows Volcano's from v{first} ({ported.upstream});"
+                f" Volcano {release}'s in-tree plugin decides differently, so Caldera cannot"
+                " answer as it would: set volcanoVersion to the release you run, or keep"
+                " the plugin in-tree",
+            )
+        )
+    missing = [v for v in cls.required_verbs(release) if not release.has_verb(v)]
+    if missing:
+        problems.append(
+            (
+                f"{where}.name",
+                f"plugin {option.name!r} needs the {', '.join(missing)} verb(s), which"
+                f" Volcano {release} cannot send (its answers would be wrong without them);"
+                " set volcanoVersion to the release you run, or remove the plugin",
+            )
+        )
+    return problems
 
 
 def load_config_text(
@@ -363,8 +403,12 @@ def release_note(config: CalderaConfig) -> str:
     return f"volcanoVersion {release}: {why}"
 
 
-def effective_config(config: CalderaConfig) -> dict[str, Any]:
-    """The configuration with every default spelled out, for ``check-config``."""
+def effective_config(config: CalderaConfig, all_flags: bool = False) -> dict[str, Any]:
+    """The configuration as served, for ``check-config``: every top-level default spelled out;
+    each plugin's arguments as it reads them (``Arguments.effective``: the values in use,
+    defaults included, once the plugin has been built, see ``app/config_checks.py``); and the
+    ``enableXxx`` flags that differ from Volcano's defaults, or every flag with ``all_flags``."""
+    arguments = {(entry.tier, entry.index): entry.arguments for entry in config.entries}
     return {
         "volcanoVersion": "auto" if config.infers_release else config.release.name,
         "managedResources": list(config.managedResources),
@@ -375,12 +419,18 @@ def effective_config(config: CalderaConfig) -> dict[str, Any]:
                 "plugins": [
                     {
                         "name": option.name,
-                        "arguments": dict(option.arguments),
-                        **{flag: option.enabled(flag) for flag in FLAG_DEFAULTS},
+                        "arguments": arguments[(t, i)].effective()
+                        if arguments[(t, i)].read
+                        else dict(option.arguments),
+                        **{
+                            flag: option.enabled(flag)
+                            for flag, default in FLAG_DEFAULTS.items()
+                            if all_flags or option.enabled(flag) != default
+                        },
                     }
-                    for option in tier.plugins
+                    for i, option in enumerate(tier.plugins)
                 ]
             }
-            for tier in config.tiers
+            for t, tier in enumerate(config.tiers)
         ],
     }

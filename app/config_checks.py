@@ -6,6 +6,7 @@ when it takes a changed file (``app/config_watch.py``)."""
 from __future__ import annotations
 
 import contextlib
+import logging
 
 from app.config import CalderaConfig
 from app.session import SessionManager
@@ -13,17 +14,37 @@ from schemas.requests import OnSessionOpenRequest
 
 
 def argument_warnings(config: CalderaConfig) -> list[str]:
-    """Build each plugin once so the argument getters report what Volcano would warn about,
-    then name every argument no plugin read (after a session opened on an empty snapshot, as
-    some plugins read theirs there)."""
-    warnings: list[str] = []
+    """Every problem of a valid configuration, all at once: what the plugins warn about their
+    arguments (each built, and a session opened on an empty snapshot, as some read theirs
+    there), the files they will read that are missing, the arguments no plugin reads, and a
+    configuration that hosts no plugin at all."""
+    return (
+        plugin_warnings(config)
+        + path_problems(config)
+        + unread_arguments(config)
+        + ([NO_PLUGIN] if not config.entries else [])
+    )
+
+
+NO_PLUGIN = (
+    "no plugin is configured (an empty file, or empty tiers): Caldera answers every verb"
+    " neutrally, as if Volcano had no extender; list plugins under tiers"
+)
+
+
+def plugin_warnings(config: CalderaConfig) -> list[str]:
+    """Build each plugin and open a session on an empty snapshot, so that every argument
+    getter runs and reports what Volcano would warn about (each logged once as it is met)."""
+    failures: list[str] = []
     for entry in config.entries:
         try:
             entry.cls(entry.arguments, None)
         except Exception as exc:
-            warnings.append(f"plugin {entry.name}: building it failed: {exc}")
-        warnings.extend(entry.arguments.warnings)
-    return warnings + path_problems(config) + unread_arguments(config)
+            failures.append(f"plugin {entry.name}: building it failed: {exc}")
+    # A plugin that cannot open on an empty snapshot: what it read before failing still counts.
+    with contextlib.suppress(Exception):
+        SessionManager(config).open(OnSessionOpenRequest())
+    return failures + [warning for entry in config.entries for warning in entry.arguments.warnings]
 
 
 def path_problems(config: CalderaConfig) -> list[str]:
@@ -40,12 +61,21 @@ def unread_arguments(config: CalderaConfig) -> list[str]:
     """One warning per ``arguments`` key no plugin reads: a typo (``sla-waiting-tme``) that
     would quietly leave the default in force, or an argument this release's plugin lacks.
     Volcano ignores both silently; Caldera says so at check-config and at serve start."""
-    # A plugin that cannot open on an empty snapshot: what it read before failing still counts.
-    with contextlib.suppress(Exception):
-        SessionManager(config).open(OnSessionOpenRequest())
+    plugin_warnings(config)
     return [
         f"plugin {entry.name} ({entry.where}): argument {key!r} is not read by this plugin on"
         f" Volcano {config.release} (a typo? Volcano ignores it too, and the default stays)"
         for entry in config.entries
         for key in entry.arguments.unread()
     ]
+
+
+def log_problems(config: CalderaConfig, log: logging.Logger) -> None:
+    """What ``caldera serve`` logs at start, and a live reload when it takes a changed file:
+    the plugins' argument problems (logged by the plugins as they are built, once each), a
+    missing file as an ERROR (the plugin would never sync), the rest as WARNINGs."""
+    plugin_warnings(config)
+    for problem in path_problems(config):
+        log.error("%s", problem)
+    for warning in unread_arguments(config) + ([NO_PLUGIN] if not config.entries else []):
+        log.warning("%s", warning)

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import CalderaConfig, ConfigError, load_config_text, read_config_text
-from app.config_checks import argument_warnings
+from app.config_checks import log_problems
 from app.metrics import Metrics
 from plugins.api import registry
 from plugins.api.arguments import Arguments
@@ -269,8 +269,7 @@ class ConfigWatch:
             await self.stop_retired()
             self._reject(sha, problem)
             return
-        for warning in argument_warnings(candidate):
-            logger.warning("%s (changed configuration %s)", warning, sha)
+        log_problems(candidate, logger)
         if restart:
             logger.warning(
                 "%s: the change to %s takes effect only when Caldera restarts; the running"

@@ -165,22 +165,18 @@ LAST_START_TIMESTAMP = "kai.scheduler/last-start-timestamp"
 # --- arguments ---------------------------------------------------------------------------------
 
 
-def _warn(arguments: Arguments, message: str) -> None:
-    """Log once, and list it for ``caldera check-config``."""
-    arguments.warnings.append(message)
-    warn_once(logger, message)
-
-
 def parse_min_runtime(arguments: Arguments, key: str) -> int:
     """KAI's ``parseMinRuntime``: nanoseconds; missing gives 0, unparsable or negative gives 0."""
     text = arguments.get_string(key, "0s")
     try:
         nanos = parse_str2duration(text)
     except DurationError as exc:
-        _warn(arguments, f"min-runtime: failed to parse {key} {text!r} ({exc}); using 0s")
+        arguments.warn(f"min-runtime: failed to parse {key} {text!r} ({exc}); using 0s")
+        arguments.use(key, "0s")
         return 0
     if nanos < 0:
-        _warn(arguments, f"min-runtime: {key} {text!r} is negative; using 0s")
+        arguments.warn(f"min-runtime: {key} {text!r} is negative; using 0s")
+        arguments.use(key, "0s")
         return 0
     return nanos
 
@@ -188,21 +184,24 @@ def parse_min_runtime(arguments: Arguments, key: str) -> int:
 def parse_resolve_method(arguments: Arguments) -> str:
     method = arguments.get_string(RECLAIM_RESOLVE_METHOD, "")
     if not method:
+        arguments.use(RECLAIM_RESOLVE_METHOD, RESOLVE_LCA)
         return RESOLVE_LCA
     if method not in RESOLVE_METHODS:
-        _warn(
-            arguments,
+        arguments.warn(
             f"min-runtime: invalid {RECLAIM_RESOLVE_METHOD} {method!r}"
-            f" (expected {' or '.join(RESOLVE_METHODS)}); using {RESOLVE_LCA}",
+            f" (expected {' or '.join(RESOLVE_METHODS)}); using {RESOLVE_LCA}"
         )
+        arguments.use(RECLAIM_RESOLVE_METHOD, RESOLVE_LCA)
         return RESOLVE_LCA
+    arguments.use(RECLAIM_RESOLVE_METHOD, method)
     return method
 
 
 def _annotation_key(arguments: Arguments, key: str, default: str) -> str:
     value = arguments.get_string(key, default)
     if not value:
-        _warn(arguments, f"min-runtime: {key} is empty; using {default!r}")
+        arguments.warn(f"min-runtime: {key} is empty; using {default!r}")
+        arguments.use(key, default)
         return default
     return value
 

@@ -50,7 +50,7 @@ from __future__ import annotations
 import logging
 from typing import ClassVar
 
-from plugins.api.arguments import Arguments, warn_once
+from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin, Session, Vote
 from plugins.api.registry import register
 from plugins.api.release import OVERCOMMIT_SCALAR_MILLI_UNITS, QUEUE_ALLOCATION_GATE_NOT_GATED
@@ -80,12 +80,12 @@ def parse_overcommit_factor(arguments: Arguments) -> float:
     """``overcommit-factor`` via ``GetFloat64``; below 1.0 falls back to the default 1.2, not 1.0."""
     factor = arguments.get_float64(OVERCOMMIT_FACTOR, DEFAULT_OVERCOMMIT_FACTOR)
     if factor < 1.0:
-        warn_once(
-            logger,
+        arguments.warn(
             f"Invalid input {factor:f} for overcommit-factor, reason: overcommit-factor cannot"
-            f" be less than 1, using default value: {DEFAULT_OVERCOMMIT_FACTOR:f}.",
+            f" be less than 1, using default value: {DEFAULT_OVERCOMMIT_FACTOR:f}."
         )
         factor = DEFAULT_OVERCOMMIT_FACTOR
+        arguments.use(OVERCOMMIT_FACTOR, factor)
     return factor
 
 

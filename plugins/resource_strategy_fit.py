@@ -86,7 +86,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from plugins.api.arguments import Arguments, warn_once
+from plugins.api.arguments import Arguments, argument_warning
 from plugins.api.base import Background, FitError, Plugin, StatusCode
 from plugins.api.registry import register
 from plugins.support.goint import as_go_int
@@ -198,13 +198,15 @@ def parse_resources(arguments: Mapping[str, Any]) -> dict[str, ResourcesType]:
     for key, config in resources.items():
         if not is_valid_wildcard_pattern(key):
             if key == "*":
-                warn_once(
+                argument_warning(
+                    arguments,
                     logger,
                     "Single asterisk '*' is not supported as default strategy. Please use specific"
                     " resource patterns like 'cloudml.gpu/*'. Pattern ignored.",
                 )
             else:
-                warn_once(
+                argument_warning(
+                    arguments,
                     logger,
                     f"Invalid wildcard pattern '{key}': only single trailing asterisk is supported"
                     " (e.g., 'cloudml.gpu/*'). Pattern ignored.",
@@ -531,12 +533,17 @@ class ResourceStrategyFitPlugin(Plugin):
         )
         self.sra = self._parse(calculate_sra_weight, SraWeight())
         self.proportional = self._parse(calculate_proportional, None)
+        arguments.use("resourceStrategyFitWeight", self.fit.weight)
+        arguments.use(
+            "resources",
+            {name: {"type": r.type, "weight": r.weight} for name, r in self.fit.resources.items()},
+        )
 
     def _parse(self, parse: Callable[[Mapping[str, Any]], _T], default: _T) -> _T:
         try:
             return parse(self.arguments)
         except DecodeError as exc:
-            warn_once(logger, f"plugin {PLUGIN_NAME}: {exc}; keeping the default")
+            self.arguments.warn(f"plugin {PLUGIN_NAME}: {exc}; keeping the default")
             return default
 
     def hooks(self) -> frozenset[str]:

@@ -24,7 +24,7 @@ import logging
 from datetime import datetime
 from typing import ClassVar
 
-from plugins.api.arguments import Arguments, warn_once
+from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin, Session, Vote, utc_now
 from plugins.api.registry import register
 from plugins.support.goint import INT64_MAX, INT64_MIN
@@ -53,10 +53,12 @@ def parse_global_waiting_time(arguments: Arguments) -> int | None:
     try:
         nanos = parse_go_duration(text)
     except DurationError as exc:
-        warn_once(logger, f"sla: cannot parse global job waiting time {raw!r}: {exc}")
+        arguments.warn(f"sla: cannot parse global job waiting time {raw!r}: {exc}; no global SLA")
+        arguments.use(JOB_WAITING_TIME, None)
         return None
     if nanos <= 0:
-        warn_once(logger, f"sla: invalid global waiting time {raw!r}; no global SLA")
+        arguments.warn(f"sla: invalid global waiting time {raw!r}; no global SLA")
+        arguments.use(JOB_WAITING_TIME, None)
         return None
     return nanos
 

@@ -8,9 +8,10 @@ subclass; Go's is not, so booleans are excluded wherever Go accepts ``int``.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from plugins.api.options import FLAG_DEFAULTS
 from plugins.api.release import ARGUMENTS_PARSE_BOOL_STRINGS, Release
@@ -36,6 +37,30 @@ def warn_once(log: logging.Logger, message: str) -> None:
         log.warning(message)
 
 
+def argument_warning(arguments: Mapping[str, Any], log: logging.Logger, message: str) -> None:
+    """A problem found by a parser that takes any mapping: listed on the :class:`Arguments`
+    it was given (for ``check-config``), logged once either way."""
+    if isinstance(arguments, Arguments):
+        arguments.warn(message)
+    else:
+        warn_once(log, message)
+
+
+_Getter = TypeVar("_Getter", bound=Callable[..., Any])
+
+
+def _records(getter: _Getter) -> _Getter:
+    """A typed getter that also records the value it returns as the one in use."""
+
+    @functools.wraps(getter)
+    def get(self: Arguments, key: str, default: Any) -> Any:
+        value = getter(self, key, default)
+        self.used[key] = value
+        return value
+
+    return get  # type: ignore[return-value]
+
+
 class Arguments(Mapping[str, Any]):
     """The ``arguments`` map of one plugin entry, read through Volcano's typed getters."""
 
@@ -57,6 +82,9 @@ class Arguments(Mapping[str, Any]):
         self.warnings: list[str] = []
         self.read: set[str] = set()
         """Every key a getter or lookup asked for: what the plugin reads of its arguments."""
+        self.used: dict[str, Any] = {}
+        """The value each key is read as (the default where the given one is refused or
+        absent): what ``caldera check-config`` prints as the effective arguments."""
 
     def enabled(self, flag: str) -> bool:
         """The plugin option ``flag`` of this entry (``enableHierarchy``...), with Volcano's
@@ -83,16 +111,34 @@ class Arguments(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self._values)
 
-    def _reject(self, key: str, kind: str, value: Any) -> None:
-        message = (
-            f"plugin {self.plugin or '?'}: argument {key!r} = {value!r} is not a valid {kind};"
-            " keeping the default, as Volcano does"
-        )
+    def use(self, key: str, value: Any) -> None:
+        """Record the value a plugin parsing ``key`` itself ended up with."""
+        self.read.add(key)
+        self.used[key] = value
+
+    def effective(self) -> dict[str, Any]:
+        """The arguments as the plugin reads them: each key read, with the value in use (as
+        given where the plugin recorded none); keys nobody reads are left out."""
+        return {
+            key: self.used[key] if key in self.used else self._values[key]
+            for key in [*self._values, *self.used]
+            if key in self.used or key in self.read
+        }
+
+    def warn(self, message: str) -> None:
+        """A problem with these arguments: logged once, and listed for ``check-config``."""
         # The same Arguments serve every session's instance: remember each problem once.
         if message not in self.warnings:
             self.warnings.append(message)
         warn_once(logger, message)
 
+    def _reject(self, key: str, kind: str, value: Any) -> None:
+        self.warn(
+            f"plugin {self.plugin or '?'}: argument {key!r} = {value!r} is not a valid {kind};"
+            " keeping the default, as Volcano does"
+        )
+
+    @_records
     def get_int(self, key: str, default: int) -> int:
         """``GetInt``: a Go ``int`` only (no float, no string, no bool, nothing beyond int64,
         which Go's YAML decoder does not make an ``int``)."""
@@ -105,6 +151,7 @@ class Arguments(Mapping[str, Any]):
         self._reject(key, "int", self._values[key])
         return default
 
+    @_records
     def get_float64(self, key: str, default: float) -> float:
         """``GetFloat64``: a float, or an int converted; a string such as ``"1.5"`` is rejected."""
         self.read.add(key)
@@ -122,6 +169,7 @@ class Arguments(Mapping[str, Any]):
         self._reject(key, "float64", value)
         return default
 
+    @_records
     def get_bool(self, key: str, default: bool) -> bool:
         """``GetBool``: a bool, or from Volcano v1.15.0 a string ``strconv.ParseBool`` accepts
         (before it, ``strict: "false"`` is ignored with a warning and the default stays)."""
@@ -136,6 +184,7 @@ class Arguments(Mapping[str, Any]):
         self._reject(key, "bool", value)
         return default
 
+    @_records
     def get_string(self, key: str, default: str) -> str:
         """``GetString``: a string only."""
         self.read.add(key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -27,12 +28,86 @@ def test_check_config_prints_effective_configuration(tmp_path: Path, capsys) -> 
         tmp_path, "tiers: [{plugins: [{name: overcommit, arguments: {overcommit-factor: 'x'}}]}]"
     )
     assert main(["check-config", path]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "valid" in out
     assert "warning: plugin overcommit: argument 'overcommit-factor'" in out
+    assert captured.err == ""  # every problem is in the output, once
     effective = yaml.safe_load(out)
-    assert effective["tiers"][0]["plugins"][0]["enableJobEnqueued"] is True
+    entry = effective["tiers"][0]["plugins"][0]
+    assert entry["arguments"] == {"overcommit-factor": 1.2}  # the value in use, not 'x'
+    assert "enableJobEnqueued" not in entry  # Volcano's default: left out
     assert effective["volcanoVersion"] == "1.15"
+    assert main(["check-config", "--all-flags", path]) == 0
+    every = yaml.safe_load(capsys.readouterr().out)["tiers"][0]["plugins"][0]
+    assert every["enableJobEnqueued"] is True and every["enableHierarchy"] is False
+
+
+@pytest.mark.parametrize(
+    ("text", "warning", "arguments"),
+    [
+        pytest.param(
+            "tiers: [{plugins: [{name: sla, arguments: {sla-waiting-time: banana}}]}]",
+            "sla: cannot parse global job waiting time 'banana'",
+            {"sla-waiting-time": None},
+            id="a duration sla cannot parse: no global SLA",
+        ),
+        pytest.param(
+            "tiers: [{plugins: [{name: overcommit, arguments: {overcommit-factor: 0.0001}}]}]",
+            "overcommit-factor cannot be less than 1",
+            {"overcommit-factor": 1.2},
+            id="a factor below 1: the default",
+        ),
+        pytest.param(
+            "tiers: [{plugins: [{name: min-runtime, arguments: {defaultPreemptMinRuntime: x}}]}]",
+            "min-runtime: failed to parse defaultPreemptMinRuntime 'x'",
+            {"defaultPreemptMinRuntime": "0s"},
+            id="a min-runtime duration: 0s",
+        ),
+        pytest.param(
+            "tiers: []",
+            "no plugin is configured",
+            None,
+            id="no plugin at all",
+        ),
+        pytest.param(
+            "",
+            "no plugin is configured",
+            None,
+            id="an empty file",
+        ),
+    ],
+)
+def test_check_config_says_every_problem_on_its_output_and_prints_the_values_in_use(
+    tmp_path: Path, capsys, text: str, warning: str, arguments: dict[str, Any] | None
+) -> None:
+    assert main(["check-config", write(tmp_path, text)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    [line] = [x for x in captured.out.splitlines() if x.startswith("# warning:")]
+    assert warning in line
+    effective = yaml.safe_load(captured.out)
+    if arguments is not None:
+        in_use = effective["tiers"][0]["plugins"][0]["arguments"]
+        assert in_use.items() >= arguments.items()  # besides the defaults of the others
+
+
+def test_check_config_reports_every_error_of_a_file_at_once(tmp_path: Path, capsys) -> None:
+    path = write(
+        tmp_path,
+        "tiers:\n- plugins:\n  - name: slaa\n  - name: overcommit\n    enableJobEnqueued: x\n"
+        "  - name: pdb\n    arguments: {source: etcd}\n- plugins:\n  - name: sla\n"
+        "    enableNodeOrdr: true\n",
+    )
+    assert main(["check-config", path]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "caldera: 4 configuration errors:"
+    assert [line.split(": ")[1] for line in err[1:]] == [
+        "tiers[0].plugins[0].name",
+        "tiers[0].plugins[1].enableJobEnqueued",
+        "tiers[0].plugins[2].arguments.source",
+        "tiers[1].plugins[0].enableNodeOrdr",
+    ]
 
 
 def test_check_config_error_exits_2_naming_file_and_key(tmp_path: Path, capsys) -> None:

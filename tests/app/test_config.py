@@ -191,8 +191,10 @@ def test_effective_configuration_spells_out_defaults() -> None:
     config = load("tiers: [{plugins: [{name: sla, enablePreemptable: false}]}]")
     effective = effective_config(config)
     entry = effective["tiers"][0]["plugins"][0]
-    assert entry["enablePreemptable"] is False and entry["enableJobEnqueued"] is True
+    assert entry["enablePreemptable"] is False and "enableJobEnqueued" not in entry
     assert effective["volcanoVersion"] == "1.15"
+    every = effective_config(config, all_flags=True)["tiers"][0]["plugins"][0]
+    assert every["enablePreemptable"] is False and every["enableJobEnqueued"] is True
 
 
 @pytest.mark.parametrize(
