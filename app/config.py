@@ -45,7 +45,7 @@ DEFAULT_MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 pods at the benchmark's object sizes (``app/sizing.py``: 88.4 KB a node, 34.9 KB a pod), and
 less for the plainer objects of the end-to-end cluster. A snapshot refused here switches every
 hosted plugin off for that cycle without an error on Volcano's side, so the default errs large;
-the memory it may take is the sidecar's limit to size (docs/operator-guide.md, "Sizing")."""
+the memory it may take is the sidecar's limit to size (docs/operator-guide.md, "Size it")."""
 EMBEDDED_CONFIG_NAME = "default_config.yaml"
 
 

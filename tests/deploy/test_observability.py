@@ -182,3 +182,19 @@ def test_pod_monitor_scrapes_the_sidecar_port() -> None:
     assert endpoint["port"] in {p["name"] for p in caldera["ports"]}
     assert endpoint["path"] == "/metrics"
     assert monitor["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+
+
+def test_the_compose_prometheus_gives_every_label_the_dashboard_variables_select() -> None:
+    """The dashboard's variables read namespace and pod (from the PodMonitor in Kubernetes):
+    the compose Prometheus must add them, or every panel is blank there."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    wanted = {
+        match
+        for v in dashboard["templating"]["list"]
+        for match in re.findall(r"label_values\([^,]+, (\w+)\)", v.get("definition", ""))
+    }
+    assert wanted >= {"namespace", "pod"}
+    compose = yaml.safe_load((ROOT / "deploy" / "prometheus.yml").read_text())
+    [job] = compose["scrape_configs"]
+    labels = {key for target in job["static_configs"] for key in target.get("labels", {})}
+    assert wanted <= labels, f"the compose Prometheus lacks {wanted - labels}"
