@@ -172,7 +172,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     # Every problem is collected and printed below: the plugins' own log lines would repeat
     # them on stderr.
     logging.disable(logging.WARNING)
-    warnings = argument_warnings(config)
+    try:
+        warnings = argument_warnings(config)
+    finally:
+        logging.disable(logging.NOTSET)
     flags = "every flag" if args.all_flags else "the flags that differ from Volcano's defaults"
     print(
         f"# {args.file}: valid. Effective configuration: defaults spelled out, each plugin's"
