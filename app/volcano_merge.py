@@ -324,12 +324,13 @@ def _warn_fall_through(
                 and entry.name not in hosted
                 and _enabled(entry.values, flag)
             ):
-                result.warnings.append(
+                message = (
                     f"{entry.name} in tier {entry.tier + 1} votes on {verb} after the extender's"
                     f" tier {home_tier + 1}: when that tier returns no victims Volcano asks the"
                     f" next one, so {entry.name} can evict what Caldera protects (set {flag}:"
                     f" false on it, or move it into tier {home_tier + 1})"
                 )
+                _warn_unless_in_tree_alike(entries, home_tier, hosted, flag, message, result)
 
 
 def _warn_vote_ends_early(
@@ -348,13 +349,45 @@ def _warn_vote_ends_early(
             and entry.name not in hosted
             and _enabled(entry.values, "enableJobEnqueued")
         ):
-            result.warnings.append(
+            message = (
                 f"{entry.name} in tier {entry.tier + 1} votes on jobEnqueueable after the"
                 f" extender's tier {home_tier + 1}: a Permit from Caldera (sla past its waiting"
                 f" time, overcommit with room) ends Volcano's vote there and {entry.name}'s check"
                 f" is skipped (keep Caldera's admission plugins out of tier {home_tier + 1}, or"
                 f" move {entry.name} into it)"
             )
+            _warn_unless_in_tree_alike(
+                entries, home_tier, hosted, "enableJobEnqueued", message, result
+            )
+
+
+def _warn_unless_in_tree_alike(
+    entries: list[_Entry],
+    home_tier: int,
+    hosted: dict[str, dict[str, bool]],
+    flag: str,
+    message: str,
+    result: Merged,
+) -> None:
+    """A later tier's vote after the extender's changes a decision only where the merge moved
+    it: when every plugin Caldera answers ``flag`` for sat, with ``flag`` on, in the extender's
+    tier of the in-tree conf already, Volcano skipped (or fell through to) that later voter
+    in-tree just the same, and the layout is a note. A plugin Caldera answers for that the conf
+    did not list there (min-runtime, or one from another tier) makes it a warning."""
+    answering = sorted(name for name, flags in hosted.items() if flags.get(flag))
+    alike = all(
+        any(
+            e.name == name and e.tier == home_tier and _enabled(e.values, flag)
+            for e in entries
+        )
+        for name in answering
+    )
+    if alike and answering:
+        result.notes.append(
+            f"{message.partition(':')[0]}, as it did after {', '.join(answering)} in-tree: unchanged"
+        )
+    else:
+        result.warnings.append(message)
 
 
 def _prepend_tier(text: str, root: yaml.MappingNode, extender: dict[str, Any]) -> str:

@@ -158,6 +158,42 @@ def test_each_layout_that_changes_a_decision_is_warned(
     assert len(extenders) == 1, name
 
 
+SLA_THEN_PROPORTION = (
+    "actions: enqueue\ntiers:\n- plugins:\n  - name: sla\n- plugins:\n  - name: proportion\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "caldera", "warned"),
+    [
+        pytest.param(
+            "sla hosted where it was: proportion was skipped after its Permit in-tree too",
+            "tiers: [{plugins: [{name: sla}]}]\n",
+            False,
+            id="unchanged",
+        ),
+        pytest.param(
+            "overcommit, not in the conf, now permits in tier 1 too",
+            "tiers: [{plugins: [{name: sla}, {name: overcommit}]}]\n",
+            True,
+            id="new voter",
+        ),
+    ],
+)
+def test_a_later_voter_is_warned_only_where_the_merge_changes_its_turn(
+    tmp_path: Path, capsys, name: str, caldera: str, warned: bool
+) -> None:
+    code, _, notes, warnings = merge(tmp_path, capsys, SLA_THEN_PROPORTION, caldera)
+    assert code == 0
+    later = "proportion in tier 2 votes on jobEnqueueable after the extender's tier 1"
+    assert any(later in w for w in warnings) is warned, (name, warnings)
+    if not warned:
+        assert any(
+            n.startswith(later) and n.endswith("as it did after sla in-tree: unchanged")
+            for n in notes
+        ), notes
+
+
 def test_a_verb_the_release_cannot_send_is_noted(tmp_path: Path, capsys) -> None:
     caldera = 'volcanoVersion: "1.15"\ntiers: [{plugins: [{name: overcommit}]}]\n'
     conf = "tiers:\n- plugins:\n  - name: overcommit\n"

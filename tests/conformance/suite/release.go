@@ -104,6 +104,7 @@ var groups = []group{
 	{"TaskTopologyPlugin", []string{"task-topology", "gang"}, "1.13", testTaskTopologyPlugin},
 	{"CaptureFixtures", []string{"conformance", "priority"}, "", testCaptureFixtures},
 	{"MinRuntime", []string{"priority", "gang", "conformance", "capacity"}, "", testMinRuntime},
+	{"MergedConf", []string{"priority", "conformance", "gang", "drf", "proportion", "sla"}, "", testMergedConf},
 }
 
 // Run runs every scenario group the release can run, each as a subtest
