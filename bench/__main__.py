@@ -16,6 +16,8 @@ HELP = """Caldera benchmark.
   python -m bench profile WORKLOAD           pyinstrument profile of Caldera's in-process request path
   python -m bench gen [--quick | --smoke]    only generate the workload bodies (bench/results/tmp)
   python -m bench soak --duration 600        Volcano's traffic at a fixed rate; exit 1 on errors or drift
+  python -m bench cluster [--smoke]          vc-scheduler's own cycle with plugins in-tree, through
+                                             Caldera, and through a neutral extender, at scale
 """
 
 
@@ -87,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     k.add_argument("--out", default=str(runmod.TMP / "soak"), help="results directory")
     k.add_argument("--caldera-cmd", default=None, help="default: 'uv run --no-sync caldera'")
+    cl = sub.add_parser("cluster", help="Volcano's cycle at cluster scale (bench/cluster.py)")
+    from bench import cluster
+
+    cluster.add_arguments(cl)
     f2 = sub.add_parser("asgi", help=argparse.SUPPRESS)
     f2.add_argument("plan")
     f2.add_argument("out")
@@ -118,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         return soak.main(
             a.duration, a.period, a.nodes, a.pods, a.tasks, a.p99_slack_ms, Path(a.out), cmd
         )
+    if a.cmd == "cluster":
+        return cluster.main(a)
     if a.cmd == "profile":
         from bench import profile
 

@@ -1,0 +1,292 @@
+"""``python -m bench cluster``: what Caldera costs Volcano's own scheduling cycle at cluster scale.
+
+Runs ``TestScale`` (``tests/e2e/scale_test.go``, build tag ``scale``) on the end-to-end harness:
+per cluster size a fresh API-only cluster, per plugin group three schedulers one after another on
+the same nodes — the plugins in-tree, the same plugins hosted by Caldera through the extender
+(the conf ``caldera volcano-config --merge`` makes of the in-tree one), and the extender pointed
+at a server answering every verb neutrally at once (the protocol's own cost). Each run ends when
+the number of bound pods has not changed for the settle time, or at the time box.
+
+Figures come from vc-scheduler's own ``/metrics`` (each cycle's length from the deltas of
+``e2e_scheduling_latency_milliseconds`` polled every 200 ms, the extender plugin's mean
+OnSessionOpen, the allocate action), the pods bound (a watch), both processes' peak RSS
+(``VmHWM``) and the server's CPU seconds (``/proc``), and Caldera's per-verb time.
+
+Full runs write ``bench/results/cluster.json`` and the table between the markers in
+bench/README.md; ``--smoke`` (one small size, the job group, under 3 minutes warm) writes
+``bench/results/cluster-smoke.json`` and fails when a run errs or Caldera's decisions differ
+from in-tree ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import run as runmod
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+README = REPO / "bench" / "README.md"
+BEGIN, END = "<!-- cluster:begin -->", "<!-- cluster:end -->"
+GROUPS = ("job", "node")
+SCHEDULERS = ("intree", "caldera", "neutral")
+FULL_SIZES = ((100, 1000), (500, 5000), (1000, 10000))
+SMOKE_SIZES = ((20, 200),)
+
+
+def parse_sizes(text: str) -> list[tuple[int, int]]:
+    """``"100x1000,500x5000"``: nodes x pods."""
+    sizes = []
+    for part in text.split(","):
+        nodes, _, pods = part.strip().partition("x")
+        if not nodes.isdigit() or not pods.isdigit() or int(pods) % 10:
+            raise argparse.ArgumentTypeError(
+                f"{part!r}: a size is NODESxPODS, pods a multiple of 10 (jobs of ten pods)"
+            )
+        sizes.append((int(nodes), int(pods)))
+    return sizes
+
+
+def parse_names(allowed: tuple[str, ...]) -> Any:
+    def parse(text: str) -> list[str]:
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        unknown = sorted(set(names) - set(allowed))
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(f"choose from {', '.join(allowed)}")
+        return names
+
+    return parse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--smoke", action="store_true", help="20 nodes, 200 pods, the job group")
+    p.add_argument("--sizes", type=parse_sizes, default=None, help="e.g. 100x1000,500x5000")
+    p.add_argument("--groups", type=parse_names(GROUPS), default=None, help="job,node")
+    p.add_argument(
+        "--schedulers", type=parse_names(SCHEDULERS), default=list(SCHEDULERS), help="subset"
+    )
+    p.add_argument("--timebox", type=float, default=600.0, help="seconds per run (default 600)")
+    p.add_argument("--settle", type=float, default=None, help="seconds without a new bind")
+    p.add_argument(
+        "--idle-cycles", type=int, default=None, help="cycles measured after the last bind"
+    )
+    p.add_argument("--out", type=Path, default=None, help="results JSON")
+
+
+def plan_of(a: argparse.Namespace) -> dict[str, Any]:
+    sizes = a.sizes or (SMOKE_SIZES if a.smoke else FULL_SIZES)
+    groups = a.groups or (["job"] if a.smoke else list(GROUPS))
+    out = a.out or RESULTS / ("cluster-smoke.json" if a.smoke else "cluster.json")
+    return {
+        "sizes": [{"nodes": n, "pods": p} for n, p in sizes],
+        "groups": groups,
+        "schedulers": a.schedulers,
+        "timeboxSeconds": min(a.timebox, 120.0) if a.smoke else a.timebox,
+        "settleSeconds": a.settle if a.settle is not None else (5.0 if a.smoke else 10.0),
+        "idleCycles": a.idle_cycles if a.idle_cycles is not None else (10 if a.smoke else 20),
+        "out": str(Path(out).resolve()),
+    }
+
+
+def summarize(run: dict[str, Any]) -> dict[str, Any]:
+    """The figures of one run that the table shows (the raw cycle list stays in the JSON)."""
+    caldera_ms = 0.0
+    if run.get("calderaVerbSeconds") and run.get("cycles"):
+        caldera_ms = 1000 * sum(run["calderaVerbSeconds"].values()) / run["cycles"]
+    return {
+        "size": f"{run['nodes']} / {run['pods']}",
+        "group": run["group"],
+        "scheduler": run["scheduler"],
+        "bound": run["bound"],
+        "completed": run["completed"],
+        "bind_s": round(run["bindSeconds"], 1),
+        "pods_per_s": round(run["podsPerSecond"], 1),
+        "cycles": run["cycles"],
+        "cycle_p50_ms": round(run["cycleP50Ms"], 1),
+        "cycle_p99_ms": round(run["cycleP99Ms"], 1),
+        "idle_p50_ms": round(run["idleCycleP50Ms"], 1),
+        "idle_p99_ms": round(run["idleCycleP99Ms"], 1),
+        "overruns": run["overruns"],
+        "extender_open_ms": round(run["extenderOpenMs"], 1),
+        "caldera_ms_per_cycle": round(caldera_ms, 1),
+        "snapshot_MiB": round(run["snapshotBytes"] / 2**20, 1),
+        "server_rss_MiB": round(run["serverPeakRssMiB"], 0),
+        "server_cpu_s": round(run["serverCpuSeconds"], 1),
+        "scheduler_rss_MiB": round(run["schedulerPeakRssMiB"], 0),
+        "error": run.get("error", ""),
+    }
+
+
+def compare_decisions(runs: list[dict[str, Any]]) -> list[str]:
+    """Where Caldera's run bound other jobs or other per-queue counts than the in-tree run of
+    the same size and group. Volcano's node choice among equal scores is random, so only which
+    jobs got all their pods and how many pods each queue got are compared."""
+    differences = []
+    by_key = {(r["nodes"], r["group"], r["scheduler"]): r for r in runs}
+    for (nodes, group, scheduler), run in by_key.items():
+        if scheduler != "caldera" or (nodes, group, "intree") not in by_key:
+            continue
+        intree = by_key[(nodes, group, "intree")]
+        if run["boundPerQueue"] != intree["boundPerQueue"]:
+            differences.append(
+                f"{nodes} nodes, {group}: pods per queue {run['boundPerQueue']} through Caldera,"
+                f" {intree['boundPerQueue']} in-tree"
+            )
+        ours, theirs = set(run["boundJobs"] or []), set(intree["boundJobs"] or [])
+        if ours != theirs:
+            differences.append(
+                f"{nodes} nodes, {group}: {len(ours - theirs)} jobs bound only through Caldera,"
+                f" {len(theirs - ours)} only in-tree (e.g. {sorted(ours ^ theirs)[:3]})"
+            )
+    return differences
+
+
+COLUMNS = (
+    ("size", "nodes / pods"),
+    ("group", "group"),
+    ("scheduler", "scheduler"),
+    ("bound", "bound"),
+    ("bind_s", "bound in (s)"),
+    ("pods_per_s", "pods/s"),
+    ("cycles", "cycles"),
+    ("cycle_p50_ms", "cycle p50 (ms)"),
+    ("cycle_p99_ms", "cycle p99 (ms)"),
+    ("idle_p50_ms", "idle cycle p50 (ms)"),
+    ("idle_p99_ms", "idle cycle p99 (ms)"),
+    ("overruns", "cycles > 1 s"),
+    ("extender_open_ms", "extender OnSessionOpen (ms)"),
+    ("caldera_ms_per_cycle", "Caldera's time / cycle (ms)"),
+    ("snapshot_MiB", "snapshot (MiB)"),
+    ("server_rss_MiB", "server peak RSS (MiB)"),
+    ("scheduler_rss_MiB", "vc-scheduler peak RSS (MiB)"),
+)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = "| " + " | ".join(title for _, title in COLUMNS) + " |"
+    rule = "|" + "---|" * len(COLUMNS)
+    lines = [head, rule]
+    for row in rows:
+        cells = []
+        for key, _ in COLUMNS:
+            value = row[key]
+            if key == "bound" and not row["completed"]:
+                value = f"{value} (time box)"
+            if (
+                key
+                in ("extender_open_ms", "caldera_ms_per_cycle", "snapshot_MiB", "server_rss_MiB")
+                and row["scheduler"] == "intree"
+            ):
+                value = "—"
+            if key == "caldera_ms_per_cycle" and row["scheduler"] != "caldera":
+                value = "—"
+            cells.append(str(value))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def ratios(rows: list[dict[str, Any]]) -> list[str]:
+    """The targets: Caldera's time at most a third of the extender's OnSessionOpen; the cycle p50
+    through Caldera within 1.1x of the neutral server's, and its ratio to in-tree."""
+    out = []
+    by_key = {(r["size"], r["group"], r["scheduler"]): r for r in rows}
+    for (size, group, scheduler), row in by_key.items():
+        if scheduler != "caldera":
+            continue
+        parts = [f"{size}, {group}:"]
+        neutral = by_key.get((size, group, "neutral"))
+        intree = by_key.get((size, group, "intree"))
+        if neutral and neutral["cycle_p50_ms"]:
+            ratio = row["cycle_p50_ms"] / neutral["cycle_p50_ms"]
+            parts.append(f"cycle p50 {ratio:.2f}x the neutral server's (target <= 1.1)")
+        if intree and intree["cycle_p50_ms"]:
+            parts.append(f"{row['cycle_p50_ms'] / intree['cycle_p50_ms']:.2f}x in-tree")
+        if row["extender_open_ms"]:
+            parts.append(
+                f"Caldera's time {row['caldera_ms_per_cycle'] / row['extender_open_ms']:.2f} of the"
+                " extender's OnSessionOpen (target <= 0.33)"
+            )
+        out.append(" ".join(parts))
+    return out
+
+
+def write_readme(text: str) -> None:
+    readme = README.read_text()
+    if BEGIN not in readme:
+        readme = readme.rstrip("\n") + f"\n\n{BEGIN}\n{END}\n"
+    head, _, rest = readme.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    README.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+
+
+def main(a: argparse.Namespace) -> int:
+    plan = plan_of(a)
+    caldera = REPO / ".venv" / "bin" / "caldera"
+    env = {
+        **os.environ,
+        "CALDERA_SCALE_PLAN": json.dumps(plan),
+        "CALDERA_BIN": os.environ.get("CALDERA_BIN", str(caldera)),
+    }
+    print(f"bench cluster: {json.dumps(plan)}", flush=True)
+    began = time.monotonic()
+    load_before = os.getloadavg()
+    test = subprocess.run(
+        [str(REPO / "tests" / "e2e" / "run.sh"), "-tags", "scale", "-run", "^TestScale$",
+         "-timeout", "0"],
+        env=env,
+    )  # fmt: skip
+    out = Path(plan["out"])
+    if not out.exists():
+        print("bench cluster: TestScale wrote no results", file=sys.stderr)
+        return 1
+    runs = json.loads(out.read_text()) or []
+    if not runs:
+        print("bench cluster: TestScale measured no run (its log above says why)", file=sys.stderr)
+        return 1
+    rows = [summarize(r) for r in runs]
+    differences = compare_decisions(runs)
+    document = {
+        "machine": {**runmod.machine_info(), "loadavg_before": load_before},
+        "plan": plan,
+        "seconds": round(time.monotonic() - began, 1),
+        "rows": rows,
+        "decision_differences": differences,
+        "targets": ratios(rows),
+        "runs": runs,
+    }
+    out.write_text(json.dumps(document, indent=1))
+    print(table(rows))
+    for line in document["targets"]:
+        print(line)
+    for line in differences:
+        print(f"DECISIONS DIFFER: {line}")
+    if not a.smoke and test.returncode == 0:
+        machine = document["machine"]
+        write_readme(
+            f"Commit {machine.get('commit')}, {machine.get('cpus')} CPUs ({machine.get('cpu', '?')}),"
+            f" load {load_before[0]:.1f} before and {machine['loadavg_at_end'][0]:.1f} after,"
+            f" {document['seconds'] / 60:.0f} min; time box {plan['timeboxSeconds']:.0f} s,"
+            f" settle {plan['settleSeconds']:.0f} s.\n\n"
+            + table(rows)
+            + "\n\n"
+            + "\n".join(f"- {line}" for line in document["targets"])
+            + (
+                "\n\nDecisions: "
+                + (
+                    "; ".join(differences)
+                    if differences
+                    else "identical to in-tree (jobs bound, pods per queue)."
+                )
+            )
+        )
+    errors = [r for r in rows if r["error"]]
+    if test.returncode != 0 or errors or differences:
+        return 1
+    return 0

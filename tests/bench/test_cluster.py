@@ -1,0 +1,123 @@
+"""bench/cluster.py's side of the cluster-scale benchmark: the plan it hands TestScale, the
+figures it reads back, the decision comparison and the targets it reports. (The run itself is
+``python -m bench cluster --smoke`` in .ci/run.)"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import cluster
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    cluster.add_arguments(p)
+    return p.parse_args(list(argv))
+
+
+def run(scheduler: str, **over: Any) -> dict[str, Any]:
+    """One run as TestScale writes it (tests/e2e/scale_test.go scaleRun's JSON)."""
+    base: dict[str, Any] = {
+        "nodes": 100, "pods": 1000, "group": "job", "scheduler": scheduler, "bound": 900,
+        "completed": True, "bindSeconds": 4.5, "podsPerSecond": 200.0, "cycles": 10,
+        "cycleMs": [100.0] * 10, "cycleP50Ms": 100.0, "cycleP99Ms": 180.0, "cycleMaxMs": 180.0,
+        "idleCycleP50Ms": 90.0, "idleCycleP99Ms": 120.0,
+        "overruns": 0, "extenderOpenMs": 60.0, "extenderOpenCount": 10,
+        "allocateActionMs": 20.0, "schedulerPeakRssMiB": 300.0, "serverPeakRssMiB": 120.0,
+        "serverCpuSeconds": 1.5, "calderaVerbSeconds": {"onSessionOpen": 0.15, "jobEnqueueable": 0.05},
+        "calderaVerbCalls": {"onSessionOpen": 10.0}, "boundPerQueue": {"default": 900},
+        "boundJobs": [f"scale-{i % 10}/job-{i:05d}" for i in range(90)], "snapshotBytes": 2**21,
+    }  # fmt: skip
+    base.update(over)
+    return base
+
+
+@pytest.mark.parametrize(
+    ("argv", "sizes", "groups", "out"),
+    [
+        pytest.param((), [(100, 1000), (500, 5000), (1000, 10000)], ["job", "node"],
+                     "cluster.json", id="full"),
+        pytest.param(("--smoke",), [(20, 200)], ["job"], "cluster-smoke.json", id="smoke"),
+        pytest.param(("--sizes", "50x500", "--groups", "node"), [(50, 500)], ["node"],
+                     "cluster.json", id="chosen"),
+    ],
+)  # fmt: skip
+def test_the_plan(
+    argv: tuple[str, ...], sizes: list[tuple[int, int]], groups: list[str], out: str
+) -> None:
+    plan = cluster.plan_of(parse(*argv))
+    assert [(s["nodes"], s["pods"]) for s in plan["sizes"]] == sizes
+    assert plan["groups"] == groups
+    assert plan["schedulers"] == ["intree", "caldera", "neutral"]
+    assert Path(plan["out"]).name == out
+    assert plan["timeboxSeconds"] == (120.0 if "--smoke" in argv else 600.0)
+    assert plan["idleCycles"] == (10 if "--smoke" in argv else 20)
+
+
+@pytest.mark.parametrize("text", ["100", "100x", "x1000", "100x1005", "ax10", "100x1000,5"])
+def test_a_size_is_nodes_x_pods_in_jobs_of_ten(text: str) -> None:
+    with pytest.raises(SystemExit):
+        parse("--sizes", text)
+
+
+@pytest.mark.parametrize("text", ["evict", "job,bogus", ""])
+def test_unknown_groups_are_refused(text: str) -> None:
+    with pytest.raises(SystemExit):
+        parse("--groups", text)
+
+
+def test_summary_figures() -> None:
+    row = cluster.summarize(run("caldera"))
+    assert row["size"] == "100 / 1000"
+    assert row["caldera_ms_per_cycle"] == 20.0  # (0.15 + 0.05) s over 10 cycles
+    assert row["snapshot_MiB"] == 2.0
+    assert row["cycle_p50_ms"] == 100.0 and row["cycle_p99_ms"] == 180.0
+
+
+def test_decisions_identical_and_different() -> None:
+    assert cluster.compare_decisions([run("intree"), run("caldera"), run("neutral")]) == []
+    fewer = run("caldera", bound=890, boundPerQueue={"default": 890})
+    fewer["boundJobs"] = fewer["boundJobs"][:-1]
+    differences = cluster.compare_decisions([run("intree"), fewer])
+    assert len(differences) == 2
+    assert "pods per queue" in differences[0]
+    assert "0 jobs bound only through Caldera, 1 only in-tree" in differences[1]
+    # The neutral server answers nothing: its decisions are not Caldera's and are not compared.
+    assert cluster.compare_decisions([run("intree"), run("neutral", boundJobs=[])]) == []
+
+
+def test_targets_and_table() -> None:
+    rows = [
+        cluster.summarize(run("intree", cycleP50Ms=80.0)),
+        cluster.summarize(run("caldera", cycleP50Ms=105.0)),
+        cluster.summarize(run("neutral", cycleP50Ms=100.0)),
+    ]
+    [line] = cluster.ratios(rows)
+    assert "cycle p50 1.05x the neutral server's (target <= 1.1)" in line
+    assert "1.31x in-tree" in line
+    assert "Caldera's time 0.33 of the extender's OnSessionOpen" in line
+    text = cluster.table(rows)
+    lines = text.splitlines()
+    assert len(lines) == 2 + 3
+    intree = lines[2].split(" | ")
+    assert intree[2] == "intree" and "—" in intree  # no extender figures in-tree
+    timed_out = cluster.table([cluster.summarize(run("caldera", completed=False))])
+    assert "900 (time box)" in timed_out
+
+
+def test_the_readme_block_is_replaced_not_appended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# bench\n\n{cluster.BEGIN}\nold\n{cluster.END}\n\ntail\n")
+    monkeypatch.setattr(cluster, "README", readme)
+    cluster.write_readme("new table")
+    cluster.write_readme("newer table")
+    text = readme.read_text()
+    assert text.count(cluster.BEGIN) == 1
+    assert "newer table" in text and "old" not in text and "new table\n" not in text
+    assert text.endswith("tail\n")
