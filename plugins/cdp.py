@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from plugins.api.arguments import Arguments
-from plugins.api.base import Background, EvictResult, Plugin, Session, Vote, utc_now
+from plugins.api.base import Background, EvictResult, Plugin, Session, Upstream, Vote, utc_now
 from plugins.api.registry import register
 from plugins.api.release import CDP_RECLAIMABLE
 from schemas.api import TaskInfo
@@ -82,6 +82,12 @@ def in_cooldown(pod: Pod | None, now: datetime) -> bool:
 @register
 class CdpPlugin(Plugin):
     name: ClassVar[str] = "cdp"
+    upstream = Upstream(
+        repository="volcano-sh/volcano",
+        files=("pkg/scheduler/plugins/cdp/cdp.go",),
+        commit="ed72c7c81",
+        releases="v1.12.0 and later",
+    )
     needs_snapshot: ClassVar[bool] = False
     in_tree_only: ClassVar[tuple[str, ...]] = ()
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from plugins.api.base import EvictResult, Plugin, Vote
+from plugins.api.base import EvictResult, Plugin, Upstream, Vote
 from plugins.api.registry import register
 from schemas.api import TaskInfo
 
@@ -45,6 +45,12 @@ def _evictable(evictees: Sequence[TaskInfo]) -> EvictResult:
 @register
 class ConformancePlugin(Plugin):
     name: ClassVar[str] = "conformance"
+    upstream = Upstream(
+        repository="volcano-sh/volcano",
+        files=("pkg/scheduler/plugins/conformance/conformance.go",),
+        commit="ed72c7c81",
+        releases="v1.6.0 and later",
+    )
     needs_snapshot: ClassVar[bool] = False
     in_tree_only: ClassVar[tuple[str, ...]] = ("UnifiedEvictableFn",)
 

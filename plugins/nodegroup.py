@@ -99,7 +99,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from plugins.api.arguments import Arguments
-from plugins.api.base import Background, FitError, Plugin, Session, StatusCode
+from plugins.api.base import Background, FitError, Plugin, Session, StatusCode, Upstream
 from plugins.api.registry import register
 from plugins.api.release import (
     NODEGROUP_AS_PORTED,
@@ -299,6 +299,15 @@ def _node_group(node: NodeInfo | None) -> str | None:
 @register
 class NodeGroupPlugin(Plugin):
     name: ClassVar[str] = PLUGIN_NAME
+    upstream = Upstream(
+        repository="volcano-sh/volcano",
+        files=(
+            "pkg/scheduler/plugins/nodegroup/nodegroup.go",
+            "pkg/scheduler/plugins/nodegroup/errors.go",
+        ),
+        commit="ed72c7c81",
+        releases="v1.13.0 and later",
+    )
     needs_snapshot: ClassVar[bool] = True
     requires_verbs: ClassVar[tuple[str, ...]] = ("allocate", "deallocate")
     ported_from = NODEGROUP_AS_PORTED

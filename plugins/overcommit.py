@@ -51,7 +51,7 @@ import logging
 from typing import ClassVar
 
 from plugins.api.arguments import Arguments
-from plugins.api.base import Background, Plugin, Session, Vote
+from plugins.api.base import Background, Plugin, Session, Upstream, Vote
 from plugins.api.registry import register
 from plugins.api.release import OVERCOMMIT_SCALAR_MILLI_UNITS, QUEUE_ALLOCATION_GATE_NOT_GATED
 from plugins.support.resources import (
@@ -99,6 +99,15 @@ def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
 @register
 class OvercommitPlugin(Plugin):
     name: ClassVar[str] = "overcommit"
+    upstream = Upstream(
+        repository="volcano-sh/volcano",
+        files=(
+            "pkg/scheduler/plugins/overcommit/overcommit.go",
+            "pkg/scheduler/plugins/util/util.go",
+        ),
+        commit="ed72c7c81",
+        releases="v1.6.0 and later, per-release differences by ssn.release",
+    )
     needs_snapshot: ClassVar[bool] = True
     in_tree_only: ClassVar[tuple[str, ...]] = (
         "RecordPodGroupEvent (Unschedulable, 'resource in cluster is overused…'): logged instead",

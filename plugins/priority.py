@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from plugins.api.arguments import Arguments
-from plugins.api.base import Background, EvictResult, Plugin, Session, Vote
+from plugins.api.base import Background, EvictResult, Plugin, Session, Upstream, Vote
 from plugins.api.registry import register
 from schemas.api import JobInfo, TaskInfo
 
@@ -38,6 +38,12 @@ logger = logging.getLogger("caldera.plugins.priority")
 @register
 class PriorityPlugin(Plugin):
     name: ClassVar[str] = "priority"
+    upstream = Upstream(
+        repository="volcano-sh/volcano",
+        files=("pkg/scheduler/plugins/priority/priority.go",),
+        commit="ed72c7c81",
+        releases="v1.6.0 and later, per-release differences by ssn.release",
+    )
     needs_snapshot: ClassVar[bool] = True
     in_tree_only: ClassVar[tuple[str, ...]] = (
         "TaskOrderFn",

@@ -43,7 +43,7 @@ SRA score: 0 when the node's ``Allocatable`` lacks any resource the task request
 included); else ``(1 - sum of the weights of the sra resources the node has / their weight sum)
 * 100 * sra.weight`` (without the ``1 -`` step when the weight sum is 0).
 
-Arguments (decoded like upstream's ``framework.Get``, see :mod:`plugins.support.mapstructure`):
+Arguments (decoded like upstream's ``framework.Get``, see :mod:`plugins.api.mapstructure`):
 
 - ``resourceStrategyFitWeight`` int, default 10; absent or negative gives 10, 0 turns the main
   score off (a ``null`` value decodes to 0).
@@ -87,10 +87,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from plugins.api.arguments import Arguments, argument_warning
-from plugins.api.base import Background, FitError, Plugin, StatusCode
-from plugins.api.registry import register
-from plugins.support.goint import as_go_int
-from plugins.support.mapstructure import (
+from plugins.api.base import Background, FitError, Plugin, StatusCode, Upstream
+from plugins.api.mapstructure import (
     DecodeError,
     decode_bool,
     decode_float,
@@ -99,6 +97,8 @@ from plugins.support.mapstructure import (
     decode_string,
     struct_fields,
 )
+from plugins.api.registry import register
+from plugins.support.goint import as_go_int
 from plugins.support.resources import resource_get, resource_names
 from schemas.api import NodeInfo, TaskInfo
 
@@ -509,6 +509,16 @@ def check_node_resource_is_proportional(
 @register
 class ResourceStrategyFitPlugin(Plugin):
     name: ClassVar[str] = PLUGIN_NAME
+    upstream = Upstream(
+        repository="volcano-sh/volcano",
+        files=(
+            "pkg/scheduler/plugins/resource-strategy-fit/resource_strategy_fit.go",
+            "pkg/scheduler/plugins/resource-strategy-fit/sra.go",
+            "pkg/scheduler/plugins/resource-strategy-fit/proportional.go",
+        ),
+        commit="0a56ed331",
+        releases="v1.13.0 and later",
+    )
     needs_snapshot: ClassVar[bool] = False
     in_tree_only: ClassVar[tuple[str, ...]] = ()
 

@@ -41,7 +41,7 @@ from fractions import Fraction
 from typing import ClassVar
 
 from plugins.api.arguments import Arguments
-from plugins.api.base import Background, Plugin, Session, Vote
+from plugins.api.base import Background, Plugin, Session, Upstream, Vote
 from plugins.api.registry import register
 from plugins.api.release import RESOURCEQUOTA_ACCOUNTS_ON_ENQUEUED
 from schemas.api import JobInfo, NamespaceInfo
@@ -91,6 +91,12 @@ def _show(rl: ResourceList | None, names: Iterable[str]) -> str:
 @register
 class ResourceQuotaPlugin(Plugin):
     name: ClassVar[str] = "resourcequota"
+    upstream = Upstream(
+        repository="volcano-sh/volcano",
+        files=("pkg/scheduler/plugins/resourcequota/resourcequota.go",),
+        commit="ed72c7c81",
+        releases="v1.6.0 and later",
+    )
     needs_snapshot: ClassVar[bool] = True
     in_tree_only: ClassVar[tuple[str, ...]] = (
         "RecordPodGroupEvent (Unschedulable, 'resource quota insufficient…'): logged instead",

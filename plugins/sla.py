@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from plugins.api.arguments import Arguments
-from plugins.api.base import Background, Plugin, Session, Vote, utc_now
+from plugins.api.base import Background, Plugin, Session, Upstream, Vote, utc_now
 from plugins.api.registry import register
 from plugins.support.goint import INT64_MAX, INT64_MIN
 from schemas.api import JobInfo
@@ -71,6 +71,12 @@ def _go_since(then: datetime, now: datetime) -> int:
 @register
 class SlaPlugin(Plugin):
     name: ClassVar[str] = "sla"
+    upstream = Upstream(
+        repository="volcano-sh/volcano",
+        files=("pkg/scheduler/plugins/sla/sla.go",),
+        commit="ed72c7c81",
+        releases="v1.6.0 and later",
+    )
     needs_snapshot: ClassVar[bool] = False
     in_tree_only: ClassVar[tuple[str, ...]] = ("JobOrderFn", "JobPipelinedFn")
 

@@ -81,7 +81,7 @@ from enum import IntEnum
 from typing import ClassVar
 
 from plugins.api.arguments import Arguments
-from plugins.api.base import Background, Plugin, Session
+from plugins.api.base import Background, Plugin, Session, Upstream
 from plugins.api.registry import register
 from plugins.support.goint import INT32_MIN, go_int64
 from plugins.support.resources import (
@@ -447,6 +447,17 @@ def _max_resource(node: NodeInfo) -> Resource:
 @register
 class TaskTopologyPlugin(Plugin):
     name: ClassVar[str] = PLUGIN_NAME
+    upstream = Upstream(
+        repository="volcano-sh/volcano",
+        files=(
+            "pkg/scheduler/plugins/task-topology/topology.go",
+            "pkg/scheduler/plugins/task-topology/manager.go",
+            "pkg/scheduler/plugins/task-topology/bucket.go",
+            "pkg/scheduler/plugins/task-topology/util.go",
+        ),
+        commit="0a56ed331",
+        releases="v1.13.0 and later",
+    )
     needs_snapshot: ClassVar[bool] = True
     in_tree_only: ClassVar[tuple[str, ...]] = (
         "TaskOrderFn (bucket order of a job's tasks): no extender verb orders tasks",

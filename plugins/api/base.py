@@ -117,6 +117,19 @@ EvictResult = tuple[Sequence[TaskInfo], Vote]
 """``(victims, vote)``: victims must be elements of the evictees the hook received."""
 
 
+@dataclass(frozen=True)
+class Upstream:
+    """What a plugin ports: the upstream ``repository`` (GitHub owner/name), the ``files`` it
+    follows (paths in that repository), the ``commit`` it was ported at, and the ``releases``
+    whose in-tree plugin it answers as. The module docstring says the same at length;
+    tests/plugins/api/test_registry.py keeps the two in step."""
+
+    repository: str
+    files: tuple[str, ...]
+    commit: str
+    releases: str
+
+
 class Plugin:
     """Base class of every Caldera plugin.
 
@@ -130,7 +143,8 @@ class Plugin:
     them is a configuration error, and ``caldera volcano-config`` always enables them. A plugin
     whose need depends on the release overrides :meth:`required_verbs`. ``ported_from`` is the
     first release whose upstream plugin the port follows (a row of ``release.CHANGES``); an
-    older release is refused, since its in-tree plugin would decide differently.
+    older release is refused, since its in-tree plugin would decide differently. ``upstream``
+    names what the plugin ports (every built-in declares it; a plugin of its own may not).
     """
 
     name: ClassVar[str] = ""
@@ -138,6 +152,7 @@ class Plugin:
     in_tree_only: ClassVar[tuple[str, ...]] = ()
     requires_verbs: ClassVar[tuple[str, ...]] = ()
     ported_from: ClassVar[Change | None] = None
+    upstream: ClassVar[Upstream | None] = None
 
     @classmethod
     def required_verbs(cls, release: Release) -> tuple[str, ...]:

@@ -1,16 +1,15 @@
 """Plugin registry: names to plugin classes (Volcano's ``framework.RegisterPluginBuilder``).
 
-Built-in plugins register with :func:`register` when their module is imported; third-party
-plugins arrive through the ``caldera.plugins`` entry-point group, so an operator adds one with
-``pip install``. An entry point's name is the plugin name and its object a :class:`Plugin`
-subclass.
+Built-in plugins are listed in :data:`BUILT_IN` and register with :func:`register` when their
+module is imported; third-party plugins arrive through the ``caldera.plugins`` entry-point group,
+so an operator adds one with ``pip install``. An entry point's name is the plugin name and its
+object a :class:`Plugin` subclass.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-import pkgutil
 from importlib.metadata import entry_points
 from typing import TypeVar
 
@@ -19,10 +18,25 @@ from plugins.api.base import Plugin
 logger = logging.getLogger("caldera.plugins")
 
 ENTRY_POINT_GROUP = "caldera.plugins"
-PLUGIN_PACKAGE = "plugins"
-"""Every plain module directly in this package is a plugin module, imported on first lookup so
-it registers what it defines. Subpackages are not: ``plugins.api`` is the plugin API and
-``plugins.support`` the helpers several plugins share, so no list of exceptions is kept."""
+BUILT_IN = (
+    "plugins.cdp",
+    "plugins.conformance",
+    "plugins.min_runtime",
+    "plugins.nodegroup",
+    "plugins.overcommit",
+    "plugins.pdb",
+    "plugins.priority",
+    "plugins.resource_strategy_fit",
+    "plugins.resourcequota",
+    "plugins.sla",
+    "plugins.task_topology",
+    "plugins.usage",
+)
+"""The built-in plugins: a module, or a package (``plugins/<name>/``, its helpers beside it)
+whose ``__init__`` imports the plugin module. Imported on first lookup so each registers what
+it defines. ``plugins.api`` (the plugin API) and ``plugins.support`` (helpers two or more
+plugins share) are not plugins; tests/plugins/api/test_registry.py checks that every other
+module and package of ``plugins/`` is listed here."""
 
 _registry: dict[str, type[Plugin]] = {}
 _P = TypeVar("_P", bound=Plugin)
@@ -49,10 +63,8 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
-    package = importlib.import_module(PLUGIN_PACKAGE)
-    for module in pkgutil.iter_modules(package.__path__):
-        if not module.ispkg and not module.name.startswith("_"):
-            importlib.import_module(f"{PLUGIN_PACKAGE}.{module.name}")
+    for module in BUILT_IN:
+        importlib.import_module(module)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
             obj = ep.load()

@@ -84,7 +84,7 @@ def test_every_declared_volcano_key_is_in_the_captures(view: type, captured: Pat
 # and startTime (min-runtime) never occur in them; those keys are standard Kubernetes
 # (core/v1 PodStatus ``conditions``, ``startTime``; PodCondition ``type``, ``status``,
 # ``lastTransitionTime``) and are decoded from Kubernetes-shaped bodies in the plugins' tests
-# (tests/plugins/test_min_runtime.py, tests/service/test_plugin_min_runtime.py). Likewise the
+# (tests/plugins/min_runtime/test_min_runtime.py, tests/service/test_plugin_min_runtime.py). Likewise the
 # in-place-resize statuses usage reads for pod limits (``containerStatuses``,
 # ``initContainerStatuses``: ContainerStatus ``name``, ``resources``), and the pod-spec keys
 # (``restartPolicy`` of an init container, ``overhead``, pod-level ``resources``, a container's

@@ -1,6 +1,6 @@
 package suite
 
-// min-runtime (KAI-Scheduler's reclaim-/preempt-min-runtime, plugins/min_runtime.py) has
+// min-runtime (KAI-Scheduler's reclaim-/preempt-min-runtime, plugins/min_runtime/min_runtime.py) has
 // no in-tree twin in Volcano, so these scenarios are not differential. Each case runs
 // Volcano's real preempt or reclaim action over the operator's tier layout from the
 // README (priority, gang without victim votes, conformance, capacity with

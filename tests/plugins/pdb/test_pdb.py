@@ -14,9 +14,9 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
-from plugins.pdb import PdbPlugin
-from plugins.support.labels import label_selector_as_selector
-from plugins.support.pdb_sources import (
+from plugins.pdb.pdb import PdbPlugin
+from plugins.pdb.labels import label_selector_as_selector
+from plugins.pdb.sources import (
     FilePdbSource,
     KubePdbSource,
     MisconfiguredPdbSource,

@@ -1,4 +1,4 @@
-"""pdb's Kubernetes source (``plugins/support/kube.py`` on lightkube) against a loopback fake API
+"""pdb's Kubernetes source (``plugins/pdb/kube.py`` on lightkube) against a loopback fake API
 server.
 
 The fake server is a raw asyncio HTTP/1.1 server, so the wire format is exactly what the test
@@ -30,14 +30,14 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
-from plugins.pdb import PdbPlugin
-from plugins.support.kube import (
+from plugins.pdb.pdb import PdbPlugin
+from plugins.pdb.kube import (
     Backoff,
     KubeconfigError,
     in_cluster_config,
     kubeconfig_config,
 )
-from plugins.support.pdb_sources import KubePdbSource
+from plugins.pdb.sources import KubePdbSource
 from schemas.api import TaskInfo
 from schemas.k8s import ObjectMeta, Pod
 from tests.certificates import self_contained
@@ -693,7 +693,7 @@ current-context: x
 def test_no_kubeconfig_outside_a_pod_follows_client_gos_default_rules(tmp_path: Path) -> None:
     """Issue 24: caldera replay of a source: kubernetes recording on a workstation waited 30 s
     for an in-cluster config that cannot exist; $KUBECONFIG, then ~/.kube/config, as kubectl."""
-    from plugins.support.kube import KubeconfigError, default_config
+    from plugins.pdb.kube import KubeconfigError, default_config
 
     named = tmp_path / "named"
     named.write_text(KUBECONFIG_TEXT)

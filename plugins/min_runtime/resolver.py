@@ -1,7 +1,7 @@
 """KAI-Scheduler's min-runtime ``resolver.go`` (kai-scheduler/KAI-Scheduler at d5bc503a,
 ``pkg/scheduler/plugins/minruntime/resolver.go``) over Volcano queues: a queue's own
 preempt-/reclaim-min-runtime from its annotations, and the walks through the queue tree that
-resolve the duration protecting a victim, cached for one session. ``plugins/min_runtime.py`` is
+resolve the duration protecting a victim, cached for one session. ``plugins/min_runtime/min_runtime.py`` is
 the plugin; its docstring states the semantics and the deliberate differences from KAI."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The PDB index of ``plugins/support/disruption_budgets.py``: filing a PDB under one of its
+"""The PDB index of ``plugins/pdb/budgets.py``: filing a PDB under one of its
 exact ``key=value`` requirements must never change which PDBs a pod matches, so the filter's
 answer is the one a scan of every PDB in the namespace gives (``pdbFilterFn``)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from plugins.support.disruption_budgets import (
+from plugins.pdb.budgets import (
     CompiledPdb,
     NamespaceBudgets,
     PdbSnapshot,

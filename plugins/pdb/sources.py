@@ -1,5 +1,5 @@
 """Where the pdb plugin's PodDisruptionBudgets come from: the Kubernetes API (list and watch
-through :mod:`plugins.support.kube`), a file re-read when it changes, or a fixed set (tests).
+through :mod:`plugins.pdb.kube`), a file re-read when it changes, or a fixed set (tests).
 Each source is a :class:`~plugins.api.base.Background`: started with the server, ready once its
 first list or load completed, described in ``/readyz``.
 """
@@ -16,8 +16,8 @@ from typing import Any
 import msgspec
 import yaml
 
-from plugins.support.disruption_budgets import CompiledPdb, PdbSnapshot, compile_pdb
-from plugins.support.kube import (
+from plugins.pdb.budgets import CompiledPdb, PdbSnapshot, compile_pdb
+from plugins.pdb.kube import (
     Backoff,
     ClusterConfig,
     Reflector,
@@ -110,7 +110,7 @@ async def _cancel(task: asyncio.Task[None] | None) -> None:
 
 
 class KubePdbSource(PdbSource):
-    """List and watch PodDisruptionBudgets from the API server (``plugins/support/kube.py``)."""
+    """List and watch PodDisruptionBudgets from the API server (``plugins/pdb/kube.py``)."""
 
     kind = "kubernetes"
 

@@ -19,7 +19,7 @@ from plugins.api.arguments import Arguments
 from plugins.api.base import FitError, Session, StatusCode
 from plugins.api.extension_points import BY_VERB
 from plugins.api.release import Release
-from plugins.support.load_estimator import (
+from plugins.usage.estimator import (
     ShadowLoadCache,
     calc_applied_risk_factor,
     calc_composite_utilization,
@@ -28,8 +28,8 @@ from plugins.support.load_estimator import (
     estimate_best_effort_resource,
     estimate_pod_resource,
 )
-from plugins.support.pod_limits import pod_resource_limit
-from plugins.usage import (
+from plugins.usage.pod_limits import pod_resource_limit
+from plugins.usage.usage import (
     CPU_REASON,
     MEMORY_REASON,
     UsagePlugin,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from plugins.support.mapstructure import (
+from plugins.api.mapstructure import (
     DecodeError,
     decode_bool,
     decode_float,

@@ -24,11 +24,11 @@ eviction keeps every budget at or above zero:
 therefore ends the tier with no victims, as upstream.
 
 Upstream reads the budgets from client-go's PDB informer on every call. Caldera keeps them in the
-plugin's :class:`~plugins.api.base.Background` (``plugins/support/pdb_sources.py``; the budget
-arithmetic is ``plugins/support/disruption_budgets.py``), chosen by the plugin arguments:
+plugin's :class:`~plugins.api.base.Background` (``plugins/pdb/sources.py``; the budget
+arithmetic is ``plugins/pdb/budgets.py``), chosen by the plugin arguments:
 
 * ``source: kubernetes`` (default): list and watch ``policy/v1`` PodDisruptionBudgets of all
-  namespaces (``plugins/support/kube.py``), with the pod's service account or ``kubeconfig: <path>``.
+  namespaces (``plugins/pdb/kube.py``), with the pod's service account or ``kubeconfig: <path>``.
   The service account needs ``list`` and ``watch`` on ``poddisruptionbudgets.policy``.
 * ``source: file`` with ``file: <path>``: a YAML or JSON file holding PodDisruptionBudget objects
   (a list, a ``kind: List``/``PodDisruptionBudgetList`` with ``items``, or ``---``-separated
@@ -52,10 +52,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from plugins.api.arguments import Arguments
-from plugins.api.base import Background, EvictResult, Plugin, Vote
+from plugins.api.base import Background, EvictResult, Plugin, Upstream, Vote
 from plugins.api.registry import register
-from plugins.support.disruption_budgets import pdb_filter
-from plugins.support.pdb_sources import (
+from plugins.pdb.budgets import pdb_filter
+from plugins.pdb.sources import (
     FilePdbSource,
     KubePdbSource,
     MisconfiguredPdbSource,
@@ -69,6 +69,12 @@ logger = logging.getLogger("caldera.plugins.pdb")
 @register
 class PdbPlugin(Plugin):
     name = "pdb"
+    upstream = Upstream(
+        repository="volcano-sh/volcano",
+        files=("pkg/scheduler/plugins/pdb/pdb.go",),
+        commit="ed72c7c81",
+        releases="v1.9.0 and later",
+    )
     needs_snapshot = False  # it reads the budgets, not the session snapshot
     in_tree_only = ("VictimTasksFns",)
 

@@ -2,7 +2,7 @@
 
 A port of KAI-Scheduler's ``minruntime`` plugin (reclaim-min-runtime and preempt-min-runtime):
 ``pkg/scheduler/plugins/minruntime/minruntime.go`` and ``resolver.go`` (the latter is
-``plugins/support/min_runtime_resolver.py``) of
+``plugins/min_runtime/resolver.py``) of
 kai-scheduler/KAI-Scheduler at d5bc503a (2026-08-07), the same algorithm as NVIDIA/KAI-Scheduler
 at 72de64fc (PR #162) apart from the per-job protection caches PR #1809 removed (protection is
 recomputed from the clock on every call here too). The design is KAI's
@@ -131,9 +131,9 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import ClassVar
 
 from plugins.api.arguments import Arguments, warn_once
-from plugins.api.base import Background, EvictResult, Plugin, Session, Vote, utc_now
+from plugins.api.base import Background, EvictResult, Plugin, Session, Upstream, Vote, utc_now
 from plugins.api.registry import register
-from plugins.support.min_runtime_resolver import (
+from plugins.min_runtime.resolver import (
     PREEMPT_MIN_RUNTIME,
     RECLAIM_MIN_RUNTIME,
     RESOLVE_LCA,
@@ -358,6 +358,15 @@ RECLAIM = "reclaim"
 @register
 class MinRuntimePlugin(Plugin):
     name: ClassVar[str] = "min-runtime"
+    upstream = Upstream(
+        repository="kai-scheduler/KAI-Scheduler",
+        files=(
+            "pkg/scheduler/plugins/minruntime/minruntime.go",
+            "pkg/scheduler/plugins/minruntime/resolver.go",
+        ),
+        commit="d5bc503a",
+        releases="no Volcano twin: KAI-Scheduler's plugin, hosted for every Volcano release",
+    )
     needs_snapshot: ClassVar[bool] = True
     in_tree_only: ClassVar[tuple[str, ...]] = ("UnifiedEvictableFn",)
 

@@ -5,8 +5,8 @@ Follows ``pkg/scheduler/plugins/usage/usage.go`` of volcano-sh/volcano at master
 (2026-08-20; the same file as v1.16.0-alpha.0/1, commit 895281e64 "Enhancement of Usage-Based
 Scheduling for Bulk Pod Dispatch"), and ``usage.go`` of v1.15.1 (identical from v1.13.0, apart
 from an import path) for the releases before it. Its ``estimator.go`` and ``shadow_cache.go`` are
-``plugins/support/load_estimator.py``; ``GetPodResourceLimit`` of ``api/pod_info.go`` is
-``plugins/support/pod_limits.py``. ``ssn.release`` selects:
+``plugins/usage/estimator.py``; ``GetPodResourceLimit`` of ``api/pod_info.go`` is
+``plugins/usage/pod_limits.py``. ``ssn.release`` selects:
 
 - v1.16: the estimator version below (argument validation, composite utilization with a
   shadow load, allocate/deallocate events).
@@ -98,11 +98,11 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from plugins.api.arguments import Arguments
-from plugins.api.base import Background, FitError, Plugin, Session, StatusCode, utc_now
+from plugins.api.base import Background, FitError, Plugin, Session, StatusCode, Upstream, utc_now
 from plugins.api.registry import register
 from plugins.api.release import USAGE_AS_PORTED, USAGE_ESTIMATOR, Release
 from plugins.support.goint import as_go_int, go_int64
-from plugins.support.load_estimator import (
+from plugins.usage.estimator import (
     MAX_NODE_SCORE,
     ShadowLoadCache,
     calc_applied_risk_factor,
@@ -112,7 +112,7 @@ from plugins.support.load_estimator import (
     estimate_best_effort_resource,
     estimate_pod_resource,
 )
-from plugins.support.pod_limits import pod_resource_limit
+from plugins.usage.pod_limits import pod_resource_limit
 from schemas.api import NodeInfo, TaskInfo, TaskStatus
 from schemas.goduration import DurationError, go_time, parse_go_duration
 from schemas.quantity import QuantityError, milli_value, parse_quantity, value
@@ -288,6 +288,16 @@ _SHADOW_STATUSES = frozenset({TaskStatus.Allocated, TaskStatus.Binding, TaskStat
 @register
 class UsagePlugin(Plugin):
     name: ClassVar[str] = PLUGIN_NAME
+    upstream = Upstream(
+        repository="volcano-sh/volcano",
+        files=(
+            "pkg/scheduler/plugins/usage/usage.go",
+            "pkg/scheduler/plugins/usage/estimator.go",
+            "pkg/scheduler/plugins/usage/shadow_cache.go",
+        ),
+        commit="ed72c7c81",
+        releases="v1.13.0 and later, per-release differences by ssn.release",
+    )
     needs_snapshot: ClassVar[bool] = True
     requires_verbs: ClassVar[tuple[str, ...]] = ("allocate", "deallocate")
     ported_from = USAGE_AS_PORTED

@@ -14,7 +14,7 @@ import pytest
 from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
-from plugins.min_runtime import (
+from plugins.min_runtime.min_runtime import (
     DEFAULT_PREEMPT_MIN_RUNTIME,
     DEFAULT_RECLAIM_MIN_RUNTIME,
     LAST_START_TIMESTAMP,
@@ -26,7 +26,7 @@ from plugins.min_runtime import (
     parse_resolve_method,
     parse_rfc3339,
 )
-from plugins.support.min_runtime_resolver import RESOLVE_LCA, RESOLVE_QUEUE, Resolver
+from plugins.min_runtime.resolver import RESOLVE_LCA, RESOLVE_QUEUE, Resolver
 from schemas.api import JobInfo, PodGroup, Queue, QueueInfo, QueueSpec, TaskInfo, TaskStatus
 from schemas.k8s import ObjectMeta, Pod, PodCondition, PodStatus
 

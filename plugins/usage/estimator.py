@@ -1,7 +1,7 @@
 """The load estimator of Volcano's ``usage`` plugin: ``pkg/scheduler/plugins/usage/estimator.go``
 (the score and risk arithmetic) and ``shadow_cache.go`` (per-node estimates of pods placed since
 the last metrics sample, with the per-task record a deallocate takes back) of volcano-sh/volcano
-at master ed72c7c81 (2026-08-20; the same files as v1.16.0-alpha.0/1). ``plugins/usage.py`` is
+at master ed72c7c81 (2026-08-20; the same files as v1.16.0-alpha.0/1). ``plugins/usage/usage.py`` is
 the plugin; this module is its two helper files, kept apart as upstream keeps them."""
 
 from __future__ import annotations
