@@ -30,13 +30,13 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
-from plugins.pdb.pdb import PdbPlugin
 from plugins.pdb.kube import (
     Backoff,
     KubeconfigError,
     in_cluster_config,
     kubeconfig_config,
 )
+from plugins.pdb.pdb import PdbPlugin
 from plugins.pdb.sources import KubePdbSource
 from schemas.api import TaskInfo
 from schemas.k8s import ObjectMeta, Pod

@@ -14,8 +14,8 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
-from plugins.pdb.pdb import PdbPlugin
 from plugins.pdb.labels import label_selector_as_selector
+from plugins.pdb.pdb import PdbPlugin
 from plugins.pdb.sources import (
     FilePdbSource,
     KubePdbSource,
