@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import yaml
 from pydantic import ValidationError
@@ -20,7 +20,7 @@ from app import __version__, shared_path, sizing
 from app.config import CalderaConfig, ConfigError, effective_config, load_config, release_note
 from app.config_checks import argument_warnings, log_problems
 from app.session import SessionManager
-from app.settings import Settings
+from app.settings import Settings, cli_options
 from plugins.api.extension_points import BY_VERB, VERBS, Rule
 from schemas.goduration import DurationError, parse_go_duration
 from schemas.requests import OnSessionOpenRequest
@@ -43,21 +43,26 @@ def _fail_config(exc: ConfigError) -> int:
 
 def _settings(args: argparse.Namespace) -> Settings:
     overrides = {
-        key: value
-        for key, value in {
-            "config": getattr(args, "config", None),
-            "host": getattr(args, "host", None),
-            "port": getattr(args, "port", None),
-            "health_host": getattr(args, "health_host", None),
-            "health_port": getattr(args, "health_port", None),
-            "log_level": getattr(args, "log_level", None),
-            "ssl_certfile": getattr(args, "ssl_certfile", None),
-            "ssl_keyfile": getattr(args, "ssl_keyfile", None),
-            "ssl_client_ca": getattr(args, "ssl_client_ca", None),
-        }.items()
-        if value is not None
+        name: getattr(args, name) for name in cli_options() if getattr(args, name, None) is not None
     }
     return Settings(**overrides)
+
+
+def _add_setting_options(parser: argparse.ArgumentParser, *only: str) -> None:
+    """The ``Settings`` fields marked ``cli`` as options (``only``: just those), their types,
+    choices and help from the field's declaration; the default stays the setting's own (an
+    unset option leaves the environment's value or the default in charge)."""
+    for name, help in cli_options().items():
+        if only and name not in only:
+            continue
+        annotation = Settings.model_fields[name].annotation
+        kinds = [a for a in get_args(annotation) or (annotation,) if a is not type(None)]
+        kwargs: dict[str, Any] = {"dest": name, "help": help}
+        if kinds == [int]:
+            kwargs["type"] = int
+        elif get_origin(annotation) is Literal:
+            kwargs["choices"] = list(get_args(annotation))
+        parser.add_argument(f"--{name.replace('_', '-')}", **kwargs)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -366,28 +371,7 @@ def parser() -> argparse.ArgumentParser:
     sub = root.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the HTTP server")
-    serve.add_argument("--config", help="configuration file (default: the embedded one)")
-    serve.add_argument("--host", help="listen address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="listen port (default 8080)")
-    serve.add_argument(
-        "--health-host",
-        help="address of the health listener: /healthz, /readyz and /metrics only"
-        " (default 0.0.0.0; with --health-port)",
-    )
-    serve.add_argument(
-        "--health-port",
-        type=int,
-        help="port of the health listener (default: none; the verb listener serves them too)",
-    )
-    serve.add_argument(
-        "--log-level",
-        choices=["critical", "error", "warning", "info", "debug"],
-    )
-    serve.add_argument("--ssl-certfile", help="serve HTTPS with this PEM certificate")
-    serve.add_argument("--ssl-keyfile", help="the certificate's PEM private key")
-    serve.add_argument(
-        "--ssl-client-ca", help="mutual TLS: require client certificates signed by these CAs"
-    )
+    _add_setting_options(serve)
     serve.add_argument(
         "--record",
         metavar="DIR",
@@ -415,7 +399,7 @@ def parser() -> argparse.ArgumentParser:
     volcano = sub.add_parser(
         "volcano-config", help="print the extender entry for volcano-scheduler.conf"
     )
-    volcano.add_argument("--config", help="configuration file (default: the embedded one)")
+    _add_setting_options(volcano, "config")
     volcano.add_argument("--url", help="URL Volcano reaches Caldera at (default from host/port)")
     volcano.add_argument("--http-timeout", default="1s", help="extender.httpTimeout (default 1s)")
     volcano.add_argument("--ignorable", action="store_true", help="set extender.ignorable: true")
@@ -445,7 +429,7 @@ def parser() -> argparse.ArgumentParser:
         help="answer a recording (serve --record) again and show where the answers differ",
     )
     replay.add_argument("directory", help="the recording directory")
-    replay.add_argument("--config", help="configuration file (default: the embedded one)")
+    _add_setting_options(replay, "config")
     replay.set_defaults(run=cmd_replay)
 
     openapi = sub.add_parser("openapi", help="print the OpenAPI document")

@@ -1,10 +1,9 @@
 """Process settings: where to listen and which configuration to load.
 
-From the command line, else the environment (``CALDERA_CONFIG``, ``CALDERA_HOST``,
-``CALDERA_PORT``, ``CALDERA_HEALTH_HOST``, ``CALDERA_HEALTH_PORT``, ``CALDERA_LOG_LEVEL``, ``CALDERA_LOG_FORMAT``, ``CALDERA_KEEP_ALIVE_SECONDS``,
-``CALDERA_SHUTDOWN_SECONDS``, ``CALDERA_HEADER_TIMEOUT_SECONDS``, ``CALDERA_BODY_TIMEOUT_SECONDS``,
-``CALDERA_MAX_HEADER_BYTES``, ``CALDERA_CONFIG_WATCH_SECONDS``, ``CALDERA_SSL_CERTFILE``, ``CALDERA_SSL_KEYFILE``,
-``CALDERA_SSL_CLIENT_CA``), else the defaults: a sidecar listens on loopback.
+Each field is declared once, here: from the command line where it has a ``cli`` help text
+(``caldera serve --<field-with-dashes>``, the options derived by ``app/cli.py``), else the
+environment (``CALDERA_<FIELD>``, e.g. ``CALDERA_PORT``), else the default: a sidecar listens on
+loopback.
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, model_validator
+from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
@@ -19,21 +19,45 @@ from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
 LogLevel = Literal["critical", "error", "warning", "info", "debug"]
 
 
+def cli(help: str) -> JsonDict:
+    """A field's ``json_schema_extra``: it is also a ``caldera serve`` option, with this help."""
+    return {"cli": help}
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CALDERA_", extra="ignore")
 
-    config: str | None = None
+    config: str | None = Field(
+        default=None, json_schema_extra=cli("configuration file (default: the embedded one)")
+    )
     """Path of the configuration file; None serves the embedded default configuration."""
-    host: str = "127.0.0.1"
+    host: str = Field(
+        default="127.0.0.1", json_schema_extra=cli("listen address (default 127.0.0.1)")
+    )
     """Where the extender verbs (and everything else) are served: loopback, because Caldera
     trusts whoever reaches them (README, "Security")."""
-    port: int = Field(default=8080, ge=0, le=65535)
-    health_host: str = "0.0.0.0"
+    port: int = Field(
+        default=8080, ge=0, le=65535, json_schema_extra=cli("listen port (default 8080)")
+    )
+    health_host: str = Field(
+        default="0.0.0.0",
+        json_schema_extra=cli(
+            "address of the health listener: /healthz, /readyz and /metrics only"
+            " (default 0.0.0.0; with --health-port)"
+        ),
+    )
     """The health listener's address: only ``/healthz``, ``/readyz`` and ``/metrics``, for the
     kubelet's probes and Prometheus, which reach the pod IP (``app/listeners.py``)."""
-    health_port: int | None = Field(default=None, ge=0, le=65535)
+    health_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        json_schema_extra=cli(
+            "port of the health listener (default: none; the verb listener serves them too)"
+        ),
+    )
     """The health listener's port; None: no health listener."""
-    log_level: LogLevel = "info"
+    log_level: LogLevel = Field(default="info", json_schema_extra=cli("log level (default info)"))
     log_format: Literal["auto", "json", "text"] = "auto"
     """``auto``: JSON lines when stderr is not a terminal (production), text otherwise."""
     keep_alive_seconds: int = Field(default=120, gt=0)
@@ -53,11 +77,18 @@ class Settings(BaseSettings):
     config_watch_seconds: float = Field(default=2.0, ge=0)
     """How often the configuration file is checked for a change, applied at the next session
     boundary (``app/config_watch.py``); 0 turns the live reload off."""
-    ssl_certfile: str | None = None
+    ssl_certfile: str | None = Field(
+        default=None, json_schema_extra=cli("serve HTTPS with this PEM certificate")
+    )
     """Serve HTTPS with this PEM certificate (chain); needs ``ssl_keyfile``. For a Caldera that
     is not a loopback sidecar; Volcano's ``extender.urlPrefix`` then starts with https://."""
-    ssl_keyfile: str | None = None
-    ssl_client_ca: str | None = None
+    ssl_keyfile: str | None = Field(
+        default=None, json_schema_extra=cli("the certificate's PEM private key")
+    )
+    ssl_client_ca: str | None = Field(
+        default=None,
+        json_schema_extra=cli("mutual TLS: require client certificates signed by these CAs"),
+    )
     """Mutual TLS: accept only clients presenting a certificate signed by these CAs (PEM)."""
 
     @model_validator(mode="after")
@@ -72,3 +103,13 @@ class Settings(BaseSettings):
                 " a port of its own"
             )
         return self
+
+
+def cli_options() -> dict[str, str]:
+    """The fields that are also command-line options, with their help texts."""
+    options = {}
+    for name, field in Settings.model_fields.items():
+        extra = field.json_schema_extra
+        if isinstance(extra, dict) and isinstance(extra.get("cli"), str):
+            options[name] = str(extra["cli"])
+    return options

@@ -56,3 +56,47 @@ def test_serve_with_bad_environment_exits_2(monkeypatch: pytest.MonkeyPatch, cap
     monkeypatch.setenv("CALDERA_PORT", "eighty")
     assert main(["serve"]) == 2
     assert "CALDERA_PORT" in capsys.readouterr().err
+
+
+# Each setting is declared once (app/settings.py); the serve options are derived from it.
+OPTION_VALUES = {
+    "config": ("/etc/caldera.yaml", "/etc/caldera.yaml"),
+    "host": ("0.0.0.0", "0.0.0.0"),
+    "port": ("7000", 7000),
+    "health_host": ("10.0.0.1", "10.0.0.1"),
+    "health_port": ("9090", 9090),
+    "log_level": ("debug", "debug"),
+    "ssl_client_ca": ("/ca.pem", "/ca.pem"),
+}
+
+
+def test_every_command_line_setting_is_a_serve_option_that_sets_it() -> None:
+    from app.settings import cli_options
+
+    assert set(cli_options()) == set(OPTION_VALUES) | {"ssl_certfile", "ssl_keyfile"}
+    tls = ["--ssl-certfile", "/c.pem", "--ssl-keyfile", "/k.pem"]
+    for name, (text, value) in OPTION_VALUES.items():
+        args = parser().parse_args(["serve", f"--{name.replace('_', '-')}", text, *tls])
+        assert getattr(_settings(args), name) == value, name
+    help_text = parser()._subparsers._group_actions[0].choices["serve"].format_help()  # type: ignore[union-attr]
+    for name, help in cli_options().items():
+        assert f"--{name.replace('_', '-')}" in help_text
+        assert " ".join(help.split()[:3]) in " ".join(help_text.split()), name
+
+
+@pytest.mark.parametrize(
+    "argv", [["--port", "eighty"], ["--log-level", "loud"], ["--health-port", "1.5"]]
+)
+def test_an_option_is_checked_as_its_setting_is_typed(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        parser().parse_args(["serve", *argv])
+
+
+def test_environment_only_settings_are_not_options() -> None:
+    from app.settings import cli_options
+
+    env_only = set(Settings.model_fields) - set(cli_options())
+    assert "keep_alive_seconds" in env_only and "config_watch_seconds" in env_only
+    for name in env_only:
+        with pytest.raises(SystemExit):
+            parser().parse_args(["serve", f"--{name.replace('_', '-')}", "1"])
