@@ -70,6 +70,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", type=parse_sizes, default=None, help="e.g. 100x1000,500x5000")
     p.add_argument("--groups", type=parse_names(GROUPS), default=None, help="job,node")
     p.add_argument(
+        "--node-group-sizes",
+        type=parse_sizes,
+        default=None,
+        help="sizes the node group runs at (default: the smallest; every predicate and"
+        " prioritize goes through the extender, one body per task and node)",
+    )
+    p.add_argument(
         "--schedulers", type=parse_names(SCHEDULERS), default=list(SCHEDULERS), help="subset"
     )
     p.add_argument("--timebox", type=float, default=600.0, help="seconds per run (default 600)")
@@ -91,6 +98,9 @@ def plan_of(a: argparse.Namespace) -> dict[str, Any]:
         "timeboxSeconds": min(a.timebox, 120.0) if a.smoke else a.timebox,
         "settleSeconds": a.settle if a.settle is not None else (5.0 if a.smoke else 10.0),
         "idleCycles": a.idle_cycles if a.idle_cycles is not None else (10 if a.smoke else 20),
+        "nodeGroupSizes": [
+            {"nodes": n, "pods": p} for n, p in (a.node_group_sizes or [min(sizes)])
+        ],
         "out": str(Path(out).resolve()),
     }
 

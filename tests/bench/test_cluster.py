@@ -56,6 +56,8 @@ def test_the_plan(
     assert Path(plan["out"]).name == out
     assert plan["timeboxSeconds"] == (120.0 if "--smoke" in argv else 600.0)
     assert plan["idleCycles"] == (10 if "--smoke" in argv else 20)
+    smallest = min(sizes)
+    assert plan["nodeGroupSizes"] == [{"nodes": smallest[0], "pods": smallest[1]}]
 
 
 @pytest.mark.parametrize("text", ["100", "100x", "x1000", "100x1005", "ax10", "100x1000,5"])

@@ -57,8 +57,11 @@ type scalePlan struct {
 	SettleSec  float64     `json:"settleSeconds"`
 	// IdleCycles: cycles measured after the last bind, when each cycle is a session over the
 	// bound cluster (the snapshot, the extender's OnSessionOpen) with nothing left to place.
-	IdleCycles int    `json:"idleCycles"`
-	Out        string `json:"out"`
+	IdleCycles int `json:"idleCycles"`
+	// NodeGroupSizes: the sizes the node group runs at (empty: every size). Through any
+	// extender it sends one predicate and one prioritize body per task and node.
+	NodeGroupSizes []scaleSize `json:"nodeGroupSizes"`
+	Out            string      `json:"out"`
 }
 
 type scaleSize struct {
@@ -142,6 +145,9 @@ func scaleSizeRuns(t *testing.T, plan scalePlan, size scaleSize) []scaleRun {
 	t.Logf("%d nodes in %s", size.Nodes, time.Since(start).Round(time.Millisecond))
 	var runs []scaleRun
 	for _, group := range plan.Groups {
+		if group == "node" && len(plan.NodeGroupSizes) > 0 && !containsSize(plan.NodeGroupSizes, size) {
+			continue
+		}
 		for _, scheduler := range plan.Schedulers {
 			r := runScale(t, c, bulk, plan, size, group, scheduler)
 			t.Logf("%s/%s: bound %d/%d in %.1fs (completed %v), cycles %d p50 %.0f ms p99 %.0f ms,"+
@@ -153,6 +159,15 @@ func scaleSizeRuns(t *testing.T, plan scalePlan, size scaleSize) []scaleRun {
 		}
 	}
 	return runs
+}
+
+func containsSize(sizes []scaleSize, size scaleSize) bool {
+	for _, s := range sizes {
+		if s == size {
+			return true
+		}
+	}
+	return false
 }
 
 // bulk: clients with a high rate limit for creating and deleting thousands of objects.
