@@ -107,9 +107,12 @@ def plan_of(a: argparse.Namespace) -> dict[str, Any]:
 
 def summarize(run: dict[str, Any]) -> dict[str, Any]:
     """The figures of one run that the table shows (the raw cycle list stays in the JSON)."""
-    caldera_ms = 0.0
-    if run.get("calderaVerbSeconds") and run.get("cycles"):
-        caldera_ms = 1000 * sum(run["calderaVerbSeconds"].values()) / run["cycles"]
+    caldera_ms = caldera_open_ms = 0.0
+    seconds, calls = run.get("calderaVerbSeconds") or {}, run.get("calderaVerbCalls") or {}
+    if seconds and run.get("cycles"):
+        caldera_ms = 1000 * sum(seconds.values()) / run["cycles"]
+    if calls.get("onSessionOpen"):
+        caldera_open_ms = 1000 * seconds.get("onSessionOpen", 0.0) / calls["onSessionOpen"]
     return {
         "size": f"{run['nodes']} / {run['pods']}",
         "group": run["group"],
@@ -126,6 +129,7 @@ def summarize(run: dict[str, Any]) -> dict[str, Any]:
         "overruns": run["overruns"],
         "extender_open_ms": round(run["extenderOpenMs"], 1),
         "caldera_ms_per_cycle": round(caldera_ms, 1),
+        "caldera_open_ms": round(caldera_open_ms, 1),
         "snapshot_MiB": round(run["snapshotBytes"] / 2**20, 1),
         "server_rss_MiB": round(run["serverPeakRssMiB"], 0),
         "server_cpu_s": round(run["serverCpuSeconds"], 1),
@@ -172,6 +176,7 @@ COLUMNS = (
     ("idle_p99_ms", "idle cycle p99 (ms)"),
     ("overruns", "cycles > 1 s"),
     ("extender_open_ms", "extender OnSessionOpen (ms)"),
+    ("caldera_open_ms", "Caldera's onSessionOpen (ms)"),
     ("caldera_ms_per_cycle", "Caldera's time / cycle (ms)"),
     ("snapshot_MiB", "snapshot (MiB)"),
     ("server_rss_MiB", "server peak RSS (MiB)"),
@@ -195,7 +200,7 @@ def table(rows: list[dict[str, Any]]) -> str:
                 and row["scheduler"] == "intree"
             ):
                 value = "—"
-            if key == "caldera_ms_per_cycle" and row["scheduler"] != "caldera":
+            if key in ("caldera_ms_per_cycle", "caldera_open_ms") and row["scheduler"] != "caldera":
                 value = "—"
             cells.append(str(value))
         lines.append("| " + " | ".join(cells) + " |")
@@ -203,8 +208,10 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def ratios(rows: list[dict[str, Any]]) -> list[str]:
-    """The targets: Caldera's time at most a third of the extender's OnSessionOpen; the cycle p50
-    through Caldera within 1.1x of the neutral server's, and its ratio to in-tree."""
+    """The targets: Caldera's time at most a third of the extender's (Volcano times only the
+    plugin's OnSessionOpen, so the snapshot verb is compared: Caldera's answer time against
+    Volcano's marshal, send and wait); the cycle p50 through Caldera within 1.1x of the neutral
+    server's, and its ratio to in-tree."""
     out = []
     by_key = {(r["size"], r["group"], r["scheduler"]): r for r in rows}
     for (size, group, scheduler), row in by_key.items():
@@ -220,8 +227,8 @@ def ratios(rows: list[dict[str, Any]]) -> list[str]:
             parts.append(f"{row['cycle_p50_ms'] / intree['cycle_p50_ms']:.2f}x in-tree")
         if row["extender_open_ms"]:
             parts.append(
-                f"Caldera's time {row['caldera_ms_per_cycle'] / row['extender_open_ms']:.2f} of the"
-                " extender's OnSessionOpen (target <= 0.33)"
+                f"Caldera's onSessionOpen {row['caldera_open_ms'] / row['extender_open_ms']:.2f} of"
+                " the extender's OnSessionOpen in Volcano (target <= 0.33)"
             )
         out.append(" ".join(parts))
     return out

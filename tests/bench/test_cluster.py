@@ -76,6 +76,7 @@ def test_summary_figures() -> None:
     row = cluster.summarize(run("caldera"))
     assert row["size"] == "100 / 1000"
     assert row["caldera_ms_per_cycle"] == 20.0  # (0.15 + 0.05) s over 10 cycles
+    assert row["caldera_open_ms"] == 15.0  # 0.15 s over 10 onSessionOpen calls
     assert row["snapshot_MiB"] == 2.0
     assert row["cycle_p50_ms"] == 100.0 and row["cycle_p99_ms"] == 180.0
 
@@ -101,7 +102,7 @@ def test_targets_and_table() -> None:
     [line] = cluster.ratios(rows)
     assert "cycle p50 1.05x the neutral server's (target <= 1.1)" in line
     assert "1.31x in-tree" in line
-    assert "Caldera's time 0.33 of the extender's OnSessionOpen" in line
+    assert "Caldera's onSessionOpen 0.25 of the extender's OnSessionOpen" in line
     text = cluster.table(rows)
     lines = text.splitlines()
     assert len(lines) == 2 + 3

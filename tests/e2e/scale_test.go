@@ -135,8 +135,10 @@ func scaleSizeRuns(t *testing.T, plan scalePlan, size scaleSize) []scaleRun {
 	c := StartCluster(t, dir, binDir())
 	defer func() {
 		c.Stop()
-		if !t.Failed() {
+		if !t.Failed() && os.Getenv("CALDERA_SCALE_KEEP") == "" {
 			os.RemoveAll(dir)
+		} else {
+			t.Logf("logs kept in %s", dir)
 		}
 	}()
 	bulk := c.bulkClients(t)
@@ -796,12 +798,13 @@ type neutralServer struct {
 }
 
 // startNeutral answers every verb with its neutral value once the body is read, without
-// decoding it: jobReady true (ready), every other answer the zero value of Volcano's response
-// type (pass, no scores, abstain, not overused, no error).
+// decoding it: jobReady true (ready), prioritize an empty score map (a null one is an error to
+// Volcano), every other answer the zero value of Volcano's response type (pass, abstain, not
+// overused, no error).
 func startNeutral(t *testing.T) *neutralServer {
 	answers := map[string]any{
 		"onSessionOpen": extender.OnSessionOpenResponse{}, "onSessionClose": extender.OnSessionCloseResponse{},
-		"predicate": extender.PredicateResponse{}, "prioritize": extender.PrioritizeResponse{},
+		"predicate": extender.PredicateResponse{}, "prioritize": extender.PrioritizeResponse{NodeScore: map[string]float64{}},
 		"preemptable": extender.PreemptableResponse{}, "reclaimable": extender.ReclaimableResponse{},
 		"jobEnqueueable": extender.JobEnqueueableResponse{}, "queueOverused": extender.QueueOverusedResponse{},
 		"jobReady": extender.JobReadyResponse{Status: true},
