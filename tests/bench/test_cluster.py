@@ -124,3 +124,19 @@ def test_the_readme_block_is_replaced_not_appended(
     assert text.count(cluster.BEGIN) == 1
     assert "newer table" in text and "old" not in text and "new table\n" not in text
     assert text.endswith("tail\n")
+
+
+def test_the_commands_bench_readme_shows_parse() -> None:
+    """bench/README's `bench cluster` lines use options that exist (the smoke one runs in CI)."""
+    import shlex
+
+    lines = [
+        line.split("#")[0]
+        for line in cluster.README.read_text().splitlines()
+        if "python -m bench cluster" in line and line.startswith("uv run")
+    ]
+    assert len(lines) >= 3
+    for line in lines:
+        argv = shlex.split(line)
+        plan = cluster.plan_of(parse(*argv[argv.index("cluster") + 1 :]))
+        assert plan["sizes"], line
