@@ -13,7 +13,7 @@ OnSessionOpen, the allocate action), the pods bound (a watch), both processes' p
 (``VmHWM``) and the server's CPU seconds (``/proc``), and Caldera's per-verb time.
 
 Full runs write ``bench/results/cluster.json`` and the table between the markers in
-bench/README.md; ``--smoke`` (one small size, the job group, under 3 minutes warm) writes
+bench/README.md; ``--smoke`` (one small size, the job and evict groups, under 3 minutes warm) writes
 ``bench/results/cluster-smoke.json`` and fails when a run errs or Caldera's decisions differ
 from in-tree ones.
 """
@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 README = REPO / "bench" / "README.md"
 BEGIN, END = "<!-- cluster:begin -->", "<!-- cluster:end -->"
-GROUPS = ("job", "node")
+GROUPS = ("job", "node", "evict")
 SCHEDULERS = ("intree", "caldera", "neutral")
 FULL_SIZES = ((100, 1000), (500, 5000), (1000, 10000))
 SMOKE_SIZES = ((20, 200),)
@@ -66,15 +66,23 @@ def parse_names(allowed: tuple[str, ...]) -> Any:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--smoke", action="store_true", help="20 nodes, 200 pods, the job group")
+    p.add_argument(
+        "--smoke", action="store_true", help="20 nodes, 200 pods, the job and evict groups"
+    )
     p.add_argument("--sizes", type=parse_sizes, default=None, help="e.g. 100x1000,500x5000")
-    p.add_argument("--groups", type=parse_names(GROUPS), default=None, help="job,node")
+    p.add_argument("--groups", type=parse_names(GROUPS), default=None, help="job,node,evict")
     p.add_argument(
         "--node-group-sizes",
         type=parse_sizes,
         default=None,
         help="sizes the node group runs at (default: the smallest; every predicate and"
         " prioritize goes through the extender, one body per task and node)",
+    )
+    p.add_argument(
+        "--evict-group-sizes",
+        type=parse_sizes,
+        default=None,
+        help="sizes the evict group runs at (default: the smallest)",
     )
     p.add_argument(
         "--schedulers", type=parse_names(SCHEDULERS), default=list(SCHEDULERS), help="subset"
@@ -89,7 +97,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def plan_of(a: argparse.Namespace) -> dict[str, Any]:
     sizes = a.sizes or (SMOKE_SIZES if a.smoke else FULL_SIZES)
-    groups = a.groups or (["job"] if a.smoke else list(GROUPS))
+    groups = a.groups or (["job", "evict"] if a.smoke else list(GROUPS))
     out = a.out or RESULTS / ("cluster-smoke.json" if a.smoke else "cluster.json")
     return {
         "sizes": [{"nodes": n, "pods": p} for n, p in sizes],
@@ -98,9 +106,10 @@ def plan_of(a: argparse.Namespace) -> dict[str, Any]:
         "timeboxSeconds": min(a.timebox, 120.0) if a.smoke else a.timebox,
         "settleSeconds": a.settle if a.settle is not None else (5.0 if a.smoke else 10.0),
         "idleCycles": a.idle_cycles if a.idle_cycles is not None else (10 if a.smoke else 20),
-        "nodeGroupSizes": [
-            {"nodes": n, "pods": p} for n, p in (a.node_group_sizes or [min(sizes)])
-        ],
+        "groupSizes": {
+            group: [{"nodes": n, "pods": p} for n, p in (chosen or [min(sizes)])]
+            for group, chosen in (("node", a.node_group_sizes), ("evict", a.evict_group_sizes))
+        },
         "out": str(Path(out).resolve()),
     }
 
@@ -134,20 +143,40 @@ def summarize(run: dict[str, Any]) -> dict[str, Any]:
         "server_rss_MiB": round(run["serverPeakRssMiB"], 0),
         "server_cpu_s": round(run["serverCpuSeconds"], 1),
         "scheduler_rss_MiB": round(run["schedulerPeakRssMiB"], 0),
+        "preemptors": run.get("preemptors", 0),
+        "evicted": run.get("evicted", 0),
+        "protected_evicted": run.get("protectedEvicted", 0),
         "error": run.get("error", ""),
     }
 
 
 def compare_decisions(runs: list[dict[str, Any]]) -> list[str]:
-    """Where Caldera's run bound other jobs or other per-queue counts than the in-tree run of
-    the same size and group. Volcano's node choice among equal scores is random, so only which
-    jobs got all their pods and how many pods each queue got are compared."""
+    """Where Caldera's run decided otherwise than the in-tree run of the same size and group.
+    Volcano's node choice among equal scores is random, and so is its victim choice among equal
+    candidates, so aggregates are compared: for the job and node groups which jobs got all their
+    pods and how many pods each queue got; for the evict group how many preemptors were bound
+    and how many pods were evicted, and neither run may evict a pod its PDB protects (the
+    neutral server protects nothing by design: its evictions of protected pods show what the
+    protection saves)."""
     differences = []
     by_key = {(r["nodes"], r["group"], r["scheduler"]): r for r in runs}
     for (nodes, group, scheduler), run in by_key.items():
+        if group == "evict" and scheduler != "neutral" and run.get("protectedEvicted"):
+            differences.append(
+                f"{nodes} nodes, evict, {scheduler}: {run['protectedEvicted']} pods evicted"
+                " that a PodDisruptionBudget protects"
+            )
         if scheduler != "caldera" or (nodes, group, "intree") not in by_key:
             continue
         intree = by_key[(nodes, group, "intree")]
+        if group == "evict":
+            for key in ("bound", "evicted"):
+                if run[key] != intree[key]:
+                    differences.append(
+                        f"{nodes} nodes, evict: {key} {run[key]} through Caldera,"
+                        f" {intree[key]} in-tree"
+                    )
+            continue
         if run["boundPerQueue"] != intree["boundPerQueue"]:
             differences.append(
                 f"{nodes} nodes, {group}: pods per queue {run['boundPerQueue']} through Caldera,"
@@ -167,6 +196,7 @@ COLUMNS = (
     ("group", "group"),
     ("scheduler", "scheduler"),
     ("bound", "bound"),
+    ("evicted", "evicted (PDB-protected)"),
     ("bind_s", "bound in (s)"),
     ("pods_per_s", "pods/s"),
     ("cycles", "cycles"),
@@ -192,8 +222,12 @@ def table(rows: list[dict[str, Any]]) -> str:
         cells = []
         for key, _ in COLUMNS:
             value = row[key]
+            if key == "bound" and row["group"] == "evict":
+                value = f"{value} of {row['preemptors']} preemptors"
             if key == "bound" and not row["completed"]:
                 value = f"{value} (time box)"
+            if key == "evicted":
+                value = f"{value} ({row['protected_evicted']})" if row["group"] == "evict" else "—"
             if (
                 key
                 in ("extender_open_ms", "caldera_ms_per_cycle", "snapshot_MiB", "server_rss_MiB")

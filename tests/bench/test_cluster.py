@@ -39,9 +39,9 @@ def run(scheduler: str, **over: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("argv", "sizes", "groups", "out"),
     [
-        pytest.param((), [(100, 1000), (500, 5000), (1000, 10000)], ["job", "node"],
+        pytest.param((), [(100, 1000), (500, 5000), (1000, 10000)], ["job", "node", "evict"],
                      "cluster.json", id="full"),
-        pytest.param(("--smoke",), [(20, 200)], ["job"], "cluster-smoke.json", id="smoke"),
+        pytest.param(("--smoke",), [(20, 200)], ["job", "evict"], "cluster-smoke.json", id="smoke"),
         pytest.param(("--sizes", "50x500", "--groups", "node"), [(50, 500)], ["node"],
                      "cluster.json", id="chosen"),
     ],
@@ -56,8 +56,8 @@ def test_the_plan(
     assert Path(plan["out"]).name == out
     assert plan["timeboxSeconds"] == (120.0 if "--smoke" in argv else 600.0)
     assert plan["idleCycles"] == (10 if "--smoke" in argv else 20)
-    smallest = min(sizes)
-    assert plan["nodeGroupSizes"] == [{"nodes": smallest[0], "pods": smallest[1]}]
+    smallest = [{"nodes": min(sizes)[0], "pods": min(sizes)[1]}]
+    assert plan["groupSizes"] == {"node": smallest, "evict": smallest}
 
 
 @pytest.mark.parametrize("text", ["100", "100x", "x1000", "100x1005", "ax10", "100x1000,5"])
@@ -66,7 +66,7 @@ def test_a_size_is_nodes_x_pods_in_jobs_of_ten(text: str) -> None:
         parse("--sizes", text)
 
 
-@pytest.mark.parametrize("text", ["evict", "job,bogus", ""])
+@pytest.mark.parametrize("text", ["evicts", "job,bogus", ""])
 def test_unknown_groups_are_refused(text: str) -> None:
     with pytest.raises(SystemExit):
         parse("--groups", text)
@@ -91,6 +91,28 @@ def test_decisions_identical_and_different() -> None:
     assert "0 jobs bound only through Caldera, 1 only in-tree" in differences[1]
     # The neutral server answers nothing: its decisions are not Caldera's and are not compared.
     assert cluster.compare_decisions([run("intree"), run("neutral", boundJobs=[])]) == []
+
+
+def test_evict_decisions_compare_counts_and_never_a_protected_victim() -> None:
+    def evict(scheduler: str, **over: Any) -> dict[str, Any]:
+        return run(
+            scheduler, **{"group": "evict", "bound": 100, "preemptors": 100, "evicted": 100, **over}
+        )
+
+    assert cluster.compare_decisions([evict("intree"), evict("caldera")]) == []
+    # which pods were evicted is Volcano's random choice among equals: not compared
+    assert cluster.compare_decisions([evict("intree"), evict("caldera", boundJobs=[])]) == []
+    differences = cluster.compare_decisions(
+        [evict("intree"), evict("caldera", evicted=103, protectedEvicted=3)]
+    )
+    assert "3 pods evicted that a PodDisruptionBudget protects" in differences[0]
+    assert "evicted 103 through Caldera, 100 in-tree" in differences[1]
+    protected_in_tree = cluster.compare_decisions([evict("intree", protectedEvicted=1)])
+    assert protected_in_tree and "intree" in protected_in_tree[0]
+    assert cluster.compare_decisions([evict("neutral", protectedEvicted=27)]) == []
+    row = cluster.summarize(evict("caldera", protectedEvicted=2))
+    assert "100 of 100 preemptors" in cluster.table([row])
+    assert "| 100 (2) |" in cluster.table([row])
 
 
 def test_targets_and_table() -> None:

@@ -1,0 +1,164 @@
+//go:build scale
+
+package e2e
+
+// The evict group of the cluster-scale benchmark (scale_test.go): priority, conformance and pdb
+// (in-tree, or hosted by Caldera with min-runtime beside them), under a preemption workload.
+//
+// The cluster is first filled with low-priority pods of 3 CPU (ten per 32-CPU node: 2 CPU left
+// on each), a quarter of them covered by a PodDisruptionBudget that allows no disruption (its
+// status written as the disruption controller, not run here, would). Once they are bound,
+// high-priority pods of 3 CPU arrive, one for every tenth low pod, each its own job: each fits only where
+// Volcano's preempt action evicts a low pod, and never a protected one. The run measures from
+// the preemptors' arrival: how long until they are bound, how many pods were evicted, and
+// whether any protected pod was (a decision difference, whatever the scheduler).
+//
+// Caldera hosts min-runtime too, with no minimum (defaultPreemptMinRuntime 0s): it is asked and
+// computes on every preemptable call but protects nothing, so decisions stay comparable with the
+// in-tree run, which has no such plugin.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	vcsched "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+)
+
+const (
+	evictPodCPU     = "3"
+	protectedPrefix = "pjob-" // jobs whose pods the PDB covers
+	preemptorPrefix = "high-"
+)
+
+func evictGroup() scaleGroup {
+	return scaleGroup{
+		intree: `actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+  - name: pdb
+- plugins:
+  - name: predicates
+  - name: nodeorder
+`,
+		caldera: `volcanoVersion: "1.14.1"
+tiers:
+- plugins:
+  - name: priority
+  - name: conformance
+  - name: pdb
+    arguments: {source: kubernetes, kubeconfig: "{{KUBECONFIG}}"}
+  - name: min-runtime
+`,
+	}
+}
+
+// createEvictFill creates the low-priority pods (jobs of ten, minMember 1 so that gang lets any
+// pod go) and the PDBs covering every fourth job.
+func createEvictFill(t *testing.T, c *Cluster, b bulk, w workspace, pods int) {
+	ctx := context.Background()
+	c.EnsurePriorityClass(t, "scale-low", 10)
+	c.EnsurePriorityClass(t, "scale-high", 1000)
+	none := intstr.FromInt32(1 << 20) // minAvailable above any count: no disruption allowed
+	for i := 0; i < scaleNamespaces; i++ {
+		ns := w.ns(i)
+		pdb, err := b.kube.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: "protected"},
+			Spec: policyv1.PodDisruptionBudgetSpec{
+				MinAvailable: &none,
+				Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"scale-protected": "true"}},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 0}
+		if _, err := b.kube.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parallel(t, pods/10, func(j int) error {
+		prefix, labels := "job-", map[string]string{}
+		if j%4 == 0 {
+			prefix, labels = protectedPrefix, map[string]string{"scale-protected": "true"}
+		}
+		return createScaleJob(b, w.ns(j%scaleNamespaces), fmt.Sprintf("%s%05d", prefix, j),
+			10, "scale-low", labels)
+	})
+}
+
+// createPreemptors creates n high-priority pods, each a job of its own: gang's JobStarvingFn
+// stops a job preempting once minMember of its pods run, so a job of ten with minMember 1 would
+// preempt for one pod only.
+func createPreemptors(t *testing.T, b bulk, w workspace, n int) {
+	parallel(t, n, func(j int) error {
+		return createScaleJob(b, w.ns(j%scaleNamespaces), fmt.Sprintf("%s%05d", preemptorPrefix, j),
+			1, "scale-high", nil)
+	})
+}
+
+func createScaleJob(b bulk, ns, name string, pods int, priority string, labels map[string]string) error {
+	ctx := context.Background()
+	cpu := resource.MustParse(evictPodCPU)
+	request := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: resource.MustParse("1Gi")}
+	minRes := request.DeepCopy()
+	pg := &vcsched.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       vcsched.PodGroupSpec{MinMember: 1, Queue: "default", MinResources: &minRes, PriorityClassName: priority},
+	}
+	if _, err := b.vc.SchedulingV1beta1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	for p := 0; p < pods; p++ {
+		podLabels := map[string]string{"job": name, "volcano.sh/task-spec": "worker"}
+		for k, v := range labels {
+			podLabels[k] = v
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprintf("%s-%d", name, p), Namespace: ns, Labels: podLabels,
+				Annotations: map[string]string{vcsched.KubeGroupNameAnnotationKey: name},
+			},
+			Spec: corev1.PodSpec{
+				SchedulerName: "volcano", PriorityClassName: priority,
+				Containers: []corev1.Container{{
+					Name: "main", Image: "registry.invalid/none:0",
+					Resources: corev1.ResourceRequirements{Requests: request, Limits: request},
+				}},
+			},
+		}
+		if _, err := b.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// evictions: the scale pods the fake kubelet removed after since (Volcano's evictions; the
+// workload's own deletion uses no grace period and never reaches it), and how many of them
+// a PDB protected.
+func evictions(c *Cluster, w workspace, since time.Time) (evicted, protected int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, at := range c.deleted {
+		if !strings.HasPrefix(key, string(w)) || at.Before(since) {
+			continue
+		}
+		evicted++
+		if strings.Contains(key, "/"+protectedPrefix) {
+			protected++
+		}
+	}
+	return evicted, protected
+}
