@@ -376,10 +376,7 @@ def _warn_unless_in_tree_alike(
     did not list there (min-runtime, or one from another tier) makes it a warning."""
     answering = sorted(name for name, flags in hosted.items() if flags.get(flag))
     alike = all(
-        any(
-            e.name == name and e.tier == home_tier and _enabled(e.values, flag)
-            for e in entries
-        )
+        any(e.name == name and e.tier == home_tier and _enabled(e.values, flag) for e in entries)
         for name in answering
     )
     if alike and answering:
