@@ -625,6 +625,13 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 		target, want, began = bound.preemptors, r.Preemptors, time.Now()
 	}
 	lastBound, lastChange := 0, began
+	if group == "evict" {
+		// Volcano's preempt action can leave the last preemptor pending for more than ten
+		// seconds before it evicts for it (seen once in-tree at 100 nodes: 99 of 100 bound at
+		// the 10 s settle, all 100 in three reruns): a longer wait, so that a slow tail is not
+		// taken for a decision.
+		settle *= 3
+	}
 	for poll() {
 		time.Sleep(200 * time.Millisecond)
 		n := target()
