@@ -63,6 +63,17 @@ CYCLE_BYTES_PER_SECOND = 2047 * 2**20 / 5.715
 BENCH_PENDING_TASKS = 50
 """Pending tasks per cycle in the benchmark's replayed cycle: the default of --pending-tasks."""
 
+# --- Volcano's own side (python -m bench cluster: the real vc-scheduler v1.14.1) ---
+
+VOLCANO_SNAPSHOT_BYTES_PER_SECOND = 163.9 * 2**20 / 1.952
+"""How fast Volcano's extender gets the session snapshot out: its OnSessionOpen time (Volcano's
+``plugin_scheduling_latency_milliseconds``: ``json.Marshal`` of the whole session, the POST,
+the wait) less Caldera's own onSessionOpen time, over the snapshot's bytes: 84 MiB/s, from the
+largest snapshot of the published cluster run (bench/results/cluster.json at 51aa5dc, 1,000
+nodes / 10,000 pods, 164 MiB: Volcano's OnSessionOpen 2,324 ms, Caldera's 373 ms of it), five
+times Caldera's own time for the same body. Every extender pays it, a server answering at once
+too (its cycles were no faster); in-tree plugins do not."""
+
 
 @dataclass(frozen=True)
 class Cluster:
@@ -153,6 +164,20 @@ def warnings(
                 f" {mib(size)} at {cluster.nodes} nodes / {cluster.pods} pods: Caldera would"
                 f" refuse it with 413 and {consequence}. Set {setting} to at least"
                 f" {size * 3 // 2} (1.5 x the estimate)."
+            )
+    if "onSessionOpen" in verbs:
+        snapshot = cluster.body_bytes("onSessionOpen")
+        volcano = snapshot / VOLCANO_SNAPSHOT_BYTES_PER_SECOND
+        session = volcano + cluster.p99_seconds("onSessionOpen")
+        if session > schedule_period_seconds:
+            found.append(
+                f"the session snapshot of about {mib(snapshot)} at {cluster.nodes} nodes /"
+                f" {cluster.pods} pods costs Volcano about {volcano:.1f}s to marshal and send"
+                f" (measured {mib(VOLCANO_SNAPSHOT_BYTES_PER_SECOND)}/s on vc-scheduler"
+                f" v1.14.1, python -m bench cluster) and {session:.1f}s with Caldera's answer:"
+                f" longer than the {schedule_period_seconds:g}s scheduling period, so every"
+                " cycle runs late through any extender (in-tree plugins do not pay it)."
+                " Lengthen --schedule-period, or keep these plugins in-tree at this size."
             )
     per_cycle = {"predicate", "prioritize"} & set(verbs)
     if per_cycle:
