@@ -1,5 +1,6 @@
-"""The verbs' POSTs go straight to their endpoints (``app.main.CalderaApp``); everything else
-goes through FastAPI. Both keep the request id and answer errors as JSON."""
+"""The verbs' POSTs go straight to their endpoints (``app.main.VerbDispatcher``); everything else
+goes through FastAPI's stack. Both keep the request id and answer errors as JSON, and a
+middleware added with ``add_middleware`` (tracing, authentication) wraps both."""
 
 from __future__ import annotations
 
@@ -16,17 +17,18 @@ from app.main import CalderaApp, create_app
 
 
 class Seen:
-    """A middleware added on top of FastAPI's stack: records which paths went through it."""
+    """A middleware added with ``add_middleware``: records every request it wraps, and whether
+    FastAPI's router handled it (Starlette's router marks the scope)."""
 
-    paths: ClassVar[list[str]] = []
+    requests: ClassVar[dict[str, bool]] = {}
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            Seen.paths.append(f"{scope['method']} {scope['path']}")
         await self.app(scope, receive, send)
+        if scope["type"] == "http":
+            Seen.requests[f"{scope['method']} {scope['path']}"] = "router" in scope
 
 
 def client() -> tuple[CalderaApp, httpx.AsyncClient]:
@@ -52,17 +54,17 @@ CASES = [
     CASES,
     ids=[c[0] for c in CASES],
 )
-async def test_only_verb_posts_skip_fastapi(
+async def test_only_verb_posts_skip_fastapi_and_added_middleware_wraps_all(
     name: str, method: str, path: str, body: bytes, status: int, through_fastapi: bool
 ) -> None:
-    Seen.paths.clear()
+    Seen.requests.clear()
     _, http = client()
     async with http:
         response = await http.request(method, path, content=body)
     assert response.status_code == status
     assert response.headers["content-type"].startswith("application/json")
     assert re.fullmatch(r"[0-9a-f]{16}", response.headers["x-request-id"])
-    assert (f"{method} {path}" in Seen.paths) == through_fastapi
+    assert Seen.requests == {f"{method} {path}": through_fastapi}
 
 
 async def test_a_verb_echoes_the_callers_request_id() -> None:
