@@ -93,6 +93,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--idle-cycles", type=int, default=None, help="cycles measured after the last bind"
     )
     p.add_argument("--out", type=Path, default=None, help="results JSON")
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="only render the table, plot and README block again from the results JSON",
+    )
 
 
 def plan_of(a: argparse.Namespace) -> dict[str, Any]:
@@ -268,6 +273,63 @@ def ratios(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def inside_period(rows: list[dict[str, Any]], period_ms: float = 1000.0) -> list[str]:
+    """Per group and scheduler, the largest measured size whose idle cycle p50 stays inside
+    vc-scheduler's default 1 s period."""
+    out = []
+    for group in dict.fromkeys(r["group"] for r in rows):
+        for scheduler in SCHEDULERS:
+            mine = [r for r in rows if r["group"] == group and r["scheduler"] == scheduler]
+            if not mine:
+                continue
+            inside = [r for r in mine if r["idle_p50_ms"] < period_ms]
+            largest = max(inside, key=lambda r: int(r["size"].split(" / ")[0]), default=None)
+            out.append(
+                f"{group}, {scheduler}: "
+                + (f"up to {largest['size']}" if largest else "none of the sizes measured")
+                + f" (measured: {', '.join(r['size'] for r in mine)})"
+            )
+    return out
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Idle cycle p50 against the number of nodes, a line per group and scheduler. (Not the
+    p99: the cycle that did the binding counts as idle when it ended after the last bind.)"""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    styles = {"intree": "-", "caldera": "--", "neutral": ":"}
+    for group in dict.fromkeys(r["group"] for r in rows):
+        for scheduler in SCHEDULERS:
+            mine = sorted(
+                (r for r in rows if r["group"] == group and r["scheduler"] == scheduler),
+                key=lambda r: int(r["size"].split(" / ")[0]),
+            )
+            if not mine:
+                continue
+            nodes = [int(r["size"].split(" / ")[0]) for r in mine]
+            ax.plot(
+                nodes,
+                [r["idle_p50_ms"] for r in mine],
+                styles[scheduler],
+                marker="o",
+                label=f"{group}, {scheduler}",
+            )
+    ax.axhline(1000, color="grey", linewidth=0.8, label="1 s scheduling period")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("nodes (10 pods per node)")
+    ax.set_ylabel("vc-scheduler cycle after the last bind, p50 (ms)")
+    ax.set_title("Volcano's own cycle: plugins in-tree, through Caldera, through a neutral server")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def write_readme(text: str) -> None:
     readme = README.read_text()
     if BEGIN not in readme:
@@ -277,8 +339,51 @@ def write_readme(text: str) -> None:
     README.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
 
 
+def render(document: dict[str, Any], write: bool) -> None:
+    """Print the table, the targets and the differences; with ``write`` (a full run) also the
+    plot (bench/results/cluster.png) and the README block."""
+    rows, plan, machine = document["rows"], document["plan"], document["machine"]
+    print(table(rows))
+    for line in document["targets"]:
+        print(line)
+    for line in document["decision_differences"]:
+        print(f"DECISIONS DIFFER: {line}")
+    if not write:
+        return
+    plot(rows, RESULTS / "cluster.png")
+    differences = document["decision_differences"]
+    write_readme(
+        f"Commit {machine.get('commit')}, {machine.get('cpus')} CPUs ({machine.get('cpu', '?')}),"
+        f" load {machine['loadavg_before'][0]:.1f} before and"
+        f" {machine['loadavg_at_end'][0]:.1f} after, {document['seconds'] / 60:.0f} min;"
+        f" time box {plan['timeboxSeconds']:.0f} s, settle {plan['settleSeconds']:.0f} s;"
+        f" idle cycles: the {plan['idleCycles']} after the last bind.\n\n"
+        + table(rows)
+        + "\n\n![idle cycle p50 against nodes](results/cluster.png)\n\n"
+        + "The idle p99 includes the cycle that did the binding when it ended after the last"
+        " bind (the 100 s figures at 1,000 nodes).\n\n"
+        + "\n".join(f"- {line}" for line in document["targets"])
+        + "\n\nLargest size whose idle cycle p50 stays inside the 1 s period:\n"
+        + "\n".join(f"- {line}" for line in inside_period(rows))
+        + "\n\nDecisions: "
+        + (
+            "; ".join(differences)
+            if differences
+            else "identical to in-tree (job and node groups: jobs bound, pods per queue;"
+            " evict: preemptors bound, pods evicted, none under a PDB)."
+        )
+    )
+
+
 def main(a: argparse.Namespace) -> int:
     plan = plan_of(a)
+    if a.report:
+        document = json.loads(Path(plan["out"]).read_text())
+        document["rows"] = [summarize(r) for r in document["runs"]]
+        document["targets"] = ratios(document["rows"])
+        document["decision_differences"] = compare_decisions(document["runs"])
+        render(document, write=not a.smoke)
+        return 0
     caldera = REPO / ".venv" / "bin" / "caldera"
     env = {
         **os.environ,
@@ -313,30 +418,7 @@ def main(a: argparse.Namespace) -> int:
         "runs": runs,
     }
     out.write_text(json.dumps(document, indent=1))
-    print(table(rows))
-    for line in document["targets"]:
-        print(line)
-    for line in differences:
-        print(f"DECISIONS DIFFER: {line}")
-    if not a.smoke and test.returncode == 0:
-        machine = document["machine"]
-        write_readme(
-            f"Commit {machine.get('commit')}, {machine.get('cpus')} CPUs ({machine.get('cpu', '?')}),"
-            f" load {load_before[0]:.1f} before and {machine['loadavg_at_end'][0]:.1f} after,"
-            f" {document['seconds'] / 60:.0f} min; time box {plan['timeboxSeconds']:.0f} s,"
-            f" settle {plan['settleSeconds']:.0f} s.\n\n"
-            + table(rows)
-            + "\n\n"
-            + "\n".join(f"- {line}" for line in document["targets"])
-            + (
-                "\n\nDecisions: "
-                + (
-                    "; ".join(differences)
-                    if differences
-                    else "identical to in-tree (jobs bound, pods per queue)."
-                )
-            )
-        )
+    render(document, write=not a.smoke and test.returncode == 0)
     errors = [r for r in rows if r["error"]]
     if test.returncode != 0 or errors or differences:
         return 1

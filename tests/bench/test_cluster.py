@@ -162,3 +162,37 @@ def test_the_commands_bench_readme_shows_parse() -> None:
         argv = shlex.split(line)
         plan = cluster.plan_of(parse(*argv[argv.index("cluster") + 1 :]))
         assert plan["sizes"], line
+
+
+def test_the_largest_size_inside_the_period() -> None:
+    rows = [
+        cluster.summarize(run("caldera", nodes=n, pods=10 * n, idleCycleP50Ms=ms))
+        for n, ms in ((100, 180.0), (500, 1065.0), (1000, 2494.0))
+    ] + [cluster.summarize(run("intree", nodes=1000, pods=10000, idleCycleP50Ms=604.0))]
+    lines = cluster.inside_period(rows)
+    assert (
+        "job, caldera: up to 100 / 1000 (measured: 100 / 1000, 500 / 5000, 1000 / 10000)" in lines
+    )
+    assert "job, intree: up to 1000 / 10000 (measured: 1000 / 10000)" in lines
+    slow = [cluster.summarize(run("neutral", idleCycleP50Ms=1500.0))]
+    assert cluster.inside_period(slow) == [
+        "job, neutral: none of the sizes measured (measured: 100 / 1000)"
+    ]
+
+
+def test_report_renders_the_published_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{cluster.BEGIN}\n{cluster.END}\n")
+    monkeypatch.setattr(cluster, "README", readme)
+    monkeypatch.setattr(cluster, "RESULTS", tmp_path)
+    plotted: list[tuple[int, Path]] = []
+    # matplotlib is in the bench group only (python -m bench cluster draws with it)
+    monkeypatch.setattr(cluster, "plot", lambda rows, path: plotted.append((len(rows), path)))
+    published = cluster.REPO / "bench" / "results" / "cluster.json"
+    assert cluster.main(parse("--report", "--out", str(published))) == 0
+    text = readme.read_text()
+    assert "| 1000 / 10000 | job | caldera |" in text and "results/cluster.png" in text
+    assert plotted == [(15, tmp_path / "cluster.png")]
+    assert "Largest size whose idle cycle p50" in text
