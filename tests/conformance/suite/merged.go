@@ -9,18 +9,13 @@ package suite
 // agreement is Caldera's answer through the merged entry, not the in-tree plugins left beside it.
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	v1 "k8s.io/api/core/v1"
-	vcapisv1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	"volcano.sh/volcano/pkg/scheduler/conf"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
@@ -55,25 +50,9 @@ func testMergedConf(t *testing.T) {
 				tier(priorityNoJobOrder, noEvict("gang"), conf.PluginOption{Name: "conformance"}),
 				tier(noEvict("drf"), conf.PluginOption{Name: "proportion"}),
 			},
-			Hosted: []string{"priority", "conformance"},
-			Cluster: func() Cluster {
-				return Cluster{
-					PriClasses: classes(),
-					PodGroups: []*vcapisv1.PodGroup{
-						createdAgo(pgPrio("pg-old", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"), time.Hour),
-						createdAgo(pgPrio("pg-peer", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "high-priority"), 2*time.Minute),
-						createdAgo(pgPrio("pg-hi", "ns2", "q1", 1, vcapisv1.PodGroupInqueue, "high-priority"), time.Minute),
-					},
-					Pods: []*v1.Pod{
-						running("ns1", "old", "node1", "2", "2G", "pg-old", preemptable()),
-						running("ns1", "peer", "node1", "2", "2G", "pg-peer", preemptable()),
-						pending("ns2", "preemptor", "2", "2G", "pg-hi"),
-					},
-					Nodes:  []*v1.Node{node("node1", "4", "4G")},
-					Queues: []*vcapisv1.Queue{queue("q1", "", "")},
-				}
-			},
-			Expect: expectEvicts("ns1/old"),
+			Hosted:  []string{"priority", "conformance"},
+			Cluster: equalPriorityPeerCluster,
+			Expect:  expectEvicts("ns1/old"),
 		},
 		{
 			// "sla Permit in tier 1 hides proportion Reject in tier 2" (plugins.go) with
@@ -85,18 +64,9 @@ func testMergedConf(t *testing.T) {
 				tier(priorityOrderOnly, gangOrder, slaEnq("3m")),
 				tier(drfEnq, proportionEnq),
 			},
-			Hosted: []string{"priority", "sla"},
-			Cluster: func() Cluster {
-				return Cluster{
-					PodGroups: []*vcapisv1.PodGroup{
-						pgMin("old", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending),
-						createdAgo(pgMin("new", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), time.Minute),
-						createdAgo(pgMin("late", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute),
-					},
-					Queues: []*vcapisv1.Queue{queue("c1", "1", "1G")},
-				}
-			},
-			Expect: expectPhases(map[string]string{"c1/old": "Inqueue", "c1/new": "Pending", "c1/late": "Inqueue"}),
+			Hosted:  []string{"priority", "sla"},
+			Cluster: slaPastDeadlineCluster,
+			Expect:  expectPhases(map[string]string{"c1/old": "Inqueue", "c1/new": "Pending", "c1/late": "Inqueue"}),
 		},
 	} {
 		t.Run(s.Name, func(t *testing.T) { compareMerged(t, s) })
@@ -191,17 +161,37 @@ func parseSchedulerConf(t *testing.T, text []byte) []conf.Tier {
 // EnabledClusterOrder, which it leaves alone. (Importing that package would pull every in-tree
 // plugin's dependencies into each release module.)
 func applyPluginConfDefaults(p *conf.PluginOption) {
-	typ, v := reflect.TypeOf(*p), reflect.ValueOf(p).Elem()
-	for i := 0; i < typ.NumField(); i++ {
-		f := v.Field(i)
-		name := typ.Field(i).Name
-		if f.Kind() != reflect.Ptr || f.Type().Elem().Kind() != reflect.Bool || !f.IsNil() ||
-			name == "EnabledHierarchy" || name == "EnabledClusterOrder" {
-			continue
+	v := reflect.ValueOf(p).Elem()
+	for _, f := range flagFields {
+		if field := v.FieldByIndex(f.Index); field.IsNil() && f.Name != "EnabledHierarchy" && f.Name != "EnabledClusterOrder" {
+			on := true
+			field.Set(reflect.ValueOf(&on))
 		}
-		on := true
-		f.Set(reflect.ValueOf(&on))
 	}
+}
+
+// flagFields are conf.PluginOption's enableXxx flags (its *bool fields).
+var flagFields = func() []reflect.StructField {
+	var out []reflect.StructField
+	typ := reflect.TypeOf(conf.PluginOption{})
+	for i := 0; i < typ.NumField(); i++ {
+		if f := typ.Field(i); f.Type == reflect.TypeOf((*bool)(nil)) {
+			out = append(out, f)
+		}
+	}
+	return out
+}()
+
+// setFlags are the entry's flags that are set, by their names in the conf (yaml tags).
+func setFlags(p conf.PluginOption) map[string]bool {
+	out := map[string]bool{}
+	v := reflect.ValueOf(p)
+	for _, f := range flagFields {
+		if field := v.FieldByIndex(f.Index); !field.IsNil() {
+			out[f.Tag.Get("yaml")] = field.Elem().Bool()
+		}
+	}
+	return out
 }
 
 // hostedTiers is Caldera's configuration of the hosted plugins: each in the tier it has in the
@@ -211,7 +201,7 @@ func hostedTiers(tiers []conf.Tier, hosted []string) [][]CalderaPlugin {
 	for _, tr := range tiers {
 		var plugins []CalderaPlugin
 		for _, p := range tr.Plugins {
-			if contains(hosted, p.Name) {
+			if slices.Contains(hosted, p.Name) {
 				plugins = append(plugins, calderaPluginAsSet(p))
 			}
 		}
@@ -226,54 +216,30 @@ func hostedTiers(tiers []conf.Tier, hosted []string) [][]CalderaPlugin {
 // one left absent (on, in Volcano and in Caldera), unlike calderaPluginFrom's explicit flags
 // for the single-plugin scenarios.
 func calderaPluginAsSet(p conf.PluginOption) CalderaPlugin {
-	cp := CalderaPlugin{Name: p.Name, Flags: map[string]bool{}, Arguments: p.Arguments}
-	typ, v := reflect.TypeOf(p), reflect.ValueOf(p)
-	for i := 0; i < typ.NumField(); i++ {
-		if f := v.Field(i); f.Kind() == reflect.Ptr && !f.IsNil() && f.Elem().Kind() == reflect.Bool {
-			cp.Flags[typ.Field(i).Tag.Get("yaml")] = f.Elem().Bool()
-		}
-	}
-	return cp
+	return CalderaPlugin{Name: p.Name, Flags: setFlags(p), Arguments: p.Arguments}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// schedulerConfYAML writes a volcano-scheduler.conf: each PluginOption's flags by their yaml
-// tags (only the ones set), arguments as JSON (a YAML flow mapping).
+// schedulerConfYAML writes a volcano-scheduler.conf: each entry's name, the flags that are set
+// and its arguments.
 func schedulerConfYAML(actions string, tiers []conf.Tier) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "actions: %q\ntiers:\n", actions)
-	typ := reflect.TypeOf(conf.PluginOption{})
+	var out []map[string]interface{}
 	for _, tr := range tiers {
-		b.WriteString("- plugins:\n")
+		var plugins []map[string]interface{}
 		for _, p := range tr.Plugins {
-			fmt.Fprintf(&b, "  - name: %s\n", p.Name)
-			v := reflect.ValueOf(p)
-			var flags []string
-			for i := 0; i < typ.NumField(); i++ {
-				f := v.Field(i)
-				if f.Kind() != reflect.Ptr || f.IsNil() || f.Elem().Kind() != reflect.Bool {
-					continue
-				}
-				flags = append(flags, fmt.Sprintf("    %s: %v\n", typ.Field(i).Tag.Get("yaml"), f.Elem().Bool()))
+			entry := map[string]interface{}{"name": p.Name}
+			for tag, on := range setFlags(p) {
+				entry[tag] = on
 			}
-			sort.Strings(flags)
-			b.WriteString(strings.Join(flags, ""))
 			if len(p.Arguments) > 0 {
-				args, err := json.Marshal(jsonable(p.Arguments))
-				if err != nil {
-					panic(err)
-				}
-				fmt.Fprintf(&b, "    arguments: %s\n", args)
+				entry["arguments"] = jsonable(p.Arguments)
 			}
+			plugins = append(plugins, entry)
 		}
+		out = append(out, map[string]interface{}{"plugins": plugins})
 	}
-	return b.String()
+	data, err := yaml.Marshal(map[string]interface{}{"actions": actions, "tiers": out})
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
 }

@@ -202,6 +202,27 @@ func priorityPreemptCluster1() Cluster {
 	}
 }
 
+// equalPriorityPeerCluster: a preemptor of high priority, and on its node two victims of
+// different jobs, one of low priority (an hour old) and one of the preemptor's own priority
+// (newer, so Volcano's own victim order, without JobOrder, would evict it first).
+func equalPriorityPeerCluster() Cluster {
+	return Cluster{
+		PriClasses: classes(),
+		PodGroups: []*vcapisv1.PodGroup{
+			createdAgo(pgPrio("pg-old", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"), time.Hour),
+			createdAgo(pgPrio("pg-peer", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "high-priority"), 2*time.Minute),
+			createdAgo(pgPrio("pg-hi", "ns2", "q1", 1, vcapisv1.PodGroupInqueue, "high-priority"), time.Minute),
+		},
+		Pods: []*v1.Pod{
+			running("ns1", "old", "node1", "2", "2G", "pg-old", preemptable()),
+			running("ns1", "peer", "node1", "2", "2G", "pg-peer", preemptable()),
+			pending("ns2", "preemptor", "2", "2G", "pg-hi"),
+		},
+		Nodes:  []*v1.Node{node("node1", "4", "4G")},
+		Queues: []*vcapisv1.Queue{queue("q1", "", "")},
+	}
+}
+
 func testPriorityPlugin(t *testing.T) {
 	runAll(t, []Scenario{
 		{
@@ -251,24 +272,8 @@ func testPriorityPlugin(t *testing.T) {
 			// preemptor's. JobOrder is off, so Volcano orders the victims' jobs by creation time
 			// (newest first): pg-peer (high-priority, equal to the preemptor's, so protected) is
 			// the newest and would go first; pg-old (low-priority) is an hour old.
-			Name: "a job of equal priority is not a victim",
-			Cluster: func() Cluster {
-				return Cluster{
-					PriClasses: classes(),
-					PodGroups: []*vcapisv1.PodGroup{
-						createdAgo(pgPrio("pg-old", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"), time.Hour),
-						createdAgo(pgPrio("pg-peer", "ns1", "q1", 1, vcapisv1.PodGroupRunning, "high-priority"), 2*time.Minute),
-						createdAgo(pgPrio("pg-hi", "ns2", "q1", 1, vcapisv1.PodGroupInqueue, "high-priority"), time.Minute),
-					},
-					Pods: []*v1.Pod{
-						running("ns1", "old", "node1", "2", "2G", "pg-old", preemptable()),
-						running("ns1", "peer", "node1", "2", "2G", "pg-peer", preemptable()),
-						pending("ns2", "preemptor", "2", "2G", "pg-hi"),
-					},
-					Nodes:  []*v1.Node{node("node1", "4", "4G")},
-					Queues: []*vcapisv1.Queue{queue("q1", "", "")},
-				}
-			},
+			Name:    "a job of equal priority is not a victim",
+			Cluster: equalPriorityPeerCluster,
 			Actions: preemptActions,
 			Tiers:   []conf.Tier{tier(priorityNoJobOrder)}, Plugin: "priority", Residual: true,
 			Expect: expectEvicts("ns1/old"),
@@ -388,6 +393,20 @@ var (
 	}
 )
 
+// slaPastDeadlineCluster: three jobs larger than their queue, one with no creation time (past
+// any SLA), one a minute old and one ten minutes old.
+func slaPastDeadlineCluster() Cluster {
+	return Cluster{
+		PodGroups: []*vcapisv1.PodGroup{
+			// zero creationTimestamp: long past any deadline
+			pgMin("old", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending),
+			createdAgo(pgMin("new", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), time.Minute),
+			createdAgo(pgMin("late", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute),
+		},
+		Queues: []*vcapisv1.Queue{queue("c1", "1", "1G")},
+	}
+}
+
 func testSlaPlugin(t *testing.T) {
 	runAll(t, []Scenario{
 		// upstream TestEnqueue "podgroup pending" is not compared: its PodGroups have no
@@ -399,18 +418,8 @@ func testSlaPlugin(t *testing.T) {
 		{
 			Name: "sla Permit in tier 1 hides proportion Reject in tier 2", Actions: enqueueActions,
 			Tiers: []conf.Tier{tier(slaEnq("3m")), tier(drfEnq, proportionEnq, gangOrder)}, Plugin: "sla", Residual: true,
-			Cluster: func() Cluster {
-				return Cluster{
-					PodGroups: []*vcapisv1.PodGroup{
-						// zero creationTimestamp: long past any deadline
-						pgMin("old", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending),
-						createdAgo(pgMin("new", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), time.Minute),
-						createdAgo(pgMin("late", "c1", "c1", 1, rl("8", "8G"), vcapisv1.PodGroupPending), 10*time.Minute),
-					},
-					Queues: []*vcapisv1.Queue{queue("c1", "1", "1G")},
-				}
-			},
-			Expect: expectPhases(map[string]string{"c1/old": "Inqueue", "c1/new": "Pending", "c1/late": "Inqueue"}),
+			Cluster: slaPastDeadlineCluster,
+			Expect:  expectPhases(map[string]string{"c1/old": "Inqueue", "c1/new": "Pending", "c1/late": "Inqueue"}),
 		},
 		{
 			Name: "per-job annotation overrides global", Actions: enqueueActions,
