@@ -541,42 +541,48 @@ type NodeSpec struct {
 // the status subresource, as a kubelet would.
 func (c *Cluster) CreateNodes(t testing.TB, nodes ...NodeSpec) {
 	t.Helper()
-	ctx := context.Background()
 	for _, n := range nodes {
-		labels := map[string]string{"kubernetes.io/hostname": n.Name, "caldera-e2e": "true"}
-		for k, v := range n.Labels {
-			labels[k] = v
-		}
-		node, err := c.Kube.CoreV1().Nodes().Create(ctx, &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("create node %s: %v", n.Name, err)
-		}
-		res := corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse(n.CPU),
-			corev1.ResourceMemory: resource.MustParse(n.Memory),
-			corev1.ResourcePods:   resource.MustParse("110"),
-		}
-		now := metav1.Now()
-		node.Status = corev1.NodeStatus{
-			Capacity: res, Allocatable: res,
-			Conditions: []corev1.NodeCondition{{
-				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				LastHeartbeatTime: now, LastTransitionTime: now,
-			}},
-			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
-		}
-		node, err = c.Kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-		if err != nil {
-			t.Fatalf("node %s status: %v", n.Name, err)
-		}
-		// The API server's TaintNodesByCondition admission gives a new node the not-ready taint;
-		// the node lifecycle controller (kube-controller-manager, not run here) removes it once
-		// the node reports Ready. Do the same.
-		node.Spec.Taints = nil
-		if _, err := c.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
-			t.Fatalf("node %s taints: %v", n.Name, err)
+		if err := createNode(context.Background(), c.Kube, n); err != nil {
+			t.Fatal(err)
 		}
 	}
+}
+
+// createNode is CreateNodes for one node, through any client (the scale benchmark's bulk one).
+func createNode(ctx context.Context, kube kubernetes.Interface, n NodeSpec) error {
+	labels := map[string]string{"kubernetes.io/hostname": n.Name, "caldera-e2e": "true"}
+	for k, v := range n.Labels {
+		labels[k] = v
+	}
+	node, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create node %s: %w", n.Name, err)
+	}
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(n.CPU),
+		corev1.ResourceMemory: resource.MustParse(n.Memory),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	now := metav1.Now()
+	node.Status = corev1.NodeStatus{
+		Capacity: res, Allocatable: res,
+		Conditions: []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: now, LastTransitionTime: now,
+		}},
+		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
+	}
+	if node, err = kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("node %s status: %w", n.Name, err)
+	}
+	// The API server's TaintNodesByCondition admission gives a new node the not-ready taint;
+	// the node lifecycle controller (kube-controller-manager, not run here) removes it once
+	// the node reports Ready. Do the same.
+	node.Spec.Taints = nil
+	if _, err := kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("node %s taints: %w", n.Name, err)
+	}
+	return nil
 }

@@ -24,12 +24,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	vcsched "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
 
 const (
@@ -89,12 +86,12 @@ func createEvictFill(t *testing.T, c *Cluster, b bulk, w workspace, pods int) {
 		}
 	}
 	parallel(t, pods/10, func(j int) error {
-		prefix, labels := "job-", map[string]string{}
+		job := JobSpec{Name: fmt.Sprintf("job-%05d", j), Pods: 10, MinMember: 1, Request: Res(evictPodCPU, "1Gi"), PriorityClass: "scale-low"}
 		if j%4 == 0 {
-			prefix, labels = protectedPrefix, map[string]string{"scale-protected": "true"}
+			job.Name = fmt.Sprintf("%s%05d", protectedPrefix, j)
+			job.PodLabels = map[string]string{"scale-protected": "true"}
 		}
-		return createScaleJob(b, w.ns(j%scaleNamespaces), fmt.Sprintf("%s%05d", prefix, j),
-			10, "scale-low", labels)
+		return createJob(context.Background(), b.kube, b.vc, w.ns(j%scaleNamespaces), job)
 	})
 }
 
@@ -103,46 +100,11 @@ func createEvictFill(t *testing.T, c *Cluster, b bulk, w workspace, pods int) {
 // preempt for one pod only.
 func createPreemptors(t *testing.T, b bulk, w workspace, n int) {
 	parallel(t, n, func(j int) error {
-		return createScaleJob(b, w.ns(j%scaleNamespaces), fmt.Sprintf("%s%05d", preemptorPrefix, j),
-			1, "scale-high", nil)
+		return createJob(context.Background(), b.kube, b.vc, w.ns(j%scaleNamespaces), JobSpec{
+			Name: fmt.Sprintf("%s%05d", preemptorPrefix, j), Pods: 1, Request: Res(evictPodCPU, "1Gi"),
+			PriorityClass: "scale-high",
+		})
 	})
-}
-
-func createScaleJob(b bulk, ns, name string, pods int, priority string, labels map[string]string) error {
-	ctx := context.Background()
-	cpu := resource.MustParse(evictPodCPU)
-	request := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: resource.MustParse("1Gi")}
-	minRes := request.DeepCopy()
-	pg := &vcsched.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       vcsched.PodGroupSpec{MinMember: 1, Queue: "default", MinResources: &minRes, PriorityClassName: priority},
-	}
-	if _, err := b.vc.SchedulingV1beta1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	for p := 0; p < pods; p++ {
-		podLabels := map[string]string{"job": name, "volcano.sh/task-spec": "worker"}
-		for k, v := range labels {
-			podLabels[k] = v
-		}
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: fmt.Sprintf("%s-%d", name, p), Namespace: ns, Labels: podLabels,
-				Annotations: map[string]string{vcsched.KubeGroupNameAnnotationKey: name},
-			},
-			Spec: corev1.PodSpec{
-				SchedulerName: "volcano", PriorityClassName: priority,
-				Containers: []corev1.Container{{
-					Name: "main", Image: "registry.invalid/none:0",
-					Resources: corev1.ResourceRequirements{Requests: request, Limits: request},
-				}},
-			},
-		}
-		if _, err := b.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // evictions: the scale pods the fake kubelet removed after since (Volcano's evictions; the

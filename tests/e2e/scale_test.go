@@ -19,18 +19,13 @@ package e2e
 //              answers the neutral value at once: the cost of the protocol itself.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"math"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,14 +34,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	vcsched "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
-	"volcano.sh/volcano/pkg/scheduler/plugins/extender"
 )
 
 type scalePlan struct {
@@ -153,7 +146,7 @@ func scaleSizeRuns(t *testing.T, plan scalePlan, size scaleSize) []scaleRun {
 	t.Logf("%d nodes in %s", size.Nodes, time.Since(start).Round(time.Millisecond))
 	var runs []scaleRun
 	for _, group := range plan.Groups {
-		if only, limited := plan.GroupSizes[group]; limited && !containsSize(only, size) {
+		if only, limited := plan.GroupSizes[group]; limited && !slices.Contains(only, size) {
 			continue
 		}
 		for _, scheduler := range plan.Schedulers {
@@ -167,15 +160,6 @@ func scaleSizeRuns(t *testing.T, plan scalePlan, size scaleSize) []scaleRun {
 		}
 	}
 	return runs
-}
-
-func containsSize(sizes []scaleSize, size scaleSize) bool {
-	for _, s := range sizes {
-		if s == size {
-			return true
-		}
-	}
-	return false
 }
 
 // bulk: clients with a high rate limit for creating and deleting thousands of objects.
@@ -233,38 +217,11 @@ func parallel(t *testing.T, n int, f func(i int) error) {
 const scaleNodeGroups = 4
 
 func createScaleNodes(t *testing.T, b bulk, n int) {
-	ctx := context.Background()
 	parallel(t, n, func(i int) error {
-		name := fmt.Sprintf("scale-%04d", i)
-		labels := map[string]string{
-			"kubernetes.io/hostname":    name,
-			"volcano.sh/nodegroup-name": fmt.Sprintf("ng%d", i%scaleNodeGroups),
-		}
-		node, err := b.kube.CoreV1().Nodes().Create(ctx, &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		res := corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("32"),
-			corev1.ResourceMemory: resource.MustParse("128Gi"),
-			corev1.ResourcePods:   resource.MustParse("110"),
-		}
-		now := metav1.Now()
-		node.Status = corev1.NodeStatus{
-			Capacity: res, Allocatable: res,
-			Conditions: []corev1.NodeCondition{{
-				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				LastHeartbeatTime: now, LastTransitionTime: now,
-			}},
-		}
-		if node, err = b.kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-		node.Spec.Taints = nil
-		_, err = b.kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
-		return err
+		return createNode(context.Background(), b.kube, NodeSpec{
+			Name: fmt.Sprintf("scale-%04d", i), CPU: "32", Memory: "128Gi",
+			Labels: map[string]string{"volcano.sh/nodegroup-name": fmt.Sprintf("ng%d", i%scaleNodeGroups)},
+		})
 	})
 }
 
@@ -371,15 +328,13 @@ func groupIndex(group string) int {
 func createWorkload(t *testing.T, c *Cluster, b bulk, w workspace, group string, g scaleGroup, pods int) {
 	ctx := context.Background()
 	for i := 0; i < scaleNamespaces; i++ {
-		ns := w.ns(i)
-		if _, err := b.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
-			if _, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns(i)}}
+		if _, err := b.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
 		}
 	}
 	for _, q := range g.queues {
-		if _, err := b.vc.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		if _, err := b.vc.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
@@ -407,54 +362,24 @@ func createWorkload(t *testing.T, c *Cluster, b bulk, w workspace, group string,
 			}
 		}()
 	}
-	one := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-	ten := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10"), corev1.ResourceMemory: resource.MustParse("10Gi")}
 	parallel(t, jobs, func(j int) error {
-		ns := w.ns(j % scaleNamespaces)
-		name := fmt.Sprintf("job-%05d", j)
-		queue := "default"
-		if len(g.queues) > 0 {
-			queue = g.queues[j%len(g.queues)].Name
+		job := JobSpec{
+			Name: fmt.Sprintf("job-%05d", j), Pods: 10, Request: Res("1", "1Gi"), // minResources 10 CPU
+			PodLabels: map[string]string{"volcano.sh/task-spec": "worker"}, PGAnnotations: map[string]string{},
 		}
-		priority := ""
-		annotations := map[string]string{}
+		if len(g.queues) > 0 {
+			job.Queue = g.queues[j%len(g.queues)].Name
+		}
 		if group == "job" && j%5 == 0 {
-			priority = "scale-high"
+			job.PriorityClass = "scale-high"
 		}
 		if group == "job" && j%7 == 0 {
-			annotations["volcano.sh/sla-waiting-time"] = "2s"
+			job.PGAnnotations["volcano.sh/sla-waiting-time"] = "2s"
 		}
 		if group == "node" {
-			annotations["volcano.sh/task-topology-affinity"] = "worker"
+			job.PGAnnotations["volcano.sh/task-topology-affinity"] = "worker"
 		}
-		min := ten.DeepCopy()
-		pg := &vcsched.PodGroup{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
-			Spec:       vcsched.PodGroupSpec{MinMember: 10, Queue: queue, MinResources: &min, PriorityClassName: priority},
-		}
-		if _, err := b.vc.SchedulingV1beta1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-		for p := 0; p < 10; p++ {
-			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{
-					Name: fmt.Sprintf("%s-%d", name, p), Namespace: ns,
-					Labels:      map[string]string{"job": name, "volcano.sh/task-spec": "worker"},
-					Annotations: map[string]string{vcsched.KubeGroupNameAnnotationKey: name},
-				},
-				Spec: corev1.PodSpec{
-					SchedulerName: "volcano", PriorityClassName: priority,
-					Containers: []corev1.Container{{
-						Name: "main", Image: "registry.invalid/none:0",
-						Resources: corev1.ResourceRequirements{Requests: one, Limits: one},
-					}},
-				},
-			}
-			if _, err := b.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return createJob(ctx, b.kube, b.vc, w.ns(j%scaleNamespaces), job)
 	})
 }
 
@@ -502,42 +427,54 @@ func deleteWorkload(t *testing.T, b bulk, w workspace) {
 
 // --- one run -----------------------------------------------------------------------------------
 
+// scaleServer is what a run's vc-scheduler talks to: nothing (in-tree), Caldera, or the neutral
+// server; conf is the volcano-scheduler.conf it runs with.
+type scaleServer struct {
+	conf    string
+	caldera *Caldera
+	neutral *neutralServer
+}
+
+// serverFor starts the scheduler's server and makes its conf: the group's in-tree conf, or the
+// conf `caldera volcano-config --merge` makes of it (for the neutral server with its URL, from a
+// Caldera started only for that).
+func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler string) scaleServer {
+	switch scheduler {
+	case "intree":
+		return scaleServer{conf: g.intree}
+	case "caldera", "neutral":
+	default:
+		t.Fatalf("unknown scheduler %q", scheduler)
+	}
+	cfg := c.writeCalderaConfig(t, name, g.caldera)
+	cal := c.StartCaldera(t, name, cfg)
+	s := scaleServer{caldera: cal}
+	url := cal.URL
+	if scheduler == "neutral" {
+		defer cal.Stop() // only its merged conf is needed
+		s.caldera, s.neutral = nil, startNeutral(t)
+		url = s.neutral.url
+	}
+	intree := filepath.Join(c.Dir, name+"-intree.conf")
+	if err := os.WriteFile(intree, []byte(g.intree), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(calderaBin(t), "volcano-config", "--config", cfg, "--url", url,
+		"--http-timeout", "5s", "--merge", intree).Output()
+	if err != nil {
+		t.Fatalf("caldera volcano-config --merge: %v", err)
+	}
+	s.conf = string(out)
+	return s
+}
+
 func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, group, scheduler string) scaleRun {
 	r := scaleRun{Nodes: size.Nodes, Pods: size.Pods, Group: group, Scheduler: scheduler}
 	g := groupOf(group)
 	name := fmt.Sprintf("%s-%s-%d", group, scheduler, size.Nodes)
-	conf := g.intree
-	var server *proc
-	serverMetrics := ""
-	var neutral *neutralServer
-	switch scheduler {
-	case "intree":
-	case "caldera", "neutral":
-		cfg := c.writeCalderaConfig(t, name, g.caldera)
-		cal := c.StartCaldera(t, name, cfg)
-		defer cal.Stop()
-		url := cal.URL
-		server, serverMetrics = cal.proc, cal.HealthURL+"/metrics"
-		if scheduler == "neutral" {
-			neutral = startNeutral(t)
-			url = neutral.url
-			server, serverMetrics = nil, ""
-		}
-		intree := filepath.Join(c.Dir, name+"-intree.conf")
-		if err := os.WriteFile(intree, []byte(g.intree), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, err := exec.Command(calderaBin(t), "volcano-config", "--config", cfg, "--url", url,
-			"--http-timeout", "5s", "--merge", intree).Output()
-		if err != nil {
-			t.Fatalf("caldera volcano-config --merge: %v", err)
-		}
-		conf = string(out)
-		if scheduler == "neutral" {
-			cal.Stop() // only its merged conf was needed
-		}
-	default:
-		t.Fatalf("unknown scheduler %q", scheduler)
+	server := serverFor(t, c, g, name, scheduler)
+	if server.caldera != nil {
+		defer server.caldera.Stop()
 	}
 	start := time.Now()
 	// Each run has namespaces of its own: with the same names as a previous run's (deleted)
@@ -550,25 +487,17 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 
 	bound := newBoundCounter(c, w)
 	defer bound.stop()
-	metricsPort := freePort(t)
-	confPath := filepath.Join(c.Dir, name+"-volcano-scheduler.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	serverCPU0 := 0.0
-	if server != nil {
-		serverCPU0 = procCPUSeconds(server)
+	if server.caldera != nil {
+		serverCPU0 = procCPUSeconds(server.caldera.proc)
 	}
 	began := time.Now()
-	sched := c.start(t, name+"-vc-scheduler", nil, filepath.Join(c.BinDir, "vc-scheduler"),
-		"--kubeconfig", c.Kubeconfig, "--scheduler-conf", confPath, "--leader-elect=false",
-		"--schedule-period", "1s",
-		"--listen-address", fmt.Sprintf("127.0.0.1:%d", metricsPort),
-		"--healthz-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"--enable-metrics", "--cache-dumper=false", "--kube-api-qps", "2000", "--kube-api-burst", "4000",
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	sched := c.StartScheduler(t, name, server.conf, "--listen-address", metricsAddr,
+		"--enable-metrics", "--kube-api-qps", "2000", "--kube-api-burst", "4000",
 		"--minimum-feasible-nodes", "100", "--percentage-nodes-to-find", "100", "-v", "1")
 	defer sched.stop()
-	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
+	metricsURL := "http://" + metricsAddr + "/metrics"
 
 	var cycles, idle []float64
 	var lastSum, lastCount float64
@@ -669,261 +598,13 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 		}
 	}
 	r.SchedulerPeakRSSMiB = peakRSSMiB(sched)
-	if server != nil {
-		r.ServerPeakRSSMiB = peakRSSMiB(server)
-		r.ServerCPUSeconds = procCPUSeconds(server) - serverCPU0
-		if m, err := scrape(serverMetrics); err == nil {
-			r.CalderaVerbSeconds, r.CalderaVerbCalls = map[string]float64{}, map[string]float64{}
-			for key, v := range m {
-				if verb, ok := labelOf(key, "caldera_request_duration_seconds_sum", "verb"); ok {
-					r.CalderaVerbSeconds[verb] = v
-				}
-				if verb, ok := labelOf(key, "caldera_request_duration_seconds_count", "verb"); ok {
-					r.CalderaVerbCalls[verb] = v
-				}
-				if verb, ok := labelOf(key, "caldera_request_body_bytes_sum", "verb"); ok && verb == "onSessionOpen" {
-					if calls := m[`caldera_request_body_bytes_count{verb="onSessionOpen"}`]; calls > 0 {
-						r.SnapshotBytes = v / calls
-					}
-				}
-			}
-		}
+	if server.caldera != nil {
+		calderaFigures(&r, server.caldera, serverCPU0)
 	}
-	if neutral != nil {
-		r.SnapshotBytes = neutral.snapshotBytes()
+	if server.neutral != nil {
+		r.SnapshotBytes = server.neutral.snapshotBytes()
 	}
 	sched.stop()
 	r.BoundPerQueue, r.BoundJobs = decisions(t, b, w)
 	return r
-}
-
-func labelOf(key, name, label string) (string, bool) {
-	if !strings.HasPrefix(key, name+"{") {
-		return "", false
-	}
-	i := strings.Index(key, label+`="`)
-	if i < 0 {
-		return "", false
-	}
-	rest := key[i+len(label)+2:]
-	return rest[:strings.IndexByte(rest, '"')], true
-}
-
-// decisions: bound pods per queue, and the jobs with all ten pods bound.
-func decisions(t *testing.T, b bulk, w workspace) (map[string]int, []string) {
-	ctx := context.Background()
-	perQueue := map[string]int{}
-	byJob := map[string]int{}
-	queueOf := map[string]string{}
-	for i := 0; i < scaleNamespaces; i++ {
-		ns := w.ns(i)
-		pgs, err := b.vc.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, pg := range pgs.Items {
-			queueOf[fmt.Sprintf("%d/%s", i, pg.Name)] = pg.Spec.Queue
-		}
-		pods, err := b.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pods.Items {
-			if p.Spec.NodeName == "" {
-				continue
-			}
-			job := fmt.Sprintf("%d/%s", i, p.Labels["job"]) // the same in every run's workspace
-			byJob[job]++
-			perQueue[queueOf[job]]++
-		}
-	}
-	var jobs []string
-	for job, n := range byJob {
-		if n == 10 {
-			jobs = append(jobs, job)
-		}
-	}
-	sort.Strings(jobs)
-	return perQueue, jobs
-}
-
-// boundCounter counts the scale pods that have a node, from a watch.
-type boundCounter struct {
-	n    atomic.Int64
-	high atomic.Int64 // of those, the evict group's high-priority pods
-	stop func()
-}
-
-func newBoundCounter(c *Cluster, w workspace) *boundCounter {
-	bc := &boundCounter{}
-	seen := sync.Map{}
-	stop := make(chan struct{})
-	factory := informers.NewSharedInformerFactory(c.Kube, 0)
-	inf := factory.Core().V1().Pods().Informer()
-	mark := func(obj any) {
-		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" && strings.HasPrefix(p.Namespace, string(w)) {
-			if _, loaded := seen.LoadOrStore(string(p.UID), true); !loaded {
-				bc.n.Add(1)
-				if strings.HasPrefix(p.Name, preemptorPrefix) {
-					bc.high.Add(1)
-				}
-			}
-		}
-	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: mark, UpdateFunc: func(_, obj any) { mark(obj) },
-	})
-	factory.Start(stop)
-	factory.WaitForCacheSync(stop)
-	bc.stop = func() { close(stop) }
-	return bc
-}
-
-func (bc *boundCounter) count() int { return int(bc.n.Load()) }
-
-func (bc *boundCounter) preemptors() int { return int(bc.high.Load()) }
-
-// scrape reads a Prometheus text page into "name{labels}" -> value (labels as printed).
-func scrape(url string) (map[string]float64, error) {
-	if url == "" {
-		return nil, fmt.Errorf("no URL")
-	}
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[line[:i]] = v
-	}
-	return out, sc.Err()
-}
-
-func quantile(values []float64, q float64) float64 {
-	if len(values) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), values...)
-	sort.Float64s(s)
-	i := int(math.Ceil(q*float64(len(s)))) - 1
-	if i < 0 {
-		i = 0
-	}
-	return s[i]
-}
-
-// peakRSSMiB is the process's VmHWM; it must still run.
-func peakRSSMiB(p *proc) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			kb, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
-// procCPUSeconds is the process's user + system time so far.
-func procCPUSeconds(p *proc) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // USER_HZ
-}
-
-// --- the neutral server ------------------------------------------------------------------------
-
-type neutralServer struct {
-	url   string
-	bytes atomic.Int64
-	opens atomic.Int64
-}
-
-// startNeutral answers every verb with its neutral value once the body is read, without
-// decoding it: jobReady true (ready), prioritize an empty score map (a null one is an error to
-// Volcano), preemptable and reclaimable every evictee (echoed back undecoded: a plugin that
-// protects nothing), every other answer the zero value of Volcano's response type (pass,
-// abstain, not overused, no error).
-func startNeutral(t *testing.T) *neutralServer {
-	answers := map[string]any{
-		"onSessionOpen": extender.OnSessionOpenResponse{}, "onSessionClose": extender.OnSessionCloseResponse{},
-		"predicate": extender.PredicateResponse{}, "prioritize": extender.PrioritizeResponse{NodeScore: map[string]float64{}},
-		"jobEnqueueable": extender.JobEnqueueableResponse{}, "queueOverused": extender.QueueOverusedResponse{},
-		"jobReady": extender.JobReadyResponse{Status: true},
-		"allocate": extender.EventHandlerResponse{}, "deallocate": extender.EventHandlerResponse{},
-	}
-	encoded := map[string][]byte{}
-	for verb, v := range answers {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		encoded[verb] = b
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := &neutralServer{url: "http://" + l.Addr().String()}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		verb := strings.Trim(r.URL.Path, "/")
-		if verb == "preemptable" || verb == "reclaimable" {
-			// Every evictee a victim (Permit), as a plugin that protects nothing: the evictees
-			// are echoed back as they came, not decoded.
-			var req struct {
-				Evictees json.RawMessage `json:"evictees"`
-			}
-			if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Evictees) == 0 {
-				req.Evictees = json.RawMessage("[]")
-			}
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = fmt.Fprintf(w, `{"status":1,"victims":%s}`, req.Evictees)
-			return
-		}
-		n, _ := io.Copy(io.Discard, r.Body)
-		if verb == "onSessionOpen" {
-			ns.bytes.Add(n)
-			ns.opens.Add(1)
-		}
-		answer, ok := encoded[verb]
-		if !ok {
-			http.Error(w, "unknown verb", http.StatusNotFound)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(answer)
-	})}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return ns
-}
-
-func (ns *neutralServer) snapshotBytes() float64 {
-	if n := ns.opens.Load(); n > 0 {
-		return float64(ns.bytes.Load()) / float64(n)
-	}
-	return 0
 }

@@ -5,10 +5,10 @@ package e2e
 // same configuration, spliced in verbatim.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +27,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	vcsched "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 )
 
 // calderaBin is the console script of the repository's uv environment (or CALDERA_BIN).
@@ -193,14 +196,15 @@ func SchedulerConf(actions, extenderEntry string) string {
 	return b.String()
 }
 
-// StartScheduler runs vc-scheduler with the given configuration against the cluster.
-func (c *Cluster) StartScheduler(t testing.TB, name, conf string) *proc {
+// StartScheduler runs vc-scheduler with the given configuration against the cluster; extra
+// flags come last (pflag keeps a repeated flag's last value).
+func (c *Cluster) StartScheduler(t testing.TB, name, conf string, extra ...string) *proc {
 	t.Helper()
 	path := filepath.Join(c.Dir, name+"-volcano-scheduler.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := c.start(t, name+"-vc-scheduler", nil, filepath.Join(c.BinDir, "vc-scheduler"),
+	args := []string{
 		"--kubeconfig", c.Kubeconfig,
 		"--scheduler-conf", path,
 		"--leader-elect=false",
@@ -209,7 +213,8 @@ func (c *Cluster) StartScheduler(t testing.TB, name, conf string) *proc {
 		"--healthz-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"--cache-dumper=false",
 		"-v", "3",
-	)
+	}
+	p := c.start(t, name+"-vc-scheduler", nil, filepath.Join(c.BinDir, "vc-scheduler"), append(args, extra...)...)
 	time.Sleep(500 * time.Millisecond)
 	if !p.running() {
 		t.Fatalf("vc-scheduler exited:\n%s", tail(p.log, 30))
@@ -322,7 +327,13 @@ type JobSpec struct {
 // CreateJob creates the PodGroup, then its pods (named NAME-0 …) with schedulerName volcano.
 func (s *Scenario) CreateJob(t testing.TB, j JobSpec) {
 	t.Helper()
-	ctx := context.Background()
+	if err := createJob(context.Background(), s.C.Kube, s.C.VC, s.NS, j); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createJob is CreateJob in any namespace, through any clients (the scale benchmark's bulk ones).
+func createJob(ctx context.Context, kube kubernetes.Interface, vc vcclient.Interface, ns string, j JobSpec) error {
 	if j.MinMember == 0 {
 		j.MinMember = int32(j.Pods)
 	}
@@ -339,14 +350,14 @@ func (s *Scenario) CreateJob(t testing.TB, j JobSpec) {
 		}
 	}
 	pg := &vcsched.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: s.NS, Annotations: j.PGAnnotations},
+		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: ns, Annotations: j.PGAnnotations},
 		Spec: vcsched.PodGroupSpec{
 			MinMember: j.MinMember, Queue: j.Queue, MinResources: &min,
 			PriorityClassName: j.PriorityClass,
 		},
 	}
-	if _, err := s.C.VC.SchedulingV1beta1().PodGroups(s.NS).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("podgroup %s: %v", j.Name, err)
+	if _, err := vc.SchedulingV1beta1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("podgroup %s: %w", j.Name, err)
 	}
 	for i := 0; i < j.Pods; i++ {
 		labels := map[string]string{"job": j.Name}
@@ -359,7 +370,7 @@ func (s *Scenario) CreateJob(t testing.TB, j JobSpec) {
 		}
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{
-				Name: fmt.Sprintf("%s-%d", j.Name, i), Namespace: s.NS, Labels: labels,
+				Name: fmt.Sprintf("%s-%d", j.Name, i), Namespace: ns, Labels: labels,
 				Annotations: annotations,
 			},
 			Spec: corev1.PodSpec{
@@ -372,10 +383,11 @@ func (s *Scenario) CreateJob(t testing.TB, j JobSpec) {
 				}},
 			},
 		}
-		if _, err := s.C.Kube.CoreV1().Pods(s.NS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("pod %s: %v", pod.Name, err)
+		if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("pod %s: %w", pod.Name, err)
 		}
 	}
+	return nil
 }
 
 // CreateBoundPod creates a pod already on a node (not Volcano's: it only occupies resources).
@@ -525,29 +537,52 @@ func (cal *Caldera) Readyz(t testing.TB) map[string]any {
 // metric sums the samples of a counter whose labels contain every one of labels.
 func (cal *Caldera) metric(t testing.TB, name string, labels ...string) float64 {
 	t.Helper()
-	r, err := http.Get(cal.URL + "/metrics")
+	samples, err := scrape(cal.URL + "/metrics")
 	if err != nil {
 		t.Fatalf("caldera /metrics: %v", err)
 	}
-	defer r.Body.Close()
-	b, _ := io.ReadAll(r.Body)
 	total := 0.0
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, name+"{") {
+	for key, v := range samples {
+		if !strings.HasPrefix(key, name+"{") {
 			continue
 		}
 		matches := true
 		for _, l := range labels {
-			matches = matches && strings.Contains(line, l)
+			matches = matches && strings.Contains(key, l)
 		}
 		if matches {
-			var v float64
-			fields := strings.Fields(line)
-			fmt.Sscan(fields[len(fields)-1], &v)
 			total += v
 		}
 	}
 	return total
+}
+
+// scrape reads a Prometheus text page into "name{labels}" -> value (labels as printed).
+func scrape(url string) (map[string]float64, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out, sc.Err()
 }
 
 // WaitPodGroupPhase waits for a PodGroup phase.

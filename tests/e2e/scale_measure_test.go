@@ -1,0 +1,252 @@
+//go:build scale
+
+package e2e
+
+// The cluster-scale benchmark's measurements (scale_test.go): Caldera's figures from its metrics
+// and /proc, the bound pods from a watch, the decisions, and the neutral server.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"volcano.sh/volcano/pkg/scheduler/plugins/extender"
+)
+
+// calderaFigures: Caldera's peak RSS and CPU over the run, and its per-verb time and mean
+// snapshot size from its own metrics.
+func calderaFigures(r *scaleRun, cal *Caldera, cpu0 float64) {
+	r.ServerPeakRSSMiB = peakRSSMiB(cal.proc)
+	r.ServerCPUSeconds = procCPUSeconds(cal.proc) - cpu0
+	m, err := scrape(cal.HealthURL + "/metrics")
+	if err != nil {
+		return
+	}
+	r.CalderaVerbSeconds, r.CalderaVerbCalls = map[string]float64{}, map[string]float64{}
+	for key, v := range m {
+		if verb, ok := labelOf(key, "caldera_request_duration_seconds_sum", "verb"); ok {
+			r.CalderaVerbSeconds[verb] = v
+		}
+		if verb, ok := labelOf(key, "caldera_request_duration_seconds_count", "verb"); ok {
+			r.CalderaVerbCalls[verb] = v
+		}
+	}
+	if calls := m[`caldera_request_body_bytes_count{verb="onSessionOpen"}`]; calls > 0 {
+		r.SnapshotBytes = m[`caldera_request_body_bytes_sum{verb="onSessionOpen"}`] / calls
+	}
+}
+
+func labelOf(key, name, label string) (string, bool) {
+	if !strings.HasPrefix(key, name+"{") {
+		return "", false
+	}
+	i := strings.Index(key, label+`="`)
+	if i < 0 {
+		return "", false
+	}
+	rest := key[i+len(label)+2:]
+	return rest[:strings.IndexByte(rest, '"')], true
+}
+
+// decisions: bound pods per queue, and the jobs with all ten pods bound.
+func decisions(t *testing.T, b bulk, w workspace) (map[string]int, []string) {
+	ctx := context.Background()
+	perQueue := map[string]int{}
+	byJob := map[string]int{}
+	queueOf := map[string]string{}
+	for i := 0; i < scaleNamespaces; i++ {
+		ns := w.ns(i)
+		pgs, err := b.vc.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pg := range pgs.Items {
+			queueOf[fmt.Sprintf("%d/%s", i, pg.Name)] = pg.Spec.Queue
+		}
+		pods, err := b.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" {
+				continue
+			}
+			job := fmt.Sprintf("%d/%s", i, p.Labels["job"]) // the same in every run's workspace
+			byJob[job]++
+			perQueue[queueOf[job]]++
+		}
+	}
+	var jobs []string
+	for job, n := range byJob {
+		if n == 10 {
+			jobs = append(jobs, job)
+		}
+	}
+	sort.Strings(jobs)
+	return perQueue, jobs
+}
+
+// boundCounter counts the scale pods that have a node, from a watch.
+type boundCounter struct {
+	n    atomic.Int64
+	high atomic.Int64 // of those, the evict group's high-priority pods
+	stop func()
+}
+
+func newBoundCounter(c *Cluster, w workspace) *boundCounter {
+	bc := &boundCounter{}
+	seen := sync.Map{}
+	stop := make(chan struct{})
+	factory := informers.NewSharedInformerFactory(c.Kube, 0)
+	inf := factory.Core().V1().Pods().Informer()
+	mark := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" && strings.HasPrefix(p.Namespace, string(w)) {
+			if _, loaded := seen.LoadOrStore(string(p.UID), true); !loaded {
+				bc.n.Add(1)
+				if strings.HasPrefix(p.Name, preemptorPrefix) {
+					bc.high.Add(1)
+				}
+			}
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: mark, UpdateFunc: func(_, obj any) { mark(obj) },
+	})
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	bc.stop = func() { close(stop) }
+	return bc
+}
+
+func (bc *boundCounter) count() int { return int(bc.n.Load()) }
+
+func (bc *boundCounter) preemptors() int { return int(bc.high.Load()) }
+
+func quantile(values []float64, q float64) float64 {
+	if len(values) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), values...)
+	sort.Float64s(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	if i < 0 {
+		i = 0
+	}
+	return s[i]
+}
+
+// peakRSSMiB is the process's VmHWM; it must still run.
+func peakRSSMiB(p *proc) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			kb, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// procCPUSeconds is the process's user + system time so far.
+func procCPUSeconds(p *proc) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100 // USER_HZ
+}
+
+// --- the neutral server ------------------------------------------------------------------------
+
+type neutralServer struct {
+	url   string
+	bytes atomic.Int64
+	opens atomic.Int64
+}
+
+// startNeutral answers every verb with its neutral value once the body is read, without
+// decoding it: jobReady true (ready), prioritize an empty score map (a null one is an error to
+// Volcano), preemptable and reclaimable every evictee (echoed back undecoded: a plugin that
+// protects nothing), every other answer the zero value of Volcano's response type (pass,
+// abstain, not overused, no error).
+func startNeutral(t *testing.T) *neutralServer {
+	answers := map[string]any{
+		"onSessionOpen": extender.OnSessionOpenResponse{}, "onSessionClose": extender.OnSessionCloseResponse{},
+		"predicate": extender.PredicateResponse{}, "prioritize": extender.PrioritizeResponse{NodeScore: map[string]float64{}},
+		"jobEnqueueable": extender.JobEnqueueableResponse{}, "queueOverused": extender.QueueOverusedResponse{},
+		"jobReady": extender.JobReadyResponse{Status: true},
+		"allocate": extender.EventHandlerResponse{}, "deallocate": extender.EventHandlerResponse{},
+	}
+	encoded := map[string][]byte{}
+	for verb, v := range answers {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		encoded[verb] = b
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &neutralServer{url: "http://" + l.Addr().String()}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		verb := strings.Trim(r.URL.Path, "/")
+		if verb == "preemptable" || verb == "reclaimable" {
+			// Every evictee a victim (Permit), as a plugin that protects nothing: the evictees
+			// are echoed back as they came, not decoded.
+			var req struct {
+				Evictees json.RawMessage `json:"evictees"`
+			}
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Evictees) == 0 {
+				req.Evictees = json.RawMessage("[]")
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"status":1,"victims":%s}`, req.Evictees)
+			return
+		}
+		n, _ := io.Copy(io.Discard, r.Body)
+		if verb == "onSessionOpen" {
+			ns.bytes.Add(n)
+			ns.opens.Add(1)
+		}
+		answer, ok := encoded[verb]
+		if !ok {
+			http.Error(w, "unknown verb", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(answer)
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ns
+}
+
+func (ns *neutralServer) snapshotBytes() float64 {
+	if n := ns.opens.Load(); n > 0 {
+		return float64(ns.bytes.Load()) / float64(n)
+	}
+	return 0
+}
