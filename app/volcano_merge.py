@@ -171,8 +171,7 @@ def merge(
         home_tier = 0
     else:
         home_tier = home.tier
-    _warn_fall_through(entries, home_tier, hosted, entry_verbs, result)
-    _warn_vote_ends_early(entries, home_tier, hosted, entry_verbs, result)
+    _warn_later_voters(entries, home_tier, hosted, entry_verbs, result)
     result.text = text
     yaml.safe_load(text)  # the merged file is YAML (a bug here must not reach a ConfigMap)
     return result
@@ -307,84 +306,68 @@ def _compare_flags(entry: _Entry, flags: dict[str, bool], result: Merged) -> Non
             )
 
 
-def _warn_fall_through(
+FALL_THROUGH = (
+    "when that tier returns no victims Volcano asks the next one, so {name} can evict what"
+    " Caldera protects (set {flag}: false on it, or move it into tier {home})"
+)
+LATER_VOTES: tuple[tuple[str, str, frozenset[str], str], ...] = (
+    ("enablePreemptable", "preemptable", VICTIM_VOTERS["enablePreemptable"], FALL_THROUGH),
+    ("enableReclaimable", "reclaimable", VICTIM_VOTERS["enableReclaimable"], FALL_THROUGH),
+    (
+        "enableJobEnqueued",
+        "jobEnqueueable",
+        ENQUEUE_VOTERS,
+        "a Permit from Caldera (sla past its waiting time, overcommit with room) ends Volcano's"
+        " vote there and {name}'s check is skipped (keep Caldera's admission plugins out of"
+        " tier {home}, or move {name} into it)",
+    ),
+)
+"""An in-tree voter in a later tier than the extender's, per verb: (flag, verb, voters, what it
+risks). Victim votes fall through to a later tier when a tier returns none (Volcano issue
+#2147); a tier that permits a job ends Volcano's jobEnqueueable vote."""
+
+
+def _warn_later_voters(
     entries: list[_Entry],
     home_tier: int,
     hosted: dict[str, dict[str, bool]],
     entry_verbs: list[str],
     result: Merged,
 ) -> None:
-    for flag, verb in (("enablePreemptable", "preemptable"), ("enableReclaimable", "reclaimable")):
+    """Each in-tree voter in a later tier than the extender's. It changes a decision only where
+    the merge moved its turn: when every plugin Caldera answers the verb for sat, with its flag
+    on, in the extender's tier of the in-tree conf already, Volcano reached (or skipped) that
+    voter in-tree just the same, and the layout is a note. A plugin Caldera answers for that the
+    conf did not list there (min-runtime, or one from another tier) makes it a warning."""
+    for flag, verb, voters, risk in LATER_VOTES:
         if verb not in entry_verbs:
             continue
+        answering = sorted(name for name, flags in hosted.items() if flags.get(flag))
+        alike = bool(answering) and all(
+            any(
+                e.name == name and e.tier == home_tier and _enabled(e.values, flag) for e in entries
+            )
+            for name in answering
+        )
         for entry in entries:
-            if (
+            if not (
                 entry.tier > home_tier
-                and entry.name in VICTIM_VOTERS[flag]
+                and entry.name in voters
                 and entry.name not in hosted
                 and _enabled(entry.values, flag)
             ):
-                message = (
-                    f"{entry.name} in tier {entry.tier + 1} votes on {verb} after the extender's"
-                    f" tier {home_tier + 1}: when that tier returns no victims Volcano asks the"
-                    f" next one, so {entry.name} can evict what Caldera protects (set {flag}:"
-                    f" false on it, or move it into tier {home_tier + 1})"
+                continue
+            turn = (
+                f"{entry.name} in tier {entry.tier + 1} votes on {verb} after the extender's"
+                f" tier {home_tier + 1}"
+            )
+            if alike:
+                result.notes.append(
+                    f"{turn}, as it did after {', '.join(answering)} in-tree: unchanged"
                 )
-                _warn_unless_in_tree_alike(entries, home_tier, hosted, flag, message, result)
-
-
-def _warn_vote_ends_early(
-    entries: list[_Entry],
-    home_tier: int,
-    hosted: dict[str, dict[str, bool]],
-    entry_verbs: list[str],
-    result: Merged,
-) -> None:
-    if "jobEnqueueable" not in entry_verbs:
-        return
-    for entry in entries:
-        if (
-            entry.tier > home_tier
-            and entry.name in ENQUEUE_VOTERS
-            and entry.name not in hosted
-            and _enabled(entry.values, "enableJobEnqueued")
-        ):
-            message = (
-                f"{entry.name} in tier {entry.tier + 1} votes on jobEnqueueable after the"
-                f" extender's tier {home_tier + 1}: a Permit from Caldera (sla past its waiting"
-                f" time, overcommit with room) ends Volcano's vote there and {entry.name}'s check"
-                f" is skipped (keep Caldera's admission plugins out of tier {home_tier + 1}, or"
-                f" move {entry.name} into it)"
-            )
-            _warn_unless_in_tree_alike(
-                entries, home_tier, hosted, "enableJobEnqueued", message, result
-            )
-
-
-def _warn_unless_in_tree_alike(
-    entries: list[_Entry],
-    home_tier: int,
-    hosted: dict[str, dict[str, bool]],
-    flag: str,
-    message: str,
-    result: Merged,
-) -> None:
-    """A later tier's vote after the extender's changes a decision only where the merge moved
-    it: when every plugin Caldera answers ``flag`` for sat, with ``flag`` on, in the extender's
-    tier of the in-tree conf already, Volcano skipped (or fell through to) that later voter
-    in-tree just the same, and the layout is a note. A plugin Caldera answers for that the conf
-    did not list there (min-runtime, or one from another tier) makes it a warning."""
-    answering = sorted(name for name, flags in hosted.items() if flags.get(flag))
-    alike = all(
-        any(e.name == name and e.tier == home_tier and _enabled(e.values, flag) for e in entries)
-        for name in answering
-    )
-    if alike and answering:
-        result.notes.append(
-            f"{message.partition(':')[0]}, as it did after {', '.join(answering)} in-tree: unchanged"
-        )
-    else:
-        result.warnings.append(message)
+            else:
+                risk_text = risk.format(name=entry.name, flag=flag, home=home_tier + 1)
+                result.warnings.append(f"{turn}: {risk_text}")
 
 
 def _prepend_tier(text: str, root: yaml.MappingNode, extender: dict[str, Any]) -> str:

@@ -36,7 +36,11 @@ def test_every_module_and_package_of_plugins_is_listed_as_built_in() -> None:
 @pytest.mark.parametrize("module", registry.BUILT_IN)
 def test_each_built_in_registers_exactly_one_plugin(module: str) -> None:
     importlib.import_module(module)
-    own = [cls for cls in plugin_classes() if cls.__module__.startswith(module)]
+    own = [
+        cls
+        for cls in plugin_classes()
+        if cls.__module__ == module or cls.__module__.startswith(module + ".")
+    ]
     assert len(own) == 1, (module, own)
 
 
