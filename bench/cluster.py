@@ -129,6 +129,7 @@ def summarize(run: dict[str, Any]) -> dict[str, Any]:
         caldera_open_ms = 1000 * seconds.get("onSessionOpen", 0.0) / calls["onSessionOpen"]
     return {
         "size": f"{run['nodes']} / {run['pods']}",
+        "nodes": run["nodes"],
         "group": run["group"],
         "scheduler": run["scheduler"],
         "bound": run["bound"],
@@ -283,7 +284,7 @@ def inside_period(rows: list[dict[str, Any]], period_ms: float = 1000.0) -> list
             if not mine:
                 continue
             inside = [r for r in mine if r["idle_p50_ms"] < period_ms]
-            largest = max(inside, key=lambda r: int(r["size"].split(" / ")[0]), default=None)
+            largest = max(inside, key=lambda r: r["nodes"], default=None)
             out.append(
                 f"{group}, {scheduler}: "
                 + (f"up to {largest['size']}" if largest else "none of the sizes measured")
@@ -306,11 +307,11 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         for scheduler in SCHEDULERS:
             mine = sorted(
                 (r for r in rows if r["group"] == group and r["scheduler"] == scheduler),
-                key=lambda r: int(r["size"].split(" / ")[0]),
+                key=lambda r: r["nodes"],
             )
             if not mine:
                 continue
-            nodes = [int(r["size"].split(" / ")[0]) for r in mine]
+            nodes = [r["nodes"] for r in mine]
             ax.plot(
                 nodes,
                 [r["idle_p50_ms"] for r in mine],
