@@ -345,6 +345,30 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_DIFFERS if report.differs else 0
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    from app.explain_client import ExplainError, default_url, fetch, render
+
+    namespace, _, name = args.name.partition("/")
+    if not namespace or not name or "/" in name:
+        print(f"caldera explain: give <namespace>/<name>, not {args.name!r}", file=sys.stderr)
+        return EXIT_CONFIG
+    if args.url:
+        url = args.url
+    else:
+        settings = _settings(args)
+        url = default_url(settings.host, settings.port, settings.ssl_certfile is not None)
+    try:
+        document = fetch(url, "task" if args.task else "job", args.name)
+    except ExplainError as exc:
+        print(f"caldera explain: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(render(document)))
+    return 0
+
+
 def cmd_openapi(args: argparse.Namespace) -> int:
     from app.main import create_app
 
@@ -431,6 +455,18 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("directory", help="the recording directory")
     _add_setting_options(replay, "config")
     replay.set_defaults(run=cmd_replay)
+
+    explain = sub.add_parser(
+        "explain", help="ask a running Caldera why a job (or, with --task, a pod) waits"
+    )
+    explain.add_argument("name", help="<namespace>/<name>: a Volcano job or PodGroup, or a pod")
+    explain.add_argument("--task", action="store_true", help="NAME is a pod, not a job")
+    explain.add_argument(
+        "--url", help="Caldera's verb listener (default: this pod's, from --host/--port)"
+    )
+    explain.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    _add_setting_options(explain, "host", "port")
+    explain.set_defaults(run=cmd_explain)
 
     openapi = sub.add_parser("openapi", help="print the OpenAPI document")
     openapi.set_defaults(run=cmd_openapi)

@@ -30,6 +30,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from app.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
 from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Plugin
@@ -109,6 +110,11 @@ class CalderaConfig(BaseModel):
     managedResources: list[str] = Field(default_factory=list)
     maxRequestBytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
     maxSnapshotBytes: int = Field(default=DEFAULT_MAX_SNAPSHOT_BYTES, gt=0)
+    explainSessions: int = Field(default=DEFAULT_SESSIONS, ge=0)
+    """Sessions whose decisions ``GET /debug/explain`` can tell (0: record nothing)."""
+    explainEntries: int = Field(default=DEFAULT_ENTRIES, ge=0)
+    """Entries recorded per session (a job, queue or task, and each node a task was checked
+    against); later ones are dropped and counted (app/explain.py)."""
     tiers: list[Tier] = Field(default_factory=list)
 
     @field_validator("volcanoVersion", mode="before")

@@ -19,7 +19,8 @@ watch stays warm).
 
 ``volcanoVersion``, ``maxRequestBytes`` and ``maxSnapshotBytes`` need a restart: the first
 decides which URL paths exist, the limits are read by the connection layer for each request
-before the app sees it. A file that changes them is applied with the running values kept, and
+before the app sees it, and ``explainSessions``/``explainEntries`` size the decision record,
+which outlives a switch. A file that changes them is applied with the running values kept, and
 ``/readyz``, the log and ``caldera_config_restart_required`` say which keys wait for a restart.
 """
 
@@ -46,7 +47,9 @@ from plugins.api.base import Background, utc_now
 
 logger = logging.getLogger("caldera.config")
 
-RESTART_ONLY = ("volcanoVersion", "maxRequestBytes", "maxSnapshotBytes")
+RESTART_ONLY = (
+    "volcanoVersion", "maxRequestBytes", "maxSnapshotBytes", "explainSessions", "explainEntries"
+)  # fmt: skip
 """Top-level keys a live reload cannot change (see the module docstring)."""
 DEFAULT_INTERVAL_SECONDS = 2.0
 SYNC_TIMEOUT_SECONDS = 60.0

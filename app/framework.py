@@ -19,6 +19,11 @@ that Volcano, which sees the extender as a single plugin, reaches the decision o
 - jobEnqueued: every plugin; queueOverused: OR; jobReady: AND;
 - allocate / deallocate: every handler in order, the first error message.
 
+A plugin may explain its answer (``plugins/api/reasons.py``): the framework answers Volcano with
+the plain value and hands the reason to the session's decision record (``app/explain.py``) and
+to ``caldera_rejections_total``. Every predicate, score, vote, verdict and eviction answer is
+recorded there, explained or not, so ``GET /debug/explain`` can say which plugin decided.
+
 A plugin listed twice is built twice, but, as in Volcano, whose function maps are keyed by
 plugin name, both positions consult the instance registered last.
 """
@@ -27,28 +32,42 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import msgspec
 
 from app.config import PluginOption
 from app.errors import PluginFailure, RequestError
+from app.explain import SessionLog
 from app.metrics import Metrics
-from plugins.api.base import FitError, Plugin, Vote
+from plugins.api.base import FitError, Plugin, StatusCode, Vote, utc_now
 from plugins.api.extension_points import (
     BY_VERB,
     EXTENSION_POINTS,
     LIFECYCLE,
     ExtensionPoint,
 )
+from plugins.api.reasons import Explained, Reason
 from plugins.api.release import Release
 from schemas.api import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from schemas.quantity import QuantityError
 
 ENQUEUED = BY_VERB["jobEnqueued"]
 CLOSE = BY_VERB["onSessionClose"]
+VOTES = {Vote.PERMIT: "permit", Vote.ABSTAIN: "abstain", Vote.REJECT: "reject"}
+FIT_STATUS = {code: code.name.lower() for code in StatusCode}
+"""A predicate rejection's ``reason`` label: its status (bounded, unlike its message)."""
+NO_VETOES: Mapping[str, Reason] = {}
+
+
+def explained(result: Any) -> tuple[Any, Reason | None, Mapping[str, Reason]]:
+    """A hook's answer, its reason and its vetoes, whether it explained itself or not."""
+    if isinstance(result, Explained):
+        return result.answer, result.reason, result.vetoes
+    return result, None, NO_VETOES
 
 
 @dataclass(slots=True)
@@ -82,10 +101,15 @@ class Framework:
         tiers: Sequence[Sequence[Slot]],
         release: Release,
         metrics: Metrics | None = None,
+        log: SessionLog | None = None,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.tiers = [list(tier) for tier in tiers]
         self.release = release
         self.metrics = metrics
+        self.log = log
+        """The session's decision record (None: not recorded, as without a snapshot)."""
+        self.clock = clock
         last_by_name: dict[str, Slot] = {}
         for tier in self.tiers:
             for slot in tier:
@@ -108,7 +132,7 @@ class Framework:
         if "jobEnqueued" in answered and not release.admission_follows_vote:
             answered.add("jobEnqueueable")  # the vote is where admissions are accounted
         self._answered = frozenset(answered)
-        self._counters: dict[tuple[str, str, str], Any] = {}
+        self._children: dict[tuple[str, str, str, str], Any] = {}
 
     # --- bookkeeping -------------------------------------------------------------------------
 
@@ -123,15 +147,25 @@ class Framework:
         """Whether any plugin takes part in ``point`` (otherwise the answer is neutral)."""
         return point.verb in self._answered
 
-    def _record(self, slot: Slot, point: ExtensionPoint, outcome: str) -> None:
+    def _count(
+        self, metric: str, slot: Slot, point: ExtensionPoint, label: str, count: int = 1
+    ) -> None:
+        """Add ``count`` to ``metric``'s (plugin, verb, ``label``) child, looked up once per
+        framework: ``labels()`` takes a lock and validates its values."""
         if self.metrics is None:
             return
-        key = (slot.name, point.verb, outcome)
-        child = self._counters.get(key)
+        key = (metric, slot.name, point.verb, label)
+        child = self._children.get(key)
         if child is None:
-            child = self.metrics.decisions.labels(slot.name, point.verb, outcome)
-            self._counters[key] = child
-        child.inc()
+            child = getattr(self.metrics, metric).labels(slot.name, point.verb, label)
+            self._children[key] = child
+        child.inc(count)
+
+    def _record(self, slot: Slot, point: ExtensionPoint, outcome: str) -> None:
+        self._count("decisions", slot, point, outcome)
+
+    def _reject(self, slot: Slot, point: ExtensionPoint, reason: str, count: int = 1) -> None:
+        self._count("rejections", slot, point, reason, count)
 
     def _call(self, slot: Slot, point: ExtensionPoint, *args: Any) -> Any:
         try:
@@ -159,13 +193,19 @@ class Framework:
         self, point: ExtensionPoint, task: TaskInfo, node: NodeInfo
     ) -> FitError | None:
         """``Session.PredicateFn``: the first failure, in tier and plugin order."""
+        log = self.log
         for tier in self._active[point.verb]:
             for slot in tier:
                 error: FitError | None = self._call(slot, point, task, node)
                 if error is not None:
                     self._record(slot, point, "fail")
+                    self._reject(slot, point, FIT_STATUS.get(error.code, "error"))
+                    if log is not None:
+                        log.predicate(task, node.Name, slot.name, error)
                     return error
                 self._record(slot, point, "pass")
+        if log is not None:
+            log.predicate(task, node.Name, "", None)
         return None
 
     def score_sum(
@@ -183,6 +223,8 @@ class Framework:
                         )
                     total[node] = total.get(node, 0.0) + score
                 self._record(slot, point, "scored")
+                if self.log is not None:
+                    self.log.scores(task, slot.name, scores)
         return total
 
     def victims(
@@ -193,7 +235,18 @@ class Framework:
         blocked = False
         for tier in self._active[point.verb]:
             for slot in tier:
-                candidates, vote = self._call(slot, point, evictor, evictees)
+                answer, _, vetoes = explained(self._call(slot, point, evictor, evictees))
+                candidates, vote = answer
+                if vetoes and self.metrics is not None:
+                    codes: dict[str, int] = {}
+                    for reason in vetoes.values():
+                        codes[reason.code] = codes.get(reason.code, 0) + 1
+                    for code, count in codes.items():
+                        self._reject(slot, point, code, count)
+                if self.log is not None and vote != Vote.ABSTAIN:
+                    self.log.eviction(
+                        point.verb, slot.name, evictor, evictees, candidates, vetoes, self.clock()
+                    )
                 if vote == Vote.ABSTAIN:
                     self._record(slot, point, "abstain")
                     continue
@@ -227,12 +280,21 @@ class Framework:
         return decision
 
     def _vote(self, point: ExtensionPoint, job: JobInfo) -> Vote:
+        log = self.log
+        if log is not None:
+            key, at = f"{job.Namespace}/{job.Name}", self.clock()
         for tier in self._active[point.verb]:
             permitted = False
             for slot in tier:
-                vote = self._call(slot, point, job)
+                vote, reason, _ = explained(self._call(slot, point, job))
+                if log is not None:
+                    log.job_verdict(
+                        key, job.Queue, point.verb, slot.name, VOTES.get(vote, str(vote)), reason,
+                        at,
+                    )  # fmt: skip
                 if vote < 0:
                     self._record(slot, point, "reject")
+                    self._reject(slot, point, reason.code if reason else "unexplained")
                     return Vote.REJECT
                 if vote > 0:
                     self._record(slot, point, "permit")
@@ -254,8 +316,15 @@ class Framework:
         """``Session.Overused``: OR, the first true wins."""
         for tier in self._active[point.verb]:
             for slot in tier:
-                if self._call(slot, point, queue):
+                overused, reason, _ = explained(self._call(slot, point, queue))
+                if self.log is not None:
+                    self.log.queue_verdict(
+                        queue.Name, slot.name, "overused" if overused else "ok", reason,
+                        self.clock(),
+                    )  # fmt: skip
+                if overused:
                     self._record(slot, point, "overused")
+                    self._reject(slot, point, reason.code if reason else "unexplained")
                     return True
                 self._record(slot, point, "ok")
         return False
@@ -264,8 +333,15 @@ class Framework:
         """``Session.JobReady``: AND, the first false wins; true when nobody objects."""
         for tier in self._active[point.verb]:
             for slot in tier:
-                if not self._call(slot, point, job):
+                ready, reason, _ = explained(self._call(slot, point, job))
+                if self.log is not None:
+                    self.log.job_verdict(
+                        f"{job.Namespace}/{job.Name}", job.Queue, point.verb, slot.name,
+                        "ready" if ready else "not ready", reason, self.clock(),
+                    )  # fmt: skip
+                if not ready:
                     self._record(slot, point, "not_ready")
+                    self._reject(slot, point, reason.code if reason else "unexplained")
                     return False
                 self._record(slot, point, "ready")
         return True

@@ -27,6 +27,7 @@ from app.config_watch import (
     Served,
     build_backgrounds,
 )
+from app.explain import DecisionRecord
 from app.extender import Extender
 from app.logs import request_id
 from app.metrics import Metrics
@@ -156,13 +157,14 @@ def create_app(
     origin = origin or ConfigOrigin.of(config)
     backgrounds, _ = build_backgrounds(config)
     clock = recorder.clock if recorder is not None else utc_now
-    sessions = SessionManager(config, metrics_, backgrounds, clock=clock)
+    record = DecisionRecord(config.explainSessions, config.explainEntries)
+    sessions = SessionManager(config, metrics_, backgrounds, clock=clock, record=record)
     extender = Extender(config, sessions, metrics_)
 
     def switch(new: CalderaConfig, new_backgrounds: Backgrounds) -> None:
         """Answer from ``new`` from now on: called between sessions only."""
         previous = extender.sessions
-        sessions = SessionManager(new, metrics_, new_backgrounds, clock=clock)
+        sessions = SessionManager(new, metrics_, new_backgrounds, clock=clock, record=record)
         sessions.set_release(previous.release)  # an inferred release (auto) carries over
         previous.close()
         extender.reconfigure(new, sessions)
@@ -235,6 +237,7 @@ def create_app(
     )
     app.state.metrics = metrics_
     app.state.extender = extender
+    app.state.record = record
     app.state.config_watch = watch
     publish(config, sessions, backgrounds)
     answers = extender if recorder is None else RecordingExtender(extender, recorder)

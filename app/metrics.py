@@ -64,6 +64,16 @@ class Metrics:
             ["plugin", "verb", "outcome"],
             registry=r,
         )
+        self.rejections = Counter(
+            "caldera_rejections_total",
+            "Rejections by the hosted plugin that made them, per verb and reason code: a"
+            " jobEnqueueable Reject, a predicate failure (its status: unschedulable,"
+            " unschedulable_and_unresolvable, error), a job not ready, a queue overused, an"
+            " evictee vetoed. Reason codes are a fixed vocabulary per plugin (see"
+            " GET /debug/explain for the job, task and numbers).",
+            ["plugin", "verb", "reason"],
+            registry=r,
+        )
         self.plugin_errors = Counter(
             "caldera_plugin_errors_total",
             "Exceptions raised by plugins, per plugin and verb.",

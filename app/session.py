@@ -17,6 +17,7 @@ from datetime import datetime
 
 from app.config import CalderaConfig
 from app.errors import PluginFailure
+from app.explain import DecisionRecord
 from app.framework import Framework, Slot
 from app.metrics import Metrics
 from plugins.api.arguments import warn_once
@@ -76,9 +77,12 @@ class SessionManager:
         metrics: Metrics | None = None,
         backgrounds: Mapping[tuple[int, int], Background] | None = None,
         clock: Callable[[], datetime] = utc_now,
+        record: DecisionRecord | None = None,
     ) -> None:
         self.config = config
         self.metrics = metrics
+        self.record = record
+        """Where sessions log their decisions (kept across configuration switches)."""
         self.backgrounds = dict(backgrounds or {})
         self.clock = clock
         self.release = config.release
@@ -113,7 +117,7 @@ class SessionManager:
         if self.metrics is not None:
             self.metrics.clamped.labels(plugin, resource).inc()
 
-    def _build(self, ssn: Session, snapshot: bool) -> Framework:
+    def _build(self, ssn: Session, snapshot: bool, number: int = 0) -> Framework:
         """Fresh plugin instances for every tier entry, opened in tier order (skipping the
         snapshot-bound ones when there is no snapshot)."""
         tiers: list[list[Slot]] = [[] for _ in self.config.tiers]
@@ -127,7 +131,10 @@ class SessionManager:
                 raise PluginFailure(entry.name, "onSessionOpen", exc) from exc
             # Asked after opening: some plugins register hooks per Volcano release.
             tiers[entry.tier].append(Slot(entry.option, plugin, plugin.hooks()))
-        return Framework(tiers, self.release, self.metrics)
+        log = (
+            self.record.open(number, self.clock()) if snapshot and self.record is not None else None
+        )
+        return Framework(tiers, self.release, self.metrics, log, self.clock)
 
     def open(self, request: OnSessionOpenRequest) -> OpenSession:
         """Replace the open session with one built from ``request``."""
@@ -146,7 +153,7 @@ class SessionManager:
         previous, self.current = self.current, None
         if previous is not None:
             previous.framework.close()
-        framework = self._build(ssn, snapshot=True)
+        framework = self._build(ssn, snapshot=True, number=self._opened + 1)
         self._opened += 1
         self.current = OpenSession(self._opened, ssn, framework)
         if self.metrics is not None:

@@ -52,6 +52,7 @@ from typing import ClassVar
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin, Session, Upstream, Vote
+from plugins.api.reasons import Explained, Reason
 from plugins.api.registry import register
 from plugins.api.release import OVERCOMMIT_SCALAR_MILLI_UNITS, QUEUE_ALLOCATION_GATE_NOT_GATED
 from plugins.support.resources import (
@@ -65,6 +66,7 @@ from plugins.support.resources import (
     multi_in_place,
     sub_without_assert_in_place,
 )
+from plugins.support.units import format_resource
 from schemas.api import JobInfo, Resource
 
 logger = logging.getLogger("caldera.plugins.overcommit")
@@ -119,6 +121,7 @@ class OvercommitPlugin(Plugin):
         self.total_resource = Resource()
         self.idle_resource = Resource()
         self.inqueue_resource = Resource()
+        self.used_resource = Resource()
         self._exclude_queue_allocation_gate = True
 
     def on_session_open(self, ssn: Session) -> None:
@@ -129,8 +132,9 @@ class OvercommitPlugin(Plugin):
         used = Resource()
         for node in ssn.nodes.values():
             add_in_place(used, node.Used)
+        self.used_resource = used
         self.idle_resource = sub_without_assert_in_place(
-            multi_in_place(clone(self.total_resource), self.overcommit_factor), used
+            multi_in_place(clone(self.total_resource), self.overcommit_factor), clone(used)
         )
 
         self.inqueue_resource = Resource()
@@ -152,7 +156,7 @@ class OvercommitPlugin(Plugin):
     def _deduct(self, job: JobInfo, res: Resource) -> Resource:
         return deduct_sch_gated(job, res, self._exclude_queue_allocation_gate)
 
-    def job_enqueueable(self, job: JobInfo) -> Vote:
+    def job_enqueueable(self, job: JobInfo) -> Vote | Explained[Vote]:
         pg = job.PodGroup
         if pg is None or pg.spec.min_resources is None:
             logger.debug(
@@ -171,7 +175,22 @@ class OvercommitPlugin(Plugin):
             job.Name,
             format_resource_names("resource in cluster is overused", "overused", failed),
         )
-        return Vote.REJECT
+        return Explained(Vote.REJECT, self._why(need, failed))
+
+    def _why(self, need: Resource, failed: list[str]) -> Reason:
+        """The numbers behind a Reject, in the dimensions that did not fit: taken now (inqueue
+        grows as the session admits jobs), written when read."""
+        inqueue, idle = clone(self.inqueue_resource), self.idle_resource
+        total, used, factor = self.total_resource, self.used_resource, self.overcommit_factor
+        return Reason(
+            "insufficient-idle",
+            lambda: (
+                f"needs {format_resource(need, failed)} with"
+                f" {format_resource(inqueue, failed)} already admitted,"
+                f" {format_resource(idle, failed)} idle ({format_resource(total, failed)}"
+                f" x {factor:g} less {format_resource(used, failed)} in use)"
+            ),
+        )
 
     def job_enqueued(self, job: JobInfo) -> None:
         pg = job.PodGroup

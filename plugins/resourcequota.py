@@ -42,8 +42,10 @@ from typing import ClassVar
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin, Session, Upstream, Vote
+from plugins.api.reasons import Explained, Reason
 from plugins.api.registry import register
 from plugins.api.release import RESOURCEQUOTA_ACCOUNTS_ON_ENQUEUED
+from plugins.support.units import format_bytes, format_milli
 from schemas.api import JobInfo, NamespaceInfo
 from schemas.k8s import ResourceList
 from schemas.quantity import parse_quantity
@@ -88,6 +90,38 @@ def _show(rl: ResourceList | None, names: Iterable[str]) -> str:
     return "map[" + " ".join(f"{k}:{v}" for k, v in items) + "]"
 
 
+def _exceeded(
+    namespace: str,
+    quota: str,
+    requested: Quantities,
+    used: Quantities,
+    hard: Quantities,
+    exceeded: list[str],
+) -> Reason:
+    """A Reject's numbers, written when read (the maps are this call's own)."""
+    return Reason(
+        "quota-exceeded",
+        lambda: (
+            f"quota {quota} of namespace {namespace}: "
+            + ", ".join(
+                f"{name} {_amount(name, requested[name])} requested,"
+                f" {_amount(name, used.get(name, Fraction(0)))} used or admitted"
+                f" of {_amount(name, hard[name])}"
+                for name in sorted(exceeded)
+            )
+        ),
+    )
+
+
+def _amount(name: str, amount: Fraction) -> str:
+    """A quota quantity in Kubernetes' units (``requests.cpu`` in cores, memory in bytes)."""
+    if name.endswith("cpu"):
+        return format_milli(float(amount * 1000))
+    if name.endswith("memory") or name.endswith("storage"):
+        return format_bytes(float(amount))
+    return format_milli(float(amount * 1000))
+
+
 @register
 class ResourceQuotaPlugin(Plugin):
     name: ClassVar[str] = "resourcequota"
@@ -113,7 +147,7 @@ class ResourceQuotaPlugin(Plugin):
         self.pending_resources = {}
         self._account_on_permit = not ssn.release.has(RESOURCEQUOTA_ACCOUNTS_ON_ENQUEUED)
 
-    def job_enqueueable(self, job: JobInfo) -> Vote:
+    def job_enqueueable(self, job: JobInfo) -> Vote | Explained[Vote]:
         pg = job.PodGroup
         min_resources = pg.spec.min_resources if pg is not None else None
         if min_resources is None:
@@ -144,7 +178,10 @@ class ResourceQuotaPlugin(Plugin):
                     _show(status.hard, exceeded),
                     quota_name,
                 )
-                return Vote.REJECT
+                return Explained(
+                    Vote.REJECT,
+                    _exceeded(job.Namespace, quota_name, requested, used, hard, exceeded),
+                )
 
         if self._account_on_permit:
             self._add_pending(job.Namespace, requests)

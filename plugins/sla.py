@@ -21,13 +21,15 @@ What the extender cannot carry (``in_tree_only``):
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import ClassVar
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin, Session, Upstream, Vote, utc_now
+from plugins.api.reasons import Explained, Reason
 from plugins.api.registry import register
 from plugins.support.goint import INT64_MAX, INT64_MIN
+from plugins.support.units import format_duration
 from schemas.api import JobInfo
 from schemas.goduration import DurationError, go_time, nanos_between, parse_go_duration
 
@@ -61,6 +63,14 @@ def parse_global_waiting_time(arguments: Arguments) -> int | None:
         arguments.use(JOB_WAITING_TIME, None)
         return None
     return nanos
+
+
+def _deadline(created: datetime, waiting: int) -> str:
+    """When the SLA passes, in RFC 3339 (a waiting time past year 9999 names none)."""
+    try:
+        return (created + timedelta(microseconds=waiting // 1000)).isoformat()
+    except OverflowError:
+        return "after year 9999"
 
 
 def _go_since(then: datetime, now: datetime) -> int:
@@ -108,7 +118,7 @@ class SlaPlugin(Plugin):
         )
         return -1 if diff < 0 else (1 if diff > 0 else 0)
 
-    def job_enqueueable(self, job: JobInfo) -> Vote:
+    def job_enqueueable(self, job: JobInfo) -> Vote | Explained[Vote]:
         """Permit once the job has waited its SLA (deadline included), else Abstain; never Reject.
 
         A job without a creation timestamp is Go's zero time: ``time.Since`` saturates, so it
@@ -117,6 +127,17 @@ class SlaPlugin(Plugin):
         waiting = self.waiting_time(job)
         if waiting is None:
             return Vote.ABSTAIN
-        if _go_since(go_time(job.CreationTimestamp), self._now()) < waiting:
-            return Vote.ABSTAIN
-        return Vote.PERMIT
+        created = go_time(job.CreationTimestamp)
+        waited = _go_since(created, self._now())
+
+        def sla() -> str:
+            return f"SLA {format_duration(waiting)} (deadline {_deadline(created, waiting)})"
+
+        if waited < waiting:
+            return Explained(
+                Vote.ABSTAIN,
+                Reason("within-sla", lambda: f"waited {format_duration(waited)} of its {sla()}"),
+            )
+        return Explained(
+            Vote.PERMIT, Reason("past-sla", lambda: f"waited past its {sla()}: admitted")
+        )

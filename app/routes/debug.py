@@ -29,3 +29,58 @@ async def debug_session(request: Request) -> Response:
             }
         )
     return json_response({"open": True, **release, **current.describe()})
+
+
+@router.get(
+    "/debug/explain",
+    summary="Why a job or task waits: each hosted plugin's verdict, reason and numbers",
+    description=(
+        "Reads the decision record of the last sessions (``explainSessions``, default 3). With"
+        " ``job=<namespace>/<name>`` (a PodGroup, or a Volcano job whose PodGroup is named"
+        " ``<name>-<uid>``): the plugins' jobEnqueueable and jobReady verdicts, the job's queue's"
+        " queueOverused verdicts, and its tasks. With ``task=<namespace>/<pod>``: predicate"
+        " failures aggregated by plugin and reason with node counts, each plugin's best-scored"
+        " node, the evictees each plugin vetoed for it, and the preemptors a plugin spared it"
+        " from. ``summary`` comes first, most decisive reason first. 400 without exactly one of"
+        " job and task; 404 when no recorded session decided anything about it."
+    ),
+    responses={
+        400: {"description": "neither or both of job and task, or not namespace/name"},
+        404: {"description": "nothing recorded about it in the sessions kept"},
+    },
+    openapi_extra={
+        "parameters": [
+            {"name": "job", "in": "query", "required": False, "schema": {"type": "string"},
+             "description": "<namespace>/<name> of a Volcano job or PodGroup"},
+            {"name": "task", "in": "query", "required": False, "schema": {"type": "string"},
+             "description": "<namespace>/<name> of a pod"},
+        ]
+    },
+)  # fmt: skip
+async def debug_explain(request: Request) -> Response:
+    # The parameters are read here, not declared, so that a bad one is this route's 400
+    # with a sentence, not FastAPI's generic 422.
+    job = request.query_params.get("job", "")
+    task = request.query_params.get("task", "")
+    record = request.app.state.record
+    if bool(job) == bool(task):
+        return _error("give exactly one of job=<namespace>/<name> or task=<namespace>/<pod>", 400)
+    key = job or task
+    namespace, _, name = key.partition("/")
+    if not namespace or not name or "/" in name:
+        return _error(f"{'job' if job else 'task'} must be <namespace>/<name>, got {key!r}", 400)
+    found = record.explain_job(key) if job else record.explain_task(key)
+    if found is None:
+        kept = record.describe()
+        what = "job" if job else "task"
+        reason = (
+            "the decision record is off (explainSessions: 0)"
+            if not record.enabled
+            else f"no decision about {what} {key} in the {len(kept['sessions'])} sessions kept"
+        )
+        return json_response({"error": reason, "record": kept}, status_code=404)
+    return json_response(found)
+
+
+def _error(message: str, status: int) -> Response:
+    return json_response({"error": message}, status_code=status)

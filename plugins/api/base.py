@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from plugins.api.arguments import Arguments
 from plugins.api.extension_points import PLUGIN_HOOKS
+from plugins.api.reasons import Explained
 from plugins.api.release import Change, Release
 from schemas.api import JobInfo, NamespaceInfo, NodeInfo, QueueInfo, Resource, TaskInfo
 
@@ -210,15 +211,21 @@ class Plugin:
         """``NodeOrderFn``: the score of one node. Override this or :meth:`node_order`."""
         raise NotImplementedError
 
-    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
+    # A hook may wrap its answer in Explained (plugins/api/reasons.py) to say why.
+
+    def preemptable(
+        self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]
+    ) -> EvictResult | Explained[EvictResult]:
         """``PreemptableFn``: which preemptees may be evicted for ``preemptor``."""
         raise NotImplementedError
 
-    def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> EvictResult:
+    def reclaimable(
+        self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]
+    ) -> EvictResult | Explained[EvictResult]:
         """``ReclaimableFn``: which reclaimees may be evicted for ``reclaimer``."""
         raise NotImplementedError
 
-    def job_enqueueable(self, job: JobInfo) -> Vote:
+    def job_enqueueable(self, job: JobInfo) -> Vote | Explained[Vote]:
         """``JobEnqueueableFn``: may ``job`` move from Pending to Inqueue."""
         raise NotImplementedError
 
@@ -226,11 +233,11 @@ class Plugin:
         """``JobEnqueuedFn``: ``job`` was admitted; account for it within the session."""
         raise NotImplementedError
 
-    def overused(self, queue: QueueInfo) -> bool:
+    def overused(self, queue: QueueInfo) -> bool | Explained[bool]:
         """``OverusedFn``: true skips the queue."""
         raise NotImplementedError
 
-    def job_ready(self, job: JobInfo) -> bool:
+    def job_ready(self, job: JobInfo) -> bool | Explained[bool]:
         """``JobReadyFn``: false keeps the job's statement from being committed."""
         raise NotImplementedError
 

@@ -132,6 +132,7 @@ from typing import ClassVar
 
 from plugins.api.arguments import Arguments, warn_once
 from plugins.api.base import Background, EvictResult, Plugin, Session, Upstream, Vote, utc_now
+from plugins.api.reasons import Explained, Reason
 from plugins.api.registry import register
 from plugins.min_runtime.resolver import (
     PREEMPT_MIN_RUNTIME,
@@ -140,6 +141,7 @@ from plugins.min_runtime.resolver import (
     RESOLVE_METHODS,
     Resolver,
 )
+from plugins.support.units import format_duration
 from schemas.api import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo
 from schemas.goduration import (
     GO_ZERO_TIME,
@@ -290,6 +292,20 @@ def is_protected(min_runtime: int, start: datetime | None, now: datetime) -> boo
     return start is not None and nanos_between(start, now) < min_runtime
 
 
+def _protection(kind: str, job: str, min_runtime: int, start: datetime | None, more: str) -> Reason:
+    """Why min-runtime spares a pod: its job's start, minimum runtime and the end of it."""
+    assert start is not None  # only a started job is protected
+    try:
+        until = (start + timedelta(microseconds=min_runtime // 1000)).isoformat()
+    except OverflowError:
+        until = "after year 9999"
+    return Reason(
+        "min-runtime" if not more else "min-runtime-elastic",
+        f"job {job} started {start.isoformat()} with a {kind} minimum runtime of"
+        f" {format_duration(min_runtime)}: protected until {until}{more}",
+    )
+
+
 # --- the elastic budget ---------------------------------------------------------------------
 
 
@@ -385,6 +401,7 @@ class MinRuntimePlugin(Plugin):
             arguments, START_ANNOTATION_ARGUMENT, LAST_START_TIMESTAMP
         )
         self._jobs: Mapping[str, JobInfo] = {}
+        self._reasons: dict[tuple[str, str, int, datetime | None, int | None], Reason] = {}
         self._queues: Mapping[str, QueueInfo] = {}
         self._now = utc_now
         self.resolver = Resolver({}, self.default_preempt, self.default_reclaim)
@@ -430,19 +447,21 @@ class MinRuntimePlugin(Plugin):
             )  # fmt: skip
         return nanos
 
-    def _filter(self, kind: str, evictor: TaskInfo, evictees: Sequence[TaskInfo]) -> EvictResult:
+    def _filter(
+        self, kind: str, evictor: TaskInfo, evictees: Sequence[TaskInfo]
+    ) -> Explained[EvictResult]:
         now = go_time(self._now())  # an aware instant, whatever the clock returns
         evictor_job = self._jobs.get(evictor.Job)
         victims: list[TaskInfo] = []
+        vetoes: dict[str, Reason] = {}
         for task in evictees:
             job = self._jobs.get(task.Job)
             if job is None or task.Job == evictor.Job:
                 victims.append(task)  # no PodGroup, no start time; or intra-job preemption
                 continue
             state = self._job_state(task.Job, job)
-            protected = state.start is not None and is_protected(
-                self._min_runtime(kind, evictor_job, job), state.start, now
-            )
+            min_runtime = self._min_runtime(kind, evictor_job, job)
+            protected = state.start is not None and is_protected(min_runtime, state.start, now)
             budget = state.budget
             if budget is None:
                 if not protected:
@@ -450,17 +469,41 @@ class MinRuntimePlugin(Plugin):
                 else:
                     logger.debug("min-runtime: %s/%s protected from %s",
                                  task.Namespace, task.Name, kind)  # fmt: skip
+                    vetoes[task.UID] = self._protection(kind, task.Job, min_runtime, state.start)
                 continue
             if protected and not budget.fits(task):
                 logger.debug("min-runtime: %s/%s kept: its elastic job would drop below its"
                              " minimum while protected", task.Namespace, task.Name)  # fmt: skip
+                vetoes[task.UID] = self._protection(
+                    kind, task.Job, min_runtime, state.start, budget.min_available
+                )
                 continue
             budget.grant(task)
             victims.append(task)
-        return victims, Vote.PERMIT
+        return Explained((victims, Vote.PERMIT), vetoes=vetoes)
 
-    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
+    def _protection(
+        self, kind: str, job: str, min_runtime: int, start: datetime | None,
+        elastic_minimum: int | None = None,
+    ) -> Reason:  # fmt: skip
+        """The reason a task of ``job`` is spared, built once per session and question."""
+        key = (kind, job, min_runtime, start, elastic_minimum)
+        reason = self._reasons.get(key)
+        if reason is None:
+            more = (
+                ""
+                if elastic_minimum is None
+                else f"; its elastic job may lose no more pods below minAvailable {elastic_minimum}"
+            )
+            reason = self._reasons[key] = _protection(kind, job, min_runtime, start, more)
+        return reason
+
+    def preemptable(
+        self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]
+    ) -> Explained[EvictResult]:
         return self._filter(PREEMPT, preemptor, preemptees)
 
-    def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> EvictResult:
+    def reclaimable(
+        self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]
+    ) -> Explained[EvictResult]:
         return self._filter(RECLAIM, reclaimer, reclaimees)

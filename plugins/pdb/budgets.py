@@ -6,9 +6,11 @@ call in the order the candidate victims come.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from plugins.api.reasons import Reason
 from plugins.pdb.labels import Selector, SelectorError, label_selector_as_selector
 from schemas.api import TaskInfo
 from schemas.k8s import PodDisruptionBudget
@@ -16,7 +18,7 @@ from schemas.k8s import PodDisruptionBudget
 logger = logging.getLogger("caldera.plugins.pdb")
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class CompiledPdb:
     """A PDB that can apply to some pod: its selector converted once, when it arrives.
 
@@ -117,15 +119,46 @@ class PdbSnapshot:
         return cls.build(compile_pdb(pdb) for pdb in pdbs)
 
 
-def pdb_filter(tasks: Sequence[TaskInfo], snapshot: PdbSnapshot) -> list[TaskInfo]:
-    """``pdbFilterFn``: the tasks that may be evicted, in input order."""
+NO_LABELS = Reason(
+    "no-labels", "a pod without labels is never a pdb victim (upstream: it matches no PDB)"
+)
+
+
+def _exhausted(pdb: CompiledPdb) -> Reason:
+    """Why a pod ``pdb`` covers may not go. Built once per budget (it names only the budget)."""
+    reason = _EXHAUSTED.get(pdb)
+    if reason is None:
+        allowed = pdb.disruptions_allowed
+        reason = _EXHAUSTED[pdb] = Reason(
+            "pdb-no-disruptions",
+            f"PodDisruptionBudget {pdb.namespace}/{pdb.name} allows"
+            + (
+                f" {allowed} disruptions, taken by earlier candidates of this call"
+                if allowed > 0
+                else " no disruption now"
+            ),
+        )
+    return reason
+
+
+_EXHAUSTED: weakref.WeakKeyDictionary[CompiledPdb, Reason] = weakref.WeakKeyDictionary()
+"""A budget's reason, for as long as the budget is current (a new status compiles a new one)."""
+
+
+def pdb_filter(
+    tasks: Sequence[TaskInfo], snapshot: PdbSnapshot, vetoes: dict[str, Reason] | None = None
+) -> list[TaskInfo]:
+    """``pdbFilterFn``: the tasks that may be evicted, in input order. ``vetoes``, when given,
+    receives why each other task may not be (by UID)."""
     budgets: dict[CompiledPdb, int] = {}  # only the PDBs this call touches; fresh every call
     victims: list[TaskInfo] = []
     for task in tasks:
         meta = task.Pod.metadata if task.Pod is not None else None
         if meta is None or not meta.labels:
+            if vetoes is not None:
+                vetoes[task.UID] = NO_LABELS
             continue  # upstream: "a pod with no labels will not match any PDB" (never a victim)
-        violated = False
+        violated: CompiledPdb | None = None
         namespace = snapshot.by_namespace.get(meta.namespace or task.Namespace)
         if namespace is None:
             victims.append(task)
@@ -135,8 +168,10 @@ def pdb_filter(tasks: Sequence[TaskInfo], snapshot: PdbSnapshot) -> list[TaskInf
                 continue  # an already disrupted pod was counted by the disruption controller
             left = budgets.get(pdb, pdb.disruptions_allowed) - 1
             budgets[pdb] = left
-            if left < 0:
-                violated = True  # keep going: every matching budget is consumed
-        if not violated:
+            if left < 0 and violated is None:
+                violated = pdb  # keep going: every matching budget is consumed
+        if violated is None:
             victims.append(task)
+        elif vetoes is not None:
+            vetoes[task.UID] = _exhausted(violated)
     return victims

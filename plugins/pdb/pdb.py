@@ -53,6 +53,7 @@ from pathlib import Path
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, EvictResult, Plugin, Upstream, Vote
+from plugins.api.reasons import Explained, Reason
 from plugins.api.registry import register
 from plugins.pdb.budgets import pdb_filter
 from plugins.pdb.sources import (
@@ -62,6 +63,10 @@ from plugins.pdb.sources import (
     PdbSource,
 )
 from schemas.api import TaskInfo
+
+NOT_LOADED = Reason(
+    "pdbs-not-loaded", "PodDisruptionBudgets are not loaded yet: pdb lets no pod be evicted"
+)
 
 logger = logging.getLogger("caldera.plugins.pdb")
 
@@ -117,7 +122,12 @@ class PdbPlugin(Plugin):
         super().__init__(arguments, background)
         self._reported_unsynced = False
 
-    def _filter(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
+    def _filter(self, tasks: Sequence[TaskInfo]) -> Explained[EvictResult]:
+        vetoes: dict[str, Reason] = {}
+        victims = self._victims(tasks, vetoes)
+        return Explained((victims, Vote.PERMIT), vetoes=vetoes)
+
+    def _victims(self, tasks: Sequence[TaskInfo], vetoes: dict[str, Reason]) -> list[TaskInfo]:
         source = self.background
         snapshot = source.snapshot() if isinstance(source, PdbSource) else None
         if snapshot is None:
@@ -128,11 +138,16 @@ class PdbPlugin(Plugin):
                     "pdb: PodDisruptionBudgets are not loaded yet (%s); no pod is evicted",
                     detail,
                 )
+            vetoes.update((task.UID, NOT_LOADED) for task in tasks)
             return []
-        return pdb_filter(tasks, snapshot)
+        return pdb_filter(tasks, snapshot, vetoes)
 
-    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
-        return self._filter(preemptees), Vote.PERMIT
+    def preemptable(
+        self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]
+    ) -> Explained[EvictResult]:
+        return self._filter(preemptees)
 
-    def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> EvictResult:
-        return self._filter(reclaimees), Vote.PERMIT
+    def reclaimable(
+        self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]
+    ) -> Explained[EvictResult]:
+        return self._filter(reclaimees)

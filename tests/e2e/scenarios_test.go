@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -208,6 +209,63 @@ func testAdmission(t *testing.T, c *Cluster) {
 	}
 	if n := s.Caldera.Answered(t, "jobEnqueueable"); n < 2 {
 		t.Errorf("Caldera answered %v jobEnqueueable calls", n)
+	}
+	checkExplainOverQuota(t, s)
+}
+
+// checkExplainOverQuota: `caldera explain admission/over-quota` tells an operator why the job
+// waits: resourcequota rejects it at enqueue, with the quota's numbers (6 CPU requested, a hard
+// limit of 4), while sla, an hour from its deadline, abstains. The same with --json, whose first
+// summary line is the rejection; an unknown job exits 1.
+func checkExplainOverQuota(t *testing.T, s *Scenario) {
+	t.Helper()
+	key := s.NS + "/over-quota"
+	out, errOut, code := s.Caldera.Explain(t, key)
+	if code != 0 {
+		t.Errorf("caldera explain %s exited %d:\n%s%s", key, code, out, errOut)
+	} else {
+		t.Logf("caldera explain %s:\n%s", key, out)
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		// A header line ("job NS/NAME (session N, ...):"), then the summary, most decisive first.
+		if len(lines) < 2 || !strings.HasPrefix(strings.TrimSpace(lines[1]), "resourcequota rejects job "+key) ||
+			!strings.Contains(lines[1], "cpu 6 requested") || !strings.Contains(lines[1], "of 4") {
+			t.Errorf("caldera explain %s: want its first summary line to say that resourcequota rejects it, "+
+				"cpu 6 requested of 4; got:\n%s", key, out)
+		}
+	}
+
+	out, errOut, code = s.Caldera.Explain(t, key, "--json")
+	var doc struct {
+		Job      string
+		Summary  []string
+		Verdicts []struct{ Verb, Plugin, Answer, Code, Message string }
+	}
+	if code != 0 {
+		t.Errorf("caldera explain %s --json exited %d:\n%s%s", key, code, out, errOut)
+	} else if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Errorf("caldera explain %s --json: %v\n%s", key, err, out)
+	} else {
+		if doc.Job != key {
+			t.Errorf("caldera explain --json: job %q, want %q", doc.Job, key)
+		}
+		if len(doc.Summary) == 0 || !strings.HasPrefix(doc.Summary[0], "resourcequota rejects") ||
+			!strings.Contains(doc.Summary[0], "cpu 6 requested") {
+			t.Errorf("caldera explain --json: summary %q, want resourcequota's rejection first", doc.Summary)
+		}
+		verdicts := map[string]string{}
+		for _, v := range doc.Verdicts {
+			if v.Verb == "jobEnqueueable" {
+				verdicts[v.Plugin] = v.Answer + " " + v.Code
+			}
+		}
+		if verdicts["resourcequota"] != "reject quota-exceeded" || verdicts["sla"] != "abstain within-sla" {
+			t.Errorf("caldera explain --json: jobEnqueueable verdicts %v, want resourcequota reject "+
+				"quota-exceeded and sla abstain within-sla:\n%s", verdicts, out)
+		}
+	}
+
+	if out, errOut, code := s.Caldera.Explain(t, s.NS+"/no-such-job"); code != 1 {
+		t.Errorf("caldera explain of an unknown job exited %d, want 1:\n%s%s", code, out, errOut)
 	}
 }
 

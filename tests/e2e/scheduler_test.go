@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -481,6 +482,21 @@ func (cal *Caldera) Answered(t testing.TB, verb string) float64 {
 func (cal *Caldera) Decisions(t testing.TB, plugin, verb, outcome string) float64 {
 	t.Helper()
 	return cal.metric(t, "caldera_plugin_decisions_total", `plugin="`+plugin+`"`, `verb="`+verb+`"`, `outcome="`+outcome+`"`)
+}
+
+// Explain runs `caldera explain KEY --url URL ARGS...` against this Caldera's verb listener, as
+// an operator would, and returns its standard output, its standard error and its exit code.
+func (cal *Caldera) Explain(t testing.TB, key string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(calderaBin(t), append([]string{"explain", key, "--url", cal.URL}, args...)...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("caldera explain %s: %v", key, err)
+	}
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
 
 // CheckListeners checks what the shipped sidecar relies on: the probes and the scrape answered

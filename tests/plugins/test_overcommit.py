@@ -13,6 +13,7 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
+from plugins.api.reasons import Explained, Reason, answer_of
 from plugins.api.release import Release
 from plugins.overcommit import OvercommitPlugin, format_resource_names
 from plugins.support.resources import QUEUE_ALLOCATION_GATE, new_resource, total_allocatable
@@ -154,14 +155,14 @@ def test_overcommit_plugin(
         plugin.inqueue_resource.MilliCPU,
         plugin.inqueue_resource.Memory,
     ) == inqueue_after_enqueued
-    assert (plugin.job_enqueueable(job) == Vote.PERMIT) is expected
+    assert (answer_of(plugin.job_enqueueable(job)) == Vote.PERMIT) is expected
 
 
 def test_reject_logs_the_podgroup_event_message(caplog: pytest.LogCaptureFixture) -> None:
     job = make_job("pg2", "Pending", HUGE)
     plugin = open_plugin({}, make_session([N1, N2], []))
     with caplog.at_level(logging.INFO, logger="caldera.plugins.overcommit"):
-        assert plugin.job_enqueueable(job) == Vote.REJECT
+        assert answer_of(plugin.job_enqueueable(job)) == Vote.REJECT
     assert "resource in cluster is overused: overused cpu" in caplog.text
     assert "overused memory" not in caplog.text  # 20G <= 24Gi
 
@@ -181,10 +182,12 @@ def test_enqueues_are_cumulative_within_a_session() -> None:
     first = make_job("a", "Pending", {"cpu": "4"})
     second = make_job("b", "Pending", {"cpu": "4"})
     plugin = open_plugin({"overcommit-factor": 1.0}, make_session([N1, N2], [first, second]))
-    assert plugin.job_enqueueable(second) == Vote.PERMIT  # the vote alone reserves nothing
-    assert plugin.job_enqueueable(first) == Vote.PERMIT
+    assert (
+        answer_of(plugin.job_enqueueable(second)) == Vote.PERMIT
+    )  # the vote alone reserves nothing
+    assert answer_of(plugin.job_enqueueable(first)) == Vote.PERMIT
     plugin.job_enqueued(first)
-    assert plugin.job_enqueueable(second) == Vote.REJECT
+    assert answer_of(plugin.job_enqueueable(second)) == Vote.REJECT
 
 
 def test_a_fresh_session_resets_the_accounting() -> None:
@@ -193,11 +196,14 @@ def test_a_fresh_session_resets_the_accounting() -> None:
     ssn = make_session([N1, N2], [first, second])
     plugin = open_plugin({"overcommit-factor": 1.0}, ssn)
     plugin.job_enqueued(first)
-    assert plugin.job_enqueueable(second) == Vote.REJECT
+    assert answer_of(plugin.job_enqueueable(second)) == Vote.REJECT
     # A new instance, as the framework builds every session, and the same instance re-opened.
-    assert open_plugin({"overcommit-factor": 1.0}, ssn).job_enqueueable(second) == Vote.PERMIT
+    assert (
+        answer_of(open_plugin({"overcommit-factor": 1.0}, ssn).job_enqueueable(second))
+        == Vote.PERMIT
+    )
     plugin.on_session_open(ssn)
-    assert plugin.job_enqueueable(second) == Vote.PERMIT
+    assert answer_of(plugin.job_enqueueable(second)) == Vote.PERMIT
 
 
 def test_inqueue_podgroups_of_the_snapshot_count() -> None:
@@ -206,7 +212,7 @@ def test_inqueue_podgroups_of_the_snapshot_count() -> None:
     pending = make_job("pending", "Pending", {"cpu": "4"})
     plugin = open_plugin({"overcommit-factor": 1.0}, make_session([N1, N2], [queued, pending]))
     assert plugin.inqueue_resource.MilliCPU == 4000
-    assert plugin.job_enqueueable(pending) == Vote.REJECT
+    assert answer_of(plugin.job_enqueueable(pending)) == Vote.REJECT
 
 
 @pytest.mark.parametrize("phase", ["Pending", "Unknown", "Completed", ""])
@@ -221,9 +227,12 @@ def test_idle_is_not_clamped() -> None:
     busy = make_node("n1", {"cpu": "6", "memory": "4Gi"}, used={"cpu": "7"})
     plugin = open_plugin({"overcommit-factor": 1.0}, make_session([busy], []))
     assert plugin.idle_resource.MilliCPU == -1000
-    assert plugin.job_enqueueable(make_job("j", "Pending", {"cpu": "1m"})) == Vote.REJECT
+    assert answer_of(plugin.job_enqueueable(make_job("j", "Pending", {"cpu": "1m"}))) == Vote.REJECT
     # A job that asks for no cpu is not compared on cpu.
-    assert plugin.job_enqueueable(make_job("k", "Pending", {"memory": "1Gi"})) == Vote.PERMIT
+    assert (
+        answer_of(plugin.job_enqueueable(make_job("k", "Pending", {"memory": "1Gi"})))
+        == Vote.PERMIT
+    )
 
 
 # --- scheduling-gated tasks -------------------------------------------------------------------
@@ -238,7 +247,7 @@ def test_gated_tasks_are_deducted_from_inqueue_not_from_the_need() -> None:
 
     # The vote compares the full 4000m (2000 + 4000 = 6000 <= 6000), the enqueue adds 2000.
     job = make_job("job", "Pending", {"cpu": "4"}, tasks=gated)
-    assert plugin.job_enqueueable(job) == Vote.PERMIT
+    assert answer_of(plugin.job_enqueueable(job)) == Vote.PERMIT
     plugin.job_enqueued(job)
     assert plugin.inqueue_resource.MilliCPU == 4000
 
@@ -267,8 +276,10 @@ def test_running_job_reserves_what_is_not_allocated_yet() -> None:
     running = make_job("run", "Running", {"cpu": "4"}, tasks=running_tasks(2, {"cpu": "1"}))
     plugin = open_plugin({"overcommit-factor": 1.0}, make_session([N1, N2], [running]))
     assert plugin.inqueue_resource.MilliCPU == 2000
-    assert plugin.job_enqueueable(make_job("j", "Pending", {"cpu": "4"})) == Vote.PERMIT
-    assert plugin.job_enqueueable(make_job("k", "Pending", {"cpu": "4001m"})) == Vote.REJECT
+    assert answer_of(plugin.job_enqueueable(make_job("j", "Pending", {"cpu": "4"}))) == Vote.PERMIT
+    assert (
+        answer_of(plugin.job_enqueueable(make_job("k", "Pending", {"cpu": "4001m"}))) == Vote.REJECT
+    )
 
 
 def test_running_job_below_min_member_reserves_nothing() -> None:
@@ -321,7 +332,7 @@ def test_running_job_gpu_reservation_units(
         "run", "Running", {"cpu": "2", GPU: "4"}, tasks=running_tasks(2, {"cpu": "1", GPU: "1"})
     )
     plugin = open_plugin({"overcommit-factor": 1.0}, make_session([node], [running], version))
-    assert plugin.job_enqueueable(make_job("j", "Pending", {GPU: "1"})) == expected
+    assert answer_of(plugin.job_enqueueable(make_job("j", "Pending", {GPU: "1"}))) == expected
 
 
 def test_running_job_pods_reservation_is_in_whole_units() -> None:
@@ -342,7 +353,8 @@ def test_pods_dimension_is_ignored() -> None:
     node = make_node("n1", {"cpu": "6", "memory": "20Gi", "pods": "10"})
     plugin = open_plugin({"overcommit-factor": 1.0}, make_session([node], []))
     assert (
-        plugin.job_enqueueable(make_job("j", "Pending", {"cpu": "1", "pods": "100"})) == Vote.PERMIT
+        answer_of(plugin.job_enqueueable(make_job("j", "Pending", {"cpu": "1", "pods": "100"})))
+        == Vote.PERMIT
     )
 
 
@@ -350,7 +362,8 @@ def test_gpu_missing_from_the_cluster_rejects(caplog: pytest.LogCaptureFixture) 
     plugin = open_plugin({}, make_session([N1, N2], []))
     with caplog.at_level(logging.INFO, logger="caldera.plugins.overcommit"):
         assert (
-            plugin.job_enqueueable(make_job("j", "Pending", {"cpu": "1", GPU: "1"})) == Vote.REJECT
+            answer_of(plugin.job_enqueueable(make_job("j", "Pending", {"cpu": "1", GPU: "1"})))
+            == Vote.REJECT
         )
     assert f"resource in cluster is overused: overused {GPU}" in caplog.text
 
@@ -358,8 +371,12 @@ def test_gpu_missing_from_the_cluster_rejects(caplog: pytest.LogCaptureFixture) 
 def test_gpu_within_the_overcommitted_cluster_permits() -> None:
     node = make_node("g1", {"cpu": "8", "memory": "8Gi", GPU: "4"})
     plugin = open_plugin({"overcommit-factor": 1.2}, make_session([node], []))
-    assert plugin.job_enqueueable(make_job("j", "Pending", {GPU: "4800m"})) == Vote.PERMIT
-    assert plugin.job_enqueueable(make_job("k", "Pending", {GPU: "4801m"})) == Vote.REJECT
+    assert (
+        answer_of(plugin.job_enqueueable(make_job("j", "Pending", {GPU: "4800m"}))) == Vote.PERMIT
+    )
+    assert (
+        answer_of(plugin.job_enqueueable(make_job("k", "Pending", {GPU: "4801m"}))) == Vote.REJECT
+    )
 
 
 # --- the overcommit-factor argument -----------------------------------------------------------
@@ -394,5 +411,22 @@ def test_overcommit_factor(arguments: dict[str, Any], factor: float) -> None:
     assert plugin.idle_resource.MilliCPU == pytest.approx(6000 * factor)
     # The boundary is inclusive: exactly idle fits, one milli-CPU more does not.
     limit = round(6000 * factor)
-    assert plugin.job_enqueueable(make_job("j", "Pending", {"cpu": f"{limit}m"})) == Vote.PERMIT
-    assert plugin.job_enqueueable(make_job("k", "Pending", {"cpu": f"{limit + 1}m"})) == Vote.REJECT
+    assert (
+        answer_of(plugin.job_enqueueable(make_job("j", "Pending", {"cpu": f"{limit}m"})))
+        == Vote.PERMIT
+    )
+    assert (
+        answer_of(plugin.job_enqueueable(make_job("k", "Pending", {"cpu": f"{limit + 1}m"})))
+        == Vote.REJECT
+    )
+
+
+def test_a_reject_says_what_was_needed_against_what_was_idle() -> None:
+    """The numbers behind the Reject, in the dimensions that did not fit (memory fitted)."""
+    job = make_job("pg2", "Pending", HUGE)
+    result = open_plugin({}, make_session([N1, N2], [])).job_enqueueable(job)
+    assert isinstance(result, Explained) and result.answer == Vote.REJECT
+    assert result.reason == Reason(
+        "insufficient-idle",
+        "needs 20 CPU with 0 CPU already admitted, 7200m CPU idle (6 CPU x 1.2 less 0 CPU in use)",
+    )

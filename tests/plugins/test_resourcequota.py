@@ -16,6 +16,7 @@ from app.framework import Framework, Slot
 from plugins.api.arguments import Arguments
 from plugins.api.base import Plugin, Session, Vote
 from plugins.api.extension_points import BY_VERB
+from plugins.api.reasons import Explained, Reason, answer_of
 from plugins.api.release import Release
 from plugins.resourcequota import (
     ResourceQuotaPlugin,
@@ -100,7 +101,9 @@ def test_resource_quota_plugin(
     version: tuple[int, int],
 ) -> None:
     plugin = open_plugin(make_session(namespaces, version))
-    assert (plugin.job_enqueueable(make_job("pg", min_resources)) == Vote.PERMIT) is expected
+    assert (
+        answer_of(plugin.job_enqueueable(make_job("pg", min_resources))) == Vote.PERMIT
+    ) is expected
 
 
 # --- TestJobEnqueuedOnOtherPluginsReject ------------------------------------------------------
@@ -169,26 +172,33 @@ def test_before_1_16_a_co_tier_reject_still_consumes_quota() -> None:
 def test_enqueues_are_cumulative_within_a_session_1_16() -> None:
     plugin = open_plugin(make_session({"ns1": {"rq1": quota({"cpu": "3"})}}))
     first, second = (make_job(n, {"cpu": "2"}, namespace="ns1") for n in ("a", "b"))
-    assert plugin.job_enqueueable(first) == Vote.PERMIT
-    assert plugin.job_enqueueable(second) == Vote.PERMIT  # the vote alone records nothing
+    assert answer_of(plugin.job_enqueueable(first)) == Vote.PERMIT
+    # the vote alone records nothing
+    assert answer_of(plugin.job_enqueueable(second)) == Vote.PERMIT
     plugin.job_enqueued(first)
-    assert plugin.job_enqueueable(second) == Vote.REJECT
+    assert answer_of(plugin.job_enqueueable(second)) == Vote.REJECT
 
 
 def test_enqueues_are_cumulative_within_a_session_1_15() -> None:
     # The vote itself records the usage; the framework's implicit job_enqueued adds nothing more.
     plugin = open_plugin(make_session({"ns1": {"rq1": quota({"cpu": "4"})}}, version=(1, 15)))
     first, second = (make_job(n, {"cpu": "2"}, namespace="ns1") for n in ("a", "b"))
-    assert plugin.job_enqueueable(first) == Vote.PERMIT
+    assert answer_of(plugin.job_enqueueable(first)) == Vote.PERMIT
     plugin.job_enqueued(first)
     assert plugin.pending_resources == {"ns1": {"cpu": Fraction(2)}}
-    assert plugin.job_enqueueable(second) == Vote.PERMIT  # 2 + 2 <= 4
-    assert plugin.job_enqueueable(make_job("c", {"cpu": "1m"}, namespace="ns1")) == Vote.REJECT
+    assert answer_of(plugin.job_enqueueable(second)) == Vote.PERMIT  # 2 + 2 <= 4
+    assert (
+        answer_of(plugin.job_enqueueable(make_job("c", {"cpu": "1m"}, namespace="ns1")))
+        == Vote.REJECT
+    )
 
 
 def test_a_rejected_vote_records_nothing_1_15() -> None:
     plugin = open_plugin(make_session({"ns1": {"rq1": quota({"cpu": "1"})}}, version=(1, 15)))
-    assert plugin.job_enqueueable(make_job("big", {"cpu": "2"}, namespace="ns1")) == Vote.REJECT
+    assert (
+        answer_of(plugin.job_enqueueable(make_job("big", {"cpu": "2"}, namespace="ns1")))
+        == Vote.REJECT
+    )
     assert plugin.pending_resources == {}
 
 
@@ -197,10 +207,10 @@ def test_a_fresh_session_resets_the_accounting() -> None:
     first, second = (make_job(n, {"cpu": "2"}, namespace="ns1") for n in ("a", "b"))
     plugin = open_plugin(ssn)
     plugin.job_enqueued(first)
-    assert plugin.job_enqueueable(second) == Vote.REJECT
-    assert open_plugin(ssn).job_enqueueable(second) == Vote.PERMIT
+    assert answer_of(plugin.job_enqueueable(second)) == Vote.REJECT
+    assert answer_of(open_plugin(ssn).job_enqueueable(second)) == Vote.PERMIT
     plugin.on_session_open(ssn)
-    assert plugin.job_enqueueable(second) == Vote.PERMIT
+    assert answer_of(plugin.job_enqueueable(second)) == Vote.PERMIT
 
 
 def test_pending_is_per_namespace_and_holds_the_full_min_resources() -> None:
@@ -210,7 +220,10 @@ def test_pending_is_per_namespace_and_holds_the_full_min_resources() -> None:
     plugin.job_enqueued(make_job("n", {"cpu": "2"}, namespace="no-quota"))  # never had a quota
     plugin.job_enqueued(make_job("b", None, namespace="ns2"))
     assert plugin.pending_resources == {"ns1": {"cpu": Fraction(2), "memory": Fraction(2**30)}}
-    assert plugin.job_enqueueable(make_job("c", {"cpu": "2"}, namespace="ns2")) == Vote.PERMIT
+    assert (
+        answer_of(plugin.job_enqueueable(make_job("c", {"cpu": "2"}, namespace="ns2")))
+        == Vote.PERMIT
+    )
 
 
 # --- the comparison ---------------------------------------------------------------------------
@@ -262,7 +275,9 @@ def test_comparison(
     min_resources: ResourceList, quotas: dict[str, ResourceQuotaStatus], expected: Vote
 ) -> None:
     plugin = open_plugin(make_session({"ns1": quotas}))
-    assert plugin.job_enqueueable(make_job("j", min_resources, namespace="ns1")) == expected
+    assert (
+        answer_of(plugin.job_enqueueable(make_job("j", min_resources, namespace="ns1"))) == expected
+    )
 
 
 def test_reject_logs_the_podgroup_event_message(caplog: pytest.LogCaptureFixture) -> None:
@@ -271,7 +286,9 @@ def test_reject_logs_the_podgroup_event_message(caplog: pytest.LogCaptureFixture
     )
     plugin.job_enqueued(make_job("a", {"cpu": "500m"}, namespace="ns1"))
     with caplog.at_level(logging.INFO, logger="caldera.plugins.resourcequota"):
-        vote = plugin.job_enqueueable(make_job("b", {"cpu": "1", "memory": "1G"}, namespace="ns1"))
+        vote = answer_of(
+            plugin.job_enqueueable(make_job("b", {"cpu": "1", "memory": "1G"}, namespace="ns1"))
+        )
     assert vote == Vote.REJECT
     # "used" is the quota status, without the session's pending 500m; only exceeded names.
     assert (
@@ -288,3 +305,15 @@ def test_quota_helpers() -> None:
     assert quota_less_than_or_equal(a, b) == (True, [])
     assert quota_less_than_or_equal(b, a) == (False, ["cpu"])
     assert quota_less_than_or_equal({"x": Fraction(9)}, a) == (True, [])
+
+
+def test_a_reject_names_the_quota_and_its_numbers() -> None:
+    plugin = open_plugin(make_session({"ns1": {"rq1": quota({"cpu": "3", "memory": "8Gi"})}}))
+    first = make_job("a", {"cpu": "2"}, namespace="ns1")
+    plugin.job_enqueued(first)
+    result = plugin.job_enqueueable(make_job("b", {"cpu": "1500m", "memory": "1Gi"}, "ns1"))
+    assert isinstance(result, Explained) and result.answer == Vote.REJECT
+    assert result.reason == Reason(
+        "quota-exceeded",
+        "quota rq1 of namespace ns1: cpu 1500m requested, 2 used or admitted of 3",
+    )

@@ -11,6 +11,7 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
+from plugins.api.reasons import Explained, Reason, answer_of
 from plugins.sla import SlaPlugin, parse_global_waiting_time
 from schemas.api import JobInfo, PodGroup, TaskInfo
 
@@ -68,7 +69,7 @@ def test_sla_plugin(
     # Session.JobOrderFn: l goes first exactly when the compare is negative (UIDs equal, so the
     # creation-time/UID fallback answers false on a tie).
     assert (plugin.compare_jobs(job1, job2) < 0) is expected_order
-    vote = plugin.job_enqueueable(job1)
+    vote = answer_of(plugin.job_enqueueable(job1))
     assert vote == expected_vote
     assert (vote >= 0) is expected_enqueueable
 
@@ -117,7 +118,9 @@ def test_global_waiting_time_argument(arguments: dict[str, Any], expected: int |
     assert parse_global_waiting_time(Arguments(arguments)) == expected
     # An invalid global means "no SLA": a job without its own waiting time abstains even when
     # it is centuries old; a valid one makes that job enqueueable.
-    vote = make_plugin(arguments).job_enqueueable(make_job(created=T0 - timedelta(days=3650)))
+    vote = answer_of(
+        make_plugin(arguments).job_enqueueable(make_job(created=T0 - timedelta(days=3650)))
+    )
     assert vote == (Vote.ABSTAIN if expected is None else Vote.PERMIT)
 
 
@@ -160,14 +163,20 @@ def test_deadline(
     arguments: dict[str, Any], waiting_time: int | None, elapsed: timedelta, expected: Vote
 ) -> None:
     plugin = make_plugin(arguments, now=T0 + elapsed)
-    assert plugin.job_enqueueable(make_job(waiting_time=waiting_time, created=T0)) == expected
+    assert (
+        answer_of(plugin.job_enqueueable(make_job(waiting_time=waiting_time, created=T0)))
+        == expected
+    )
 
 
 def test_zero_creation_timestamp_is_always_past_the_deadline() -> None:
     # time.Since(zero time) saturates at the largest Duration; even a 290-year SLA has passed.
     plugin = make_plugin({"sla-waiting-time": "2540400h"})
-    assert plugin.job_enqueueable(make_job(created=None)) == Vote.PERMIT
-    assert plugin.job_enqueueable(make_job(created=datetime(1, 1, 1, tzinfo=UTC))) == Vote.PERMIT
+    assert answer_of(plugin.job_enqueueable(make_job(created=None))) == Vote.PERMIT
+    assert (
+        answer_of(plugin.job_enqueueable(make_job(created=datetime(1, 1, 1, tzinfo=UTC))))
+        == Vote.PERMIT
+    )
 
 
 def test_never_rejects_and_follows_the_injected_clock() -> None:
@@ -178,7 +187,7 @@ def test_never_rejects_and_follows_the_injected_clock() -> None:
     votes = []
     for minutes in (0, 5, 9, 10, 11):
         clock[0] = T0 + timedelta(minutes=minutes)
-        votes.append(plugin.job_enqueueable(job))
+        votes.append(answer_of(plugin.job_enqueueable(job)))
     assert votes == [Vote.ABSTAIN] * 3 + [Vote.PERMIT] * 2
 
 
@@ -189,8 +198,14 @@ def test_job_decoded_from_volcano_json() -> None:
         b'"CreationTimestamp":"2026-08-01T10:00:00Z","PodGroup":null}'
     )
     job = msgspec.json.decode(body, type=JobInfo)
-    assert make_plugin({}, now=T0 + timedelta(minutes=4)).job_enqueueable(job) == Vote.ABSTAIN
-    assert make_plugin({}, now=T0 + timedelta(minutes=5)).job_enqueueable(job) == Vote.PERMIT
+    assert (
+        answer_of(make_plugin({}, now=T0 + timedelta(minutes=4)).job_enqueueable(job))
+        == Vote.ABSTAIN
+    )
+    assert (
+        answer_of(make_plugin({}, now=T0 + timedelta(minutes=5)).job_enqueueable(job))
+        == Vote.PERMIT
+    )
 
 
 # --- JobOrderFn (in-tree only; kept for the upstream vector) ---------------------------------
@@ -231,3 +246,33 @@ def test_registered_hooks() -> None:
     assert plugin.hooks() == frozenset({"job_enqueueable"})
     assert not SlaPlugin.needs_snapshot
     assert set(SlaPlugin.in_tree_only) == {"JobOrderFn", "JobPipelinedFn"}
+
+
+@pytest.mark.parametrize(
+    ("waited", "reason"),
+    [
+        pytest.param(timedelta(minutes=10), Reason(
+            "within-sla", "waited 10m of its SLA 1h (deadline 2026-01-01T01:00:00+00:00)"),
+            id="waits"),
+        pytest.param(timedelta(hours=2), Reason(
+            "past-sla", "waited past its SLA 1h (deadline 2026-01-01T01:00:00+00:00): admitted"),
+            id="admitted"),
+    ],
+)  # fmt: skip
+def test_the_vote_says_how_long_the_job_waited_against_its_sla(
+    waited: timedelta, reason: Reason
+) -> None:
+    created = datetime(2026, 1, 1, tzinfo=UTC)
+    plugin = SlaPlugin(Arguments({"sla-waiting-time": "1h"}, plugin="sla"))
+    plugin.on_session_open(Session(now=lambda: created + waited))
+    result = plugin.job_enqueueable(JobInfo(Name="j", Namespace="ns", CreationTimestamp=created))
+    assert isinstance(result, Explained) and result.reason == reason
+
+
+def test_a_deadline_past_year_9999_is_named_so() -> None:
+    created = datetime(9999, 12, 31, 23, 0, tzinfo=UTC)
+    plugin = SlaPlugin(Arguments({"sla-waiting-time": "2h"}, plugin="sla"))
+    plugin.on_session_open(Session(now=lambda: created))
+    result = plugin.job_enqueueable(JobInfo(Name="j", Namespace="ns", CreationTimestamp=created))
+    assert isinstance(result, Explained) and result.reason is not None
+    assert result.reason.message == "waited 0s of its SLA 2h (deadline after year 9999)"

@@ -1,6 +1,6 @@
 """Nothing a caller sends comes back out: a secret planted in every string of Volcano's captured
 bodies (pod specs, env values, annotations, names) must appear in no log line at debug level, no
-/debug/session, /readyz or /metrics output and no error body, whichever verb is driven and
+/debug/session, /debug/explain, /readyz or /metrics output and no error body, whichever verb is driven and
 whether it succeeds or fails.
 
 Two sweeps: every string of a body replaced at once (most such bodies are refused early, which
@@ -118,11 +118,18 @@ async def test_no_planted_secret_leaves_the_server(tmp_path: Path) -> None:
     async def operator_views() -> None:
         for path in ("/debug/session", "/readyz", "/metrics"):
             outputs.append((await client.get(path)).text)
+        # What the decision record says about every job and task the bodies name.
+        for kind, key in explained:
+            response = await client.get("/debug/explain", params={kind: key})
+            statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+            outputs.append(response.text)
 
     try:
         snapshot = example_json(CAPTURED, "onSessionOpen.request.json")
         clean_snapshot = json.dumps(snapshot).encode()
         bodies = {verb: example_json(CAPTURED, name) for verb, name in VERB_FIXTURES.items()}
+        explained = sorted(named_in(bodies.values()))
+        assert {kind for kind, _ in explained} == {"job", "task"}, explained
         # Every snapshot variant opens a session the verbs are then asked in.
         for body in [
             *variants(snapshot),
@@ -152,6 +159,18 @@ async def test_no_planted_secret_leaves_the_server(tmp_path: Path) -> None:
     # Both kinds of answer were exercised: refusals and real decisions.
     refused = sum(count for status, count in statuses.items() if status != 200)
     assert statuses.get(200, 0) > 1000 and refused > 10, statuses
+
+
+def named_in(documents: Any) -> set[tuple[str, str]]:
+    """The jobs and tasks the bodies ask about, as /debug/explain names them."""
+    found: set[tuple[str, str]] = set()
+    for document in documents:
+        for field, kind in (("job", "job"), ("task", "task"), ("evictor", "task")):
+            if isinstance(document.get(field), dict):
+                found.add((kind, f"{document[field]['Namespace']}/{document[field]['Name']}"))
+        for evictee in document.get("evictees") or []:
+            found.add(("task", f"{evictee['Namespace']}/{evictee['Name']}"))
+    return found
 
 
 def leak(text: str) -> str:

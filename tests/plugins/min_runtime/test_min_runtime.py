@@ -14,6 +14,7 @@ import pytest
 from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
+from plugins.api.reasons import Reason, answer_of
 from plugins.min_runtime.min_runtime import (
     DEFAULT_PREEMPT_MIN_RUNTIME,
     DEFAULT_RECLAIM_MIN_RUNTIME,
@@ -446,7 +447,7 @@ def passes(plugin: MinRuntimePlugin, kind: str, pending: JobInfo, victim: JobInf
     """KAI's victim filter on a non-elastic victim: are its tasks returned?"""
     victims = tasks_of(victim)
     hook = plugin.preemptable if kind == "preempt" else plugin.reclaimable
-    answer, vote = hook(preemptor_of(pending), victims)
+    answer, vote = answer_of(hook(preemptor_of(pending), victims))
     assert vote == Vote.PERMIT
     assert all(a is b for a, b in zip(answer, victims, strict=False))  # the evictees themselves
     return len(answer) == len(victims)
@@ -466,6 +467,19 @@ def test_preempt_filter_fn(started: datetime | None, expected: bool) -> None:
     pending = create_pod_group("pending-job", "dev-team1", None, 1, 1)
     victim = create_pod_group("victim-job", "prod-team2", started, 1, 1)
     assert passes(make_plugin([pending, victim]), "preempt", pending, victim) is expected
+
+
+def test_a_protected_victim_is_vetoed_with_its_start_and_the_end_of_its_protection() -> None:
+    pending = create_pod_group("pending-job", "dev-team1", None, 1, 1)
+    victim = create_pod_group("victim-job", "prod-team2", ago(10), 1, 1)
+    result = make_plugin([pending, victim]).preemptable(preemptor_of(pending), tasks_of(victim))
+    [(uid, reason)] = result.vetoes.items()
+    assert uid == tasks_of(victim)[0].UID
+    assert reason == Reason(
+        "min-runtime",
+        "job ns/victim-job started 2026-08-01T11:59:50+00:00 with a preempt minimum runtime of"
+        " 15s: protected until 2026-08-01T12:00:05+00:00",
+    )
 
 
 def test_preempt_filter_fn_re_evaluates_protection_for_a_previously_checked_victim() -> None:
@@ -552,7 +566,7 @@ def test_scenario_validator(
     plugin = make_plugin([pending, victim])
     hook = plugin.preemptable if kind == "preempt" else plugin.reclaimable
     offered_tasks = tasks_of(victim, offered)
-    answer, vote = hook(preemptor_of(pending), offered_tasks)
+    answer, vote = answer_of(hook(preemptor_of(pending), offered_tasks))
     assert vote == Vote.PERMIT
     assert list(answer) == offered_tasks[:granted]
 
@@ -567,14 +581,19 @@ def test_reclaim_scenario_validator_fn_should_return_false_if_too_many_tasks_wou
     victim = create_pod_group("victim-job", "prod-team2", ago(20), 2, 3)
     plugin = make_plugin([reclaimer, victim])
     pod0, pod1, _ = tasks_of(victim)
-    assert plugin.reclaimable(preemptor_of(reclaimer), [pod0]) == ([pod0], Vote.PERMIT)
-    assert plugin.reclaimable(preemptor_of(reclaimer), [pod0, pod1]) == ([pod0], Vote.PERMIT)
+    assert answer_of(plugin.reclaimable(preemptor_of(reclaimer), [pod0])) == ([pod0], Vote.PERMIT)
+    assert answer_of(plugin.reclaimable(preemptor_of(reclaimer), [pod0, pod1])) == (
+        [pod0],
+        Vote.PERMIT,
+    )
 
 
 def test_protected_elastic_job_whose_time_elapsed_is_unrestricted() -> None:
     pending = create_pod_group("preemptor-job", "dev-team1", None, 1, 1)
     victim = create_pod_group("victim-job", "prod-team2", ago(16), 2, 3)
-    answer, _ = make_plugin([pending, victim]).preemptable(preemptor_of(pending), tasks_of(victim))
+    answer, _ = answer_of(
+        make_plugin([pending, victim]).preemptable(preemptor_of(pending), tasks_of(victim))
+    )
     assert list(answer) == tasks_of(victim)
 
 
@@ -586,13 +605,16 @@ def test_elastic_cap_holds_across_calls_and_verbs_in_one_session() -> None:
     t = tasks_of(victim)
     plugin = make_plugin([pending, victim])
     preemptor = preemptor_of(pending)
-    assert plugin.preemptable(preemptor, [t[0]]) == ([t[0]], Vote.PERMIT)
-    assert plugin.reclaimable(preemptor, [t[1]]) == ([t[1]], Vote.PERMIT)
-    assert plugin.preemptable(preemptor, [t[0], t[2], t[3]]) == ([t[0], t[2]], Vote.PERMIT)
-    assert plugin.reclaimable(preemptor, [t[3], t[4]]) == ([], Vote.PERMIT)
-    assert plugin.preemptable(preemptor, [t[1], t[4]]) == ([t[1]], Vote.PERMIT)
+    assert answer_of(plugin.preemptable(preemptor, [t[0]])) == ([t[0]], Vote.PERMIT)
+    assert answer_of(plugin.reclaimable(preemptor, [t[1]])) == ([t[1]], Vote.PERMIT)
+    assert answer_of(plugin.preemptable(preemptor, [t[0], t[2], t[3]])) == (
+        [t[0], t[2]],
+        Vote.PERMIT,
+    )
+    assert answer_of(plugin.reclaimable(preemptor, [t[3], t[4]])) == ([], Vote.PERMIT)
+    assert answer_of(plugin.preemptable(preemptor, [t[1], t[4]])) == ([t[1]], Vote.PERMIT)
     fresh = make_plugin([pending, victim])
-    assert fresh.preemptable(preemptor, [t[3], t[4]]) == ([t[3], t[4]], Vote.PERMIT)
+    assert answer_of(fresh.preemptable(preemptor, [t[3], t[4]])) == ([t[3], t[4]], Vote.PERMIT)
 
 
 def test_unprotected_grants_count_against_a_later_protected_budget() -> None:
@@ -604,11 +626,14 @@ def test_unprotected_grants_count_against_a_later_protected_budget() -> None:
     victim = create_pod_group("victim-job", "prod-team2", ago(20), 2, 4)
     t = tasks_of(victim)
     plugin = make_plugin([preempt_pending, reclaim_pending, victim])
-    assert plugin.preemptable(preemptor_of(preempt_pending), [t[0], t[1]]) == (
+    assert answer_of(plugin.preemptable(preemptor_of(preempt_pending), [t[0], t[1]])) == (
         [t[0], t[1]],
         Vote.PERMIT,
     )
-    assert plugin.reclaimable(preemptor_of(reclaim_pending), [t[2], t[3]]) == ([], Vote.PERMIT)
+    assert answer_of(plugin.reclaimable(preemptor_of(reclaim_pending), [t[2], t[3]])) == (
+        [],
+        Vote.PERMIT,
+    )
 
 
 def test_role_minimum_is_kept_too() -> None:
@@ -620,7 +645,7 @@ def test_role_minimum_is_kept_too() -> None:
     )  # fmt: skip
     ps0, ps1, w0, w1, w2, w3 = tasks_of(victim)
     plugin = make_plugin([pending, victim])
-    answer, _ = plugin.preemptable(preemptor_of(pending), [ps0, w0, ps1, w1, w2, w3])
+    answer, _ = answer_of(plugin.preemptable(preemptor_of(pending), [ps0, w0, ps1, w1, w2, w3]))
     assert list(answer) == [w0, w1, w2, w3]  # ps stays at 2; the job at 2 (both ps)
 
 
@@ -638,7 +663,7 @@ def test_an_elastic_role_does_not_undo_the_jobs_own_minimum() -> None:
         roles={"ps": 2, "worker": 2}, task_min_available={"ps": 2, "worker": 1},
     )  # fmt: skip
     plugin = make_plugin([pending, gang])
-    assert plugin.preemptable(preemptor_of(pending), tasks_of(gang)) == ([], Vote.PERMIT)
+    assert answer_of(plugin.preemptable(preemptor_of(pending), tasks_of(gang))) == ([], Vote.PERMIT)
 
     roomy = create_pod_group(
         "roomy-job", "prod-team2", ago(1), 2, 4,
@@ -646,7 +671,10 @@ def test_an_elastic_role_does_not_undo_the_jobs_own_minimum() -> None:
     )  # fmt: skip
     ps0, ps1, w0, w1 = tasks_of(roomy)
     plugin = make_plugin([pending, roomy])
-    assert plugin.preemptable(preemptor_of(pending), [ps0, w0, ps1, w1]) == ([w0], Vote.PERMIT)
+    assert answer_of(plugin.preemptable(preemptor_of(pending), [ps0, w0, ps1, w1])) == (
+        [w0],
+        Vote.PERMIT,
+    )
 
 
 def test_job_minimum_counts_allocated_tasks_only() -> None:
@@ -656,8 +684,8 @@ def test_job_minimum_counts_allocated_tasks_only() -> None:
     victim = create_pod_group("victim-job", "prod-team2", ago(1), 2, 3)
     extra = [make_task("victim-job", i, status=TaskStatus.Pending) for i in (3, 4)]
     victim.Tasks = {**(victim.Tasks or {}), **{t.UID: t for t in extra}}
-    answer, _ = make_plugin([pending, victim]).preemptable(
-        preemptor_of(pending), tasks_of(victim, 3)
+    answer, _ = answer_of(
+        make_plugin([pending, victim]).preemptable(preemptor_of(pending), tasks_of(victim, 3))
     )
     assert list(answer) == tasks_of(victim, 1)
 
@@ -667,7 +695,10 @@ def test_gang_job_is_all_or_nothing() -> None:
     pending = create_pod_group("pending-job", "prod-team2", None, 1, 1)
     victim = create_pod_group("victim-job", "prod-team2", ago(1), 3, 3)
     plugin = make_plugin([pending, victim])
-    assert plugin.preemptable(preemptor_of(pending), tasks_of(victim)) == ([], Vote.PERMIT)
+    assert answer_of(plugin.preemptable(preemptor_of(pending), tasks_of(victim))) == (
+        [],
+        Vote.PERMIT,
+    )
 
 
 def test_intra_job_unknown_jobs_and_order() -> None:
@@ -678,7 +709,7 @@ def test_intra_job_unknown_jobs_and_order() -> None:
     orphan = make_task("deleted-pg", 0)
     plugin = make_plugin([pending, protected, free])
     evictees = [*tasks_of(free), orphan, *tasks_of(protected), *tasks_of(pending)]
-    answer, vote = plugin.preemptable(preemptor_of(pending), evictees)
+    answer, vote = answer_of(plugin.preemptable(preemptor_of(pending), evictees))
     assert vote == Vote.PERMIT
     assert list(answer) == [*tasks_of(free), orphan, *tasks_of(pending)]
     assert all(any(a is e for e in evictees) for a in answer)
@@ -695,7 +726,7 @@ def test_missing_queues_fall_back_to_the_defaults() -> None:
     plugin = make_plugin([pending, victim, lost, older])
     assert passes(plugin, "reclaim", pending, victim)  # 4s >= 3s
     stray = TaskInfo(UID="stray", Job="ns/not-in-session")
-    assert plugin.reclaimable(stray, tasks_of(victim)) == (tasks_of(victim), Vote.PERMIT)
+    assert answer_of(plugin.reclaimable(stray, tasks_of(victim))) == (tasks_of(victim), Vote.PERMIT)
     assert not passes(plugin, "preempt", pending, lost)  # 4s < 5s
     assert passes(plugin, "preempt", pending, older)  # 6s >= 5s
     young = create_pod_group("young-job", "prod-team2", ago(2), 1, 1)
@@ -728,7 +759,9 @@ def test_durations_are_cached_per_queue_pair_not_per_job_pair(
 
     monkeypatch.setattr(plugin.resolver, "reclaim_lca", counting)
     for pending in pendings:
-        plugin.reclaimable(preemptor_of(pending), [t for v in victims for t in tasks_of(v)])
+        answer_of(
+            plugin.reclaimable(preemptor_of(pending), [t for v in victims for t in tasks_of(v)])
+        )
     assert sorted(calls) == sorted({(p, v) for p in ("dev-team1", "dev-team2")
                                     for v in ("prod-team1", "prod-team2", "research")})  # fmt: skip
 

@@ -30,6 +30,7 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
+from plugins.api.reasons import answer_of
 from plugins.pdb.kube import (
     Backoff,
     KubeconfigError,
@@ -256,7 +257,7 @@ def victims(source: KubePdbSource, *apps: str) -> list[str]:
     """Which of one pod per app the plugin lets go (each app's PDB selects its own pod)."""
     plugin = PdbPlugin(Arguments({}, plugin="pdb"), source)
     plugin.on_session_open(Session())
-    chosen, vote = plugin.preemptable(TaskInfo(), [task(a) for a in apps])
+    chosen, vote = answer_of(plugin.preemptable(TaskInfo(), [task(a) for a in apps]))
     assert vote is Vote.PERMIT
     return [t.Name for t in chosen]
 

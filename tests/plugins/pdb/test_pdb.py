@@ -14,8 +14,10 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
+from plugins.api.reasons import answer_of
+from plugins.pdb.budgets import NO_LABELS
 from plugins.pdb.labels import label_selector_as_selector
-from plugins.pdb.pdb import PdbPlugin
+from plugins.pdb.pdb import NOT_LOADED, PdbPlugin
 from plugins.pdb.sources import (
     FilePdbSource,
     KubePdbSource,
@@ -86,11 +88,14 @@ def check_both_hooks(
     plugin: PdbPlugin, candidates: list[TaskInfo], expected: list[TaskInfo]
 ) -> None:
     """preemptable and reclaimable answer the same: the victims (by identity, in input order)
-    and Permit."""
+    and Permit, with a reason for every candidate left out."""
     evictor = TaskInfo()
     for hook in (plugin.preemptable, plugin.reclaimable):
-        victims, vote = hook(evictor, candidates)
+        result = hook(evictor, candidates)
+        victims, vote = answer_of(result)
         assert vote is Vote.PERMIT
+        left_out = {t.UID for t in candidates} - {t.UID for t in victims}
+        assert set(result.vetoes) == left_out
         assert [id(v) for v in victims] == [id(t) for t in expected], [t.Name for t in victims]
 
 
@@ -307,6 +312,26 @@ def test_budget_changes_are_seen_within_a_session() -> None:
     check_both_hooks(plugin, [TASK1, TASK2], [])
     source.set([make_pdb(2, JOB1)])
     check_both_hooks(plugin, [TASK1, TASK2], [TASK1, TASK2])
+
+
+@pytest.mark.parametrize(
+    ("allowed", "candidates", "reasons"),
+    [
+        pytest.param(0, [TASK1], {TASK1.UID: "PodDisruptionBudget default/test-pdb allows no"
+                                  " disruption now"}, id="none-allowed"),
+        pytest.param(1, [TASK1, TASK2], {TASK2.UID: "PodDisruptionBudget default/test-pdb allows"
+                     " 1 disruptions, taken by earlier candidates of this call"}, id="taken"),
+        pytest.param(1, [UNLABELLED], {UNLABELLED.UID: NO_LABELS.message}, id="no-labels"),
+    ],
+)  # fmt: skip
+def test_every_candidate_left_out_is_explained(
+    allowed: int, candidates: list[TaskInfo], reasons: dict[str, str]
+) -> None:
+    plugin = open_plugin(StaticPdbSource([make_pdb(allowed, JOB1)]))
+    result = plugin.preemptable(TaskInfo(), candidates)
+    assert {uid: r.message for uid, r in result.vetoes.items()} == reasons
+    not_loaded = open_plugin(None).reclaimable(TaskInfo(), [TASK1])
+    assert not_loaded.vetoes == {TASK1.UID: NOT_LOADED}
 
 
 def test_plugin_declarations() -> None:

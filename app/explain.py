@@ -1,0 +1,373 @@
+"""The decision record: why a job waits, in the plugins' own words and numbers.
+
+Every verb the framework combines leaves a trace here (``app/framework.py`` calls the
+:class:`SessionLog` of its session): per job, each plugin's verdict on jobEnqueueable and
+jobReady with its reason; per queue, queueOverused; per task, the predicate failures aggregated
+by plugin and reason with node counts (kube-scheduler's "0/100 nodes are available: 60 …"),
+the best node each plugin scored, and, per preemptor, how many evictees each plugin let go and
+which it vetoed and why. ``GET /debug/explain`` and ``caldera explain`` read it.
+
+Bounded: the record keeps the last ``explainSessions`` sessions, and each session at most
+``explainEntries`` entries — a job, a queue, a task, and each node a task's predicate was asked
+about count one each — later ones are counted as dropped, not kept. A spared evictee is named
+in its preemptor's entry (the first ``VETOES_SHOWN`` of each answer), where its own explanation
+finds it. What a session keeps is names, counts, reason codes and the plugins' messages: nothing
+from a pod spec, env or annotation. Memory per 1,000 jobs: bench/README.md, "The decision
+record".
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from plugins.api.base import FitError
+from plugins.api.reasons import Reason
+from schemas.api import TaskInfo
+
+DEFAULT_SESSIONS = 3
+DEFAULT_ENTRIES = 60_000
+VETOES_SHOWN = 20
+"""Vetoed evictees listed per plugin and verb (the count is always whole)."""
+TASKS_SHOWN = 10
+"""Tasks shown under a job (those with a predicate failure first)."""
+
+
+@dataclass(slots=True)
+class Verdict:
+    verb: str
+    plugin: str
+    answer: str
+    reason: Reason | None
+    at: datetime
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"verb": self.verb, "plugin": self.plugin, "answer": self.answer}
+        if self.reason is not None:
+            out["code"] = self.reason.code
+            out["message"] = self.reason.message
+        out["at"] = self.at.isoformat()
+        return out
+
+
+@dataclass(slots=True)
+class EvictionTrace:
+    """One plugin's answer to one eviction question about a preemptor or reclaimer."""
+
+    evictees: int = 0
+    victims: int = 0
+    vetoed: int = 0
+    vetoes: dict[str, Reason] = field(default_factory=dict)
+    """Evictee key (namespace/pod) → why, for the first ``VETOES_SHOWN`` vetoed."""
+
+
+@dataclass(slots=True)
+class TaskTrace:
+    job: str
+    nodes: set[str] = field(default_factory=set)
+    """Every node a predicate was asked about."""
+    failed: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Node → (plugin, reason) of its latest failure; a node that later fits is removed."""
+    best: dict[str, tuple[str, float]] = field(default_factory=dict)
+    """Plugin → its best-scored node and score, from the latest prioritize."""
+    evictions: dict[tuple[str, str], EvictionTrace] = field(default_factory=dict)
+    """(verb, plugin) → the plugin's answer, when this task asked for victims."""
+    spared_at: datetime | None = None
+    """When its latest eviction question was asked (its vetoes name the evictees spared)."""
+
+
+def task_key(task: TaskInfo) -> str:
+    return f"{task.Namespace}/{task.Name}"
+
+
+class SessionLog:
+    """What one session decided, bounded by ``limit`` entries (see the module docstring)."""
+
+    def __init__(self, number: int, opened_at: datetime, limit: int) -> None:
+        self.number = number
+        self.opened_at = opened_at
+        self.limit = limit
+        self.size = 0
+        self.dropped = 0
+        self.jobs: dict[str, dict[tuple[str, str], Verdict]] = {}
+        self.job_queue: dict[str, str] = {}
+        self.queues: dict[str, dict[str, Verdict]] = {}
+        self.tasks: dict[str, TaskTrace] = {}
+        self.job_tasks: dict[str, list[str]] = {}
+
+    def _room(self) -> bool:
+        """Take one entry, if any is left."""
+        if self.size < self.limit:
+            self.size += 1
+            return True
+        self.dropped += 1
+        return False
+
+    def job_verdict(
+        self, job: str, queue: str, verb: str, plugin: str, answer: str, reason: Reason | None,
+        at: datetime,
+    ) -> None:  # fmt: skip
+        verdicts = self.jobs.get(job)
+        if verdicts is None:
+            if not self._room():
+                return
+            verdicts = self.jobs[job] = {}
+            self.job_queue[job] = queue
+        verdicts[(verb, plugin)] = Verdict(verb, plugin, answer, reason, at)
+
+    def queue_verdict(
+        self, queue: str, plugin: str, answer: str, reason: Reason | None, at: datetime
+    ) -> None:
+        verdicts = self.queues.get(queue)
+        if verdicts is None:
+            if not self._room():
+                return
+            verdicts = self.queues[queue] = {}
+        verdicts[plugin] = Verdict("queueOverused", plugin, answer, reason, at)
+
+    def _task(self, task: TaskInfo, key: str | None = None) -> TaskTrace | None:
+        key = key or task_key(task)
+        trace = self.tasks.get(key)
+        if trace is None:
+            if not self._room():
+                return None
+            trace = self.tasks[key] = TaskTrace(task.Job)
+            self.job_tasks.setdefault(task.Job, []).append(key)
+        return trace
+
+    def predicate(self, task: TaskInfo, node: str, plugin: str, error: FitError | None) -> None:
+        trace = self._task(task)
+        if trace is None:
+            return
+        if node not in trace.nodes:
+            if not self._room():
+                return
+            trace.nodes.add(node)
+        if error is None:
+            trace.failed.pop(node, None)
+        else:
+            trace.failed[node] = (plugin, error.reason)
+
+    def scores(self, task: TaskInfo, plugin: str, scores: Mapping[str, float]) -> None:
+        if not scores:
+            return
+        trace = self._task(task)
+        if trace is None:
+            return
+        node = max(scores, key=scores.__getitem__)
+        trace.best[plugin] = (node, scores[node])
+
+    def eviction(
+        self, verb: str, plugin: str, evictor: TaskInfo, evictees: Sequence[TaskInfo],
+        victims: Sequence[TaskInfo], vetoes: Mapping[str, Reason], at: datetime,
+    ) -> None:  # fmt: skip
+        trace = self._task(evictor)
+        if trace is None:
+            return
+        named: dict[str, Reason] = {}
+        if vetoes:
+            # The first VETOES_SHOWN spared evictees, by name: what the preemptor's explanation
+            # lists, and where an evictee's own explanation finds who spared it (explain_task).
+            for evictee in evictees:
+                reason = vetoes.get(evictee.UID)
+                if reason is not None:
+                    named[f"{evictee.Namespace}/{evictee.Name}"] = reason
+                    if len(named) == VETOES_SHOWN:
+                        break
+            trace.spared_at = at
+        trace.evictions[(verb, plugin)] = EvictionTrace(
+            len(evictees), len(victims), len(vetoes), named
+        )
+
+    def spared(self, key: str) -> list[tuple[str, str, str, Reason, datetime]]:
+        """(verb, plugin, evictor, reason, at) for every eviction question whose vetoes name
+        ``key``, the latest last."""
+        found = [
+            (verb, plugin, evictor, e.vetoes[key], trace.spared_at)
+            for evictor, trace in self.tasks.items()
+            if trace.spared_at is not None
+            for (verb, plugin), e in trace.evictions.items()
+            if key in e.vetoes
+        ]
+        found.sort(key=lambda entry: entry[4])
+        return found
+
+
+def predicate_summary(trace: TaskTrace) -> dict[str, Any]:
+    """kube-scheduler's aggregate: how many nodes were asked, how many fit, and the failures by
+    plugin and reason with node counts, most nodes first."""
+    counts: dict[tuple[str, str], int] = {}
+    for failure in trace.failed.values():
+        counts[failure] = counts.get(failure, 0) + 1
+    failures = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    fit = len(trace.nodes) - len(trace.failed)
+    text = f"{fit}/{len(trace.nodes)} nodes are available"
+    if failures:
+        text += ": " + ", ".join(f"{n} {plugin}: {reason}" for (plugin, reason), n in failures)
+    return {
+        "nodes": len(trace.nodes),
+        "fit": fit,
+        "failures": [
+            {"plugin": plugin, "reason": reason, "nodes": n} for (plugin, reason), n in failures
+        ],
+        "summary": text,
+    }
+
+
+def describe_task(key: str, trace: TaskTrace | None, log: SessionLog) -> dict[str, Any]:
+    out: dict[str, Any] = {"task": key}
+    if trace is None:
+        trace = TaskTrace("")
+    else:
+        out["job"] = trace.job
+    if trace.nodes:
+        out["predicate"] = predicate_summary(trace)
+    if trace.best:
+        out["scores"] = [
+            {"plugin": plugin, "bestNode": node, "score": score}
+            for plugin, (node, score) in trace.best.items()
+        ]
+    if trace.evictions:
+        out["evictions"] = [
+            {
+                "verb": verb,
+                "plugin": plugin,
+                "evictees": e.evictees,
+                "victims": e.victims,
+                "vetoed": e.vetoed,
+                "vetoes": [
+                    {"task": task, "code": r.code, "message": r.message}
+                    for task, r in e.vetoes.items()
+                ],
+            }
+            for (verb, plugin), e in trace.evictions.items()
+        ]
+    spared = log.spared(key)
+    if spared:
+        out["protected"] = [
+            {"verb": verb, "plugin": plugin, "evictor": evictor, "code": r.code,
+             "message": r.message, "at": at.isoformat()}
+            for verb, plugin, evictor, r, at in spared[-VETOES_SHOWN:]
+        ]  # fmt: skip
+    return out
+
+
+def _holds_back(verdict: Verdict) -> bool:
+    return verdict.answer in ("reject", "not ready", "overused")
+
+
+def _line(verdict: Verdict, subject: str) -> str:
+    says = {"reject": "rejects", "not ready": "holds back", "overused": "finds overused"}
+    why = f": {verdict.reason.message}" if verdict.reason is not None else ""
+    return f"{verdict.plugin} {says.get(verdict.answer, verdict.answer)} {subject} ({verdict.verb}){why}"
+
+
+class DecisionRecord:
+    """The last ``sessions`` sessions' logs, newest last."""
+
+    def __init__(self, sessions: int = DEFAULT_SESSIONS, entries: int = DEFAULT_ENTRIES) -> None:
+        self.entries = entries
+        self.logs: deque[SessionLog] = deque(maxlen=max(sessions, 1))
+        self.enabled = sessions > 0 and entries > 0
+
+    def open(self, number: int, opened_at: datetime) -> SessionLog | None:
+        if not self.enabled:
+            return None
+        log = SessionLog(number, opened_at, self.entries)
+        self.logs.append(log)
+        return log
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "sessionsKept": self.logs.maxlen if self.enabled else 0,
+            "entriesPerSession": self.entries,
+            "sessions": [
+                {"session": log.number, "openedAt": log.opened_at.isoformat(),
+                 "jobs": len(log.jobs), "tasks": len(log.tasks), "queues": len(log.queues),
+                 "entries": log.size, "dropped": log.dropped}
+                for log in self.logs
+            ],
+        }  # fmt: skip
+
+    def _newest(self, has: Any) -> SessionLog | None:
+        for log in reversed(self.logs):
+            if has(log):
+                return log
+        return None
+
+    def _resolve_job(self, key: str) -> str | None:
+        """``key`` as a PodGroup, or the vcjob of that name, whose PodGroup Volcano names
+        ``<job>-<uid>``."""
+        if self._newest(lambda log: key in log.jobs or key in log.job_tasks):
+            return key
+        pattern = re.compile(re.escape(key) + r"-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$")
+        for log in reversed(self.logs):
+            for job in (*log.jobs, *log.job_tasks):
+                if pattern.match(job):
+                    return job
+        return None
+
+    def explain_job(self, key: str) -> dict[str, Any] | None:
+        job = self._resolve_job(key)
+        if job is None:
+            return None
+        log = self._newest(lambda log: job in log.jobs or job in log.job_tasks)
+        assert log is not None
+        verdicts = sorted(log.jobs.get(job, {}).values(), key=lambda v: not _holds_back(v))
+        queue = log.job_queue.get(job, "")
+        queue_verdicts = sorted(
+            log.queues.get(queue, {}).values(), key=lambda v: not _holds_back(v)
+        )
+        tasks = [(k, log.tasks[k]) for k in log.job_tasks.get(job, [])]
+        tasks.sort(key=lambda kt: len(kt[1].nodes) - len(kt[1].failed) > 0 or not kt[1].nodes)
+        summary = [_line(v, f"job {job}") for v in verdicts if _holds_back(v)]
+        summary += [_line(v, f"queue {queue}") for v in queue_verdicts if _holds_back(v)]
+        for k, trace in tasks:
+            if trace.nodes and len(trace.failed) == len(trace.nodes):
+                summary.append(f"task {k}: {predicate_summary(trace)['summary']}")
+        if not summary:
+            summary.append(f"no plugin hosted by Caldera holds job {job} back")
+        out: dict[str, Any] = {
+            "job": job,
+            "session": {"session": log.number, "openedAt": log.opened_at.isoformat()},
+            "summary": summary,
+            "verdicts": [v.describe() for v in verdicts],
+        }
+        if queue:
+            out["queue"] = queue
+            out["queueVerdicts"] = [v.describe() for v in queue_verdicts]
+        out["tasks"] = [describe_task(k, t, log) for k, t in tasks[:TASKS_SHOWN]]
+        out["tasksNotShown"] = max(0, len(tasks) - TASKS_SHOWN)
+        return out
+
+    def explain_task(self, key: str) -> dict[str, Any] | None:
+        log = self._newest(lambda log: key in log.tasks or bool(log.spared(key)))
+        if log is None:
+            return None
+        trace = log.tasks.get(key)
+        out = describe_task(key, trace, log)
+        trace = trace or TaskTrace("")
+        summary = []
+        if trace.nodes:
+            summary.append(predicate_summary(trace)["summary"])
+        latest: dict[tuple[str, str], tuple[str, Reason]] = {}
+        for verb, plugin, evictor, reason, _ in log.spared(key):
+            latest[(verb, plugin)] = (evictor, reason)
+        for (verb, plugin), (evictor, reason) in latest.items():
+            summary.append(f"{plugin} spares it from {evictor} ({verb}): {reason.message}")
+        for (verb, plugin), e in trace.evictions.items():
+            if e.vetoes:
+                first = next(iter(e.vetoes.values()))
+                summary.append(
+                    f"{plugin} vetoed {e.vetoed} of {e.evictees} evictees ({verb}),"
+                    f" e.g. {first.message}"
+                )
+        return {
+            "session": {"session": log.number, "openedAt": log.opened_at.isoformat()},
+            "summary": summary or [f"no plugin hosted by Caldera holds task {key} back"],
+            **out,
+        }
