@@ -93,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     from bench import cluster
 
     cluster.add_arguments(cl)
+    ex = sub.add_parser(
+        "explain", help="the decision record's memory per 1,000 jobs and time per call"
+    )
+    from bench import explain
+
+    explain.add_arguments(ex)
     f2 = sub.add_parser("asgi", help=argparse.SUPPRESS)
     f2.add_argument("plan")
     f2.add_argument("out")
@@ -124,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         return soak.main(
             a.duration, a.period, a.nodes, a.pods, a.tasks, a.p99_slack_ms, Path(a.out), cmd
         )
+    if a.cmd == "explain":
+        return explain.main(a)
     if a.cmd == "cluster":
         return cluster.main(a)
     if a.cmd == "profile":
