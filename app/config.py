@@ -115,6 +115,12 @@ class CalderaConfig(BaseModel):
     explainEntries: int = Field(default=DEFAULT_ENTRIES, ge=0)
     """Entries recorded per session (a job, queue or task, and each node a task was checked
     against); later ones are dropped and counted (app/explain.py)."""
+    explainEvents: bool = False
+    """A Kubernetes Event on a PodGroup when Caldera's verdict on its job changes
+    (app/events.py); needs create and patch on events."""
+    explainEventsKubeconfig: str | None = None
+    """The cluster the Events go to: a kubeconfig file (default: the pod's service account,
+    else $KUBECONFIG or ~/.kube/config, as pdb's ``kubernetes`` source)."""
     tiers: list[Tier] = Field(default_factory=list)
 
     @field_validator("volcanoVersion", mode="before")

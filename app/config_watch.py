@@ -19,8 +19,8 @@ watch stays warm).
 
 ``volcanoVersion``, ``maxRequestBytes`` and ``maxSnapshotBytes`` need a restart: the first
 decides which URL paths exist, the limits are read by the connection layer for each request
-before the app sees it, and ``explainSessions``/``explainEntries`` size the decision record,
-which outlives a switch. A file that changes them is applied with the running values kept, and
+before the app sees it, and the ``explain*`` keys size the decision record and its Events,
+which outlive a switch. A file that changes them is applied with the running values kept, and
 ``/readyz``, the log and ``caldera_config_restart_required`` say which keys wait for a restart.
 """
 
@@ -48,7 +48,8 @@ from plugins.api.base import Background, utc_now
 logger = logging.getLogger("caldera.config")
 
 RESTART_ONLY = (
-    "volcanoVersion", "maxRequestBytes", "maxSnapshotBytes", "explainSessions", "explainEntries"
+    "volcanoVersion", "maxRequestBytes", "maxSnapshotBytes", "explainSessions", "explainEntries",
+    "explainEvents", "explainEventsKubeconfig",
 )  # fmt: skip
 """Top-level keys a live reload cannot change (see the module docstring)."""
 DEFAULT_INTERVAL_SECONDS = 2.0

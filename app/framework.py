@@ -41,6 +41,7 @@ import msgspec
 
 from app.config import PluginOption
 from app.errors import PluginFailure, RequestError
+from app.events import PodGroupEvents
 from app.explain import SessionLog
 from app.metrics import Metrics
 from plugins.api.base import FitError, Plugin, StatusCode, Vote, utc_now
@@ -103,6 +104,7 @@ class Framework:
         metrics: Metrics | None = None,
         log: SessionLog | None = None,
         clock: Callable[[], datetime] = utc_now,
+        events: PodGroupEvents | None = None,
     ) -> None:
         self.tiers = [list(tier) for tier in tiers]
         self.release = release
@@ -110,6 +112,8 @@ class Framework:
         self.log = log
         """The session's decision record (None: not recorded, as without a snapshot)."""
         self.clock = clock
+        self.events = events
+        """Where a change of verdict on a job becomes a PodGroup Event (``explainEvents``)."""
         last_by_name: dict[str, Slot] = {}
         for tier in self.tiers:
             for slot in tier:
@@ -274,12 +278,15 @@ class Framework:
         Volcano's enqueue action admits the job exactly when the vote is not a Reject and then
         calls ``JobEnqueued``. Releases whose extender has no jobEnqueued verb (before 1.16)
         never tell Caldera, so the framework tells the plugins itself, here."""
-        decision = self._vote(point, job)
+        decision, by, reason = self._vote(point, job)
+        if self.events is not None:
+            self.events.job_verdict(job, decision, by, reason)
         if decision != Vote.REJECT and not self.release.admission_follows_vote:
             self.notify(ENQUEUED, job)
         return decision
 
-    def _vote(self, point: ExtensionPoint, job: JobInfo) -> Vote:
+    def _vote(self, point: ExtensionPoint, job: JobInfo) -> tuple[Vote, str, Reason | None]:
+        """The vote, and the rejecting plugin and its reason when it is a Reject."""
         log = self.log
         if log is not None:
             key, at = f"{job.Namespace}/{job.Name}", self.clock()
@@ -295,15 +302,15 @@ class Framework:
                 if vote < 0:
                     self._record(slot, point, "reject")
                     self._reject(slot, point, reason.code if reason else "unexplained")
-                    return Vote.REJECT
+                    return Vote.REJECT, slot.name, reason
                 if vote > 0:
                     self._record(slot, point, "permit")
                     permitted = True
                 else:
                     self._record(slot, point, "abstain")
             if permitted:
-                return Vote.PERMIT
-        return Vote.ABSTAIN
+                return Vote.PERMIT, "", None
+        return Vote.ABSTAIN, "", None
 
     def notify(self, point: ExtensionPoint, job: JobInfo) -> None:
         """``Session.JobEnqueued``: every plugin, in order."""

@@ -27,6 +27,7 @@ from app.config_watch import (
     Served,
     build_backgrounds,
 )
+from app.events import KubeEventSink, PodGroupEvents
 from app.explain import DecisionRecord
 from app.extender import Extender
 from app.logs import request_id
@@ -158,13 +159,22 @@ def create_app(
     backgrounds, _ = build_backgrounds(config)
     clock = recorder.clock if recorder is not None else utc_now
     record = DecisionRecord(config.explainSessions, config.explainEntries)
-    sessions = SessionManager(config, metrics_, backgrounds, clock=clock, record=record)
+    events = (
+        PodGroupEvents(KubeEventSink(config.explainEventsKubeconfig), clock=clock)
+        if config.explainEvents
+        else None
+    )
+    sessions = SessionManager(
+        config, metrics_, backgrounds, clock=clock, record=record, events=events
+    )
     extender = Extender(config, sessions, metrics_)
 
     def switch(new: CalderaConfig, new_backgrounds: Backgrounds) -> None:
         """Answer from ``new`` from now on: called between sessions only."""
         previous = extender.sessions
-        sessions = SessionManager(new, metrics_, new_backgrounds, clock=clock, record=record)
+        sessions = SessionManager(
+            new, metrics_, new_backgrounds, clock=clock, record=record, events=events
+        )
         sessions.set_release(previous.release)  # an inferred release (auto) carries over
         previous.close()
         extender.reconfigure(new, sessions)
@@ -210,10 +220,14 @@ def create_app(
                 origin.sha256,
                 f", checked for changes every {watch_interval:g} s" if watch.watching else "",
             )
+            if events is not None:
+                await events.start()
             watch.start()
             yield
         finally:
-            await watch.stop()  # stops the data sources a live reload retired or staged
+            await watch.stop()
+            if events is not None:
+                await events.stop()  # stops the data sources a live reload retired or staged
             # The served configuration's: the ones started here, unless a reload replaced it.
             in_use = (
                 started
@@ -238,6 +252,7 @@ def create_app(
     app.state.metrics = metrics_
     app.state.extender = extender
     app.state.record = record
+    app.state.events = events
     app.state.config_watch = watch
     publish(config, sessions, backgrounds)
     answers = extender if recorder is None else RecordingExtender(extender, recorder)

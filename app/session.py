@@ -17,6 +17,7 @@ from datetime import datetime
 
 from app.config import CalderaConfig
 from app.errors import PluginFailure
+from app.events import PodGroupEvents
 from app.explain import DecisionRecord
 from app.framework import Framework, Slot
 from app.metrics import Metrics
@@ -78,10 +79,13 @@ class SessionManager:
         backgrounds: Mapping[tuple[int, int], Background] | None = None,
         clock: Callable[[], datetime] = utc_now,
         record: DecisionRecord | None = None,
+        events: PodGroupEvents | None = None,
     ) -> None:
         self.config = config
         self.metrics = metrics
         self.record = record
+        self.events = events
+        """PodGroup Events on verdict changes (``explainEvents``), kept across switches too."""
         """Where sessions log their decisions (kept across configuration switches)."""
         self.backgrounds = dict(backgrounds or {})
         self.clock = clock
@@ -134,7 +138,9 @@ class SessionManager:
         log = (
             self.record.open(number, self.clock()) if snapshot and self.record is not None else None
         )
-        return Framework(tiers, self.release, self.metrics, log, self.clock)
+        return Framework(
+            tiers, self.release, self.metrics, log, self.clock, self.events if snapshot else None
+        )
 
     def open(self, request: OnSessionOpenRequest) -> OpenSession:
         """Replace the open session with one built from ``request``."""

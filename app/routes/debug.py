@@ -19,6 +19,9 @@ async def debug_session(request: Request) -> Response:
         release["volcanoVersionInferredFrom"] = (
             state.extender.release_watch.inferred or "nothing yet (no onSessionOpen seen)"
         )
+    events = state.events
+    if events is not None:
+        release["podGroupEvents"] = events.describe()
     current = sessions.current
     if current is None:
         return json_response(

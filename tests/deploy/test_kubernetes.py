@@ -122,6 +122,8 @@ CALDERA_OBJECTS = [
     ("ConfigMap", "caldera-config"),
     ("ClusterRole", "caldera-pdb-reader"),
     ("ClusterRoleBinding", "caldera-pdb-reader"),
+    ("ClusterRole", "caldera-event-recorder"),
+    ("ClusterRoleBinding", "caldera-event-recorder"),
 ]
 
 
@@ -269,15 +271,22 @@ def quantity(text: str) -> float:
     return float(text)
 
 
-def test_rbac_grants_the_pod_list_and_watch_on_pdbs_and_nothing_more(
-    documents: list[Document],
+@pytest.mark.parametrize(
+    ("role", "rules"),
+    [
+        pytest.param("caldera-pdb-reader", [{"apiGroups": ["policy"], "resources":
+                     ["poddisruptionbudgets"], "verbs": ["list", "watch"]}], id="pdb"),
+        # explainEvents (app/events.py) creates an Event, then patches its count
+        pytest.param("caldera-event-recorder", [{"apiGroups": [""], "resources": ["events"],
+                     "verbs": ["create", "patch"]}], id="events"),
+    ],
+)  # fmt: skip
+def test_rbac_grants_the_pod_what_caldera_does_and_nothing_more(
+    documents: list[Document], role: str, rules: list[dict[str, list[str]]]
 ) -> None:
-    role = find(documents, "ClusterRole", "caldera-pdb-reader")
-    assert role["rules"] == [
-        {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list", "watch"]}
-    ]
-    binding = find(documents, "ClusterRoleBinding", "caldera-pdb-reader")
-    assert binding["roleRef"]["name"] == "caldera-pdb-reader"
+    assert find(documents, "ClusterRole", role)["rules"] == rules
+    binding = find(documents, "ClusterRoleBinding", role)
+    assert binding["roleRef"]["name"] == role
     pod = find(documents, "Deployment", "volcano-scheduler")["spec"]["template"]["spec"]
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": pod["serviceAccount"], "namespace": "volcano-system"}

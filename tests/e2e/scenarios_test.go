@@ -168,6 +168,8 @@ func pdbBackground(t *testing.T, cal *Caldera) map[string]any {
 
 // sla first, then resourcequota: a tier that permits ends the vote, as in Volcano.
 const admissionConfig = `volcanoVersion: "1.14"
+explainEvents: true
+explainEventsKubeconfig: "{{KUBECONFIG}}"
 tiers:
 - plugins:
   - name: sla
@@ -211,6 +213,39 @@ func testAdmission(t *testing.T, c *Cluster) {
 		t.Errorf("Caldera answered %v jobEnqueueable calls", n)
 	}
 	checkExplainOverQuota(t, s)
+	checkVerdictEvents(t, s)
+}
+
+// checkVerdictEvents: with explainEvents on, Caldera records a Warning CalderaRejected on the
+// PodGroup resourcequota holds back, naming the plugin and the quota's numbers, and on the job
+// sla let through once its 3 s passed, the rejection it had first and a Normal CalderaAdmitted.
+func checkVerdictEvents(t *testing.T, s *Scenario) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		overQuota := s.podGroupEvents(t, "over-quota")
+		pastSLA := s.podGroupEvents(t, "past-sla")
+		rejected, admitted := overQuota["CalderaRejected"], pastSLA["CalderaAdmitted"]
+		if rejected != nil && admitted != nil {
+			if rejected.Type != "Warning" || !strings.HasPrefix(rejected.Message, "resourcequota: quota ") ||
+				!strings.Contains(rejected.Message, "cpu 6 requested") || rejected.Source.Component != "caldera" {
+				t.Errorf("over-quota's CalderaRejected event: %s %q from %q", rejected.Type, rejected.Message, rejected.Source.Component)
+			}
+			if pastSLA["CalderaRejected"] == nil || admitted.Type != "Normal" {
+				t.Errorf("past-sla's events: %v, want a CalderaRejected then a Normal CalderaAdmitted", pastSLA)
+			}
+			if _, again := overQuota["CalderaAdmitted"]; again {
+				t.Errorf("over-quota, never admitted, has a CalderaAdmitted event")
+			}
+			t.Logf("over-quota: %s %s %q (count %d)", rejected.Type, rejected.Reason, rejected.Message, rejected.Count)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("no CalderaRejected event on over-quota (%v) or no CalderaAdmitted on past-sla (%v)", overQuota, pastSLA)
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // checkExplainOverQuota: `caldera explain admission/over-quota` tells an operator why the job

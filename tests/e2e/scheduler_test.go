@@ -630,6 +630,23 @@ func (s *Scenario) EventReasons(t testing.TB, kind, name string) map[string]bool
 	return out
 }
 
+// podGroupEvents: the events on PodGroup NAME of the scenario's namespace, by reason (the latest
+// of each).
+func (s *Scenario) podGroupEvents(t testing.TB, name string) map[string]*corev1.Event {
+	t.Helper()
+	evs, err := s.C.Kube.CoreV1().Events(s.NS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*corev1.Event{}
+	for i, e := range evs.Items {
+		if e.InvolvedObject.Kind == "PodGroup" && e.InvolvedObject.Name == name {
+			out[e.Reason] = &evs.Items[i]
+		}
+	}
+	return out
+}
+
 func nodeSelector(node string) map[string]string {
 	if node == "" {
 		return nil

@@ -1,6 +1,6 @@
 """Nothing a caller sends comes back out: a secret planted in every string of Volcano's captured
 bodies (pod specs, env values, annotations, names) must appear in no log line at debug level, no
-/debug/session, /debug/explain, /readyz or /metrics output and no error body, whichever verb is driven and
+/debug/session, /debug/explain, /readyz or /metrics output, no PodGroup Event and no error body, whichever verb is driven and
 whether it succeeds or fails.
 
 Two sweeps: every string of a body replaced at once (most such bodies are refused early, which
@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from tests.events_api import EventsApi
 from tests.every_plugin import every_plugin_config
 from tests.examples import CAPTURED, example_json
 from tests.service.conftest import start_caldera
@@ -103,7 +104,12 @@ def whole_body_variants(document: Any) -> Iterator[bytes]:
 
 
 async def test_no_planted_secret_leaves_the_server(tmp_path: Path) -> None:
-    server = await start_caldera(every_plugin_config(), tmp_path, {"CALDERA_LOG_LEVEL": "debug"})
+    api = EventsApi()  # where the PodGroup Events go (explainEvents)
+    await api.start()
+    events = f"explainEvents: true\nexplainEventsKubeconfig: {api.kubeconfig(tmp_path / 'kc')}\n"
+    server = await start_caldera(
+        events + every_plugin_config(), tmp_path, {"CALDERA_LOG_LEVEL": "debug"}
+    )
     client = server.client
     outputs: list[str] = []
     statuses: dict[int, int] = {}
@@ -152,9 +158,12 @@ async def test_no_planted_secret_leaves_the_server(tmp_path: Path) -> None:
         await send("onSessionClose", SECRET.encode())  # a failing verb whose body is the secret
     finally:
         assert await server.stop() == 0
+        await api.stop()
     log = server.log()
     assert '"level":"debug"' in log.replace(" ", "")
-    leaks = [leak(text) for text in [log, *outputs] if SECRET in text]
+    sent = [json.dumps(body) for _, _, _, body in api.requests]
+    assert any('"CalderaRejected"' in event for event in sent), "the sweep sent no Event"
+    leaks = [leak(text) for text in [log, *outputs, *sent] if SECRET in text]
     assert not leaks, "\n".join(leaks)
     # Both kinds of answer were exercised: refusals and real decisions.
     refused = sum(count for status, count in statuses.items() if status != 200)
