@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
 from plugins.api.base import FitError
@@ -161,27 +162,31 @@ class SessionLog:
         node = max(scores, key=scores.__getitem__)
         trace.best[plugin] = (node, scores[node])
 
-    def eviction(
-        self, verb: str, plugin: str, evictor: TaskInfo, evictees: Sequence[TaskInfo],
-        victims: Sequence[TaskInfo], vetoes: Mapping[str, Reason], at: datetime,
+    def evictions(
+        self, verb: str, evictor: TaskInfo, evictees: Sequence[TaskInfo],
+        answers: Sequence[tuple[str, int, Mapping[str, Reason]]], at: datetime,
     ) -> None:  # fmt: skip
+        """Each plugin's answer to one eviction question: (plugin, victims it let go, vetoes by
+        evictee UID). The first ``VETOES_SHOWN`` vetoes of each are kept by name."""
         trace = self._task(evictor)
         if trace is None:
             return
-        named: dict[str, Reason] = {}
-        if vetoes:
-            # The first VETOES_SHOWN spared evictees, by name: what the preemptor's explanation
-            # lists, and where an evictee's own explanation finds who spared it (explain_task).
+        vetoed: set[str] = set().union(*(vetoes for _, _, vetoes in answers if vetoes))
+        names: dict[str, str] = {}
+        if vetoed:
             for evictee in evictees:
-                reason = vetoes.get(evictee.UID)
-                if reason is not None:
-                    named[f"{evictee.Namespace}/{evictee.Name}"] = reason
-                    if len(named) == VETOES_SHOWN:
-                        break
+                if evictee.UID in vetoed:
+                    names[evictee.UID] = f"{evictee.Namespace}/{evictee.Name}"
             trace.spared_at = at
-        trace.evictions[(verb, plugin)] = EvictionTrace(
-            len(evictees), len(victims), len(vetoes), named
-        )
+        for plugin, victims, vetoes in answers:
+            named = {
+                names[uid]: reason
+                for uid, reason in islice(vetoes.items(), VETOES_SHOWN)
+                if uid in names
+            }
+            trace.evictions[(verb, plugin)] = EvictionTrace(
+                len(evictees), victims, len(vetoes), named
+            )
 
     def spared(self, key: str) -> list[tuple[str, str, str, Reason, datetime]]:
         """(verb, plugin, evictor, reason, at) for every eviction question whose vetoes name

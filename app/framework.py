@@ -235,25 +235,35 @@ class Framework:
         self, point: ExtensionPoint, evictor: TaskInfo, evictees: Sequence[TaskInfo]
     ) -> EvictDecision:
         """``Session.Preemptable`` / ``Session.Reclaimable``."""
+        answers: list[tuple[str, int, Mapping[str, Reason]]] = []
+        try:
+            return self._victims(point, evictor, evictees, answers)
+        finally:
+            # Once per question, whatever tier decided: one pass names every spared evictee.
+            if self.log is not None and answers:
+                self.log.evictions(point.verb, evictor, evictees, answers, self.clock())
+
+    def _victims(
+        self,
+        point: ExtensionPoint,
+        evictor: TaskInfo,
+        evictees: Sequence[TaskInfo],
+        answers: list[tuple[str, int, Mapping[str, Reason]]],
+    ) -> EvictDecision:
         victims: list[TaskInfo] | None = None
         blocked = False
         for tier in self._active[point.verb]:
             for slot in tier:
                 answer, _, vetoes = explained(self._call(slot, point, evictor, evictees))
                 candidates, vote = answer
-                if vetoes and self.metrics is not None:
-                    codes: dict[str, int] = {}
-                    for reason in vetoes.values():
-                        codes[reason.code] = codes.get(reason.code, 0) + 1
-                    for code, count in codes.items():
-                        self._reject(slot, point, code, count)
-                if self.log is not None and vote != Vote.ABSTAIN:
-                    self.log.eviction(
-                        point.verb, slot.name, evictor, evictees, candidates, vetoes, self.clock()
-                    )
                 if vote == Vote.ABSTAIN:
                     self._record(slot, point, "abstain")
                     continue
+                answers.append((slot.name, len(candidates), vetoes))
+                if vetoes and self.metrics is not None:
+                    # once per answer and reason code: "this answer spared evictees because…"
+                    for code in {r.code for r in vetoes.values()}:
+                        self._reject(slot, point, code)
                 if len(candidates) == 0:
                     self._record(slot, point, "none")
                     victims = None

@@ -35,6 +35,7 @@ from typing import ClassVar
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, EvictResult, Plugin, Session, Upstream, Vote, utc_now
+from plugins.api.reasons import Explained, Reason
 from plugins.api.registry import register
 from plugins.api.release import CDP_RECLAIMABLE
 from schemas.api import TaskInfo
@@ -45,6 +46,10 @@ logger = logging.getLogger("caldera.plugins.cdp")
 
 COOLDOWN_TIME = "volcano.sh/cooldown-time"
 """``v1beta1.CooldownTime``: read from the pod's labels, then its annotations."""
+IN_COOLDOWN = Reason(
+    "cooldown",
+    f"scheduled less than its {COOLDOWN_TIME} ago (a Running pod that opted into cdp's cooldown)",
+)
 
 
 def pod_cooldown_time(pod: Pod | None) -> tuple[int, bool]:
@@ -106,14 +111,25 @@ class CdpPlugin(Plugin):
             hooks -= {"reclaimable"}  # as if no ReclaimableFn were registered
         return hooks
 
-    def _filter(self, candidates: Sequence[TaskInfo]) -> EvictResult:
+    def _filter(self, candidates: Sequence[TaskInfo]) -> Explained[EvictResult]:
         now = self._now()
-        return [task for task in candidates if not in_cooldown(task.Pod, now)], Vote.PERMIT
+        victims: list[TaskInfo] = []
+        vetoes: dict[str, Reason] = {}
+        for task in candidates:
+            if in_cooldown(task.Pod, now):
+                vetoes[task.UID] = IN_COOLDOWN
+            else:
+                victims.append(task)
+        return Explained((victims, Vote.PERMIT), vetoes=vetoes)
 
-    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
+    def preemptable(
+        self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]
+    ) -> Explained[EvictResult]:
         return self._filter(preemptees)
 
-    def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> EvictResult:
+    def reclaimable(
+        self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]
+    ) -> EvictResult | Explained[EvictResult]:
         if not self._reclaimable:
             return [], Vote.ABSTAIN  # no ReclaimableFn before v1.12: the aggregator skips us
         return self._filter(reclaimees)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from plugins.api.base import EvictResult, Plugin, Upstream, Vote
+from plugins.api.reasons import Explained, Reason
 from plugins.api.registry import register
 from schemas.api import TaskInfo
 
@@ -38,8 +39,25 @@ def is_protected(task: TaskInfo) -> bool:
     return class_name in CRITICAL_PRIORITY_CLASSES or task.Namespace == SYSTEM_NAMESPACE
 
 
-def _evictable(evictees: Sequence[TaskInfo]) -> EvictResult:
-    return [task for task in evictees if not is_protected(task)], Vote.PERMIT
+PROTECTED = {
+    **{name: Reason("critical-priority-class", f"priorityClassName {name} is never evicted")
+       for name in CRITICAL_PRIORITY_CLASSES},
+    SYSTEM_NAMESPACE: Reason("kube-system", f"a pod of {SYSTEM_NAMESPACE} is never evicted"),
+}  # fmt: skip
+"""Why conformance spares a pod, by its priority class or its namespace (built once)."""
+
+
+def _evictable(evictees: Sequence[TaskInfo]) -> Explained[EvictResult]:
+    victims: list[TaskInfo] = []
+    vetoes: dict[str, Reason] = {}
+    for task in evictees:
+        if not is_protected(task):
+            victims.append(task)
+            continue
+        pod = task.Pod
+        class_name = pod.spec.priorityClassName if pod is not None and pod.spec is not None else ""
+        vetoes[task.UID] = PROTECTED.get(class_name) or PROTECTED[SYSTEM_NAMESPACE]
+    return Explained((victims, Vote.PERMIT), vetoes=vetoes)
 
 
 @register
@@ -54,8 +72,12 @@ class ConformancePlugin(Plugin):
     needs_snapshot: ClassVar[bool] = False
     in_tree_only: ClassVar[tuple[str, ...]] = ("UnifiedEvictableFn",)
 
-    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
+    def preemptable(
+        self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]
+    ) -> Explained[EvictResult]:
         return _evictable(preemptees)
 
-    def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> EvictResult:
+    def reclaimable(
+        self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]
+    ) -> Explained[EvictResult]:
         return _evictable(reclaimees)

@@ -29,8 +29,13 @@ from typing import ClassVar
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, EvictResult, Plugin, Session, Upstream, Vote
+from plugins.api.reasons import Explained, Reason
 from plugins.api.registry import register
 from schemas.api import JobInfo, TaskInfo
+
+ORPHANED_PREEMPTOR = Reason(
+    "orphaned-preemptor", "the preemptor's job is not in the session (its PodGroup was deleted)"
+)
 
 logger = logging.getLogger("caldera.plugins.priority")
 
@@ -56,17 +61,34 @@ class PriorityPlugin(Plugin):
     def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
         super().__init__(arguments, background)  # priority takes no arguments
         self._jobs: Mapping[str, JobInfo] = {}
+        self._reasons: dict[tuple[str, int, int], Reason] = {}
+
+    def _not_lower(self, between: str, theirs: int, ours: int) -> Reason:
+        """Why a preemptee stays: its priority is not below the preemptor's (built once per
+        pair of priorities in a session)."""
+        key = (between, theirs, ours)
+        reason = self._reasons.get(key)
+        if reason is None:
+            reason = self._reasons[key] = Reason(
+                "not-lower-priority",
+                f"its {between} priority {theirs} is not below the preemptor's {ours}",
+            )
+        return reason
 
     def on_session_open(self, ssn: Session) -> None:
         self._jobs = ssn.jobs
 
-    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
+    def preemptable(
+        self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]
+    ) -> Explained[EvictResult]:
         preemptor_job = self._jobs.get(preemptor.Job)
         if preemptor_job is None:
             # v1.15+ guard: an orphaned preemptor (its PodGroup was deleted) evicts nothing.
             logger.debug("preemptor job %s not in session; no victims", preemptor.Job)
-            return [], Vote.PERMIT
+            return Explained(([], Vote.PERMIT), vetoes=dict.fromkeys(
+                (p.UID for p in preemptees), ORPHANED_PREEMPTOR))  # fmt: skip
         victims: list[TaskInfo] = []
+        vetoes: dict[str, Reason] = {}
         for preemptee in preemptees:
             preemptee_job = self._jobs.get(preemptee.Job)
             if preemptee_job is None:
@@ -78,7 +100,15 @@ class PriorityPlugin(Plugin):
                 # Between jobs the job priorities decide (equal priority protects).
                 if preemptee_job.Priority < preemptor_job.Priority:
                     victims.append(preemptee)
+                else:
+                    vetoes[preemptee.UID] = self._not_lower(
+                        "job", preemptee_job.Priority, preemptor_job.Priority
+                    )
             elif preemptee.Priority < preemptor.Priority:
                 # Inside one job the task priorities decide.
                 victims.append(preemptee)
-        return victims, Vote.PERMIT
+            else:
+                vetoes[preemptee.UID] = self._not_lower(
+                    "task", preemptee.Priority, preemptor.Priority
+                )
+        return Explained((victims, Vote.PERMIT), vetoes=vetoes)

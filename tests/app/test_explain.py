@@ -190,7 +190,8 @@ def test_vetoed_victims_are_explained_for_the_preemptor_and_for_themselves() -> 
     assert spared["summary"] == [
         "min-runtime spares it from team-a/train-42-0 (preemptable): v3 runs until noon"
     ]
-    assert rejections(metrics) == {("min-runtime", "preemptable", "protected"): 2.0}
+    # once per answer and reason code, not per evictee
+    assert rejections(metrics) == {("min-runtime", "preemptable", "protected"): 1.0}
 
 
 def test_a_volcano_job_is_found_by_its_name_without_the_podgroup_uid() -> None:

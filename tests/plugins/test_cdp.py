@@ -10,8 +10,9 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
+from plugins.api.reasons import answer_of
 from plugins.api.release import Release
-from plugins.cdp import CdpPlugin, in_cooldown, pod_cooldown_time
+from plugins.cdp import IN_COOLDOWN, CdpPlugin, in_cooldown, pod_cooldown_time
 from schemas.api import TaskInfo
 from schemas.k8s import ObjectMeta, Pod, PodCondition, PodSpec, PodStatus
 
@@ -116,10 +117,11 @@ def test_preemptable_fn() -> None:
     task2 = make_task("task2", make_pod(PREEMPTABLE, {COOLDOWN: "600abcde"}, ago(100)))  # invalid
     task3 = make_task("task3", make_pod(PREEMPTABLE, {COOLDOWN: "600s"}, ago(800)))  # expired
     preemptees = [task1, task2, task3]
-    victims, vote = make_plugin().preemptable(TaskInfo(), preemptees)
+    victims, vote = answer_of(make_plugin().preemptable(TaskInfo(), preemptees))
     assert vote == Vote.PERMIT
     assert uids(victims) == ["task2", "task3"]
     assert victims[0] is task2 and victims[1] is task3
+    assert make_plugin().preemptable(TaskInfo(), preemptees).vetoes == {"task1": IN_COOLDOWN}
 
 
 # --- the cooldown window ------------------------------------------------------------------------
@@ -209,7 +211,7 @@ US = timedelta(microseconds=1)
 def test_in_cooldown(pod: Pod, protected: bool) -> None:
     assert in_cooldown(pod, NOW) is protected
     task = make_task("t", pod)
-    victims, vote = make_plugin().preemptable(TaskInfo(), [task])
+    victims, vote = answer_of(make_plugin().preemptable(TaskInfo(), [task]))
     assert vote == Vote.PERMIT
     assert uids(victims) == ([] if protected else ["t"])
 
@@ -219,14 +221,14 @@ def test_in_cooldown(pod: Pod, protected: bool) -> None:
 
 def test_all_protected_is_an_empty_list_with_permit() -> None:
     tasks = [make_task(f"t{i}", make_pod({}, {COOLDOWN: "1h"}, ago(i))) for i in range(3)]
-    assert make_plugin().preemptable(TaskInfo(), tasks) == ([], Vote.PERMIT)
-    assert make_plugin().reclaimable(TaskInfo(), tasks) == ([], Vote.PERMIT)
-    assert make_plugin().preemptable(TaskInfo(), []) == ([], Vote.PERMIT)
+    assert answer_of(make_plugin().preemptable(TaskInfo(), tasks)) == ([], Vote.PERMIT)
+    assert answer_of(make_plugin().reclaimable(TaskInfo(), tasks)) == ([], Vote.PERMIT)
+    assert answer_of(make_plugin().preemptable(TaskInfo(), [])) == ([], Vote.PERMIT)
 
 
 def test_task_without_pod_is_a_victim() -> None:
     task = make_task("t", None)
-    assert uids(make_plugin().preemptable(TaskInfo(), [task])[0]) == ["t"]
+    assert uids(answer_of(make_plugin().preemptable(TaskInfo(), [task]))[0]) == ["t"]
 
 
 def test_follows_the_injected_clock() -> None:
@@ -238,7 +240,7 @@ def test_follows_the_injected_clock() -> None:
     answers = []
     for minutes in (0, 9, 10, 11):
         clock[0] = NOW + timedelta(minutes=minutes)
-        answers.append(uids(plugin.preemptable(TaskInfo(), [task])[0]))
+        answers.append(uids(answer_of(plugin.preemptable(TaskInfo(), [task]))[0]))
     assert answers == [[], [], ["t"], ["t"]]
 
 
@@ -249,8 +251,8 @@ def test_reclaimable_only_from_v1_12(version: tuple[int, int]) -> None:
     plugin = make_plugin(version)
     # Preemptable is registered at every release that has cdp (v1.7+; v1.6 hosts the v1.7 one).
     assert "preemptable" in plugin.hooks()
-    assert uids(plugin.preemptable(TaskInfo(), [protected, expired])[0]) == ["expired"]
-    victims, vote = plugin.reclaimable(TaskInfo(), [protected, expired])
+    assert uids(answer_of(plugin.preemptable(TaskInfo(), [protected, expired]))[0]) == ["expired"]
+    victims, vote = answer_of(plugin.reclaimable(TaskInfo(), [protected, expired]))
     if version >= (1, 12):
         assert "reclaimable" in plugin.hooks()
         assert (uids(victims), vote) == (["expired"], Vote.PERMIT)

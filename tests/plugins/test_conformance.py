@@ -9,7 +9,8 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
-from plugins.conformance import ConformancePlugin
+from plugins.api.reasons import answer_of
+from plugins.conformance import CRITICAL_PRIORITY_CLASSES, ConformancePlugin
 from schemas.api import TaskInfo, TaskStatus
 from schemas.k8s import ObjectMeta, Pod, PodSpec, PodStatus
 
@@ -90,10 +91,24 @@ KUBE_SYSTEM_CRITICAL = make_task("kube-system", "ks", priority_class="system-nod
 @pytest.mark.parametrize("hook", ["preemptable", "reclaimable"])
 def test_conformance_plugin(hook: str, evictees: list[TaskInfo], expected: list[TaskInfo]) -> None:
     # Upstream calls ssn.Preemptable(&TaskInfo{}, ...): the evictor is ignored.
-    victims, vote = getattr(make_plugin(), hook)(TaskInfo(), evictees)
+    result = getattr(make_plugin(), hook)(TaskInfo(), evictees)
+    victims, vote = answer_of(result)
     assert vote == Vote.PERMIT
     assert by_uid(victims) == by_uid(expected)
     assert all(any(v is e for e in evictees) for v in victims)
+    # every evictee left out is explained: its critical class, or kube-system
+    spared = {t.UID for t in evictees} - {t.UID for t in victims}
+    assert set(result.vetoes) == spared
+    for task in evictees:
+        if task.UID in spared:
+            pod = task.Pod
+            critical = (
+                pod is not None
+                and pod.spec is not None
+                and (pod.spec.priorityClassName in CRITICAL_PRIORITY_CLASSES)
+            )
+            expected_code = "critical-priority-class" if critical else "kube-system"
+            assert result.vetoes[task.UID].code == expected_code
 
 
 def test_registered_hooks() -> None:

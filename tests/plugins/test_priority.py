@@ -15,6 +15,7 @@ import pytest
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session, Vote
+from plugins.api.reasons import answer_of
 from plugins.api.release import Release
 from plugins.priority import PriorityPlugin
 from schemas.api import JobInfo, PodGroup, TaskInfo, TaskStatus
@@ -100,7 +101,7 @@ def test_preempt(preemptees: list[TaskInfo], expected: list[str]) -> None:
     # service test, not a property of the plugin.
     plugin = make_plugin([make_job("ns1", "pg1", 100), make_job("ns2", "pg2", 1000)])
     preemptor = make_task("ns2", "preemptor1", "pg2", status=TaskStatus.Pending)
-    victims, vote = plugin.preemptable(preemptor, preemptees)
+    victims, vote = answer_of(plugin.preemptable(preemptor, preemptees))
     assert vote == Vote.PERMIT
     assert names(victims) == expected
     assert all(any(v is p for p in preemptees) for v in victims)
@@ -122,7 +123,7 @@ def test_gang_reclaim_permits_all_candidates_regardless_of_priority() -> None:
     )
     assert "reclaimable" not in plugin.hooks()
     preemptor = make_task("ns3", "reclaimer-0", "reclaimer", status=TaskStatus.Pending)
-    victims, vote = plugin.preemptable(preemptor, [high_task, low_task])
+    victims, vote = answer_of(plugin.preemptable(preemptor, [high_task, low_task]))
     assert vote == Vote.PERMIT
     assert names(victims) == ["low-task"]
 
@@ -152,7 +153,7 @@ def test_same_job_compares_task_priority(
     plugin = make_plugin([make_job("ns", "pg", -100), make_job("ns", "other", 50)])
     preemptor = make_task("ns", "preemptor", "pg", priority=preemptor_priority)
     preemptees = [make_task("ns", f"t{p}", "pg", priority=p) for p in preemptee_priorities]
-    victims, vote = plugin.preemptable(preemptor, preemptees)
+    victims, vote = answer_of(plugin.preemptable(preemptor, preemptees))
     assert (names(victims), vote) == (expected, Vote.PERMIT)
 
 
@@ -174,8 +175,20 @@ def test_cross_job_compares_job_priority(
     # each preemptee's task the highest.
     preemptor = make_task("ns", "p", "preemptor-job", priority=-(2**31))
     preemptees = [make_task("ns", f"{name}-0", name, priority=2**31 - 1) for name in job_priorities]
-    victims, vote = plugin.preemptable(preemptor, preemptees)
+    victims, vote = answer_of(plugin.preemptable(preemptor, preemptees))
     assert (names(victims), vote) == (expected, Vote.PERMIT)
+
+
+def test_a_spared_preemptee_is_explained_with_both_priorities() -> None:
+    plugin = make_plugin([make_job("ns", "a", 500), make_job("ns", "preemptor-job", 500)])
+    preemptor = make_task("ns", "p", "preemptor-job", priority=1)
+    result = plugin.preemptable(preemptor, [make_task("ns", "a-0", "a")])
+    assert [r.message for r in result.vetoes.values()] == [
+        "its job priority 500 is not below the preemptor's 500"
+    ]
+    same_job = plugin.preemptable(preemptor, [make_task("ns", "q", "preemptor-job", priority=3)])
+    assert [r.code for r in same_job.vetoes.values()] == ["not-lower-priority"]
+    assert "task priority 3" in next(iter(same_job.vetoes.values())).message
 
 
 def test_jobs_are_compared_by_uid() -> None:
@@ -185,7 +198,7 @@ def test_jobs_are_compared_by_uid() -> None:
         [make_job("ns", "a", 1000, uid="same"), make_job("ns", "b", 1, uid="same")]
     )
     preemptor = make_task("ns", "p", "b", priority=5)
-    victims, _ = plugin.preemptable(preemptor, [make_task("ns", "x", "a", priority=4)])
+    victims, _ = answer_of(plugin.preemptable(preemptor, [make_task("ns", "x", "a", priority=4)]))
     assert names(victims) == ["x"]
 
 
@@ -200,7 +213,7 @@ def test_orphan_victim_is_skipped(version: tuple[int, int]) -> None:
         make_task("ns", "low-0", "low"),
         make_task("ns", "orphan-b", "deleted-pg"),
     ]
-    victims, vote = plugin.preemptable(preemptor, preemptees)
+    victims, vote = answer_of(plugin.preemptable(preemptor, preemptees))
     assert (names(victims), vote) == (["low-0"], Vote.PERMIT)
     assert victims[0] is preemptees[1]
 
@@ -209,7 +222,9 @@ def test_orphan_victim_is_skipped(version: tuple[int, int]) -> None:
 def test_missing_preemptor_job_permits_nothing(version: tuple[int, int]) -> None:
     plugin = make_plugin([make_job("ns", "low", 1)], version)
     preemptor = make_task("ns", "p", "deleted-pg", priority=1_000_000)
-    victims, vote = plugin.preemptable(preemptor, [make_task("ns", "low-0", "low", priority=0)])
+    victims, vote = answer_of(
+        plugin.preemptable(preemptor, [make_task("ns", "low-0", "low", priority=0)])
+    )
     # An empty list with a vote: Volcano abandons the tier (the next tier is still tried).
     assert list(victims) == []
     assert vote == Vote.PERMIT
@@ -218,8 +233,8 @@ def test_missing_preemptor_job_permits_nothing(version: tuple[int, int]) -> None
 def test_all_orphans_or_empty_input_still_permit() -> None:
     plugin = make_plugin([make_job("ns", "high", 100)])
     preemptor = make_task("ns", "p", "high")
-    assert plugin.preemptable(preemptor, []) == ([], Vote.PERMIT)
-    victims, vote = plugin.preemptable(preemptor, [make_task("ns", "o", "gone")])
+    assert answer_of(plugin.preemptable(preemptor, [])) == ([], Vote.PERMIT)
+    victims, vote = answer_of(plugin.preemptable(preemptor, [make_task("ns", "o", "gone")]))
     assert (list(victims), vote) == ([], Vote.PERMIT)
 
 
