@@ -261,19 +261,9 @@ class KubeEventSink:
 
     def _connect(self) -> Any:
         if self._client is None:
-            import httpx2
-            from lightkube import AsyncClient
+            from plugins.pdb.kube import connect, named_or_default_config
 
-            from plugins.pdb.kube import default_config, kubeconfig_config
-
-            config = kubeconfig_config(self.kubeconfig) if self.kubeconfig else default_config()
-            try:
-                self._client = AsyncClient(
-                    config.config, timeout=httpx2.Timeout(10.0), proxy=config.proxy,
-                    trust_env=False,
-                )  # fmt: skip
-            finally:
-                config.release()
+            self._client = connect(named_or_default_config(self.kubeconfig), 10.0)
         return self._client
 
     async def create(self, event: dict[str, Any]) -> None:

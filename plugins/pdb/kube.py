@@ -104,6 +104,25 @@ def default_config(
     )
 
 
+def named_or_default_config(kubeconfig: str | None) -> ClusterConfig:
+    """The kubeconfig file a plugin argument names, else :func:`default_config`."""
+    return kubeconfig_config(kubeconfig) if kubeconfig else default_config()
+
+
+def connect(config: ClusterConfig, request_timeout: float) -> AsyncClient:
+    """lightkube's client for ``config``. The TLS context is built here (the certificate files
+    are read now), after which the in-memory copies of the kubeconfig's data are released."""
+    try:
+        return AsyncClient(
+            config.config,
+            timeout=httpx2.Timeout(request_timeout),
+            proxy=config.proxy,
+            trust_env=False,  # no HTTP(S)_PROXY from the environment, as before
+        )
+    finally:
+        config.release()
+
+
 def in_cluster_config(service_account_dir: str = SERVICE_ACCOUNT_DIR) -> ClusterConfig:
     """The service's ``KUBERNETES_SERVICE_HOST``/``_PORT`` and the mounted account."""
     try:
@@ -344,17 +363,8 @@ class Reflector(Generic[T]):
 
     def _ensure_client(self) -> AsyncClient:
         if self._client is None:
-            config = self._load_config()
-            self.config = config
-            try:  # the TLS context is built here: the certificate files are read now
-                self._client = AsyncClient(
-                    config.config,
-                    timeout=httpx2.Timeout(self.request_timeout),
-                    proxy=config.proxy,
-                    trust_env=False,  # no HTTP(S)_PROXY from the environment, as before
-                )
-            finally:
-                config.release()
+            self.config = self._load_config()
+            self._client = connect(self.config, self.request_timeout)
         return self._client
 
     async def _list(self, client: AsyncClient) -> None:

@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -21,8 +22,7 @@ from plugins.pdb.kube import (
     Backoff,
     ClusterConfig,
     Reflector,
-    default_config,
-    kubeconfig_config,
+    named_or_default_config,
     namespaced_collection,
 )
 from schemas.k8s import PodDisruptionBudget
@@ -126,8 +126,7 @@ class KubePdbSource(PdbSource):
         super().__init__()
         self.kubeconfig = kubeconfig
         if load_config is None:
-            path = kubeconfig
-            load_config = (lambda: kubeconfig_config(path)) if path else default_config
+            load_config = partial(named_or_default_config, kubeconfig)
         self._compiled: dict[str, CompiledPdb | None] = {}
         self.reflector: Reflector[PodDisruptionBudget] = Reflector(
             resource=PDB_RESOURCE,
