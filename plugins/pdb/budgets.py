@@ -6,7 +6,6 @@ call in the order the candidate victims come.
 from __future__ import annotations
 
 import logging
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -18,7 +17,7 @@ from schemas.k8s import PodDisruptionBudget
 logger = logging.getLogger("caldera.plugins.pdb")
 
 
-@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class CompiledPdb:
     """A PDB that can apply to some pod: its selector converted once, when it arrives.
 
@@ -30,6 +29,8 @@ class CompiledPdb:
     selector: Selector
     disruptions_allowed: int
     disrupted_pods: frozenset[str]
+    exhausted: Reason
+    """Why a pod it covers may not go once its budget is spent (it names only the budget)."""
 
 
 def compile_pdb(pdb: PodDisruptionBudget) -> CompiledPdb | None:
@@ -45,12 +46,22 @@ def compile_pdb(pdb: PodDisruptionBudget) -> CompiledPdb | None:
     if selector.empty() or selector.nothing:  # Nothing() is never Matched either
         return None
     status = pdb.status
+    allowed = status.disruptionsAllowed if status else 0
     return CompiledPdb(
         namespace=namespace,
         name=name,
         selector=selector,
-        disruptions_allowed=status.disruptionsAllowed if status else 0,
+        disruptions_allowed=allowed,
         disrupted_pods=frozenset(status.disruptedPods or ()) if status else frozenset(),
+        exhausted=Reason(
+            "pdb-no-disruptions",
+            f"PodDisruptionBudget {namespace}/{name} allows"
+            + (
+                f" {allowed} disruptions, taken by earlier candidates of this call"
+                if allowed > 0
+                else " no disruption now"
+            ),
+        ),
     )
 
 
@@ -124,27 +135,6 @@ NO_LABELS = Reason(
 )
 
 
-def _exhausted(pdb: CompiledPdb) -> Reason:
-    """Why a pod ``pdb`` covers may not go. Built once per budget (it names only the budget)."""
-    reason = _EXHAUSTED.get(pdb)
-    if reason is None:
-        allowed = pdb.disruptions_allowed
-        reason = _EXHAUSTED[pdb] = Reason(
-            "pdb-no-disruptions",
-            f"PodDisruptionBudget {pdb.namespace}/{pdb.name} allows"
-            + (
-                f" {allowed} disruptions, taken by earlier candidates of this call"
-                if allowed > 0
-                else " no disruption now"
-            ),
-        )
-    return reason
-
-
-_EXHAUSTED: weakref.WeakKeyDictionary[CompiledPdb, Reason] = weakref.WeakKeyDictionary()
-"""A budget's reason, for as long as the budget is current (a new status compiles a new one)."""
-
-
 def pdb_filter(
     tasks: Sequence[TaskInfo], snapshot: PdbSnapshot, vetoes: dict[str, Reason] | None = None
 ) -> list[TaskInfo]:
@@ -173,5 +163,5 @@ def pdb_filter(
         if violated is None:
             victims.append(task)
         elif vetoes is not None:
-            vetoes[task.UID] = _exhausted(violated)
+            vetoes[task.UID] = violated.exhausted
     return victims
