@@ -188,7 +188,7 @@ class SessionLog:
                 len(evictees), victims, len(vetoes), named
             )
 
-    def spared(self, key: str) -> list[tuple[str, str, str, Reason, datetime]]:
+    def spared(self, key: str) -> Spared:
         """(verb, plugin, evictor, reason, at) for every eviction question whose vetoes name
         ``key``, the latest last."""
         found = [
@@ -223,7 +223,11 @@ def predicate_summary(trace: TaskTrace) -> dict[str, Any]:
     }
 
 
-def describe_task(key: str, trace: TaskTrace | None, log: SessionLog) -> dict[str, Any]:
+Spared = list[tuple[str, str, str, Reason, datetime]]
+"""(verb, plugin, evictor, reason, at) of the eviction answers that spared a task."""
+
+
+def describe_task(key: str, trace: TaskTrace | None, spared: Spared) -> dict[str, Any]:
     out: dict[str, Any] = {"task": key}
     if trace is None:
         trace = TaskTrace("")
@@ -251,7 +255,6 @@ def describe_task(key: str, trace: TaskTrace | None, log: SessionLog) -> dict[st
             }
             for (verb, plugin), e in trace.evictions.items()
         ]
-    spared = log.spared(key)
     if spared:
         out["protected"] = [
             {"verb": verb, "plugin": plugin, "evictor": evictor, "code": r.code,
@@ -345,22 +348,23 @@ class DecisionRecord:
         if queue:
             out["queue"] = queue
             out["queueVerdicts"] = [v.describe() for v in queue_verdicts]
-        out["tasks"] = [describe_task(k, t, log) for k, t in tasks[:TASKS_SHOWN]]
+        out["tasks"] = [describe_task(k, t, log.spared(k)) for k, t in tasks[:TASKS_SHOWN]]
         out["tasksNotShown"] = max(0, len(tasks) - TASKS_SHOWN)
         return out
 
     def explain_task(self, key: str) -> dict[str, Any] | None:
-        log = self._newest(lambda log: key in log.tasks or bool(log.spared(key)))
-        if log is None:
+        for log in reversed(self.logs):  # the newest session that decided anything about it
+            spared = log.spared(key)
+            if key in log.tasks or spared:
+                break
+        else:
             return None
         trace = log.tasks.get(key)
-        out = describe_task(key, trace, log)
+        out = describe_task(key, trace, spared)
         trace = trace or TaskTrace("")
-        summary = []
-        if trace.nodes:
-            summary.append(predicate_summary(trace)["summary"])
+        summary = [out["predicate"]["summary"]] if "predicate" in out else []
         latest: dict[tuple[str, str], tuple[str, Reason]] = {}
-        for verb, plugin, evictor, reason, _ in log.spared(key):
+        for verb, plugin, evictor, reason, _ in spared:
             latest[(verb, plugin)] = (evictor, reason)
         for (verb, plugin), (evictor, reason) in latest.items():
             summary.append(f"{plugin} spares it from {evictor} ({verb}): {reason.message}")
