@@ -114,10 +114,9 @@ def _exceeded(
 
 
 def _amount(name: str, amount: Fraction) -> str:
-    """A quota quantity in Kubernetes' units (``requests.cpu`` in cores, memory in bytes)."""
-    if name.endswith("cpu"):
-        return format_milli(float(amount * 1000))
-    if name.endswith("memory") or name.endswith("storage"):
+    """A quota quantity in Kubernetes' units: memory and storage in bytes (``12Gi``), anything
+    else (cpu cores, GPUs, counts) as a manifest writes it (``1500m``, ``2``)."""
+    if name.endswith(("memory", "storage")):
         return format_bytes(float(amount))
     return format_milli(float(amount * 1000))
 

@@ -14,24 +14,24 @@ router = APIRouter(tags=["operations"])
 async def debug_session(request: Request) -> Response:
     state = request.app.state
     sessions = state.sessions
-    release: dict[str, object] = {"volcanoVersion": sessions.release.name}
+    common: dict[str, object] = {"volcanoVersion": sessions.release.name}
     if state.config.infers_release:
-        release["volcanoVersionInferredFrom"] = (
+        common["volcanoVersionInferredFrom"] = (
             state.extender.release_watch.inferred or "nothing yet (no onSessionOpen seen)"
         )
     events = state.events
     if events is not None:
-        release["podGroupEvents"] = events.describe()
+        common["podGroupEvents"] = events.describe()
     current = sessions.current
     if current is None:
         return json_response(
             {
                 "open": False,
-                **release,
+                **common,
                 "activePluginsWithoutSession": sessions.without_snapshot.active_plugins(),
             }
         )
-    return json_response({"open": True, **release, **current.describe()})
+    return json_response({"open": True, **common, **current.describe()})
 
 
 @router.get(
