@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -51,7 +52,7 @@ from plugins.api.extension_points import (
     LIFECYCLE,
     ExtensionPoint,
 )
-from plugins.api.reasons import Explained, Reason
+from plugins.api.reasons import NO_VETOES, Explained, Reason
 from plugins.api.release import Release
 from schemas.api import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from schemas.quantity import QuantityError
@@ -61,7 +62,7 @@ CLOSE = BY_VERB["onSessionClose"]
 VOTES = {Vote.PERMIT: "permit", Vote.ABSTAIN: "abstain", Vote.REJECT: "reject"}
 FIT_STATUS = {code: code.name.lower() for code in StatusCode}
 """A predicate rejection's ``reason`` label: its status (bounded, unlike its message)."""
-NO_VETOES: Mapping[str, Reason] = {}
+CODE = attrgetter("code")
 
 
 def explained(result: Any) -> tuple[Any, Reason | None, Mapping[str, Reason]]:
@@ -136,7 +137,6 @@ class Framework:
         if "jobEnqueued" in answered and not release.admission_follows_vote:
             answered.add("jobEnqueueable")  # the vote is where admissions are accounted
         self._answered = frozenset(answered)
-        self._children: dict[tuple[str, str, str, str], Any] = {}
 
     # --- bookkeeping -------------------------------------------------------------------------
 
@@ -151,25 +151,13 @@ class Framework:
         """Whether any plugin takes part in ``point`` (otherwise the answer is neutral)."""
         return point.verb in self._answered
 
-    def _count(
-        self, metric: str, slot: Slot, point: ExtensionPoint, label: str, count: int = 1
-    ) -> None:
-        """Add ``count`` to ``metric``'s (plugin, verb, ``label``) child, looked up once per
-        framework: ``labels()`` takes a lock and validates its values."""
-        if self.metrics is None:
-            return
-        key = (metric, slot.name, point.verb, label)
-        child = self._children.get(key)
-        if child is None:
-            child = getattr(self.metrics, metric).labels(slot.name, point.verb, label)
-            self._children[key] = child
-        child.inc(count)
-
     def _record(self, slot: Slot, point: ExtensionPoint, outcome: str) -> None:
-        self._count("decisions", slot, point, outcome)
+        if self.metrics is not None:
+            self.metrics.decisions.inc((slot.name, point.verb, outcome))
 
-    def _reject(self, slot: Slot, point: ExtensionPoint, reason: str, count: int = 1) -> None:
-        self._count("rejections", slot, point, reason, count)
+    def _reject(self, slot: Slot, point: ExtensionPoint, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.rejections.inc((slot.name, point.verb, reason))
 
     def _call(self, slot: Slot, point: ExtensionPoint, *args: Any) -> Any:
         try:
@@ -262,7 +250,7 @@ class Framework:
                 answers.append((slot.name, len(candidates), vetoes))
                 if vetoes and self.metrics is not None:
                     # once per answer and reason code: "this answer spared evictees because…"
-                    for code in {r.code for r in vetoes.values()}:
+                    for code in set(map(CODE, vetoes.values())):
                         self._reject(slot, point, code)
                 if len(candidates) == 0:
                     self._record(slot, point, "none")
@@ -273,10 +261,14 @@ class Framework:
                 if victims is None:
                     victims = list(candidates)
                 else:
-                    wanted = Counter(c.UID for c in candidates)
                     # Each victim is kept once per candidate with its UID, in the victims' order;
                     # an empty intersection resets to "no victims" without ending the tier.
-                    victims = [v for v in victims for _ in range(wanted[v.UID])] or None
+                    uids = {c.UID for c in candidates}
+                    if len(uids) == len(candidates):  # each UID once: a filter does it
+                        victims = [v for v in victims if v.UID in uids] or None
+                    else:
+                        wanted = Counter(c.UID for c in candidates)
+                        victims = [v for v in victims for _ in range(wanted[v.UID])] or None
             if victims is not None:
                 return EvictDecision(victims, True)
         return EvictDecision([], blocked)

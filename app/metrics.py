@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import platform
+from collections.abc import Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
@@ -20,6 +22,44 @@ DURATION_BUCKETS = (
 cluster a few hundred."""
 
 BYTES_BUCKETS = tuple(float(2**k) for k in range(8, 31, 2))  # 256 B … 1 GiB
+
+
+class Tally:
+    """A labelled counter kept as plain numbers and read by Prometheus at scrape time.
+
+    For what the framework counts per plugin answer (every plugin, every predicate node, every
+    eviction question: thousands of times a cycle): ``inc`` is one dict update, 0.1 µs, where
+    a ``Counter`` child's ``inc`` takes its lock (0.34 µs) after a ``labels()`` lookup.
+    Everything runs on the event loop, /metrics included, so nothing else writes meanwhile;
+    ``collect`` reads a copy all the same. Exposed as a ``Counter`` is: ``<name>_total``."""
+
+    def __init__(
+        self, name: str, documentation: str, labelnames: Sequence[str], registry: CollectorRegistry
+    ) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = tuple(labelnames)
+        self.counts: dict[tuple[str, ...], float] = {}
+        registry.register(self)
+
+    def inc(self, labels: tuple[str, ...], amount: float = 1) -> None:
+        counts = self.counts
+        counts[labels] = counts.get(labels, 0) + amount
+
+    def value(self, *labels: str) -> float:
+        return self.counts.get(labels, 0)
+
+    def _family(self) -> CounterMetricFamily:
+        return CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+
+    def describe(self) -> list[CounterMetricFamily]:
+        return [self._family()]
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = self._family()
+        for labels, value in self.counts.copy().items():
+            family.add_metric(labels, value)
+        yield family
 
 
 class Metrics:
@@ -58,13 +98,13 @@ class Metrics:
             ["verb", "code"],
             registry=r,
         )
-        self.decisions = Counter(
+        self.decisions = Tally(
             "caldera_plugin_decisions_total",
             "Answers of each hosted plugin per verb and outcome.",
             ["plugin", "verb", "outcome"],
             registry=r,
         )
-        self.rejections = Counter(
+        self.rejections = Tally(
             "caldera_rejections_total",
             "Rejections by the hosted plugin that made them, per verb and reason code: a"
             " jobEnqueueable Reject, a predicate failure (its status: unschedulable,"

@@ -78,9 +78,20 @@ class TestEvictable:
         assert uids(victims) == ["c", "a"]
         assert victims[0] is ABC[2]
 
-    def test_duplicate_candidates_duplicate_victims(self, hook: str) -> None:
-        fw = framework([("p1", Evicts(["a"])), ("p2", Evicts(["a", "a"]))])
-        assert uids(fw.victims(BY_VERB[hook], task("x"), ABC).victims) == ["a", "a"]
+    @pytest.mark.parametrize(
+        ("first", "then", "expected"),
+        [
+            pytest.param(["a"], ["a", "a"], ["a", "a"], id="a candidate twice keeps it twice"),
+            pytest.param(["a", "a"], ["a"], ["a", "a"], id="a victim twice stays twice"),
+            pytest.param(["a", "a"], ["a", "a"], ["a"] * 4, id="twice by twice is four"),
+            pytest.param(["a", "b"], ["b", "b", "c"], ["b", "b"], id="duplicates beside others"),
+        ],
+    )
+    def test_duplicate_uids_multiply_in_the_intersection(
+        self, hook: str, first: list[str], then: list[str], expected: list[str]
+    ) -> None:
+        fw = framework([("p1", Evicts(first)), ("p2", Evicts(then))])
+        assert uids(fw.victims(BY_VERB[hook], task("x"), ABC).victims) == expected
 
     def test_first_deciding_tier_wins(self, hook: str) -> None:
         later = Evicts(["c"])
