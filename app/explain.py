@@ -8,12 +8,17 @@ the best node each plugin scored, and, per preemptor, how many evictees each plu
 which it vetoed and why. ``GET /debug/explain`` and ``caldera explain`` read it.
 
 Bounded: the record keeps the last ``explainSessions`` sessions, and each session at most
-``explainEntries`` entries — a job, a queue, a task, and each node a task's predicate was asked
-about count one each — later ones are counted as dropped, not kept. A spared evictee is named
-in its preemptor's entry (the first ``VETOES_SHOWN`` of each answer), where its own explanation
-finds it. What a session keeps is names, counts, reason codes and the plugins' messages: nothing
-from a pod spec, env or annotation. Memory per 1,000 jobs: bench/README.md, "The decision
-record".
+``explainEntries`` entries — a job, a queue, a task, each node a task's predicate was asked
+about, each veto an eviction answer keeps and each evictee named count one each — later ones
+are counted as dropped, not kept. Every vetoed evictee is kept in its preemptor's entry, where
+its own explanation finds it. What a session keeps is names, counts, reason codes and the
+plugins' messages: nothing from a pod spec, env or annotation. Memory per 1,000 jobs:
+bench/README.md, "The decision record".
+
+The eviction verbs are the hot ones (Volcano asks them per preemptor per node): recording one
+question keeps the framework's list of answers as it is, the plugins' own veto mappings in it,
+and costs O(1) in entries; evictee UIDs become names only on a UID's first veto in a session,
+and everything else is worked out when an explanation is read.
 """
 
 from __future__ import annotations
@@ -55,15 +60,24 @@ class Verdict:
         return out
 
 
-@dataclass(slots=True)
-class EvictionTrace:
-    """One plugin's answer to one eviction question about a preemptor or reclaimer."""
+Answer = tuple[str, int, Mapping[str, Reason]]
+"""One plugin's answer to an eviction question: (plugin, victims it let go, its vetoes by
+evictee UID)."""
 
-    evictees: int = 0
-    victims: int = 0
-    vetoed: int = 0
-    vetoes: dict[str, Reason] = field(default_factory=dict)
-    """Evictee key (namespace/pod) → why, for the first ``VETOES_SHOWN`` vetoed."""
+
+@dataclass(slots=True)
+class EvictionQuestion:
+    """The latest eviction question a preemptor or reclaimer asked, per verb."""
+
+    evictees: int
+    answers: list[Answer]
+    """Each plugin that did not abstain, in the order asked (vetoes beyond the room left in
+    the session are dropped from a copy of that plugin's mapping)."""
+    vetoed: dict[str, int]
+    """Plugin → vetoes given, where fewer are kept in ``answers``."""
+    at: datetime
+    entries: int
+    """Entries the kept vetoes take (given back when a later question replaces this one)."""
 
 
 @dataclass(slots=True)
@@ -75,10 +89,8 @@ class TaskTrace:
     """Node → (plugin, reason) of its latest failure; a node that later fits is removed."""
     best: dict[str, tuple[str, float]] = field(default_factory=dict)
     """Plugin → its best-scored node and score, from the latest prioritize."""
-    evictions: dict[tuple[str, str], EvictionTrace] = field(default_factory=dict)
-    """(verb, plugin) → the plugin's answer, when this task asked for victims."""
-    spared_at: datetime | None = None
-    """When its latest eviction question was asked (its vetoes name the evictees spared)."""
+    evictions: dict[str, EvictionQuestion] = field(default_factory=dict)
+    """Verb → the latest question this task asked for victims with."""
 
 
 def task_key(task: TaskInfo) -> str:
@@ -99,6 +111,8 @@ class SessionLog:
         self.queues: dict[str, dict[str, Verdict]] = {}
         self.tasks: dict[str, TaskTrace] = {}
         self.job_tasks: dict[str, list[str]] = {}
+        self.names: dict[str, str] = {}
+        """Evictee UID → namespace/pod, for every UID a plugin vetoed."""
 
     def _room(self) -> bool:
         """Take one entry, if any is left."""
@@ -163,43 +177,106 @@ class SessionLog:
         trace.best[plugin] = (node, scores[node])
 
     def evictions(
-        self, verb: str, evictor: TaskInfo, evictees: Sequence[TaskInfo],
-        answers: Sequence[tuple[str, int, Mapping[str, Reason]]], at: datetime,
+        self, verb: str, evictor: TaskInfo, evictees: Sequence[TaskInfo], answers: list[Answer],
+        at: datetime,
     ) -> None:  # fmt: skip
-        """Each plugin's answer to one eviction question: (plugin, victims it let go, vetoes by
-        evictee UID). The first ``VETOES_SHOWN`` vetoes of each are kept by name."""
+        """Each plugin's answer to one eviction question. ``answers`` is kept as given: the
+        caller must not change it, nor the mappings in it, afterwards."""
         trace = self._task(evictor)
         if trace is None:
             return
-        vetoed: set[str] = set().union(*(vetoes for _, _, vetoes in answers if vetoes))
-        names: dict[str, str] = {}
-        if vetoed:
-            for evictee in evictees:
-                if evictee.UID in vetoed:
-                    names[evictee.UID] = f"{evictee.Namespace}/{evictee.Name}"
-            trace.spared_at = at
-        for plugin, victims, vetoes in answers:
-            named = {
-                names[uid]: reason
-                for uid, reason in islice(vetoes.items(), VETOES_SHOWN)
-                if uid in names
-            }
-            trace.evictions[(verb, plugin)] = EvictionTrace(
-                len(evictees), victims, len(vetoes), named
-            )
+        previous = trace.evictions.get(verb)
+        if previous is not None:
+            self.size -= previous.entries
+        names = self.names
+        entries = 0
+        vetoed: dict[str, int] = {}
+        for index, (plugin, victims, vetoes) in enumerate(answers):
+            if not vetoes:
+                continue
+            named = vetoes.keys() <= names.keys() or self._name(vetoes, evictees)
+            keep = min(len(vetoes) if named else 0, max(self.limit - self.size - entries, 0))
+            if keep < len(vetoes):  # no room left in the session: the count stays whole
+                self.dropped += len(vetoes) - keep
+                vetoed[plugin] = len(vetoes)
+                answers[index] = (plugin, victims, dict(islice(vetoes.items(), keep)))
+            entries += keep
+        self.size += entries
+        trace.evictions[verb] = EvictionQuestion(len(evictees), answers, vetoed, at, entries)
+
+    def _name(self, vetoes: Mapping[str, Reason], evictees: Sequence[TaskInfo]) -> bool:
+        """Name every vetoed evictee not yet named (one entry each); False if there is no room."""
+        names = self.names
+        for evictee in evictees:
+            uid = evictee.UID
+            if uid in vetoes and uid not in names:
+                if not self._room():
+                    return False
+                names[uid] = f"{evictee.Namespace}/{evictee.Name}"
+        return True
+
+    def _uids(self, key: str) -> list[str]:
+        return [uid for uid, name in self.names.items() if name == key]
 
     def spared(self, key: str) -> Spared:
         """(verb, plugin, evictor, reason, at) for every eviction question whose vetoes name
         ``key``, the latest last."""
+        uids = self._uids(key)
+        if not uids:
+            return []
         found = [
-            (verb, plugin, evictor, e.vetoes[key], trace.spared_at)
+            (verb, plugin, evictor, vetoes[uid], question.at)
             for evictor, trace in self.tasks.items()
-            if trace.spared_at is not None
-            for (verb, plugin), e in trace.evictions.items()
-            if key in e.vetoes
+            for verb, question in trace.evictions.items()
+            for plugin, _, vetoes in question.answers
+            for uid in uids
+            if uid in vetoes
         ]
         found.sort(key=lambda entry: entry[4])
         return found
+
+    def describe_evictions(self, trace: TaskTrace) -> list[dict[str, Any]]:
+        """Each plugin's answer to the task's latest questions, the first ``VETOES_SHOWN``
+        vetoes by name."""
+        names = self.names
+        return [
+            {
+                "verb": verb,
+                "plugin": plugin,
+                "evictees": question.evictees,
+                "victims": victims,
+                "vetoed": question.vetoed.get(plugin, len(vetoes)),
+                "vetoes": [
+                    {"task": names.get(uid, uid), "code": r.code, "message": r.message}
+                    for uid, r in islice(vetoes.items(), VETOES_SHOWN)
+                ],
+            }
+            for verb, question in trace.evictions.items()
+            for plugin, victims, vetoes in question.answers
+        ]
+
+    def describe_task(self, key: str, trace: TaskTrace | None, spared: Spared) -> dict[str, Any]:
+        out: dict[str, Any] = {"task": key}
+        if trace is None:
+            trace = TaskTrace("")
+        else:
+            out["job"] = trace.job
+        if trace.nodes:
+            out["predicate"] = predicate_summary(trace)
+        if trace.best:
+            out["scores"] = [
+                {"plugin": plugin, "bestNode": node, "score": score}
+                for plugin, (node, score) in trace.best.items()
+            ]
+        if trace.evictions:
+            out["evictions"] = self.describe_evictions(trace)
+        if spared:
+            out["protected"] = [
+                {"verb": verb, "plugin": plugin, "evictor": evictor, "code": r.code,
+                 "message": r.message, "at": at.isoformat()}
+                for verb, plugin, evictor, r, at in spared[-VETOES_SHOWN:]
+            ]  # fmt: skip
+        return out
 
 
 def predicate_summary(trace: TaskTrace) -> dict[str, Any]:
@@ -225,43 +302,6 @@ def predicate_summary(trace: TaskTrace) -> dict[str, Any]:
 
 Spared = list[tuple[str, str, str, Reason, datetime]]
 """(verb, plugin, evictor, reason, at) of the eviction answers that spared a task."""
-
-
-def describe_task(key: str, trace: TaskTrace | None, spared: Spared) -> dict[str, Any]:
-    out: dict[str, Any] = {"task": key}
-    if trace is None:
-        trace = TaskTrace("")
-    else:
-        out["job"] = trace.job
-    if trace.nodes:
-        out["predicate"] = predicate_summary(trace)
-    if trace.best:
-        out["scores"] = [
-            {"plugin": plugin, "bestNode": node, "score": score}
-            for plugin, (node, score) in trace.best.items()
-        ]
-    if trace.evictions:
-        out["evictions"] = [
-            {
-                "verb": verb,
-                "plugin": plugin,
-                "evictees": e.evictees,
-                "victims": e.victims,
-                "vetoed": e.vetoed,
-                "vetoes": [
-                    {"task": task, "code": r.code, "message": r.message}
-                    for task, r in e.vetoes.items()
-                ],
-            }
-            for (verb, plugin), e in trace.evictions.items()
-        ]
-    if spared:
-        out["protected"] = [
-            {"verb": verb, "plugin": plugin, "evictor": evictor, "code": r.code,
-             "message": r.message, "at": at.isoformat()}
-            for verb, plugin, evictor, r, at in spared[-VETOES_SHOWN:]
-        ]  # fmt: skip
-    return out
 
 
 def _holds_back(verdict: Verdict) -> bool:
@@ -348,7 +388,7 @@ class DecisionRecord:
         if queue:
             out["queue"] = queue
             out["queueVerdicts"] = [v.describe() for v in queue_verdicts]
-        out["tasks"] = [describe_task(k, t, log.spared(k)) for k, t in tasks[:TASKS_SHOWN]]
+        out["tasks"] = [log.describe_task(k, t, log.spared(k)) for k, t in tasks[:TASKS_SHOWN]]
         out["tasksNotShown"] = max(0, len(tasks) - TASKS_SHOWN)
         return out
 
@@ -360,20 +400,18 @@ class DecisionRecord:
         else:
             return None
         trace = log.tasks.get(key)
-        out = describe_task(key, trace, spared)
-        trace = trace or TaskTrace("")
+        out = log.describe_task(key, trace, spared)
         summary = [out["predicate"]["summary"]] if "predicate" in out else []
         latest: dict[tuple[str, str], tuple[str, Reason]] = {}
         for verb, plugin, evictor, reason, _ in spared:
             latest[(verb, plugin)] = (evictor, reason)
         for (verb, plugin), (evictor, reason) in latest.items():
             summary.append(f"{plugin} spares it from {evictor} ({verb}): {reason.message}")
-        for (verb, plugin), e in trace.evictions.items():
-            if e.vetoes:
-                first = next(iter(e.vetoes.values()))
+        for e in out.get("evictions", ()):
+            if e["vetoes"]:
                 summary.append(
-                    f"{plugin} vetoed {e.vetoed} of {e.evictees} evictees ({verb}),"
-                    f" e.g. {first.message}"
+                    f"{e['plugin']} vetoed {e['vetoed']} of {e['evictees']} evictees"
+                    f" ({e['verb']}), e.g. {e['vetoes'][0]['message']}"
                 )
         return {
             "session": {"session": log.number, "openedAt": log.opened_at.isoformat()},

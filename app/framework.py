@@ -43,7 +43,7 @@ import msgspec
 from app.config import PluginOption
 from app.errors import PluginFailure, RequestError
 from app.events import PodGroupEvents
-from app.explain import SessionLog
+from app.explain import Answer, SessionLog
 from app.metrics import Metrics
 from plugins.api.base import FitError, Plugin, StatusCode, Vote, utc_now
 from plugins.api.extension_points import (
@@ -223,7 +223,7 @@ class Framework:
         self, point: ExtensionPoint, evictor: TaskInfo, evictees: Sequence[TaskInfo]
     ) -> EvictDecision:
         """``Session.Preemptable`` / ``Session.Reclaimable``."""
-        answers: list[tuple[str, int, Mapping[str, Reason]]] = []
+        answers: list[Answer] = []
         try:
             return self._victims(point, evictor, evictees, answers)
         finally:
@@ -236,7 +236,7 @@ class Framework:
         point: ExtensionPoint,
         evictor: TaskInfo,
         evictees: Sequence[TaskInfo],
-        answers: list[tuple[str, int, Mapping[str, Reason]]],
+        answers: list[Answer],
     ) -> EvictDecision:
         victims: list[TaskInfo] | None = None
         blocked = False

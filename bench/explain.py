@@ -4,9 +4,12 @@
 fills it for a cycle of Volcano's: per job, three jobEnqueueable verdicts with reasons (the
 default configuration's sla, overcommit, resourcequota) and a jobReady; per job one pending
 task asked about every node, a third of them failing; its prioritize; and one preemptor whose
-evictees a plugin vetoes in part. Memory is measured with ``tracemalloc`` (what the log holds,
-not the process); the time per call is the framework's vote and predicate with the record
-against without it, in-process, best of five rounds. Results: bench/results/explain.json.
+evictees a plugin vetoes in part. A second log holds only eviction questions, Volcano's preempt
+action asking for every preemptor about 30 running pods of a 2,000-pod cluster, each evictee
+decoded afresh per question as a request delivers it, half of them vetoed by each of three
+plugins. Memory is measured with ``tracemalloc`` (what the log holds, not the process); the
+time per call is the framework's vote, predicate and preemptable with the record against
+without it, in-process, best of five rounds. Results: bench/results/explain.json.
 """
 
 from __future__ import annotations
@@ -109,6 +112,43 @@ def memory_per_1000_jobs(jobs: int, nodes: Sequence[NodeInfo]) -> dict[str, floa
     }
 
 
+def evictees(question: int, count: int = 30, pods: int = 2000) -> list[TaskInfo]:
+    """``count`` running pods of a ``pods``-pod cluster, decoded afresh (new strings each)."""
+    first = question * 7 % pods
+    numbers = [(first + i) % pods for i in range(count)]
+    return [
+        TaskInfo(UID=f"uid-{n:05d}", Name=f"job-{n:05d}-0", Namespace="team-a", Job="team-a/job")
+        for n in numbers
+    ]
+
+
+def memory_of_evictions(preemptors: int) -> dict[str, float]:
+    """What a log of eviction questions holds per kept entry and per preemptor."""
+    record = DecisionRecord(1, entries=10**9)
+    fw = build(None)
+    preemptable = BY_VERB["preemptable"]
+    questions = [
+        (TaskInfo(UID=f"p{i}", Name=f"pending-{i}", Namespace="team-b", Job="team-b/p"),
+         evictees(i))
+        for i in range(preemptors)
+    ]  # fmt: skip
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    fw.log = record.open(1, T0)
+    for preemptor, pods in questions:
+        fw.victims(preemptable, preemptor, pods)
+    del questions, preemptor, pods  # what the log does not keep goes
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    held = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+    log = record.logs[-1]
+    return {
+        "KiB_per_preemptor": round(held / 1024 / preemptors, 2),
+        "entries_per_preemptor": round(log.size / preemptors, 1),
+        "bytes_per_entry": round(held / log.size, 1),
+    }
+
+
 def best_of(rounds: int, fn: Callable[[], None]) -> float:
     best = float("inf")
     for _ in range(rounds):
@@ -121,8 +161,10 @@ def best_of(rounds: int, fn: Callable[[], None]) -> float:
 def time_per_call(nodes: Sequence[NodeInfo], calls: int = 2000) -> dict[str, dict[str, float]]:
     """µs per framework call with and without the record, three plugins answering."""
     enqueueable, predicate = BY_VERB["jobEnqueueable"], BY_VERB["predicate"]
+    preemptable = BY_VERB["preemptable"]
     job = JobInfo(Name="j", Namespace="ns", Queue="q", Priority=1)
     task = TaskInfo(UID="t", Name="t-0", Namespace="ns", Job="ns/j")
+    pods = evictees(0)
     out: dict[str, dict[str, float]] = {}
     for label, record in (("without", None), ("with", DecisionRecord(1, DEFAULT_ENTRIES))):
         fw = build(None if record is None else record.open(1, T0))
@@ -135,8 +177,15 @@ def time_per_call(nodes: Sequence[NodeInfo], calls: int = 2000) -> dict[str, dic
             for i in range(calls):
                 fw.first_failure(predicate, task, nodes[i % len(nodes)])
 
-        vote, fits = best_of(5, votes), best_of(5, predicates)
-        out[label] = {"jobEnqueueable_us": vote / calls * 1e6, "predicate_us": fits / calls * 1e6}
+        def evictions(fw: Framework = fw) -> None:
+            for _ in range(calls):
+                fw.victims(preemptable, task, pods)
+
+        out[label] = {
+            "jobEnqueueable_us": best_of(5, votes) / calls * 1e6,
+            "predicate_us": best_of(5, predicates) / calls * 1e6,
+            "preemptable_us": best_of(5, evictions) / calls * 1e6,
+        }
     return out
 
 
@@ -149,9 +198,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(a: argparse.Namespace) -> int:
     nodes = [NodeInfo(Name=f"node-{i:04d}") for i in range(a.nodes)]
     memory = memory_per_1000_jobs(a.jobs, nodes)
+    evicting = memory_of_evictions(a.jobs)
     timing = time_per_call(nodes)
     document: dict[str, Any] = {"jobs": a.jobs, "nodes": a.nodes, "memory": memory,
-                                "time_per_call": timing}  # fmt: skip
+                                "evictions": evicting, "time_per_call": timing}  # fmt: skip
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(document, indent=1) + "\n")
     print(
@@ -159,7 +209,12 @@ def main(a: argparse.Namespace) -> int:
         f" ({memory['entries_per_job']} entries per job at {a.nodes} nodes,"
         f" {memory['bytes_per_entry']} bytes per entry)"
     )
-    for verb in ("jobEnqueueable", "predicate"):
+    print(
+        f"eviction questions: {evicting['KiB_per_preemptor']} KiB per preemptor"
+        f" ({evicting['entries_per_preemptor']} entries, {evicting['bytes_per_entry']} bytes"
+        " per entry; 30 evictees, 3 plugins vetoing half)"
+    )
+    for verb in ("jobEnqueueable", "predicate", "preemptable"):
         without, with_ = timing["without"][f"{verb}_us"], timing["with"][f"{verb}_us"]
         print(
             f"{verb}: {without:.2f} µs per framework call without the record,"

@@ -194,6 +194,42 @@ def test_vetoed_victims_are_explained_for_the_preemptor_and_for_themselves() -> 
     assert rejections(metrics) == {("min-runtime", "preemptable", "protected"): 1.0}
 
 
+def test_every_spared_evictee_finds_who_spared_it_however_many_were_vetoed() -> None:
+    fw, record, _ = recorded([("min-runtime", Explains())])
+    evictees = [task(f"v{i}") for i in range(30)]
+    fw.victims(PREEMPTABLE, POD, evictees)
+    preemptor = record.explain_task("team-a/train-42-0")
+    assert preemptor is not None
+    [eviction] = preemptor["evictions"]
+    assert (eviction["vetoed"], len(eviction["vetoes"])) == (29, 20)  # shown: the first 20
+    last = record.explain_task("default/v29")
+    assert last is not None
+    assert last["summary"] == [
+        "min-runtime spares it from team-a/train-42-0 (preemptable): v29 runs until noon"
+    ]
+
+
+def test_vetoes_take_entries_and_a_full_session_keeps_only_their_count() -> None:
+    record = DecisionRecord(entries=10)
+    log = record.open(1, T0)
+    assert log is not None
+    built = framework([("min-runtime", Explains())], release=SENDS_JOB_ENQUEUED)
+    fw = Framework(built.tiers, SENDS_JOB_ENQUEUED, None, log, clock=lambda: T0)
+    evictees = [task(f"v{i}") for i in range(4)]
+    for _ in range(3):  # the same question again replaces the last, entries and all
+        fw.victims(PREEMPTABLE, POD, evictees)
+        assert (log.size, log.dropped) == (1 + 3 + 3, 0)  # the preemptor, 3 names, 3 vetoes
+    other = TaskInfo(UID="p1", Name="train-42-1", Namespace="team-a", Job="team-a/train-42")
+    fw.victims(PREEMPTABLE, other, evictees)  # its entry, then room for 2 of its 3 vetoes
+    assert (log.size, log.dropped) == (10, 1)
+    explained = record.explain_task("team-a/train-42-1")
+    assert explained is not None
+    [eviction] = explained["evictions"]
+    assert (eviction["vetoed"], [v["task"] for v in eviction["vetoes"]]) == (
+        3, ["default/v1", "default/v2"],
+    )  # fmt: skip
+
+
 def test_a_volcano_job_is_found_by_its_name_without_the_podgroup_uid() -> None:
     fw, record, _ = recorded([("overcommit", Explains())])
     podgroup = "train-42-0b5e3c1a-9d4f-4c1b-8e2a-7f6d5c4b3a21"

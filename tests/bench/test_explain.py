@@ -16,12 +16,19 @@ def test_the_measurement_runs_and_writes_its_figures(tmp_path: Path) -> None:
     assert explain.main(p.parse_args(["--jobs", "20", "--nodes", "10", "--out", str(out)])) == 0
     document = json.loads(out.read_text())
     memory = document["memory"]
-    # a job: its verdicts' entry, its task's and one per node the task was checked against
-    # (the victims a plugin spared are named in the preemptor's entry, not entries of their own)
-    assert memory["entries_per_job"] == 12.0
+    # a job: its verdicts' entry, its task's and one per node the task was checked against;
+    # the one preemptor of 20 jobs: 10 evictees named and 3 x 10 vetoes kept, 2 a job
+    assert memory["entries_per_job"] == 12.0 + 2.0
     assert 0 < memory["bytes_per_entry"] < 2000
+    evictions = document["evictions"]
+    # its own entry and three plugins' 15 vetoes each, and the names new to the session (at
+    # most one per evictee asked about)
+    assert 1 + 3 * 15 < evictions["entries_per_preemptor"] <= 1 + 3 * 15 + 30
+    assert 0 < evictions["bytes_per_entry"] < 1000
     for side in ("without", "with"):
-        assert set(document["time_per_call"][side]) == {"jobEnqueueable_us", "predicate_us"}
+        assert set(document["time_per_call"][side]) == {
+            "jobEnqueueable_us", "predicate_us", "preemptable_us",
+        }  # fmt: skip
 
 
 def test_the_commands_bench_readme_shows_run(tmp_path: Path) -> None:
