@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from pathlib import Path
 
 from app.config import CalderaConfig
 from app.session import SessionManager
@@ -48,13 +49,21 @@ def plugin_warnings(config: CalderaConfig) -> list[str]:
 
 
 def path_problems(config: CalderaConfig) -> list[str]:
-    """Every file a plugin will read that does not exist here (pdb's budgets or kubeconfig):
-    the plugin would never sync and /readyz would stay 503."""
-    return [
+    """Every file Caldera will read that does not exist here: a plugin's (pdb's budgets or
+    kubeconfig: the plugin would never sync and /readyz would stay 503), and the kubeconfig
+    PodGroup Events are sent with (none would ever be sent)."""
+    problems = [
         f"plugin {entry.name} ({entry.where}.arguments.{key}): {problem}"
         for entry in config.entries
         for key, problem in entry.cls.path_problems(entry.arguments).items()
     ]
+    kubeconfig = config.explainEventsKubeconfig
+    if config.explainEvents and kubeconfig and not Path(kubeconfig).is_file():
+        problems.append(
+            f"explainEventsKubeconfig: {kubeconfig}: no such file here: no PodGroup Event"
+            " would be sent (explainEvents is on)"
+        )
+    return problems
 
 
 def unread_arguments(config: CalderaConfig) -> list[str]:

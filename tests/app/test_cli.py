@@ -323,3 +323,34 @@ def test_check_config_names_each_file_a_plugin_will_read_that_is_missing(
     else:
         [line] = lines
         assert warned in line and "pdb would never sync" in line
+
+
+@pytest.mark.parametrize(
+    ("settings", "warned"),
+    [
+        ("explainEvents: true\nexplainEventsKubeconfig: /nonexistent/kc\n", True),
+        ("explainEvents: true\nexplainEventsKubeconfig: KUBECONFIG\n", False),
+        ("explainEvents: false\nexplainEventsKubeconfig: /nonexistent/kc\n", False),
+        ("explainEvents: true\n", False),
+    ],
+    ids=["events on, kubeconfig missing", "events on, kubeconfig present", "events off",
+         "events on, service account"],
+)  # fmt: skip
+def test_check_config_names_a_missing_kubeconfig_for_podgroup_events(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], settings: str, warned: bool
+) -> None:
+    """The stop-33 note's limit: a wrong explainEventsKubeconfig showed only when the first
+    Event failed to send."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    path = tmp_path / "caldera.yaml"
+    path.write_text(
+        settings.replace("KUBECONFIG", str(kubeconfig)) + "tiers: [{plugins: [{name: sla}]}]\n"
+    )
+    assert main(["check-config", str(path)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "no such file here" in line]
+    if warned:
+        [line] = lines
+        assert "explainEventsKubeconfig: /nonexistent/kc" in line and "no PodGroup Event" in line
+    else:
+        assert lines == []
