@@ -10,6 +10,13 @@ generator, as ``bench run``), peak RSS growth per workload, and p50 of the ASGI 
 
     uv run python -m bench.hotpath --repo base=/tmp/perf-base --repo new=. \\
         --loads preemptable-c1,allocate-c1,onSessionClose-c1 --rounds 3
+
+With two checkouts it also reports, per workload, the in-process p50 of the second over the
+first paired round by round (the median ratio and its quartiles): on a VM whose speed drifts
+between runs, the pair measured back to back is what a few-percent change shows in, where the
+HTTP figures of this 2-core machine move ±10–25% between runs of the same code.
+``--no-http`` measures only that, for a change of Caldera's own path (``--rounds 11``: about a
+minute a round for the evict and node workloads).
 """
 
 from __future__ import annotations
@@ -103,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--scale", type=float, default=1.0, help="times each load's request count")
     ap.add_argument("--no-asgi", action="store_true", help="HTTP only")
+    ap.add_argument("--no-http", action="store_true", help="in process only (paired ratios)")
     a = ap.parse_args(argv)
+    if a.no_asgi and a.no_http:
+        ap.error("--no-asgi and --no-http leave nothing to measure")
 
     repos = [(n, Path(p).resolve()) for n, _, p in (r.partition("=") for r in a.repo)]
     wanted = a.loads.split(",")
@@ -111,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     loads = [ld for name in wanted for ld in suite.loads if ld.name == name]
     if len(loads) != len(wanted):
         raise SystemExit(f"unknown load in {wanted}; known: {[ld.name for ld in suite.loads]}")
-    lg = gobuild.build(go_extender=False)["loadgen"]
+    lg = Path() if a.no_http else gobuild.build(go_extender=False)["loadgen"]
     groups = [
         (name, [ld for ld in loads if ld.config == name])
         for name in dict.fromkeys(ld.config for ld in loads)
@@ -125,19 +135,22 @@ def main(argv: list[str] | None = None) -> int:
             for name, repo in order:
                 runmod.retime(suite)  # usage's metrics must stay fresh for every turn
                 cfg = configs.write(cfg_obj, runmod.TMP, suite.files)
-                http = _http(name, repo, cfg, group, lg, a.scale)
+                http = {} if a.no_http else _http(name, repo, cfg, group, lg, a.scale)
                 for load, row in http.items():
                     for k, v in row.items():
                         samples.setdefault((load, name, k), []).append(v)
-                if not a.no_asgi:
-                    for load, p50 in _asgi(name, repo, cfg, group, a.scale).items():
-                        samples.setdefault((load, name, "asgi_p50_ms"), []).append(p50)
+                asgi = {} if a.no_asgi else _asgi(name, repo, cfg, group, a.scale)
+                for load, p50 in asgi.items():
+                    samples.setdefault((load, name, "asgi_p50_ms"), []).append(p50)
+                shown = {"asgi_p50_ms": asgi} if a.no_http else http
                 print(
-                    f"round {r + 1} {name} [{configs.describe(cfg_obj)}]: " + json.dumps(http),
+                    f"round {r + 1} {name} [{configs.describe(cfg_obj)}]: " + json.dumps(shown),
                     flush=True,
                 )
     print(f"\nload average at end {os.getloadavg()}; medians over {a.rounds} rounds")
-    keys = ["p50_ms", "p99_ms", "growth_MiB"] + ([] if a.no_asgi else ["asgi_p50_ms"])
+    keys = ([] if a.no_http else ["p50_ms", "p99_ms", "growth_MiB"]) + (
+        [] if a.no_asgi else ["asgi_p50_ms"]
+    )
     print("| workload | checkout | " + " | ".join(keys) + " |")
     print("|---" * (len(keys) + 2) + "|")
     for ld in loads:
@@ -149,7 +162,32 @@ def main(argv: list[str] | None = None) -> int:
                 for k in keys
             ]
             print(f"| {ld.name} | {name} | " + " | ".join(cells) + " |")
+    if len(repos) == 2 and not a.no_asgi:
+        print_paired(samples, [ld.name for ld in loads], repos[0][0], repos[1][0])
     return 0
+
+
+def paired_ratios(before: list[float], after: list[float]) -> dict[str, float]:
+    """``after / before`` round by round: the median and quartiles of the ratios."""
+    ratios = [b / a for a, b in zip(before, after, strict=True)]
+    if len(ratios) == 1:
+        return {"median": ratios[0], "q1": ratios[0], "q3": ratios[0]}
+    q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    return {"median": median, "q1": q1, "q3": q3}
+
+
+def print_paired(
+    samples: dict[tuple[str, str, str], list[float]], loads: list[str], first: str, second: str
+) -> None:
+    print(f"\nin process, {second} / {first}, paired by round (median, quartiles)")
+    print("| workload | ratio | quartiles |")
+    print("|---|---|---|")
+    for load in loads:
+        before = samples.get((load, first, "asgi_p50_ms"))
+        after = samples.get((load, second, "asgi_p50_ms"))
+        if before and after:
+            r = paired_ratios(before, after)
+            print(f"| {load} | {r['median']:.3f} | {r['q1']:.3f}–{r['q3']:.3f} |")
 
 
 if __name__ == "__main__":

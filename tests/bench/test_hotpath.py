@@ -1,0 +1,64 @@
+"""bench/hotpath.py: the paired in-process A/B a few-percent change is judged by."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import hotpath
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        pytest.param([1.0], [1.05], (1.05, 1.05, 1.05), id="one round is its own spread"),
+        pytest.param([1.0, 2.0, 1.0], [1.1, 2.2, 1.1], (1.1, 1.1, 1.1), id="drift cancels"),
+        pytest.param(
+            [1.0, 1.0, 1.0, 1.0, 1.0], [0.9, 1.0, 1.0, 1.1, 1.3], (1.0, 1.0, 1.1), id="quartiles"
+        ),
+    ],
+)
+def test_ratios_are_paired_round_by_round(
+    before: list[float], after: list[float], expected: tuple[float, float, float]
+) -> None:
+    r = hotpath.paired_ratios(before, after)
+    assert (r["median"], r["q1"], r["q3"]) == pytest.approx(expected)
+
+
+def test_an_in_process_ab_of_one_checkout_against_itself_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["--repo", f"a={ROOT}", "--repo", f"b={ROOT}", "--loads", "jobEnqueueable-c1",
+            "--rounds", "2", "--no-http", "--scale", "0.02"]  # fmt: skip
+    assert hotpath.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "in process, b / a, paired by round" in out
+    [row] = [line for line in out.splitlines() if line.startswith("| jobEnqueueable-c1 | 0.")
+             or line.startswith("| jobEnqueueable-c1 | 1.")]  # fmt: skip
+    ratio = float(row.split("|")[2])
+    assert 0.5 < ratio < 2.0  # the same code: nothing near a factor of two
+
+
+def test_nothing_to_measure_is_refused() -> None:
+    with pytest.raises(SystemExit):
+        hotpath.main(["--repo", "a=.", "--loads", "jobEnqueueable-c1", "--no-http", "--no-asgi"])
+
+
+def test_the_command_bench_readme_shows_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/README's `bench.hotpath` line as written, both checkouts this one, one short round."""
+    import shlex
+
+    [line] = [
+        line
+        for line in (ROOT / "bench" / "README.md").read_text().splitlines()
+        if line.startswith("uv run python -m bench.hotpath")
+    ]
+    words = shlex.split(line)
+    argv = words[words.index("bench.hotpath") + 1 :]
+    argv = [f"{w.split('=')[0]}={ROOT}" if "=" in w and not w.startswith("-") else w for w in argv]
+    argv[argv.index("--loads") + 1] = "jobEnqueueable-c1"  # one of them, to be quick
+    assert hotpath.main([*argv, "--rounds", "1", "--scale", "0.02"]) == 0
+    assert "in process, after / before, paired by round" in capsys.readouterr().out
