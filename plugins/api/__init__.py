@@ -18,6 +18,7 @@ from plugins.api.base import (
     utc_now,
 )
 from plugins.api.extension_points import EXTENSION_POINTS, ExtensionPoint, Rule
+from plugins.api.reasons import Explained, Reason
 from plugins.api.registry import register
 from plugins.api.release import Release
 
@@ -26,9 +27,11 @@ __all__ = [
     "Arguments",
     "Background",
     "EvictResult",
+    "Explained",
     "ExtensionPoint",
     "FitError",
     "Plugin",
+    "Reason",
     "Release",
     "Rule",
     "Session",

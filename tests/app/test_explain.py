@@ -305,3 +305,28 @@ async def test_nothing_recorded_is_a_404_that_says_what_is_kept() -> None:
     off = CalderaConfig.model_validate({**OVERCOMMIT_CONFIG, "explainSessions": 0})
     response = await get(create_app(off), "?task=a/b")
     assert response.json()["error"] == "the decision record is off (explainSessions: 0)"
+
+
+def test_the_plugin_guides_explained_example_prints_what_the_guide_says() -> None:
+    """docs/plugin-author-guide.md, "Saying why": its plugin, run, gives its printed line."""
+    import re
+    from pathlib import Path
+
+    from plugins.api.base import Session
+
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "plugin-author-guide.md").read_text()
+    match = re.search(r"<!-- explained-plugin -->\n```python\n(.*?)```", guide, re.S)
+    assert match, "the guide lost its explained plugin"
+    namespace: dict[str, object] = {}
+    exec(compile(match.group(1), "plugin-author-guide.md", "exec"), namespace)
+    plugin = namespace["BusinessHours"](Arguments())  # type: ignore[operator]
+    plugin.on_session_open(Session(now=lambda: T0))  # 10:00 UTC
+    fw, record, metrics = recorded([("business-hours", plugin)])
+    night = JobInfo(UID="team-a/train-42", Name="train-42", Namespace="team-a", Queue="night")
+    assert fw.vote(ENQUEUEABLE, night) == Vote.REJECT
+    explained = record.explain_job("team-a/train-42")
+    assert explained is not None
+    printed = re.search(r"`caldera explain` then prints `(.*?)`", guide, re.S)
+    assert printed, "the guide lost the line it says caldera explain prints"
+    assert explained["summary"] == [" ".join(printed.group(1).split())]
+    assert rejections(metrics) == {("business-hours", "jobEnqueueable", "working-hours"): 1.0}
