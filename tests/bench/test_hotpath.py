@@ -38,8 +38,20 @@ def test_an_in_process_ab_of_one_checkout_against_itself_runs(
     assert "in process, b / a, paired by round" in out
     [row] = [line for line in out.splitlines() if line.startswith("| jobEnqueueable-c1 | 0.")
              or line.startswith("| jobEnqueueable-c1 | 1.")]  # fmt: skip
-    ratio = float(row.split("|")[2])
-    assert 0.5 < ratio < 2.0  # the same code: nothing near a factor of two
+    ratio, steady = float(row.split("|")[2]), float(row.split("|")[4])
+    assert 0.5 < ratio < 2.0 and 0.5 < steady < 2.0  # the same code: nowhere near 2x
+
+
+@pytest.mark.parametrize(
+    ("latencies", "expected"),
+    [
+        pytest.param([5.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], 1.0, id="one slow call"),
+        pytest.param([1.0, 1.0, 9.0, 9.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0], 1.0, id="a slow block"),
+        pytest.param([3.0, 1.0, 2.0], 1.0, id="fewer calls than blocks"),
+    ],
+)
+def test_the_steady_p50_is_the_lowest_block_median(latencies: list[float], expected: float) -> None:
+    assert hotpath.steady_p50(latencies) == expected
 
 
 def test_nothing_to_measure_is_refused() -> None:
