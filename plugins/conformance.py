@@ -33,12 +33,6 @@ SYSTEM_NAMESPACE = "kube-system"
 """``metav1.NamespaceSystem``."""
 
 
-def is_protected(task: TaskInfo) -> bool:
-    pod = task.Pod
-    class_name = pod.spec.priorityClassName if pod is not None and pod.spec is not None else ""
-    return class_name in CRITICAL_PRIORITY_CLASSES or task.Namespace == SYSTEM_NAMESPACE
-
-
 PROTECTED = {
     **{name: Reason("critical-priority-class", f"priorityClassName {name} is never evicted")
        for name in CRITICAL_PRIORITY_CLASSES},
@@ -47,16 +41,27 @@ PROTECTED = {
 """Why conformance spares a pod, by its priority class or its namespace (built once)."""
 
 
+def protection(task: TaskInfo) -> Reason | None:
+    """Why ``task`` may not be evicted (a critical priority class, checked first as upstream
+    does, or kube-system), or None when it may."""
+    pod = task.Pod
+    class_name = pod.spec.priorityClassName if pod is not None and pod.spec is not None else ""
+    if class_name in CRITICAL_PRIORITY_CLASSES:
+        return PROTECTED[class_name]
+    if task.Namespace == SYSTEM_NAMESPACE:
+        return PROTECTED[SYSTEM_NAMESPACE]
+    return None
+
+
 def _evictable(evictees: Sequence[TaskInfo]) -> Explained[EvictResult]:
     victims: list[TaskInfo] = []
     vetoes: dict[str, Reason] = {}
     for task in evictees:
-        if not is_protected(task):
+        reason = protection(task)
+        if reason is None:
             victims.append(task)
-            continue
-        pod = task.Pod
-        class_name = pod.spec.priorityClassName if pod is not None and pod.spec is not None else ""
-        vetoes[task.UID] = PROTECTED.get(class_name) or PROTECTED[SYSTEM_NAMESPACE]
+        else:
+            vetoes[task.UID] = reason
     return Explained((victims, Vote.PERMIT), vetoes=vetoes)
 
 
