@@ -76,8 +76,10 @@ class EvictionQuestion:
     vetoed: dict[str, int]
     """Plugin → vetoes given, where fewer are kept in ``answers``."""
     at: datetime
-    entries: int
-    """Entries the kept vetoes take (given back when a later question replaces this one)."""
+
+    def entries(self) -> int:
+        """Entries its kept vetoes take (given back when a later question replaces it)."""
+        return sum(len(vetoes) for _, _, vetoes in self.answers)
 
 
 @dataclass(slots=True)
@@ -187,7 +189,7 @@ class SessionLog:
             return
         previous = trace.evictions.get(verb)
         if previous is not None:
-            self.size -= previous.entries
+            self.size -= previous.entries()
         names = self.names
         entries = 0
         vetoed: dict[str, int] = {}
@@ -202,7 +204,7 @@ class SessionLog:
                 answers[index] = (plugin, victims, dict(islice(vetoes.items(), keep)))
             entries += keep
         self.size += entries
-        trace.evictions[verb] = EvictionQuestion(len(evictees), answers, vetoed, at, entries)
+        trace.evictions[verb] = EvictionQuestion(len(evictees), answers, vetoed, at)
 
     def _name(self, vetoes: Mapping[str, Reason], evictees: Sequence[TaskInfo]) -> bool:
         """Name every vetoed evictee not yet named (one entry each); False if there is no room."""

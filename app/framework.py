@@ -227,7 +227,7 @@ class Framework:
         try:
             return self._victims(point, evictor, evictees, answers)
         finally:
-            # Once per question, whatever tier decided: one pass names every spared evictee.
+            # Once per question, whatever tier decided, with every answer it got.
             if self.log is not None and answers:
                 self.log.evictions(point.verb, evictor, evictees, answers, self.clock())
 
