@@ -46,9 +46,6 @@ class Tally:
         counts = self.counts
         counts[labels] = counts.get(labels, 0) + amount
 
-    def value(self, *labels: str) -> float:
-        return self.counts.get(labels, 0)
-
     def _family(self) -> CounterMetricFamily:
         return CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
 

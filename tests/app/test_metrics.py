@@ -29,7 +29,7 @@ def test_a_tally_is_exposed_exactly_as_a_labelled_counter() -> None:
         counter.labels(*values).inc(amount)
         tally.inc(values, amount)
     assert exposition(tallied) == exposition(counted)
-    assert tally.value("priority", "preemptable", "victims") == 4.0
+    assert tally.counts[("priority", "preemptable", "victims")] == 4.0
 
 
 def test_decisions_and_rejections_are_tallies_on_the_apps_registry() -> None:
