@@ -6,9 +6,11 @@ sidecar: run it with ``kubectl exec`` into the scheduler pod, or through a port-
 
 from __future__ import annotations
 
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
 from typing import Any
-
-import httpx
 
 
 class ExplainError(Exception):
@@ -24,22 +26,32 @@ def default_url(host: str, port: int, tls: bool) -> str:
 
 
 def fetch(url: str, kind: str, key: str, timeout: float = 5.0) -> dict[str, Any]:
-    """The explanation of ``kind`` (job or task) ``key`` from the Caldera at ``url``."""
+    """The explanation of ``kind`` (job or task) ``key`` from the Caldera at ``url``.
+
+    The standard library's client, not httpx: this runs from the installed wheel and the image,
+    whose runtime dependencies carry no HTTP client of their own (httpx is a test dependency).
+    """
+    query = urllib.parse.urlencode({kind: key})
+    target = f"{url.rstrip('/')}/debug/explain?{query}"
+    if not target.startswith(("http://", "https://")):
+        raise ExplainError(f"--url must be an http:// or https:// URL, not {url!r}")
     try:
-        response = httpx.get(
-            f"{url.rstrip('/')}/debug/explain", params={kind: key}, timeout=timeout
-        )
-    except httpx.HTTPError as exc:
-        raise ExplainError(f"cannot reach Caldera at {url}: {exc}") from None
+        with urllib.request.urlopen(target, timeout=timeout) as response:
+            status, raw = response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read()
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ExplainError(f"cannot reach Caldera at {url}: {reason}") from None
     try:
-        body = response.json()
+        body = json.loads(raw)
     except ValueError:
         raise ExplainError(
-            f"{url}/debug/explain answered {response.status_code} without JSON"
+            f"{url}/debug/explain answered {status} without JSON"
             " (is this Caldera, and a version with /debug/explain?)"
         ) from None
-    if response.status_code != 200:
-        raise ExplainError(str(body.get("error", body)))
+    if status != 200:
+        raise ExplainError(str(body.get("error", body) if isinstance(body, dict) else body))
     if not isinstance(body, dict):
         raise ExplainError(f"{url}/debug/explain answered {body!r}")
     return body

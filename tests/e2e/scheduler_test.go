@@ -485,10 +485,17 @@ func (cal *Caldera) Decisions(t testing.TB, plugin, verb, outcome string) float6
 }
 
 // Explain runs `caldera explain KEY --url URL ARGS...` against this Caldera's verb listener, as
-// an operator would, and returns its standard output, its standard error and its exit code.
+// an operator would (inside the container when Caldera runs from CALDERA_E2E_IMAGE), and returns
+// its standard output, its standard error and its exit code.
 func (cal *Caldera) Explain(t testing.TB, key string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(calderaBin(t), append([]string{"explain", key, "--url", cal.URL}, args...)...)
+	bin, argv := calderaBin(t), append([]string{"explain", key, "--url", cal.URL}, args...)
+	if cal.container != "" {
+		// From the image: the image's own CLI, run inside the serving container as an operator
+		// runs `kubectl exec ... -c caldera -- caldera explain` (issue 34: it crashed there).
+		bin, argv = "docker", append([]string{"exec", cal.container, "caldera"}, argv...)
+	}
+	cmd := exec.Command(bin, argv...)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
