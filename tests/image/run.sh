@@ -12,6 +12,7 @@
 #     dropped, no privilege escalation): /healthz, /readyz and /metrics on the health listener,
 #     a verb with a captured body on the loopback verb listener (docker exec) and refused on the
 #     health listener, the HEALTHCHECK healthy, SIGTERM (docker stop) exits 0;
+#     every caldera command README.md and docs/ show, run from the image (as the wheel tier);
 #  5. docker-compose.yml (the caldera service: its Prometheus needs a registry image) with the
 #     same checks;
 #  6. a derived image with a third-party plugin (docs/plugin-author-guide.md, "In the container
@@ -155,6 +156,12 @@ docker stop -t 10 "$name" >/dev/null
 code=$(docker inspect -f '{{.State.ExitCode}}' "$name")
 [ "$code" = 0 ] || { docker logs "$name" >&2; fail "exit code $code after SIGTERM"; }
 echo "SIGTERM: exit 0"
+
+step "4b. every caldera command README.md and docs/ show, run from the image"
+# tests/shipped/walkthrough.py: the list the wheel tier runs (serve --record driven through a
+# session, explain from the image against it, replay, check-config, volcano-config, openapi).
+(cd "$root" && uv run python -m tests.shipped.walkthrough --image "$image" --scratch "$work/walk") \
+  || fail "a documented command failed from the image (above)"
 
 step "5. docker-compose.yml (the caldera service)"
 if docker compose version >/dev/null 2>&1; then
