@@ -20,7 +20,7 @@ from app import __version__, shared_path, sizing
 from app.config import CalderaConfig, ConfigError, effective_config, load_config, release_note
 from app.config_checks import argument_warnings, log_problems
 from app.session import SessionManager
-from app.settings import Settings, cli_options
+from app.settings import DEFAULT_PORT, Settings, cli_options
 from plugins.api.extension_points import BY_VERB, VERBS, Rule
 from schemas.goduration import DurationError, parse_go_duration
 from schemas.requests import OnSessionOpenRequest
@@ -223,6 +223,14 @@ def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
     return verbs, notes + folded
 
 
+def volcano_url(settings: Settings) -> str:
+    """Where Volcano reaches the Caldera these settings serve: a wildcard listen address is
+    reached on loopback (the sidecar shares the scheduler's network namespace)."""
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{settings.port}"
+
+
 def volcano_entry(
     config: CalderaConfig, url: str, timeout: str, ignorable: bool
 ) -> tuple[dict[str, Any], list[str]]:
@@ -248,7 +256,7 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
         config = load_config(settings.config)
     except ConfigError as exc:
         return _fail_config(exc)
-    url = args.url or f"http://{settings.host}:{settings.port}"
+    url = args.url or volcano_url(settings)
     try:
         timeout = parse_go_duration(args.http_timeout) / 1e9
         period = parse_go_duration(args.schedule_period) / 1e9
@@ -424,7 +432,11 @@ def parser() -> argparse.ArgumentParser:
         "volcano-config", help="print the extender entry for volcano-scheduler.conf"
     )
     _add_setting_options(volcano, "config")
-    volcano.add_argument("--url", help="URL Volcano reaches Caldera at (default from host/port)")
+    volcano.add_argument(
+        "--url",
+        help=f"URL Volcano reaches Caldera at (default http://127.0.0.1:{DEFAULT_PORT}, the"
+        " sidecar's; CALDERA_HOST and CALDERA_PORT change it as they change serve's)",
+    )
     volcano.add_argument("--http-timeout", default="1s", help="extender.httpTimeout (default 1s)")
     volcano.add_argument("--ignorable", action="store_true", help="set extender.ignorable: true")
     volcano.add_argument(
