@@ -266,6 +266,12 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
     if (args.nodes is None) != (args.pods is None):
         print("caldera: --nodes and --pods go together", file=sys.stderr)
         return EXIT_CONFIG
+    measured = [o for o in ("snapshot_bytes", "bytes_per_pod") if getattr(args, o) is not None]
+    if measured and args.nodes is None:
+        print(
+            f"caldera: --{measured[0].replace('_', '-')} needs --nodes and --pods", file=sys.stderr
+        )
+        return EXIT_CONFIG
     entry, notes = volcano_entry(config, url.rstrip("/"), args.http_timeout, args.ignorable)
     if args.merge is not None:
         return print_merged(args.merge, config, entry, notes)
@@ -278,7 +284,20 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
     verbs = [v for v in VERBS if BY_VERB[v].argument in entry["arguments"]]
     print(f"# {body_limits_note(config, verbs)}")
     if args.nodes is not None:
-        cluster = sizing.Cluster(args.nodes, args.pods, args.pending_tasks)
+        cluster = sizing.Cluster(
+            args.nodes, args.pods, args.pending_tasks, args.snapshot_bytes, args.bytes_per_pod
+        )
+        print(
+            f"# sizing: a snapshot of about {sizing.mib(cluster.body_bytes('onSessionOpen'))}"
+            f" and {cluster.extender_open_seconds():.2f}s of Volcano's OnSessionOpen at"
+            f" {args.nodes} nodes / {args.pods} pods, from {cluster.snapshot_source()}."
+            + (
+                ""
+                if measured
+                else " Pods larger than those: --bytes-per-pod or --snapshot-bytes from"
+                ' caldera_request_body_bytes{verb="onSessionOpen"}.'
+            )
+        )
         for warning in sizing.warnings(cluster, verbs, timeout, config.body_limit, period):
             print(f"# warning: {warning}")
     print(yaml.safe_dump([entry], sort_keys=False), end="")
@@ -449,6 +468,21 @@ def parser() -> argparse.ArgumentParser:
         "--nodes", type=_count, help="cluster nodes: warn about settings too small for them"
     )
     volcano.add_argument("--pods", type=_count, help="cluster pods (with --nodes)")
+    measured = volcano.add_mutually_exclusive_group()
+    measured.add_argument(
+        "--snapshot-bytes",
+        type=_count,
+        metavar="BYTES",
+        help="the onSessionOpen body your cluster sends (caldera_request_body_bytes_sum /"
+        " _count for onSessionOpen), instead of the estimate from the benchmark's plain pods",
+    )
+    measured.add_argument(
+        "--bytes-per-pod",
+        type=_count,
+        metavar="BYTES",
+        help="your snapshot's bytes over your pods, nodes' share included: scales the snapshot"
+        " to --pods",
+    )
     volcano.add_argument(
         "--pending-tasks",
         type=_count,
