@@ -32,6 +32,7 @@ rewritten.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +40,7 @@ import yaml
 
 from app.config import CalderaConfig
 from plugins.api.base import implemented_hooks
-from plugins.api.extension_points import BY_VERB, EXTENSION_POINTS
+from plugins.api.extension_points import ACTIONS, BY_VERB, EXTENSION_POINTS, ExtensionPoint
 from plugins.api.options import FLAG_DEFAULTS
 from plugins.api.release import SHARED_RECLAIMABLE_PATH_VERBS, Release
 
@@ -210,25 +211,28 @@ class Asked:
     def actions(self) -> frozenset[str] | None:
         return None if self.listed is None else frozenset(self.listed)
 
-    def askers(self, verb: str) -> frozenset[str] | None:
-        """The actions that send ``verb``; ``None``: every session. On releases that post
-        jobEnqueueable and queueOverused to the reclaimable verb, it carries their askers too."""
-        carried = [verb]
+    def carried(self, verb: str) -> list[ExtensionPoint]:
+        """The extension points ``verb`` carries: on releases that post jobEnqueueable and
+        queueOverused to the reclaimable verb, those too."""
+        names = [verb]
         if verb == "reclaimable" and self.release.shares_reclaimable_path:
-            carried += SHARED_RECLAIMABLE_PATH_VERBS
+            names += SHARED_RECLAIMABLE_PATH_VERBS
+        return [BY_VERB[name] for name in names]
+
+    def askers(self, verb: str) -> frozenset[str] | None:
+        """The actions that send ``verb``; ``None``: every session."""
         found: set[str] = set()
-        for name in carried:
-            askers = BY_VERB[name].actions
-            if askers is None:
+        for point in self.carried(verb):
+            if point.actions is None:
                 return None
-            found |= askers
+            found |= point.actions
         return frozenset(found)
 
     def __call__(self, verb: str) -> bool:
         askers = self.askers(verb)
         return askers is None or self.actions is None or bool(askers & self.actions)
 
-    def flags(self, flags: Any) -> bool:
+    def flags(self, flags: Iterable[str]) -> bool:
         """Whether an action asks any point one of ``flags`` gates."""
         wanted = set(flags)
         return any(self(p.verb) for p in EXTENSION_POINTS if p.flag in wanted)
@@ -243,19 +247,16 @@ def _warn_unasked_verbs(
         askers = asked.askers(verb)
         if asked(verb) or askers is None:
             continue
-        points = [BY_VERB[verb]]
-        if verb == "reclaimable" and config.release.shares_reclaimable_path:
-            points += [BY_VERB[v] for v in SHARED_RECLAIMABLE_PATH_VERBS]
         answering = sorted(
             {
                 entry.name
                 for entry in config.entries
-                for point in points
+                for point in asked.carried(verb)
                 if point.hook in implemented_hooks(entry.cls)
                 and (point.flag is None or entry.option.enabled(point.flag))
             }
         )
-        add = _names([a for a in _ACTION_ORDER if a in askers], "or")
+        add = _names([a for a in ACTIONS if a in askers], "or")
         result.warnings.append(
             f"{BY_VERB[verb].argument}: no action of this conf ({', '.join(asked.listed or ())})"
             f" asks {verb} (Volcano's {BY_VERB[verb].volcano}), so what"
@@ -268,13 +269,6 @@ def _names(names: list[str], last: str = "and") -> str:
     if not names:
         return "no plugin"
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
-
-
-_ACTION_ORDER = (
-    "enqueue", "allocate", "backfill", "preempt", "reclaim", "gangpreempt", "gangreclaim",
-    "shuffle",
-)  # fmt: skip
-"""The order actions are named in: the action that asks a verb first is the one to add."""
 
 
 def _drop_emptied_tiers(

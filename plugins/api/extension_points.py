@@ -80,8 +80,8 @@ class ExtensionPoint:
     node list or queue."""
     actions: frozenset[str] | None
     """The ``volcano-scheduler.conf`` actions whose run asks this point (Volcano's
-    ``pkg/scheduler/actions``, at ed72c7c8): a verb no configured action asks is never sent.
-    ``None``: every session, whatever the actions."""
+    ``pkg/scheduler/actions``, v1.6.0 to ed72c7c8, the union over the releases): a verb no
+    configured action asks is never sent. ``None``: every session, whatever the actions."""
 
 
 def _point(
@@ -119,6 +119,13 @@ def _point(
 
 
 _EMPTY = b"{}"
+
+ACTIONS: tuple[str, ...] = (
+    "enqueue", "allocate", "backfill", "preempt", "reclaim", "gangpreempt", "gangreclaim",
+    "shuffle",
+)  # fmt: skip
+"""Volcano's actions (``pkg/scheduler/actions``; gangpreempt and gangreclaim since v1.15), in
+the order a conf usually lists them."""
 
 # Which actions ask what (``pkg/scheduler/actions/*``; gangpreempt and gangreclaim through
 # ``actions/utils/simulate.go``; backfill's JobReady through ``Session.Allocate``).
@@ -169,11 +176,12 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
            rq.JobRequest, rq.JobEnvelope, (rs.Empty,), _EMPTY, Rule.NOTIFY,
            "The job was enqueued (Volcano 1.16+).",
            actions=frozenset({"enqueue"})),
+    # preempt asked queueOverused up to v1.8
     _point("queueOverused", "overused", "OverusedFn", "enabledOverused", (1, 6),
            rq.QueueOverusedRequest, rq.QueueEnvelope, (rs.QueueOverusedResponse,),
            _encode(rs.QueueOverusedResponse(overused=False)), Rule.ANY_TRUE,
            "Is the queue overused (true skips it).",
-           actions=frozenset({"allocate", "reclaim", "gangreclaim"})),
+           actions=frozenset({"allocate", "preempt", "reclaim", "gangreclaim"})),
     _point("jobReady", "job_ready", "JobReadyFn", "enableJobReady", (1, 7),
            rq.JobRequest, rq.JobEnvelope, (rs.JobReadyResponse,),
            _encode(rs.JobReadyResponse(status=True)), Rule.ALL_TRUE,

@@ -369,10 +369,9 @@ def test_warnings_follow_the_actions_of_the_conf(
 def test_every_extension_point_names_the_actions_that_ask_it() -> None:
     """The actions column: each point Volcano sends only inside an action names actions Volcano
     has; only the session's own verbs are sent whatever the actions."""
-    from plugins.api.extension_points import EXTENSION_POINTS
+    from plugins.api.extension_points import ACTIONS, EXTENSION_POINTS
 
-    known = {"enqueue", "allocate", "backfill", "preempt", "reclaim", "gangpreempt",
-             "gangreclaim", "shuffle"}  # fmt: skip
+    known = set(ACTIONS)
     for point in EXTENSION_POINTS:
         if point.verb in ("onSessionOpen", "onSessionClose"):
             assert point.actions is None, point.verb
