@@ -73,13 +73,26 @@ SNAPSHOT_BYTES_PER_POD = (
 ) // MEASUREMENT.pods
 """The rest of the measured snapshot, per pod (16,379 bytes: its TaskInfo in its JobInfo four
 times and once in its node's NodeInfo when running)."""
-OPEN_SECONDS_PER_MIB = 0.009509
-OPEN_SECONDS_PER_MIB_SQUARED = 2.8503e-5
+SMALLEST_MEASURED = (16_590_702, 0.1576)
+"""The smallest size of the same run (100 nodes / 1,000 pods, job plugins): its mean snapshot
+bytes and the extender's mean OnSessionOpen seconds."""
+
+
+def _open_time_fit() -> tuple[float, float]:
+    """a, b of Volcano's extender OnSessionOpen for a snapshot of x MiB, a x + b x², through the
+    smallest and the largest measured runs."""
+    (x1, t1) = (SMALLEST_MEASURED[0] / 2**20, SMALLEST_MEASURED[1])
+    (x2, t2) = (MEASUREMENT.snapshot_bytes / 2**20, MEASUREMENT.open_seconds)
+    b = (t2 / x2 - t1 / x1) / (x2 - x1)
+    return t1 / x1 - b * x1, b
+
+
+OPEN_SECONDS_PER_MIB, OPEN_SECONDS_PER_MIB_SQUARED = _open_time_fit()
 """Volcano's extender OnSessionOpen (``json.Marshal`` of the whole session, the POST, Caldera's
-answer) for a snapshot of x MiB: a x + b x², through the smallest and the largest measured
-runs (15.8 MiB in 0.158 s, 163.9 MiB in 2.324 s; 76.4 MiB in 0.875 s between them). The cost
-per byte grows with the snapshot (105 MiB/s at 16 MiB, 71 MiB/s at 164 MiB), so a straight rate
-would miss one end or the other."""
+answer) for a snapshot of x MiB: a x + b x² (15.8 MiB in 0.158 s, 163.9 MiB in 2.324 s; the
+500 / 5,000 run between them, 76.4 MiB in 0.875 s, the fit says 0.89 s). The cost per byte
+grows with the snapshot (100 MiB/s at 16 MiB, 71 MiB/s at 164 MiB), so a straight rate would
+miss one end or the other."""
 PERIOD_SHARE = 0.75
 """The share of the scheduling period OnSessionOpen may take: the actions need the rest (the
 same measurement's in-tree cycles took 130 ms at 500 / 5,000 and 604 ms at 1,000 / 10,000; the

@@ -321,6 +321,13 @@ def test_the_named_measurement_is_the_committed_cluster_run(
     assert (largest["nodes"], largest["pods"]) == (measured.nodes, measured.pods)
     assert measured.snapshot_bytes == pytest.approx(largest["snapshotBytes"], rel=0.01)
     assert measured.open_seconds == pytest.approx(largest["extenderOpenMs"] / 1000, rel=0.01)
+    smallest = min(
+        (r for r in cluster_run if r["group"] == largest["group"]),
+        key=lambda r: (r["nodes"], r["pods"]),
+    )
+    snapshot, seconds = sizing.SMALLEST_MEASURED
+    assert snapshot == pytest.approx(smallest["snapshotBytes"], rel=0.01)
+    assert seconds == pytest.approx(smallest["extenderOpenMs"] / 1000, rel=0.01)
 
 
 @pytest.mark.parametrize(
