@@ -20,7 +20,7 @@ from app import __version__, shared_path, sizing
 from app.config import CalderaConfig, ConfigError, effective_config, load_config, release_note
 from app.config_checks import argument_warnings, log_problems
 from app.session import SessionManager
-from app.settings import Settings, cli_options
+from app.settings import DEFAULT_PORT, Settings, cli_options
 from plugins.api.extension_points import BY_VERB, VERBS, Rule
 from schemas.goduration import DurationError, parse_go_duration
 from schemas.requests import OnSessionOpenRequest
@@ -223,6 +223,14 @@ def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
     return verbs, notes + folded
 
 
+def volcano_url(settings: Settings) -> str:
+    """Where Volcano reaches the Caldera these settings serve: a wildcard listen address is
+    reached on loopback (the sidecar shares the scheduler's network namespace)."""
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{settings.port}"
+
+
 def volcano_entry(
     config: CalderaConfig, url: str, timeout: str, ignorable: bool
 ) -> tuple[dict[str, Any], list[str]]:
@@ -248,7 +256,7 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
         config = load_config(settings.config)
     except ConfigError as exc:
         return _fail_config(exc)
-    url = args.url or f"http://{settings.host}:{settings.port}"
+    url = args.url or volcano_url(settings)
     try:
         timeout = parse_go_duration(args.http_timeout) / 1e9
         period = parse_go_duration(args.schedule_period) / 1e9
@@ -257,6 +265,12 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     if (args.nodes is None) != (args.pods is None):
         print("caldera: --nodes and --pods go together", file=sys.stderr)
+        return EXIT_CONFIG
+    measured = [o for o in ("snapshot_bytes", "bytes_per_pod") if getattr(args, o) is not None]
+    if measured and args.nodes is None:
+        print(
+            f"caldera: --{measured[0].replace('_', '-')} needs --nodes and --pods", file=sys.stderr
+        )
         return EXIT_CONFIG
     entry, notes = volcano_entry(config, url.rstrip("/"), args.http_timeout, args.ignorable)
     if args.merge is not None:
@@ -270,7 +284,20 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
     verbs = [v for v in VERBS if BY_VERB[v].argument in entry["arguments"]]
     print(f"# {body_limits_note(config, verbs)}")
     if args.nodes is not None:
-        cluster = sizing.Cluster(args.nodes, args.pods, args.pending_tasks)
+        cluster = sizing.Cluster(
+            args.nodes, args.pods, args.pending_tasks, args.snapshot_bytes, args.bytes_per_pod
+        )
+        print(
+            f"# sizing: a snapshot of about {sizing.mib(cluster.body_bytes('onSessionOpen'))}"
+            f" and {cluster.extender_open_seconds():.2f}s of Volcano's OnSessionOpen at"
+            f" {args.nodes} nodes / {args.pods} pods, from {cluster.snapshot_source()}."
+            + (
+                ""
+                if measured
+                else " Pods larger than those: --bytes-per-pod or --snapshot-bytes from"
+                ' caldera_request_body_bytes{verb="onSessionOpen"}.'
+            )
+        )
         for warning in sizing.warnings(cluster, verbs, timeout, config.body_limit, period):
             print(f"# warning: {warning}")
     print(yaml.safe_dump([entry], sort_keys=False), end="")
@@ -424,7 +451,11 @@ def parser() -> argparse.ArgumentParser:
         "volcano-config", help="print the extender entry for volcano-scheduler.conf"
     )
     _add_setting_options(volcano, "config")
-    volcano.add_argument("--url", help="URL Volcano reaches Caldera at (default from host/port)")
+    volcano.add_argument(
+        "--url",
+        help=f"URL Volcano reaches Caldera at (default http://127.0.0.1:{DEFAULT_PORT}, the"
+        " sidecar's; CALDERA_HOST and CALDERA_PORT change it as they change serve's)",
+    )
     volcano.add_argument("--http-timeout", default="1s", help="extender.httpTimeout (default 1s)")
     volcano.add_argument("--ignorable", action="store_true", help="set extender.ignorable: true")
     volcano.add_argument(
@@ -437,6 +468,21 @@ def parser() -> argparse.ArgumentParser:
         "--nodes", type=_count, help="cluster nodes: warn about settings too small for them"
     )
     volcano.add_argument("--pods", type=_count, help="cluster pods (with --nodes)")
+    measured = volcano.add_mutually_exclusive_group()
+    measured.add_argument(
+        "--snapshot-bytes",
+        type=_count,
+        metavar="BYTES",
+        help="the onSessionOpen body your cluster sends (caldera_request_body_bytes_sum /"
+        " _count for onSessionOpen), instead of the estimate from the benchmark's plain pods",
+    )
+    measured.add_argument(
+        "--bytes-per-pod",
+        type=_count,
+        metavar="BYTES",
+        help="your snapshot's bytes over your pods, nodes' share included: scales the snapshot"
+        " to --pods",
+    )
     volcano.add_argument(
         "--pending-tasks",
         type=_count,

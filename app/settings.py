@@ -18,6 +18,10 @@ from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
 
 LogLevel = Literal["critical", "error", "warning", "info", "debug"]
 
+DEFAULT_PORT = 8090
+"""The verb port when none is given, for ``serve`` and the URL ``volcano-config`` prints: the
+shipped manifests' port, because vc-scheduler holds 8080 in the same pod."""
+
 
 def cli(help: str) -> JsonDict:
     """A field's ``json_schema_extra``: it is also a ``caldera serve`` option, with this help."""
@@ -37,7 +41,10 @@ class Settings(BaseSettings):
     """Where the extender verbs (and everything else) are served: loopback, because Caldera
     trusts whoever reaches them (README, "Security")."""
     port: int = Field(
-        default=8080, ge=0, le=65535, json_schema_extra=cli("listen port (default 8080)")
+        default=DEFAULT_PORT,
+        ge=0,
+        le=65535,
+        json_schema_extra=cli(f"listen port (default {DEFAULT_PORT})"),
     )
     health_host: str = Field(
         default="0.0.0.0",

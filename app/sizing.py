@@ -1,14 +1,20 @@
-"""How big Volcano's bodies get and how long Caldera takes with them, for a cluster of a given
-size: the estimates behind ``caldera volcano-config --nodes N --pods P`` warnings.
+"""How big Volcano's bodies get and how long Volcano and Caldera take with them, for a cluster of a
+given size: the estimates behind ``caldera volcano-config --nodes N --pods P`` warnings.
 
-Every figure comes from the benchmark (``bench/README.md``; the latency figures from the full run
-of 2026-11-21 at commit 7edf20e on one core of an AMD EPYC VM, job-plugin configuration) or from
-the bodies ``bench/workloads.py`` builds, which follow Go's ``json.Marshal`` of Volcano's structs.
-``tests/app/test_sizing.py`` regenerates bodies with bench/workloads.py and checks the byte
-figures against them, and checks the latency figures against the published full run
-(``bench/results/latest.json``): every measured p99 at or below the estimate, and within 4x of
-it where the body dominates, so the model cannot drift from either silently. Later runs are
-faster (75 MiB: 129 ms p99 at 92b0a1b): the older rates are kept as the margin.
+The session snapshot and Volcano's time for it come from the measurement of the real scheduler,
+:data:`MEASUREMENT` (``python -m bench cluster``): the snapshot bytes and the extender plugin's
+OnSessionOpen time vc-scheduler reported at 100 / 1,000, 500 / 5,000 and 1,000 / 10,000 nodes /
+pods. ``tests/app/test_sizing.py`` reads ``bench/results/cluster.json`` and holds every estimate
+within 25% of it, so a new measurement keeps the model honest. Its objects are plain (bare
+Nodes, small pods): a cluster whose pods carry more gives its own figure from
+``caldera_request_body_bytes`` (``--snapshot-bytes`` / ``--bytes-per-pod``).
+
+The other bodies come from the benchmark's synthetic objects (``bench/workloads.py``, which
+follow Go's ``json.Marshal`` of Volcano's structs; the test regenerates them) and Caldera's
+latency figures from the hot-path full run of 2026-11-21 at commit 7edf20e on one core of an
+AMD EPYC VM (checked against ``bench/results/latest.json``: every measured p99 at or below the
+estimate, and within 4x of it where the body dominates). Later runs are faster (75 MiB: 129 ms
+p99 at 92b0a1b): the older rates are kept as the margin.
 
 The model is deliberately simple and errs high: one ingest rate for every large body, a fixed
 per-request cost for small ones, and, for predicate, Volcano's 16 parallel calls queueing on
@@ -22,14 +28,78 @@ from dataclasses import dataclass
 
 from plugins.api.extension_points import BY_VERB, Rule
 
-# --- body sizes (bench/workloads.py; fitted on make_cluster(20, 400), (20, 800), (40, 400)) ---
+# --- the session snapshot and Volcano's time for it (python -m bench cluster) ---
 
-SESSION_BYTES_PER_NODE = 88_400
-"""onSessionOpen bytes per node: its Node (~18.5 KiB with 50 status.images), NodeInfo
-bookkeeping, and ten DaemonSet pods as TaskInfos on it."""
-SESSION_BYTES_PER_POD = 34_900
-"""onSessionOpen bytes per Volcano pod: its TaskInfo in its node's NodeInfo.Tasks (when
-running) and four times in its JobInfo (Tasks, TaskStatusIndex, SubJobs)."""
+
+@dataclass(frozen=True)
+class Measurement:
+    """The cluster-scale run the snapshot figures come from, as the output names it."""
+
+    file: str
+    date: str
+    commit: str
+    release: str
+    nodes: int
+    pods: int
+    snapshot_bytes: int
+    """The largest size's mean onSessionOpen body through Caldera (vc-scheduler's snapshot)."""
+    open_seconds: float
+    """The extender plugin's mean OnSessionOpen there (``plugin_scheduling_latency``)."""
+
+    def __str__(self) -> str:
+        return (
+            f"{self.file} ({self.date} at {self.commit}, {self.release}: {mib(self.snapshot_bytes)}"
+            f" and {self.open_seconds:.2f}s of OnSessionOpen at {self.nodes:,} nodes /"
+            f" {self.pods:,} pods)"
+        )
+
+
+MEASUREMENT = Measurement(
+    file="bench/results/cluster.json",
+    date="2026-11-26",
+    commit="51aa5dc",
+    release="vc-scheduler v1.14.1",
+    nodes=1000,
+    pods=10000,
+    snapshot_bytes=171_859_007,
+    open_seconds=2.324,
+)
+SNAPSHOT_BYTES_PER_NODE = 8_060
+"""A NodeInfo without pods or images (bench/workloads.py's Node, its labels, annotations and
+managed fields): the measurement ran 10 pods per node at every size, so it cannot tell a node's
+bytes from its pods'; this share errs high for its bare Nodes."""
+SNAPSHOT_BYTES_PER_POD = (
+    MEASUREMENT.snapshot_bytes - SNAPSHOT_BYTES_PER_NODE * MEASUREMENT.nodes
+) // MEASUREMENT.pods
+"""The rest of the measured snapshot, per pod (16,379 bytes: its TaskInfo in its JobInfo four
+times and once in its node's NodeInfo when running)."""
+SMALLEST_MEASURED = (16_590_702, 0.1576)
+"""The smallest size of the same run (100 nodes / 1,000 pods, job plugins): its mean snapshot
+bytes and the extender's mean OnSessionOpen seconds."""
+
+
+def _open_time_fit() -> tuple[float, float]:
+    """a, b of Volcano's extender OnSessionOpen for a snapshot of x MiB, a x + b x², through the
+    smallest and the largest measured runs."""
+    (x1, t1) = (SMALLEST_MEASURED[0] / 2**20, SMALLEST_MEASURED[1])
+    (x2, t2) = (MEASUREMENT.snapshot_bytes / 2**20, MEASUREMENT.open_seconds)
+    b = (t2 / x2 - t1 / x1) / (x2 - x1)
+    return t1 / x1 - b * x1, b
+
+
+OPEN_SECONDS_PER_MIB, OPEN_SECONDS_PER_MIB_SQUARED = _open_time_fit()
+"""Volcano's extender OnSessionOpen (``json.Marshal`` of the whole session, the POST, Caldera's
+answer) for a snapshot of x MiB: a x + b x² (15.8 MiB in 0.158 s, 163.9 MiB in 2.324 s; the
+500 / 5,000 run between them, 76.4 MiB in 0.875 s, the fit says 0.89 s). The cost per byte
+grows with the snapshot (100 MiB/s at 16 MiB, 71 MiB/s at 164 MiB), so a straight rate would
+miss one end or the other."""
+PERIOD_SHARE = 0.75
+"""The share of the scheduling period OnSessionOpen may take: the actions need the rest (the
+same measurement's in-tree cycles took 130 ms at 500 / 5,000 and 604 ms at 1,000 / 10,000; the
+cycle through Caldera overran the 1 s period at 500 / 5,000, OnSessionOpen 0.875 s of it)."""
+
+# --- other bodies (bench/workloads.py; fitted on make_cluster(20, 400), (20, 800), (40, 400)) ---
+
 NODE_INFO_BASE_BYTES = 88_100
 """One NodeInfo, as predicate and prioritize carry it, before its Volcano pods."""
 NODE_INFO_BYTES_PER_POD = 5_700
@@ -63,23 +133,32 @@ CYCLE_BYTES_PER_SECOND = 2047 * 2**20 / 5.715
 BENCH_PENDING_TASKS = 50
 """Pending tasks per cycle in the benchmark's replayed cycle: the default of --pending-tasks."""
 
-# --- Volcano's own side (python -m bench cluster: the real vc-scheduler v1.14.1) ---
-
-VOLCANO_SNAPSHOT_BYTES_PER_SECOND = 163.9 * 2**20 / 1.952
-"""How fast Volcano's extender gets the session snapshot out: its OnSessionOpen time (Volcano's
-``plugin_scheduling_latency_milliseconds``: ``json.Marshal`` of the whole session, the POST,
-the wait) less Caldera's own onSessionOpen time, over the snapshot's bytes: 84 MiB/s, from the
-largest snapshot of the published cluster run (bench/results/cluster.json at 51aa5dc, 1,000
-nodes / 10,000 pods, 164 MiB: Volcano's OnSessionOpen 2,324 ms, Caldera's 373 ms of it), five
-times Caldera's own time for the same body. Every extender pays it, a server answering at once
-too (its cycles were no faster); in-tree plugins do not."""
-
 
 @dataclass(frozen=True)
 class Cluster:
     nodes: int
     pods: int
     pending_tasks: int = BENCH_PENDING_TASKS
+    snapshot_bytes: int | None = None
+    """The onSessionOpen body this cluster sends, as measured (``--snapshot-bytes``)."""
+    bytes_per_pod: float | None = None
+    """Its snapshot over its pods, nodes' share included (``--bytes-per-pod``)."""
+
+    def snapshot_source(self) -> str:
+        """Where the snapshot estimate comes from, for the output."""
+        if self.snapshot_bytes is not None:
+            return "--snapshot-bytes"
+        if self.bytes_per_pod is not None:
+            return f"--bytes-per-pod {self.bytes_per_pod:,.0f}"
+        return (
+            f"{SNAPSHOT_BYTES_PER_NODE:,} bytes per node and {SNAPSHOT_BYTES_PER_POD:,} per pod,"
+            f" measured by python -m bench cluster: {MEASUREMENT}"
+        )
+
+    def extender_open_seconds(self) -> float:
+        """Volcano's extender OnSessionOpen for this cluster's snapshot."""
+        x = self.body_bytes("onSessionOpen") / 2**20
+        return OPEN_SECONDS_PER_MIB * x + OPEN_SECONDS_PER_MIB_SQUARED * x * x
 
     @property
     def pods_per_node(self) -> float:
@@ -91,7 +170,11 @@ class Cluster:
     def body_bytes(self, verb: str) -> int:
         """Estimated largest body of ``verb`` for this cluster."""
         if verb == "onSessionOpen":
-            return SESSION_BYTES_PER_NODE * self.nodes + SESSION_BYTES_PER_POD * self.pods
+            if self.snapshot_bytes is not None:
+                return self.snapshot_bytes
+            if self.bytes_per_pod is not None:
+                return round(self.bytes_per_pod * self.pods)
+            return SNAPSHOT_BYTES_PER_NODE * self.nodes + SNAPSHOT_BYTES_PER_POD * self.pods
         if verb == "predicate":
             return TASK_INFO_BYTES + self.node_info_bytes()
         if verb == "prioritize":  # every node passed the predicates: the worst case
@@ -167,16 +250,14 @@ def warnings(
             )
     if "onSessionOpen" in verbs:
         snapshot = cluster.body_bytes("onSessionOpen")
-        volcano = snapshot / VOLCANO_SNAPSHOT_BYTES_PER_SECOND
-        session = volcano + cluster.p99_seconds("onSessionOpen")
-        if session > schedule_period_seconds:
+        session = cluster.extender_open_seconds()
+        if session > PERIOD_SHARE * schedule_period_seconds:
             found.append(
-                f"the session snapshot of about {mib(snapshot)} at {cluster.nodes} nodes /"
-                f" {cluster.pods} pods costs Volcano about {volcano:.1f}s to marshal and send"
-                f" (measured {mib(VOLCANO_SNAPSHOT_BYTES_PER_SECOND)}/s on vc-scheduler"
-                f" v1.14.1, python -m bench cluster) and {session:.1f}s with Caldera's answer:"
-                f" longer than the {schedule_period_seconds:g}s scheduling period, so every"
-                " cycle runs late through any extender (in-tree plugins do not pay it)."
+                f"Volcano's extender OnSessionOpen (marshal the session snapshot of about"
+                f" {mib(snapshot)} at {cluster.nodes} nodes / {cluster.pods} pods, send it, wait"
+                f" for Caldera) takes about {session:.2f}s, more than"
+                f" {PERIOD_SHARE:.0%} of the {schedule_period_seconds:g}s scheduling period:"
+                " every cycle runs late through any extender (in-tree plugins do not pay it)."
                 " Lengthen --schedule-period, or keep these plugins in-tree at this size."
             )
     per_cycle = {"predicate", "prioritize"} & set(verbs)

@@ -20,6 +20,10 @@ would change an answer:
 - An in-tree entry of a hosted plugin with a flag off that Caldera's configuration leaves on (or
   the reverse) now decides differently; a plugin listed twice; an extender entry already there;
   a verb the configured release cannot send.
+- A verb of the extender entry that no configured action asks (the ``actions`` column of
+  ``plugins/api/extension_points.py``): Caldera's answers to it are never used, so the warning
+  names the action to add. Every other warning about a verb holds only when an action asks it:
+  without a reclaim action nothing falls through to drf's reclaim vote.
 
 Everything else of the file is kept byte for byte, comments included: the file is parsed only
 to find where each plugin entry starts and ends (PyYAML's node marks), and only those lines are
@@ -28,6 +32,7 @@ rewritten.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,8 +40,9 @@ import yaml
 
 from app.config import CalderaConfig
 from plugins.api.base import implemented_hooks
-from plugins.api.extension_points import EXTENSION_POINTS
+from plugins.api.extension_points import ACTIONS, BY_VERB, EXTENSION_POINTS, ExtensionPoint
 from plugins.api.options import FLAG_DEFAULTS
+from plugins.api.release import SHARED_RECLAIMABLE_PATH_VERBS, Release
 
 IN_TREE_FLAGS: dict[str, str | None] = {
     "TaskOrderFn": "enableTaskOrder",
@@ -115,9 +121,11 @@ def merge(
     if not isinstance(root, yaml.MappingNode) or not isinstance(data, dict):
         raise MergeError("not a volcano-scheduler.conf: expected a mapping with tiers")
     entries = _entries(root)
-    actions = {a.strip() for a in str(data.get("actions", "")).split(",") if a.strip()}
     hosted = hosted_flags(config, entry_verbs)
     result = Merged(conf_text)
+    asked = Asked(_actions(data, result), config.release)
+    actions = asked.actions
+    _warn_unasked_verbs(config, entry_verbs, asked, result)
 
     for entry in entries:
         if entry.name == "extender":
@@ -150,12 +158,13 @@ def merge(
             kept = _kept_in_tree(entry, hosted[entry.name], config, actions, result)
             if kept is not None:
                 pieces.append(_render(kept, indent))
-            if home is not None and entry.tier != home.tier:
+            voting = asked.flags(f for f, served in hosted[entry.name].items() if served)
+            if home is not None and entry.tier != home.tier and voting:
                 result.warnings.append(
                     f"{entry.name} was in tier {entry.tier + 1}; through the extender it votes"
                     f" in tier {home.tier + 1} with the extender entry"
                 )
-            _compare_flags(entry, hosted[entry.name], result)
+            _compare_flags(entry, hosted[entry.name], asked, result)
         if not placed and entry is home:
             pieces.append(_render(extender, indent))
             placed = True
@@ -171,10 +180,95 @@ def merge(
         home_tier = 0
     else:
         home_tier = home.tier
-    _warn_later_voters(entries, home_tier, hosted, entry_verbs, result)
+    _warn_later_voters(entries, home_tier, hosted, [v for v in entry_verbs if asked(v)], result)
     result.text = text
     yaml.safe_load(text)  # the merged file is YAML (a bug here must not reach a ConfigMap)
     return result
+
+
+def _actions(data: dict[str, Any], result: Merged) -> tuple[str, ...] | None:
+    """The conf's actions in its order; ``None`` when it names none (then every action is
+    assumed)."""
+    listed = tuple(a.strip() for a in str(data.get("actions") or "").split(",") if a.strip())
+    if listed:
+        return listed
+    result.warnings.append(
+        "the conf has no actions: Volcano refuses it (failed to find Action) and keeps its"
+        " previous configuration; add its actions (Volcano's default: \"enqueue, allocate,"
+        ' backfill"). The checks below assume every action.'
+    )
+    return None
+
+
+@dataclass(frozen=True)
+class Asked:
+    """Whether the conf's actions ask a verb (``actions`` of the extension-point table)."""
+
+    listed: tuple[str, ...] | None
+    release: Release
+
+    @property
+    def actions(self) -> frozenset[str] | None:
+        return None if self.listed is None else frozenset(self.listed)
+
+    def carried(self, verb: str) -> list[ExtensionPoint]:
+        """The extension points ``verb`` carries: on releases that post jobEnqueueable and
+        queueOverused to the reclaimable verb, those too."""
+        names = [verb]
+        if verb == "reclaimable" and self.release.shares_reclaimable_path:
+            names += SHARED_RECLAIMABLE_PATH_VERBS
+        return [BY_VERB[name] for name in names]
+
+    def askers(self, verb: str) -> frozenset[str] | None:
+        """The actions that send ``verb``; ``None``: every session."""
+        found: set[str] = set()
+        for point in self.carried(verb):
+            if point.actions is None:
+                return None
+            found |= point.actions
+        return frozenset(found)
+
+    def __call__(self, verb: str) -> bool:
+        askers = self.askers(verb)
+        return askers is None or self.actions is None or bool(askers & self.actions)
+
+    def flags(self, flags: Iterable[str]) -> bool:
+        """Whether an action asks any point one of ``flags`` gates."""
+        wanted = set(flags)
+        return any(self(p.verb) for p in EXTENSION_POINTS if p.flag in wanted)
+
+
+def _warn_unasked_verbs(
+    config: CalderaConfig, entry_verbs: list[str], asked: Asked, result: Merged
+) -> None:
+    """A verb of the extender entry that no configured action asks: Caldera's plugins answer it
+    and Volcano never sends it."""
+    for verb in entry_verbs:
+        askers = asked.askers(verb)
+        if asked(verb) or askers is None:
+            continue
+        answering = sorted(
+            {
+                entry.name
+                for entry in config.entries
+                for point in asked.carried(verb)
+                if point.hook in implemented_hooks(entry.cls)
+                and (point.flag is None or entry.option.enabled(point.flag))
+            }
+        )
+        add = _names([a for a in ACTIONS if a in askers], "or")
+        result.warnings.append(
+            f"{BY_VERB[verb].argument}: no action of this conf ({', '.join(asked.listed or ())})"
+            f" asks {verb} (Volcano's {BY_VERB[verb].volcano}), so what"
+            f" {_names(answering)} answer{'s' if len(answering) == 1 else ''} there is never"
+            f" used: add {add} to actions"
+        )
+
+
+def _names(names: list[str], last: str = "and") -> str:
+    if not names:
+        return "no plugin"
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
 
 
 def _drop_emptied_tiers(
@@ -256,7 +350,7 @@ def _kept_in_tree(
     entry: _Entry,
     flags: dict[str, bool],
     config: CalderaConfig,
-    actions: set[str],
+    actions: frozenset[str] | None,
     result: Merged,
 ) -> dict[str, Any] | None:
     cls = next(e.cls for e in config.entries if e.name == entry.name)
@@ -264,7 +358,7 @@ def _kept_in_tree(
         hook
         for hook in cls.in_tree_only
         if hook in IN_TREE_FLAGS
-        and (hook not in NEEDED_BY_ACTION or NEEDED_BY_ACTION[hook] & actions)
+        and (hook not in NEEDED_BY_ACTION or actions is None or NEEDED_BY_ACTION[hook] & actions)
         and _gate_open(entry.values, IN_TREE_FLAGS[hook])
     ]
     if not still:
@@ -291,8 +385,10 @@ def _enabled(values: dict[str, Any], flag: str) -> bool:
     return value is not False
 
 
-def _compare_flags(entry: _Entry, flags: dict[str, bool], result: Merged) -> None:
+def _compare_flags(entry: _Entry, flags: dict[str, bool], asked: Asked, result: Merged) -> None:
     for flag, served in sorted(flags.items()):
+        if not asked.flags([flag]):
+            continue  # no configured action asks it: on or off, nothing is decided by it
         in_tree = _enabled(entry.values, flag)
         if in_tree and not served:
             result.warnings.append(

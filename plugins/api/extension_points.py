@@ -78,6 +78,10 @@ class ExtensionPoint:
     """The configuration key bounding the verb's request body: ``maxSnapshotBytes`` for the
     session snapshot (the whole cluster), ``maxRequestBytes`` for a call about one task, job,
     node list or queue."""
+    actions: frozenset[str] | None
+    """The ``volcano-scheduler.conf`` actions whose run asks this point (Volcano's
+    ``pkg/scheduler/actions``, v1.6.0 to ed72c7c8, the union over the releases): a verb no
+    configured action asks is never sent. ``None``: every session, whatever the actions."""
 
 
 def _point(
@@ -94,6 +98,7 @@ def _point(
     summary: str,
     argument: str = "",
     body_limit: str = "maxRequestBytes",
+    actions: frozenset[str] | None = None,
 ) -> ExtensionPoint:
     return ExtensionPoint(
         verb=verb,
@@ -109,10 +114,27 @@ def _point(
         rule=rule,
         summary=summary,
         body_limit=body_limit,
+        actions=actions,
     )
 
 
 _EMPTY = b"{}"
+
+ACTIONS: tuple[str, ...] = (
+    "enqueue", "allocate", "backfill", "preempt", "reclaim", "gangpreempt", "gangreclaim",
+    "shuffle",
+)  # fmt: skip
+"""Volcano's actions (``pkg/scheduler/actions``; gangpreempt and gangreclaim since v1.15), in
+the order a conf usually lists them."""
+
+# Which actions ask what (``pkg/scheduler/actions/*``; gangpreempt and gangreclaim through
+# ``actions/utils/simulate.go``; backfill's JobReady through ``Session.Allocate``).
+_PLACING = frozenset({"allocate", "backfill", "preempt", "reclaim", "gangpreempt", "gangreclaim"})
+"""PredicateFn (``PredicateNodes``, ``PredicateFor*Action``) and the EventHandlers (a statement
+that allocates, pipelines or evicts, or rolls one of those back)."""
+_SCORING = frozenset({"allocate", "backfill", "preempt", "gangpreempt", "gangreclaim"})
+"""BatchNodeOrderFn, through ``util.PrioritizeNodes`` (reclaim does not score nodes)."""
+_EVENTS = _PLACING | {"shuffle"}
 
 EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
     _point("onSessionOpen", "on_session_open", "OnSessionOpen", None, (1, 6),
@@ -128,44 +150,55 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
            Rule.FIRST_FAILURE,
            "Does the task fit the node? First failure of the hosted plugins. The answer's"
            " shape follows volcanoVersion: {status, code} (1.10+), {status: [{Code,"
-           " Reason}]} (1.8–1.9), {errorMessage} (1.6–1.7)."),
+           " Reason}]} (1.8–1.9), {errorMessage} (1.6–1.7).",
+           actions=_PLACING),
     _point("prioritize", "node_order", "BatchNodeOrderFn", "enableNodeOrder", (1, 6),
            rq.PrioritizeRequest, rq.PrioritizeEnvelope, (rs.PrioritizeResponse,),
            _encode(rs.PrioritizeResponse(nodeScore={})), Rule.SCORE_SUM,
-           "Score candidate nodes: the hosted plugins' scores summed per node."),
+           "Score candidate nodes: the hosted plugins' scores summed per node.",
+           actions=_SCORING),
     _point("preemptable", "preemptable", "PreemptableFn", "enablePreemptable", (1, 6),
            rq.EvictRequest, rq.EvictEnvelope, (rs.EvictResponse,),
            _encode(rs.EvictResponse(status=0, victims=[])), Rule.VICTIMS,
-           "Which evictees may be preempted; victims are echoed exactly as received."),
+           "Which evictees may be preempted; victims are echoed exactly as received.",
+           actions=frozenset({"preempt"})),
     _point("reclaimable", "reclaimable", "ReclaimableFn", "enableReclaimable", (1, 6),
            rq.EvictRequest, rq.EvictEnvelope, (rs.EvictResponse,),
            _encode(rs.EvictResponse(status=0, victims=[])), Rule.VICTIMS,
-           "Which evictees may be reclaimed; victims are echoed exactly as received."),
+           "Which evictees may be reclaimed; victims are echoed exactly as received.",
+           actions=frozenset({"reclaim"})),
     _point("jobEnqueueable", "job_enqueueable", "JobEnqueueableFn", "enableJobEnqueued", (1, 6),
            rq.JobRequest, rq.JobEnvelope, (rs.JobEnqueueableResponse,),
            _encode(rs.JobEnqueueableResponse(status=0)), Rule.VOTE,
-           "May the job be enqueued: 1 permit, 0 abstain, -1 reject."),
+           "May the job be enqueued: 1 permit, 0 abstain, -1 reject.",
+           actions=frozenset({"enqueue"})),
     _point("jobEnqueued", "job_enqueued", "JobEnqueuedFn", "enableJobEnqueued", (1, 16),
            rq.JobRequest, rq.JobEnvelope, (rs.Empty,), _EMPTY, Rule.NOTIFY,
-           "The job was enqueued (Volcano 1.16+)."),
+           "The job was enqueued (Volcano 1.16+).",
+           actions=frozenset({"enqueue"})),
+    # preempt asked queueOverused up to v1.8
     _point("queueOverused", "overused", "OverusedFn", "enabledOverused", (1, 6),
            rq.QueueOverusedRequest, rq.QueueEnvelope, (rs.QueueOverusedResponse,),
            _encode(rs.QueueOverusedResponse(overused=False)), Rule.ANY_TRUE,
-           "Is the queue overused (true skips it)."),
+           "Is the queue overused (true skips it).",
+           actions=frozenset({"allocate", "preempt", "reclaim", "gangreclaim"})),
     _point("jobReady", "job_ready", "JobReadyFn", "enableJobReady", (1, 7),
            rq.JobRequest, rq.JobEnvelope, (rs.JobReadyResponse,),
            _encode(rs.JobReadyResponse(status=True)), Rule.ALL_TRUE,
-           "Is the job ready to be committed."),
+           "Is the job ready to be committed.",
+           actions=frozenset({"allocate", "backfill", "gangpreempt", "gangreclaim"})),
     _point("allocate", "allocate", "EventHandler.AllocateFunc", None, (1, 13),
            rq.EventHandlerRequest, rq.EventHandlerEnvelope, (rs.EventHandlerResponse,),
            _encode(rs.EventHandlerResponse()), Rule.EVENT,
            "A task was allocated; an error message rolls the allocation back.",
-           argument="extender.allocateFuncVerb"),
+           argument="extender.allocateFuncVerb",
+           actions=_EVENTS),
     _point("deallocate", "deallocate", "EventHandler.DeallocateFunc", None, (1, 13),
            rq.EventHandlerRequest, rq.EventHandlerEnvelope, (rs.EventHandlerResponse,),
            _encode(rs.EventHandlerResponse()), Rule.EVENT,
            "A task was deallocated or evicted.",
-           argument="extender.deallocateFuncVerb"),
+           argument="extender.deallocateFuncVerb",
+           actions=_EVENTS),
 )  # fmt: skip
 
 BY_VERB: dict[str, ExtensionPoint] = {point.verb: point for point in EXTENSION_POINTS}

@@ -154,6 +154,36 @@ def test_volcano_config_lists_exactly_the_needed_verbs(tmp_path: Path, capsys) -
     }
 
 
+@pytest.mark.parametrize(
+    ("environment", "url"),
+    [
+        pytest.param({}, "http://127.0.0.1:8090", id="the shipped sidecar's port"),
+        pytest.param({"CALDERA_PORT": "9100"}, "http://127.0.0.1:9100", id="serve's port"),
+        pytest.param({"CALDERA_HOST": "0.0.0.0"}, "http://127.0.0.1:8090", id="wildcard"),
+        pytest.param({"CALDERA_HOST": "::1"}, "http://[::1]:8090", id="IPv6"),
+    ],
+)
+def test_volcano_config_default_url_is_where_serve_listens(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], url: str
+) -> None:
+    """Issue 34: the default was vc-scheduler's own port 8080; it is serve's default (8090, the
+    shipped manifests'), or what CALDERA_HOST/CALDERA_PORT make serve listen on."""
+    for name in ("CALDERA_HOST", "CALDERA_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    plugin, _ = entry(tmp_path, capsys, "tiers: [{plugins: [{name: cdp}]}]")
+    assert plugin["arguments"]["extender.urlPrefix"] == url
+
+
+def test_volcano_config_help_names_only_options_it_has(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["volcano-config", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "default http://127.0.0.1:8090" in text
+    assert "--host" not in text and "--port" not in text and "host/port" not in text
+
+
 def test_volcano_config_respects_flags_and_release(tmp_path: Path, capsys) -> None:
     plugin, out = entry(
         tmp_path,

@@ -16,7 +16,7 @@ def test_defaults_listen_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = Settings()
     assert (settings.host, settings.port, settings.config, settings.log_level) == (
         "127.0.0.1",
-        8080,
+        8090,
         None,
         "info",
     )

@@ -251,3 +251,129 @@ def test_a_missing_file_is_refused(tmp_path: Path, capsys) -> None:
     code = main(["volcano-config", "--merge", str(tmp_path / "nope.conf")])
     assert code == 2
     assert "No such file" in capsys.readouterr().err
+
+
+# Volcano v1.15.1's Helm chart default (installer/helm/chart/volcano/config/volcano-scheduler.conf):
+# the actions ask no victims.
+HELM_DEFAULT_CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+def test_helm_default_conf_is_told_which_actions_its_victim_verbs_need(
+    tmp_path: Path, capsys
+) -> None:
+    """Issue 34: the Helm default conf got the preemptable and reclaimable verbs with nothing
+    saying no action asks them, and a warning that drf "can evict" through reclaim, an action
+    it does not have."""
+    code, out, _, warnings = merge(tmp_path, capsys, HELM_DEFAULT_CONF)
+    assert code == 0
+    [preempt] = [w for w in warnings if w.startswith("extender.preemptableVerb: ")]
+    assert "no action of this conf (enqueue, allocate, backfill) asks preemptable" in preempt
+    assert "cdp, conformance and priority" in preempt and preempt.endswith("add preempt to actions")
+    [reclaim] = [w for w in warnings if w.startswith("extender.reclaimableVerb: ")]
+    assert reclaim.endswith("add reclaim to actions")
+    assert not [w for w in warnings if "can evict what Caldera protects" in w], warnings
+    assert not [w for w in warnings if w.startswith("extender.jobEnqueueableVerb")]
+    # the merged conf still carries the verbs: adding the actions is all it takes
+    [extender] = [p for t in yaml.safe_load(out)["tiers"] for p in t["plugins"]
+                  if p["name"] == "extender"]  # fmt: skip
+    assert extender["arguments"]["extender.preemptableVerb"] == "preemptable"
+
+
+CONFORMANCE = "tiers: [{plugins: [{name: conformance}]}]\n"
+OVERCOMMIT = "tiers: [{plugins: [{name: overcommit}]}]\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "conf", "caldera", "present", "absent"),
+    [
+        pytest.param(
+            "a victim voter of a later tier falls through only where an action asks victims",
+            "actions: preempt\ntiers:\n- plugins:\n  - name: priority\n- plugins:\n"
+            "  - name: drf\n  - name: proportion\n",
+            MIN_RUNTIME,
+            ["drf in tier 2 votes on preemptable"],
+            ["reclaimable after", "add preempt", "jobEnqueueable after"],
+            id="preempt only",
+        ),
+        pytest.param(
+            "a flag that differs on a verb no action asks decides nothing",
+            'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: conformance\n'
+            "    enableReclaimable: false\n",
+            CONFORMANCE,
+            ["extender.reclaimableVerb: no action of this conf (enqueue, allocate) asks"],
+            ["enableReclaimable is off in-tree"],
+            id="flags of an unasked verb",
+        ),
+        pytest.param(
+            "admission without the enqueue action",
+            'actions: "allocate, backfill"\ntiers:\n- plugins:\n  - name: overcommit\n'
+            "- plugins:\n  - name: proportion\n",
+            OVERCOMMIT,
+            ["extender.jobEnqueueableVerb: no action of this conf (allocate, backfill) asks"
+             " jobEnqueueable (Volcano's JobEnqueueableFn), so what overcommit answers there"
+             " is never used: add enqueue to actions"],
+            ["proportion in tier 2 votes on jobEnqueueable"],
+            id="no enqueue",
+        ),
+        pytest.param(
+            "Volcano 1.6 posts jobEnqueueable to the reclaimable verb: enqueue asks it",
+            'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: sla\n',
+            'volcanoVersion: "1.6"\ntiers: [{plugins: [{name: sla}]}]\n',
+            [],
+            ["extender.reclaimableVerb"],
+            id="shared reclaimable path",
+        ),
+        pytest.param(
+            "a conf without actions is refused by Volcano; every check still runs",
+            "tiers:\n- plugins:\n  - name: priority\n- plugins:\n  - name: drf\n",
+            MIN_RUNTIME,
+            ["the conf has no actions: Volcano refuses it", "drf in tier 2 votes on preemptable"],
+            ["no action of this conf"],
+            id="no actions",
+        ),
+    ],
+)  # fmt: skip
+def test_warnings_follow_the_actions_of_the_conf(
+    tmp_path: Path,
+    capsys,
+    name: str,
+    conf: str,
+    caldera: str,
+    present: list[str],
+    absent: list[str],
+) -> None:
+    code, _, _, warnings = merge(tmp_path, capsys, conf, caldera)
+    assert code == 0, name
+    for part in present:
+        assert any(part in w for w in warnings), (name, part, warnings)
+    for part in absent:
+        assert not any(part in w for w in warnings), (name, part, warnings)
+
+
+def test_every_extension_point_names_the_actions_that_ask_it() -> None:
+    """The actions column: each point Volcano sends only inside an action names actions Volcano
+    has; only the session's own verbs are sent whatever the actions."""
+    from plugins.api.extension_points import ACTIONS, EXTENSION_POINTS
+
+    known = set(ACTIONS)
+    for point in EXTENSION_POINTS:
+        if point.verb in ("onSessionOpen", "onSessionClose"):
+            assert point.actions is None, point.verb
+        else:
+            assert point.actions and point.actions <= known, point.verb
