@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import re
 import signal
 import ssl
 import sys
@@ -48,6 +50,42 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings(**overrides)
 
 
+def setting_source(name: str, args: argparse.Namespace) -> str:
+    """How the user gave setting ``name``: the option (``--port``), the environment variable
+    (``CALDERA_PORT``), or, when neither, the option and its default."""
+    option = f"--{name.replace('_', '-')}"
+    if name in cli_options() and getattr(args, name, None) is not None:
+        return option
+    variable = f"CALDERA_{name.upper()}"
+    if variable in os.environ:
+        return variable
+    default = Settings.model_fields[name].default
+    if name not in cli_options():
+        return variable
+    return option if default is None else f"{option} (default {default})"
+
+
+def settings_problems(exc: ValidationError, args: argparse.Namespace) -> str:
+    """``exc``'s problems, each naming what the user typed: ``--port 99999: …`` for an option,
+    ``CALDERA_PORT=99999: …`` for the environment; a problem of two settings together names
+    both the same way."""
+    fields = sorted(Settings.model_fields, key=len, reverse=True)
+    problems = []
+    for error in exc.errors():
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if error["loc"]:
+            name = str(error["loc"][0])
+            source = setting_source(name, args)
+            value = error.get("input")
+            given = f"{source}={value}" if source.startswith("CALDERA_") else f"{source} {value}"
+            problems.append(f"{given}: {message}")
+            continue
+        for name in fields:  # longest first: health_port before port
+            message = re.sub(rf"\b(?<!-){name}\b", setting_source(name, args), message)
+        problems.append(message)
+    return "; ".join(problems)
+
+
 def _add_setting_options(parser: argparse.ArgumentParser, *only: str) -> None:
     """The ``Settings`` fields marked ``cli`` as options (``only``: just those), their types,
     choices and help from the field's declaration; the default stays the setting's own (an
@@ -62,6 +100,7 @@ def _add_setting_options(parser: argparse.ArgumentParser, *only: str) -> None:
             kwargs["type"] = int
         elif get_origin(annotation) is Literal:
             kwargs["choices"] = list(get_args(annotation))
+            kwargs["type"] = str.lower  # --log-level DEBUG as well as debug
         parser.add_argument(f"--{name.replace('_', '-')}", **kwargs)
 
 
@@ -387,6 +426,23 @@ def _count(text: str) -> int:
     return value
 
 
+def serve_epilog() -> str:
+    """``serve --help``'s closing text: where else settings come from, and the live reload."""
+    options = cli_options()
+    env_only = [f"CALDERA_{name.upper()}" for name in Settings.model_fields if name not in options]
+    return (
+        "Every option above but --record and --record-max-bytes can also be set in the"
+        " environment as CALDERA_<OPTION>"
+        " (--health-port: CALDERA_HEALTH_PORT); the command line wins. Settings without an"
+        f" option: {', '.join(env_only)} (README, 'Configuration'). The --config file is"
+        " checked for changes every CALDERA_CONFIG_WATCH_SECONDS (default 2; 0: off): a valid"
+        " change applies at the next session boundary, one that fails validation or its"
+        " plugins' build is rejected while the running configuration keeps serving (/readyz"
+        " says which). Exit status: 0 on SIGTERM, 2 for a configuration or argument error, 3"
+        " when a listener cannot bind its address."
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(
         prog="caldera", description="Volcano scheduler plugins behind the extender protocol."
@@ -394,13 +450,21 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--version", action="version", version=f"caldera {__version__}")
     sub = root.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the HTTP server")
+    serve = sub.add_parser(
+        "serve",
+        help="run the HTTP server",
+        description="Answer Volcano's extender verbs (and /healthz, /readyz, /metrics) until"
+        " SIGTERM.",
+        epilog=serve_epilog(),
+    )
     _add_setting_options(serve)
     serve.add_argument(
         "--record",
         metavar="DIR",
-        help="write every request and answer to DIR (a new or empty directory; bodies hold"
-        " pod specs: keep DIR private) for caldera replay",
+        help="write every request and answer under DIR for caldera replay (a DIR already in"
+        " use gets a new run-<time> subdirectory; bodies hold pod specs: keep DIR private);"
+        " a DIR that cannot be written is an ERROR in the log and /readyz, and Caldera serves"
+        " without recording",
     )
     serve.add_argument(
         "--record-max-bytes",
@@ -482,12 +546,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         code: int = args.run(args)
-    except ValidationError as exc:  # a CALDERA_* environment value of the wrong type
-        problems = "; ".join(
-            f"CALDERA_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
-            for e in exc.errors()
-        )
-        print(f"caldera: invalid setting: {problems}", file=sys.stderr)
+    except ValidationError as exc:  # a setting's value out of range, or two that clash
+        print(f"caldera: invalid setting: {settings_problems(exc, args)}", file=sys.stderr)
         return EXIT_CONFIG
     return code
 

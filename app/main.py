@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import __version__
 from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
-from app.config import CalderaConfig, release_note
+from app.config import CalderaConfig
 from app.config_watch import (
     DEFAULT_INTERVAL_SECONDS,
     Backgrounds,
@@ -141,6 +141,18 @@ class CalderaApp(FastAPI):
         return app
 
 
+def release_caveat(config: CalderaConfig) -> str:
+    """What the start banner adds after "serving Volcano X": nothing when ``volcanoVersion``
+    names a stable release, else one short clause (``check-config`` prints the long why)."""
+    if config.infers_release:
+        return " (volcanoVersion auto: inferred from the first onSessionOpen)"
+    if "volcanoVersion" not in config.model_fields_set:
+        return " (volcanoVersion is not set: set it to the release you run)"
+    if not config.release.is_stable:
+        return " (an alpha release)"
+    return ""
+
+
 def create_app(
     config: CalderaConfig,
     recorder: Recorder | None = None,
@@ -211,10 +223,10 @@ def create_app(
                 await background.start()
                 started.append(background)
             logger.info(
-                "caldera %s serving Volcano %s (%s) with plugins: %s; configuration %s (sha256 %s%s)",
+                "caldera %s serving Volcano %s%s with plugins: %s; configuration %s (sha256 %s%s)",
                 __version__,
                 config.release.name,
-                release_note(config),
+                release_caveat(config),
                 ", ".join(o.name for o in config.plugin_options()) or "none",
                 origin.source,
                 origin.sha256,

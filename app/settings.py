@@ -10,13 +10,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
 
 LogLevel = Literal["critical", "error", "warning", "info", "debug"]
+
+DEFAULT_PORT = 8090
+"""The verb listener's port. Not 8080: a sidecar shares the scheduler pod's network namespace,
+where vc-scheduler already listens on 8080 (``--listen-address``, its metrics) and 11251. The
+shipped manifests and ``volcano-config --url``'s default use this one (import it from here)."""
 
 
 def cli(help: str) -> JsonDict:
@@ -37,7 +42,10 @@ class Settings(BaseSettings):
     """Where the extender verbs (and everything else) are served: loopback, because Caldera
     trusts whoever reaches them (README, "Security")."""
     port: int = Field(
-        default=8080, ge=0, le=65535, json_schema_extra=cli("listen port (default 8080)")
+        default=DEFAULT_PORT,
+        ge=0,
+        le=65535,
+        json_schema_extra=cli(f"listen port (default {DEFAULT_PORT})"),
     )
     health_host: str = Field(
         default="0.0.0.0",
@@ -91,6 +99,12 @@ class Settings(BaseSettings):
     )
     """Mutual TLS: accept only clients presenting a certificate signed by these CAs (PEM)."""
 
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _case_insensitive(cls, value: object) -> object:
+        """``DEBUG`` as well as ``debug``: Python's and Go's own spellings both reach here."""
+        return value.lower() if isinstance(value, str) else value
+
     @model_validator(mode="after")
     def _tls_is_complete(self) -> Settings:
         if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
@@ -99,8 +113,8 @@ class Settings(BaseSettings):
             raise ValueError("ssl_client_ca needs ssl_certfile and ssl_keyfile")
         if self.health_port is not None and self.health_port == self.port != 0:
             raise ValueError(
-                f"health_port {self.health_port} is the verb port: the health listener needs"
-                " a port of its own"
+                f"health_port {self.health_port} equals port: the two listeners need two"
+                " different numbers"
             )
         return self
 

@@ -99,7 +99,7 @@ async def test_the_readmes_curl_block_runs_and_answers_as_commented(tmp_path: Pa
             command, _, comment = (
                 line.partition("   # ") if "   # " in line else line.partition(" # ")
             )
-            command = command.strip().replace("localhost:8080", host)
+            command = command.strip().replace("localhost:8090", host)
             result = subprocess.run(
                 ["bash", "-c", f"set -o pipefail; {command}"],
                 cwd=ROOT,
