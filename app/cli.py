@@ -19,8 +19,17 @@ import yaml
 from pydantic import ValidationError
 
 from app import __version__, shared_path, sizing
-from app.config import CalderaConfig, ConfigError, effective_config, load_config, release_note
-from app.config_checks import argument_warnings, log_problems
+from app.config import (
+    CalderaConfig,
+    ConfigError,
+    effective_config,
+    load_config,
+    load_config_text,
+    parse_config,
+    read_config_text,
+    release_note,
+)
+from app.config_checks import argument_warnings, build_problems, log_problems
 from app.session import SessionManager
 from app.settings import Settings, cli_options
 from plugins.api.extension_points import BY_VERB, VERBS, Rule
@@ -41,6 +50,12 @@ def _fail_config(exc: ConfigError) -> int:
     else:
         print(f"caldera: configuration error: {exc}", file=sys.stderr)
     return EXIT_CONFIG
+
+
+def _fail_build(source: str, problems: list[tuple[str, str]]) -> int:
+    """Plugins that cannot be built: the same words and exit status as a configuration error
+    (``serve`` and ``check-config`` alike)."""
+    return _fail_config(ConfigError.of(source, problems))
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -128,6 +143,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"caldera: {option} {path}: no such file", file=sys.stderr)
             return EXIT_CONFIG
     configure_logging(settings.log_level, settings.log_format)
+    broken = build_problems(config)
+    if broken:
+        return _fail_build(origin.source, broken)
     log_problems(config, logging.getLogger("caldera"))
     recorder = None
     if args.record is not None:
@@ -209,27 +227,88 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
+    """Validate a configuration (FILE, ``--config FILE``, ``-`` for stdin, else CALDERA_CONFIG
+    or the embedded default), build its plugins, print it with defaults spelled out. Errors
+    and warnings both, every one of them; exit 2 on an error, 1 on a warning with
+    ``--strict``."""
+    if args.file is not None and args.config is not None and args.file != args.config:
+        print(
+            f"caldera check-config: give the file once, not {args.file} and --config {args.config}",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
+    path = args.file if args.file is not None else _settings(args).config
     try:
-        config = load_config(args.file)
+        text, source = ("", "<stdin>") if path == "-" else read_config_text(path)
+        if path == "-":
+            text = sys.stdin.read()
+        config = load_config_text(text, source)
     except ConfigError as exc:
-        return _fail_config(exc)
-    # Every problem is collected and printed below: the plugins' own log lines would repeat
-    # them on stderr.
-    logging.disable(logging.WARNING)
+        code = _fail_config(exc)
+        _print_warnings(check_warnings(salvaged(text, source, exc) if path else None), sys.stderr)
+        return code
+    logging.disable(logging.WARNING)  # the plugins' own log lines would repeat the warnings
     try:
-        warnings = argument_warnings(config)
+        broken = build_problems(config)
     finally:
         logging.disable(logging.NOTSET)
+    warnings = check_warnings(config)
+    if broken:
+        code = _fail_build(source, broken)
+        _print_warnings(warnings, sys.stderr)
+        return code
     flags = "every flag" if args.all_flags else "the flags that differ from Volcano's defaults"
     print(
-        f"# {args.file}: valid. Effective configuration: defaults spelled out, each plugin's"
+        f"# {source}: valid. Effective configuration: defaults spelled out, each plugin's"
         f" arguments as it reads them, {flags}:"
     )
     print(f"# {release_note(config)}")
-    for warning in warnings:
-        print(f"# warning: {warning}")
+    _print_warnings(warnings, sys.stdout)
     print(yaml.safe_dump(effective_config(config, args.all_flags), sort_keys=False), end="")
-    return 0
+    return EXIT_DIFFERS if args.strict and warnings else 0
+
+
+def check_warnings(config: CalderaConfig | None) -> list[str]:
+    """``argument_warnings`` without the plugins' own log lines, which would repeat them on
+    stderr (every problem is printed by check-config itself)."""
+    if config is None:
+        return []
+    logging.disable(logging.WARNING)
+    try:
+        return argument_warnings(config)
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def _print_warnings(warnings: list[str], stream: Any) -> None:
+    for warning in warnings:
+        print(f"# warning: {warning}", file=stream)
+
+
+def salvaged(text: str, source: str, error: ConfigError) -> CalderaConfig | None:
+    """The configuration without the keys ``error`` names, when that much loads: so that
+    check-config shows the warnings of the rest of a file that has an error (a typo in one
+    plugin's flag must not hide an unread argument in another). None when it does not load."""
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    for where in [error.path, *(path for path, _ in error.more)]:
+        *parents, last = re.findall(r"[^.\[\]]+", where) or [""]
+        node: Any = document
+        for part in parents:
+            key: Any = int(part) if part.isdigit() else part
+            try:
+                node = node[key]
+            except (KeyError, IndexError, TypeError):
+                node = None
+                break
+        if isinstance(node, dict) and last in node and last != "name":
+            del node[last]
+    try:
+        return parse_config(document, source)
+    except ConfigError:
+        return None
 
 
 def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
@@ -474,8 +553,23 @@ def parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(run=cmd_serve)
 
-    check = sub.add_parser("check-config", help="validate a configuration file and print it")
-    check.add_argument("file")
+    check = sub.add_parser(
+        "check-config",
+        help="validate a configuration file, build its plugins and print it",
+        description="Validate a configuration, build its plugins as serve would, and print it"
+        " with every default spelled out. Exit 0 when valid, 2 on an error (every error and"
+        " warning is printed), 1 on a warning with --strict.",
+    )
+    check.add_argument(
+        "file",
+        nargs="?",
+        help="the configuration file, - for stdin (default: --config, CALDERA_CONFIG, else"
+        " the embedded one)",
+    )
+    _add_setting_options(check, "config")
+    check.add_argument(
+        "--strict", action="store_true", help="exit 1 when there is a warning (for CI)"
+    )
     check.add_argument(
         "--all-flags",
         action="store_true",

@@ -7,11 +7,40 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 from app.config import CalderaConfig
 from app.session import SessionManager
+from plugins.api.base import Background, Session
 from schemas.requests import OnSessionOpenRequest
+
+
+def build_problems(
+    config: CalderaConfig, backgrounds: Mapping[tuple[int, int], Background] | None = None
+) -> list[tuple[str, str]]:
+    """Every plugin of ``config`` whose constructor, or whose session open on an empty snapshot,
+    raises: (where it stands, what failed), one each. Such a configuration cannot serve
+    (``caldera serve`` exits 2, ``check-config`` fails the file, a live reload rejects it),
+    because every onSessionOpen would fail and Volcano would run its cycles without any of
+    Caldera's plugins; a sessionless plugin's would fail the start itself.
+
+    Each entry is built on its own, as the first onSessionOpen builds it (with its data source,
+    when ``backgrounds`` has one), so that every failing plugin is named, not only the first."""
+    problems: list[tuple[str, str]] = []
+    for entry in config.entries:
+        ssn = Session(has_snapshot=True, release=config.release)
+        background = (backgrounds or {}).get((entry.tier, entry.index))
+        step = "building it"
+        try:
+            plugin = entry.cls(entry.arguments, background)
+            step = "opening a session (on an empty snapshot)"
+            plugin.on_session_open(ssn)
+        except Exception as exc:
+            problems.append(
+                (entry.where, f"plugin {entry.name}: {step} raised {type(exc).__name__}: {exc}")
+            )
+    return problems
 
 
 def argument_warnings(config: CalderaConfig) -> list[str]:
@@ -36,16 +65,14 @@ NO_PLUGIN = (
 def plugin_warnings(config: CalderaConfig) -> list[str]:
     """Build each plugin and open a session on an empty snapshot, so that every argument
     getter runs and reports what Volcano would warn about (each logged once as it is met)."""
-    failures: list[str] = []
+    # A plugin that cannot be built or opened is an error (build_problems); what it read
+    # before failing still counts here.
     for entry in config.entries:
-        try:
+        with contextlib.suppress(Exception):
             entry.cls(entry.arguments, None)
-        except Exception as exc:
-            failures.append(f"plugin {entry.name}: building it failed: {exc}")
-    # A plugin that cannot open on an empty snapshot: what it read before failing still counts.
     with contextlib.suppress(Exception):
         SessionManager(config).open(OnSessionOpenRequest())
-    return failures + [warning for entry in config.entries for warning in entry.arguments.warnings]
+    return [warning for entry in config.entries for warning in entry.arguments.warnings]
 
 
 def path_problems(config: CalderaConfig) -> list[str]:

@@ -212,6 +212,8 @@ def create_app(
         clock=clock,
     )
     extender.at_session_boundary = watch.at_session_boundary
+    extender.session_opened = watch.session_opened
+    extender.session_open_failed = watch.session_open_failed
     metrics_.config_info.labels(origin.source, origin.sha256).set(1)
     metrics_.config_loaded.set(time.time())
 

@@ -200,8 +200,9 @@ class Metrics:
         self.config_reloads = Counter(
             "caldera_config_reloads_total",
             "Changed configuration files seen by the live reload, by outcome: applied (at a"
-            " session boundary), rejected (did not validate, or a data source did not sync:"
-            " the running configuration stays).",
+            " session boundary), rejected (did not validate, a plugin could not be built, a"
+            " data source did not sync, or the first session with it failed to open: the"
+            " running configuration stays).",
             ["outcome"],
             registry=r,
         )

@@ -354,3 +354,79 @@ def test_check_config_names_a_missing_kubeconfig_for_podgroup_events(
         assert "explainEventsKubeconfig: /nonexistent/kc" in line and "no PodGroup Event" in line
     else:
         assert lines == []
+
+
+WARNED = 'volcanoVersion: "1.15"\ntiers:\n- plugins:\n  - name: cdp\n    arguments: {cdp-nope: 1}\n'
+UNREAD = "argument 'cdp-nope' is not read by this plugin"
+
+
+@pytest.mark.parametrize(
+    ("argv", "stdin"),
+    [
+        pytest.param(["FILE"], None, id="positional"),
+        pytest.param(["--config", "FILE"], None, id="--config"),
+        pytest.param(["-"], WARNED, id="stdin"),
+        pytest.param(["--config", "-"], WARNED, id="--config-stdin"),
+        pytest.param(["FILE", "--config", "FILE"], None, id="both-the-same"),
+    ],
+)
+def test_check_config_takes_the_file_as_every_subcommand_does_and_stdin(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch, argv: list[str], stdin: str | None
+) -> None:
+    import io
+
+    path = write(tmp_path, WARNED)
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    assert main(["check-config", *(path if a == "FILE" else a for a in argv)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"# {'<stdin>' if stdin else path}: valid.")
+    assert UNREAD in out
+
+
+def test_check_config_refuses_two_different_files(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path, WARNED)
+    assert main(["check-config", path, "--config", "other.yaml"]) == 2
+    assert "give the file once" in capsys.readouterr().err
+
+
+def test_check_config_without_a_file_reads_caldera_config(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CALDERA_CONFIG", write(tmp_path, WARNED))
+    assert main(["check-config"]) == 0
+    assert UNREAD in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("text", "strict", "code"),
+    [
+        pytest.param(WARNED, False, 0, id="warning"),
+        pytest.param(WARNED, True, 1, id="warning-strict"),
+        pytest.param("tiers: [{plugins: [{name: cdp}]}]\n", True, 0, id="clean-strict"),
+    ],
+)
+def test_check_config_strict_fails_on_a_warning(
+    tmp_path: Path, capsys, text: str, strict: bool, code: int
+) -> None:
+    argv = ["check-config", write(tmp_path, text), *(["--strict"] if strict else [])]
+    assert main(argv) == code
+    capsys.readouterr()
+
+
+def test_check_config_shows_the_warnings_beside_an_error(tmp_path: Path, capsys) -> None:
+    """A typo in one plugin's flag (an error) must not hide an unread argument in another."""
+    path = write(tmp_path, WARNED + "  - name: priority\n    enablePreemptablee: true\n")
+    assert main(["check-config", path]) == 2
+    err = capsys.readouterr().err
+    assert "tiers[0].plugins[1].enablePreemptablee: unknown plugin option" in err
+    assert f"# warning: plugin cdp (tiers[0].plugins[0]): {UNREAD}" in err
+
+
+def test_check_config_spells_out_the_explain_defaults(tmp_path: Path, capsys) -> None:
+    from app.config import CalderaConfig
+
+    assert main(["check-config", write(tmp_path, "tiers: []\n")]) == 0
+    effective = yaml.safe_load(capsys.readouterr().out)
+    for key in ("explainSessions", "explainEntries", "explainEvents", "explainEventsKubeconfig"):
+        assert effective[key] == CalderaConfig.model_fields[key].default, key
