@@ -148,14 +148,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _fail_build(origin.source, broken)
     log_problems(config, logging.getLogger("caldera"))
     recorder = None
+    unrecorded = None
     if args.record is not None:
         from app.record import Recorder, RecordError
 
         try:
             recorder = Recorder(args.record, args.record_max_bytes)
         except RecordError as exc:
-            print(f"caldera: {exc}", file=sys.stderr)
-            return EXIT_CONFIG
+            # A debug feature must not keep the scheduler from starting (a native sidecar that
+            # exits holds vc-scheduler back): serve without it, loudly (app/features.py).
+            unrecorded = str(exc)
     app = create_app(
         config,
         recorder,
@@ -163,6 +165,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         origin=origin,
         watch_interval=settings.config_watch_seconds,
     )
+    if unrecorded is not None:
+        from app.features import RECORD
+
+        app.state.features.failed(RECORD, unrecorded, "nothing is recorded")
     limits = ConnectionLimits(
         settings.header_timeout_seconds,
         settings.max_header_bytes,

@@ -220,6 +220,14 @@ class Metrics:
             " (volcanoVersion, maxRequestBytes, maxSnapshotBytes); 0 otherwise.",
             registry=r,
         )
+        self.feature_degraded = Gauge(
+            "caldera_feature_degraded",
+            "1 while an optional feature does not work and Caldera serves without it (record,"
+            " explainEvents, a plugin's data source such as pdb's budgets; /readyz says why);"
+            " 0 while it works. docs/operator-guide.md, 'Optional features'.",
+            ["feature"],
+            registry=r,
+        )
         self.sessions_opened = Counter(
             "caldera_sessions_opened_total", "Sessions opened (onSessionOpen calls).", registry=r
         )
