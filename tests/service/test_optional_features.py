@@ -42,7 +42,7 @@ def unreachable_kubeconfig(tmp_path: Path) -> Path:
                 "users": [{"name": "u", "user": {"token": "t"}}],
                 "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
             }
-        )  # fmt: skip
+        )
     )
     return path
 
