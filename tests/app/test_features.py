@@ -119,3 +119,14 @@ def test_readyz_waits_for_pdb_only_during_the_grace(
         answer = client.get("/readyz")
     assert (answer.status_code, answer.json()["status"]) == (code, status)
     assert "pdb (tiers[0].plugins[0])" in answer.json()["features"] or in_grace
+
+
+def test_the_operator_guide_lists_every_optional_feature() -> None:
+    from app.features import EVENTS, RECORD
+
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "operator-guide.md").read_text()
+    table = guide[guide.index("### Optional features never stop the scheduler") :]
+    table = table[: table.index("\n### ")]
+    for feature in (RECORD, EVENTS, "pdb (tiers[T].plugins[I])", "live reload"):
+        assert f"| `{feature}` |" in table or f"| {feature} |" in table, feature
+    assert "caldera_feature_degraded{feature}" in table
