@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from app.config import CalderaConfig
+from app.config import CalderaConfig, PluginEntry
 from app.session import SessionManager
 from plugins.api.base import Background, Session
 from schemas.requests import OnSessionOpenRequest
@@ -72,7 +73,23 @@ def plugin_warnings(config: CalderaConfig) -> list[str]:
             entry.cls(entry.arguments, None)
     with contextlib.suppress(Exception):
         SessionManager(config).open(OnSessionOpenRequest())
-    return [warning for entry in config.entries for warning in entry.arguments.warnings]
+    return [
+        shaped(entry, problem, entry.arguments.warning_keys.get(problem))
+        for entry in config.entries
+        for problem in entry.arguments.warnings
+    ]
+
+
+def shaped(entry: PluginEntry, problem: str, key: str | None) -> str:
+    """Every warning in one shape: ``plugin NAME (KEY PATH = VALUE AS WRITTEN): problem``, the
+    plugin's own prefix (``sla: ``, ``plugin overcommit: ``) taken off the problem."""
+    problem = re.sub(rf"^(plugin )?{re.escape(entry.name)}: ", "", problem)
+    if key is None:
+        return f"plugin {entry.name} ({entry.where}.arguments): {problem}"
+    path = f"{entry.where}.arguments.{key}"
+    if key in entry.option.arguments:
+        path += f" = {entry.option.arguments[key]!r}"
+    return f"plugin {entry.name} ({path}): {problem}"
 
 
 def path_problems(config: CalderaConfig) -> list[str]:
@@ -80,7 +97,7 @@ def path_problems(config: CalderaConfig) -> list[str]:
     kubeconfig: the plugin would never sync and /readyz would stay 503), and the kubeconfig
     PodGroup Events are sent with (none would ever be sent)."""
     problems = [
-        f"plugin {entry.name} ({entry.where}.arguments.{key}): {problem}"
+        shaped(entry, problem, key)
         for entry in config.entries
         for key, problem in entry.cls.path_problems(entry.arguments).items()
     ]
@@ -99,8 +116,12 @@ def unread_arguments(config: CalderaConfig) -> list[str]:
     Volcano ignores both silently; Caldera says so at check-config and at serve start."""
     plugin_warnings(config)
     return [
-        f"plugin {entry.name} ({entry.where}): argument {key!r} is not read by this plugin on"
-        f" Volcano {config.release} (a typo? Volcano ignores it too, and the default stays)"
+        shaped(
+            entry,
+            f"not read by this plugin on Volcano {config.release} (a typo? Volcano ignores it"
+            " too, and the default stays)",
+            key,
+        )
         for entry in config.entries
         for key in entry.arguments.unread()
     ]

@@ -52,8 +52,13 @@ class OpenFails(Plugin):
             raise ValueError(f"cannot open ({when})")
 
 
-for _plugin in (BuildFails, SnapshotBuildFails, OpenFails):
-    registry.register(_plugin)
+@pytest.fixture(autouse=True)
+def installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The misbehaving plugins, installed for this module's tests only (the registry's other
+    tests walk every registered plugin)."""
+    registry.get("priority")  # the built-ins first: the registry loads them on first lookup
+    for plugin in (BuildFails, SnapshotBuildFails, OpenFails):
+        monkeypatch.setitem(registry._registry, plugin.name, plugin)
 
 
 def config_text(*entries: str) -> str:
