@@ -139,3 +139,34 @@ def test_the_guides_extraction_commands_write_the_configmaps_data(tmp_path: Path
         expected = yaml.safe_load((ROOT / manifest).read_text())["data"][key]
         assert result.stdout == expected, target
         assert yaml.safe_load(result.stdout), "the data entry is YAML, not a quoted string"
+
+
+def test_the_readmes_check_config_commands_run_as_written() -> None:
+    """README's `caldera check-config` lines (``--strict`` on stdin for CI), each run by bash
+    from the repository root with the installed `caldera`: exit 0 and an effective config."""
+    import os
+    import subprocess
+    import sys
+
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)
+    commands = [
+        line.partition("   # ")[0].strip()
+        for block in blocks
+        for line in block.splitlines()
+        if line.startswith("caldera check-config")
+    ]
+    assert any("--strict -" in command for command in commands), commands
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    for command in commands:
+        result = subprocess.run(
+            ["bash", "-c", command],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "PATH": path},
+        )
+        assert result.returncode == 0, (command, result.stderr)
+        assert ": valid." in result.stdout.splitlines()[0], command
