@@ -6,14 +6,18 @@ a mounted ConfigMap by swapping a ``..data`` symlink, so a watch on the file's i
 nothing: the file is read whole every ``interval`` seconds and compared by its SHA-256
 (a configuration is a few kilobytes; the kubelet itself takes up to a minute to update it).
 
-A changed file goes through everything ``caldera serve`` does at start: it is validated (a file
-that does not validate is rejected and the running configuration stays, logged once per
+A changed file goes through everything ``caldera serve`` does at start: it is validated and its
+plugins are built and opened on an empty snapshot (a file that does not validate, or whose
+plugins cannot be built, is rejected and the running configuration stays, logged once per
 content, shown in ``/readyz`` and ``caldera_config_rejected``), its warnings are logged, and the
 plugins' background data sources it needs are started and must sync (within
 ``SYNC_TIMEOUT_SECONDS``, else it is rejected too) while the running configuration still
 answers. Then it waits for the next session boundary: the next onSessionOpen, or at once when
 no session is open, because a session keeps the plugins it opened with (Volcano's cycle asks
-every verb of one session of the same plugins). Data sources the new configuration no longer
+every verb of one session of the same plugins). A switch that raises, or whose first session
+fails to open on the real snapshot, goes back to the configuration served before it (that
+onSessionOpen is answered by it, not with a 500) and the change is rejected the same way.
+Data sources the new configuration no longer
 uses are stopped after the switch; an unchanged plugin entry keeps its data source (pdb's
 watch stays warm).
 

@@ -1,6 +1,9 @@
 """GET /healthz (the process answers) and /readyz (configuration loaded, plugins built, every
 plugin's background data source synced, and the last session snapshot Volcano sent taken:
-``app/snapshot_health.py``)."""
+``app/snapshot_health.py``). An optional feature that does not work (``app/features.py``) is
+listed under ``features`` and makes the status ``degraded``, still 200: it must not keep the
+scheduler from starting; a data source that has not synced holds readiness back only during the
+start's grace."""
 
 from __future__ import annotations
 

@@ -78,6 +78,8 @@ async def test_verbs_on_one_listener_probes_and_metrics_on_the_other(tmp_path: P
     finally:
         code = stop(process)
     assert code == 0, log.read_text()
+    for said in ("Started server process", "Finished server process"):  # both servers said it
+        assert log.read_text().count(said) == 1, said
     for port in (verb_port, health_port):
         with socket.socket() as sock:
             assert sock.connect_ex(("127.0.0.1", port)) != 0, f"{port} still listening"
@@ -149,4 +151,6 @@ def test_caldera_serve_logs_the_exposure_warning_at_start(
 
 def test_the_health_listener_needs_its_own_port(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--port", "9000", "--health-port", "9000"]) == 2
-    assert "health listener needs a port of its own" in capsys.readouterr().err
+    assert "--health-port 9000 equals --port: the two listeners need two different numbers" in (
+        capsys.readouterr().err
+    )
