@@ -19,9 +19,8 @@ from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
 LogLevel = Literal["critical", "error", "warning", "info", "debug"]
 
 DEFAULT_PORT = 8090
-"""The verb listener's port. Not 8080: a sidecar shares the scheduler pod's network namespace,
-where vc-scheduler already listens on 8080 (``--listen-address``, its metrics) and 11251. The
-shipped manifests and ``volcano-config --url``'s default use this one (import it from here)."""
+"""The verb port when none is given, for ``serve`` and the URL ``volcano-config`` prints: the
+shipped manifests' port, because vc-scheduler holds 8080 in the same pod."""
 
 
 def cli(help: str) -> JsonDict:
