@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import re
 import signal
 import ssl
 import sys
@@ -17,8 +19,17 @@ import yaml
 from pydantic import ValidationError
 
 from app import __version__, shared_path, sizing
-from app.config import CalderaConfig, ConfigError, effective_config, load_config, release_note
-from app.config_checks import argument_warnings, log_problems
+from app.config import (
+    CalderaConfig,
+    ConfigError,
+    effective_config,
+    load_config,
+    load_config_text,
+    parse_config,
+    read_config_text,
+    release_note,
+)
+from app.config_checks import argument_warnings, build_problems, log_problems
 from app.session import SessionManager
 from app.settings import DEFAULT_PORT, Settings, cli_options
 from plugins.api.extension_points import BY_VERB, VERBS, Rule
@@ -41,11 +52,53 @@ def _fail_config(exc: ConfigError) -> int:
     return EXIT_CONFIG
 
 
+def _fail_build(source: str, problems: list[tuple[str, str]]) -> int:
+    """Plugins that cannot be built: the same words and exit status as a configuration error
+    (``serve`` and ``check-config`` alike)."""
+    return _fail_config(ConfigError.of(source, problems))
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     overrides = {
         name: getattr(args, name) for name in cli_options() if getattr(args, name, None) is not None
     }
     return Settings(**overrides)
+
+
+def setting_source(name: str, args: argparse.Namespace) -> str:
+    """How the user gave setting ``name``: the option (``--port``), the environment variable
+    (``CALDERA_PORT``), or, when neither, the option and its default."""
+    option = f"--{name.replace('_', '-')}"
+    if name in cli_options() and getattr(args, name, None) is not None:
+        return option
+    variable = f"CALDERA_{name.upper()}"
+    if variable in os.environ:
+        return variable
+    default = Settings.model_fields[name].default
+    if name not in cli_options():
+        return variable
+    return option if default is None else f"{option} (default {default})"
+
+
+def settings_problems(exc: ValidationError, args: argparse.Namespace) -> str:
+    """``exc``'s problems, each naming what the user typed: ``--port 99999: …`` for an option,
+    ``CALDERA_PORT=99999: …`` for the environment; a problem of two settings together names
+    both the same way."""
+    fields = sorted(Settings.model_fields, key=len, reverse=True)
+    problems = []
+    for error in exc.errors():
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if error["loc"]:
+            name = str(error["loc"][0])
+            source = setting_source(name, args)
+            value = error.get("input")
+            given = f"{source}={value}" if source.startswith("CALDERA_") else f"{source} {value}"
+            problems.append(f"{given}: {message}")
+            continue
+        for name in fields:  # longest first: health_port before port
+            message = re.sub(rf"\b(?<!-){name}\b", setting_source(name, args), message)
+        problems.append(message)
+    return "; ".join(problems)
 
 
 def _add_setting_options(parser: argparse.ArgumentParser, *only: str) -> None:
@@ -62,6 +115,7 @@ def _add_setting_options(parser: argparse.ArgumentParser, *only: str) -> None:
             kwargs["type"] = int
         elif get_origin(annotation) is Literal:
             kwargs["choices"] = list(get_args(annotation))
+            kwargs["type"] = str.lower  # --log-level DEBUG as well as debug
         parser.add_argument(f"--{name.replace('_', '-')}", **kwargs)
 
 
@@ -89,16 +143,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"caldera: {option} {path}: no such file", file=sys.stderr)
             return EXIT_CONFIG
     configure_logging(settings.log_level, settings.log_format)
+    broken = build_problems(config)
+    if broken:
+        return _fail_build(origin.source, broken)
     log_problems(config, logging.getLogger("caldera"))
     recorder = None
+    unrecorded = None
     if args.record is not None:
         from app.record import Recorder, RecordError
 
         try:
             recorder = Recorder(args.record, args.record_max_bytes)
         except RecordError as exc:
-            print(f"caldera: {exc}", file=sys.stderr)
-            return EXIT_CONFIG
+            # A debug feature must not keep the scheduler from starting (a native sidecar that
+            # exits holds vc-scheduler back): serve without it, loudly (app/features.py).
+            unrecorded = str(exc)
     app = create_app(
         config,
         recorder,
@@ -106,6 +165,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         origin=origin,
         watch_interval=settings.config_watch_seconds,
     )
+    if unrecorded is not None:
+        from app.features import RECORD
+
+        app.state.features.failed(RECORD, unrecorded, "nothing is recorded")
     limits = ConnectionLimits(
         settings.header_timeout_seconds,
         settings.max_header_bytes,
@@ -170,27 +233,88 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
+    """Validate a configuration (FILE, ``--config FILE``, ``-`` for stdin, else CALDERA_CONFIG
+    or the embedded default), build its plugins, print it with defaults spelled out. Errors
+    and warnings both, every one of them; exit 2 on an error, 1 on a warning with
+    ``--strict``."""
+    if args.file is not None and args.config is not None and args.file != args.config:
+        print(
+            f"caldera check-config: give the file once, not {args.file} and --config {args.config}",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
+    path = args.file if args.file is not None else _settings(args).config
     try:
-        config = load_config(args.file)
+        text, source = ("", "<stdin>") if path == "-" else read_config_text(path)
+        if path == "-":
+            text = sys.stdin.read()
+        config = load_config_text(text, source)
     except ConfigError as exc:
-        return _fail_config(exc)
-    # Every problem is collected and printed below: the plugins' own log lines would repeat
-    # them on stderr.
-    logging.disable(logging.WARNING)
+        code = _fail_config(exc)
+        _print_warnings(check_warnings(salvaged(text, source, exc) if path else None), sys.stderr)
+        return code
+    logging.disable(logging.WARNING)  # the plugins' own log lines would repeat the warnings
     try:
-        warnings = argument_warnings(config)
+        broken = build_problems(config)
     finally:
         logging.disable(logging.NOTSET)
+    warnings = check_warnings(config)
+    if broken:
+        code = _fail_build(source, broken)
+        _print_warnings(warnings, sys.stderr)
+        return code
     flags = "every flag" if args.all_flags else "the flags that differ from Volcano's defaults"
     print(
-        f"# {args.file}: valid. Effective configuration: defaults spelled out, each plugin's"
+        f"# {source}: valid. Effective configuration: defaults spelled out, each plugin's"
         f" arguments as it reads them, {flags}:"
     )
     print(f"# {release_note(config)}")
-    for warning in warnings:
-        print(f"# warning: {warning}")
+    _print_warnings(warnings, sys.stdout)
     print(yaml.safe_dump(effective_config(config, args.all_flags), sort_keys=False), end="")
-    return 0
+    return EXIT_DIFFERS if args.strict and warnings else 0
+
+
+def check_warnings(config: CalderaConfig | None) -> list[str]:
+    """``argument_warnings`` without the plugins' own log lines, which would repeat them on
+    stderr (every problem is printed by check-config itself)."""
+    if config is None:
+        return []
+    logging.disable(logging.WARNING)
+    try:
+        return argument_warnings(config)
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def _print_warnings(warnings: list[str], stream: Any) -> None:
+    for warning in warnings:
+        print(f"# warning: {warning}", file=stream)
+
+
+def salvaged(text: str, source: str, error: ConfigError) -> CalderaConfig | None:
+    """The configuration without the keys ``error`` names, when that much loads: so that
+    check-config shows the warnings of the rest of a file that has an error (a typo in one
+    plugin's flag must not hide an unread argument in another). None when it does not load."""
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    for where in [error.path, *(path for path, _ in error.more)]:
+        *parents, last = re.findall(r"[^.\[\]]+", where) or [""]
+        node: Any = document
+        for part in parents:
+            key: Any = int(part) if part.isdigit() else part
+            try:
+                node = node[key]
+            except (KeyError, IndexError, TypeError):
+                node = None
+                break
+        if isinstance(node, dict) and last in node and last != "name":
+            del node[last]
+    try:
+        return parse_config(document, source)
+    except ConfigError:
+        return None
 
 
 def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
@@ -414,6 +538,23 @@ def _count(text: str) -> int:
     return value
 
 
+def serve_epilog() -> str:
+    """``serve --help``'s closing text: where else settings come from, and the live reload."""
+    options = cli_options()
+    env_only = [f"CALDERA_{name.upper()}" for name in Settings.model_fields if name not in options]
+    return (
+        "Every option above but --record and --record-max-bytes can also be set in the"
+        " environment as CALDERA_<OPTION>"
+        " (--health-port: CALDERA_HEALTH_PORT); the command line wins. Settings without an"
+        f" option: {', '.join(env_only)} (README, 'Configuration'). The --config file is"
+        " checked for changes every CALDERA_CONFIG_WATCH_SECONDS (default 2; 0: off): a valid"
+        " change applies at the next session boundary, one that fails validation or its"
+        " plugins' build is rejected while the running configuration keeps serving (/readyz"
+        " says which). Exit status: 0 on SIGTERM, 2 for a configuration or argument error, 3"
+        " when a listener cannot bind its address."
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(
         prog="caldera", description="Volcano scheduler plugins behind the extender protocol."
@@ -421,13 +562,21 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--version", action="version", version=f"caldera {__version__}")
     sub = root.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the HTTP server")
+    serve = sub.add_parser(
+        "serve",
+        help="run the HTTP server",
+        description="Answer Volcano's extender verbs (and /healthz, /readyz, /metrics) until"
+        " SIGTERM.",
+        epilog=serve_epilog(),
+    )
     _add_setting_options(serve)
     serve.add_argument(
         "--record",
         metavar="DIR",
-        help="write every request and answer to DIR (a new or empty directory; bodies hold"
-        " pod specs: keep DIR private) for caldera replay",
+        help="write every request and answer under DIR for caldera replay (a DIR already in"
+        " use gets a new run-<time> subdirectory; bodies hold pod specs: keep DIR private);"
+        " a DIR that cannot be written is an ERROR in the log and /readyz, and Caldera serves"
+        " without recording",
     )
     serve.add_argument(
         "--record-max-bytes",
@@ -437,8 +586,23 @@ def parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(run=cmd_serve)
 
-    check = sub.add_parser("check-config", help="validate a configuration file and print it")
-    check.add_argument("file")
+    check = sub.add_parser(
+        "check-config",
+        help="validate a configuration file, build its plugins and print it",
+        description="Validate a configuration, build its plugins as serve would, and print it"
+        " with every default spelled out. Exit 0 when valid, 2 on an error (every error and"
+        " warning is printed), 1 on a warning with --strict.",
+    )
+    check.add_argument(
+        "file",
+        nargs="?",
+        help="the configuration file, - for stdin (default: --config, CALDERA_CONFIG, else"
+        " the embedded one)",
+    )
+    _add_setting_options(check, "config")
+    check.add_argument(
+        "--strict", action="store_true", help="exit 1 when there is a warning (for CI)"
+    )
     check.add_argument(
         "--all-flags",
         action="store_true",
@@ -528,12 +692,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         code: int = args.run(args)
-    except ValidationError as exc:  # a CALDERA_* environment value of the wrong type
-        problems = "; ".join(
-            f"CALDERA_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
-            for e in exc.errors()
-        )
-        print(f"caldera: invalid setting: {problems}", file=sys.stderr)
+    except ValidationError as exc:  # a setting's value out of range, or two that clash
+        print(f"caldera: invalid setting: {settings_problems(exc, args)}", file=sys.stderr)
         return EXIT_CONFIG
     return code
 

@@ -427,6 +427,10 @@ def effective_config(config: CalderaConfig, all_flags: bool = False) -> dict[str
         "managedResources": list(config.managedResources),
         "maxRequestBytes": config.maxRequestBytes,
         "maxSnapshotBytes": config.maxSnapshotBytes,
+        "explainSessions": config.explainSessions,
+        "explainEntries": config.explainEntries,
+        "explainEvents": config.explainEvents,
+        "explainEventsKubeconfig": config.explainEventsKubeconfig,
         "tiers": [
             {
                 "plugins": [

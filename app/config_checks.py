@@ -7,11 +7,41 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
+from collections.abc import Mapping
 from pathlib import Path
 
-from app.config import CalderaConfig
+from app.config import CalderaConfig, PluginEntry
 from app.session import SessionManager
+from plugins.api.base import Background, Session
 from schemas.requests import OnSessionOpenRequest
+
+
+def build_problems(
+    config: CalderaConfig, backgrounds: Mapping[tuple[int, int], Background] | None = None
+) -> list[tuple[str, str]]:
+    """Every plugin of ``config`` whose constructor, or whose session open on an empty snapshot,
+    raises: (where it stands, what failed), one each. Such a configuration cannot serve
+    (``caldera serve`` exits 2, ``check-config`` fails the file, a live reload rejects it),
+    because every onSessionOpen would fail and Volcano would run its cycles without any of
+    Caldera's plugins; a sessionless plugin's would fail the start itself.
+
+    Each entry is built on its own, as the first onSessionOpen builds it (with its data source,
+    when ``backgrounds`` has one), so that every failing plugin is named, not only the first."""
+    problems: list[tuple[str, str]] = []
+    for entry in config.entries:
+        ssn = Session(has_snapshot=True, release=config.release)
+        background = (backgrounds or {}).get((entry.tier, entry.index))
+        step = "building it"
+        try:
+            plugin = entry.cls(entry.arguments, background)
+            step = "opening a session (on an empty snapshot)"
+            plugin.on_session_open(ssn)
+        except Exception as exc:
+            problems.append(
+                (entry.where, f"plugin {entry.name}: {step} raised {type(exc).__name__}: {exc}")
+            )
+    return problems
 
 
 def argument_warnings(config: CalderaConfig) -> list[str]:
@@ -36,16 +66,30 @@ NO_PLUGIN = (
 def plugin_warnings(config: CalderaConfig) -> list[str]:
     """Build each plugin and open a session on an empty snapshot, so that every argument
     getter runs and reports what Volcano would warn about (each logged once as it is met)."""
-    failures: list[str] = []
+    # A plugin that cannot be built or opened is an error (build_problems); what it read
+    # before failing still counts here.
     for entry in config.entries:
-        try:
+        with contextlib.suppress(Exception):
             entry.cls(entry.arguments, None)
-        except Exception as exc:
-            failures.append(f"plugin {entry.name}: building it failed: {exc}")
-    # A plugin that cannot open on an empty snapshot: what it read before failing still counts.
     with contextlib.suppress(Exception):
         SessionManager(config).open(OnSessionOpenRequest())
-    return failures + [warning for entry in config.entries for warning in entry.arguments.warnings]
+    return [
+        shaped(entry, problem, entry.arguments.warning_keys.get(problem))
+        for entry in config.entries
+        for problem in entry.arguments.warnings
+    ]
+
+
+def shaped(entry: PluginEntry, problem: str, key: str | None) -> str:
+    """Every warning in one shape: ``plugin NAME (KEY PATH = VALUE AS WRITTEN): problem``, the
+    plugin's own prefix (``sla: ``, ``plugin overcommit: ``) taken off the problem."""
+    problem = re.sub(rf"^(plugin )?{re.escape(entry.name)}: ", "", problem)
+    if key is None:
+        return f"plugin {entry.name} ({entry.where}.arguments): {problem}"
+    path = f"{entry.where}.arguments.{key}"
+    if key in entry.option.arguments:
+        path += f" = {entry.option.arguments[key]!r}"
+    return f"plugin {entry.name} ({path}): {problem}"
 
 
 def path_problems(config: CalderaConfig) -> list[str]:
@@ -53,7 +97,7 @@ def path_problems(config: CalderaConfig) -> list[str]:
     kubeconfig: the plugin would never sync and /readyz would stay 503), and the kubeconfig
     PodGroup Events are sent with (none would ever be sent)."""
     problems = [
-        f"plugin {entry.name} ({entry.where}.arguments.{key}): {problem}"
+        shaped(entry, problem, key)
         for entry in config.entries
         for key, problem in entry.cls.path_problems(entry.arguments).items()
     ]
@@ -72,8 +116,12 @@ def unread_arguments(config: CalderaConfig) -> list[str]:
     Volcano ignores both silently; Caldera says so at check-config and at serve start."""
     plugin_warnings(config)
     return [
-        f"plugin {entry.name} ({entry.where}): argument {key!r} is not read by this plugin on"
-        f" Volcano {config.release} (a typo? Volcano ignores it too, and the default stays)"
+        shaped(
+            entry,
+            f"not read by this plugin on Volcano {config.release} (a typo? Volcano ignores it"
+            " too, and the default stays)",
+            key,
+        )
         for entry in config.entries
         for key in entry.arguments.unread()
     ]

@@ -6,14 +6,18 @@ a mounted ConfigMap by swapping a ``..data`` symlink, so a watch on the file's i
 nothing: the file is read whole every ``interval`` seconds and compared by its SHA-256
 (a configuration is a few kilobytes; the kubelet itself takes up to a minute to update it).
 
-A changed file goes through everything ``caldera serve`` does at start: it is validated (a file
-that does not validate is rejected and the running configuration stays, logged once per
+A changed file goes through everything ``caldera serve`` does at start: it is validated and its
+plugins are built and opened on an empty snapshot (a file that does not validate, or whose
+plugins cannot be built, is rejected and the running configuration stays, logged once per
 content, shown in ``/readyz`` and ``caldera_config_rejected``), its warnings are logged, and the
 plugins' background data sources it needs are started and must sync (within
 ``SYNC_TIMEOUT_SECONDS``, else it is rejected too) while the running configuration still
 answers. Then it waits for the next session boundary: the next onSessionOpen, or at once when
 no session is open, because a session keeps the plugins it opened with (Volcano's cycle asks
-every verb of one session of the same plugins). Data sources the new configuration no longer
+every verb of one session of the same plugins). A switch that raises, or whose first session
+fails to open on the real snapshot, goes back to the configuration served before it (that
+onSessionOpen is answered by it, not with a 500) and the change is rejected the same way.
+Data sources the new configuration no longer
 uses are stopped after the switch; an unchanged plugin entry keeps its data source (pdb's
 watch stays warm).
 
@@ -39,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import CalderaConfig, ConfigError, load_config_text, read_config_text
-from app.config_checks import log_problems
+from app.config_checks import build_problems, log_problems
 from app.metrics import Metrics
 from plugins.api import registry
 from plugins.api.arguments import Arguments
@@ -155,6 +159,26 @@ class Served:
     restart_required: list[str] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class Unproven:
+    """A switch whose configuration has not opened a session yet: what to go back to."""
+
+    previous: Served
+    staged: Staged
+    retiring: list[Background]
+    """The previous configuration's data sources the switch retired (kept on going back)."""
+
+
+def with_discovery_hint(error: str) -> str:
+    """A live reload naming a plugin that is not installed: plugins are found once, at start
+    (a package installed since then is not seen until Caldera restarts)."""
+    if "unknown plugin '" not in error or DISCOVERY_HINT in error:
+        return error
+    return f"{error} ({DISCOVERY_HINT})"
+
+
+DISCOVERY_HINT = "plugins are discovered when caldera starts; restart after installing one"
+
 Switch = Callable[[CalderaConfig, Backgrounds], None]
 """Makes the app answer from a configuration and its data sources (``app/main.py``)."""
 
@@ -190,6 +214,8 @@ class ConfigWatch:
         """The digest of the last file content acted on (served, staged or rejected)."""
         self.retired: list[Background] = []
         """Data sources the served configuration no longer uses, to stop."""
+        self.unproven: Unproven | None = None
+        """The last switch, until its configuration has opened a session."""
         self._task: asyncio.Task[None] | None = None
 
     # --- the loop -----------------------------------------------------------------------------
@@ -259,7 +285,11 @@ class ConfigWatch:
                     text, source, keep={k: _raw(self.started_with, k) for k in restart}
                 )
         except ConfigError as exc:
-            self._reject(sha, str(exc))
+            self._reject(sha, with_discovery_hint(str(exc)))
+            return
+        broken = build_problems(candidate)
+        if broken:
+            self._reject(sha, str(ConfigError.of(source, broken)))
             return
         self._drop_staged()  # superseded before a session boundary came
         reuse = {
@@ -334,27 +364,69 @@ class ConfigWatch:
     # --- the switch ---------------------------------------------------------------------------
 
     def at_session_boundary(self) -> None:
-        """Switch to the staged configuration, if any (``Extender.at_session_boundary``)."""
+        """Switch to the staged configuration, if any (``Extender.at_session_boundary``). A
+        switch that raises (a plugin of the staged configuration cannot be built after all) is
+        a rejection: the running configuration stays, and so do its data sources."""
         staged, self.staged = self.staged, None
         if staged is None:
             return
+        previous = self.served
         in_use = {id(b) for b in staged.backgrounds.values()}
-        self.retired.extend(b for b in self.served.backgrounds.values() if id(b) not in in_use)
-        self.switch(staged.config, staged.backgrounds)
+        retiring = [b for b in previous.backgrounds.values() if id(b) not in in_use]
+        try:
+            self.switch(staged.config, staged.backgrounds)
+        except Exception as exc:
+            self.retired.extend(staged.started)
+            self._reject(staged.sha256, f"switching to it failed: {type(exc).__name__}: {exc}")
+            return
+        self.retired.extend(retiring)
         self.served = Served(
             staged.config, staged.sha256, self.clock(), staged.backgrounds, staged.restart_required
         )
+        self.unproven = Unproven(previous, staged, retiring)
+        self._published(staged.sha256, staged.restart_required)
         self.metrics.config_reloads.labels("applied").inc()
-        self.metrics.config_info.clear()
-        self.metrics.config_info.labels(self.origin.source, staged.sha256).set(1)
-        self.metrics.config_loaded.set(time.time())
-        self.metrics.config_restart_required.set(1 if staged.restart_required else 0)
         logger.info(
             "configuration sha256 %s applied from %s: plugins %s",
             staged.sha256,
             self.origin.source,
             ", ".join(o.name for o in staged.config.plugin_options()) or "none",
         )
+
+    def session_opened(self) -> None:
+        """The served configuration opened a session: it is proven, nothing to go back to."""
+        self.unproven = None
+
+    def session_open_failed(self, failure: Exception) -> bool:
+        """The first session of a configuration just switched to failed to open (a plugin
+        raised on this snapshot): go back to the configuration served before it and reject
+        this one, so the caller opens the session again with the running configuration and
+        the cycle is answered. False when there is nothing to go back to (the failure is then
+        the running configuration's own, answered as the error it is)."""
+        unproven, self.unproven = self.unproven, None
+        if unproven is None:
+            return False
+        previous, staged = unproven.previous, unproven.staged
+        kept = {id(b) for b in unproven.retiring}
+        self.retired = [b for b in self.retired if id(b) not in kept]
+        in_use = {id(b) for b in previous.backgrounds.values()}
+        self.retired.extend(b for b in staged.started if id(b) not in in_use)
+        self.switch(previous.config, previous.backgrounds)
+        self.served = previous
+        self._published(previous.sha256, previous.restart_required)
+        self.seen = staged.sha256
+        self._reject(
+            staged.sha256,
+            f"its first session failed to open ({failure}); that session was answered by the"
+            " configuration served before it",
+        )
+        return True
+
+    def _published(self, sha256: str, restart_required: list[str]) -> None:
+        self.metrics.config_info.clear()
+        self.metrics.config_info.labels(self.origin.source, sha256).set(1)
+        self.metrics.config_loaded.set(time.time())
+        self.metrics.config_restart_required.set(1 if restart_required else 0)
 
     async def stop_retired(self) -> None:
         retired, self.retired = self.retired, []

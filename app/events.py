@@ -112,6 +112,9 @@ class PodGroupEvents:
             QUEUE
         )
         self._task: asyncio.Task[None] | None = None
+        self.health: Callable[[str | None], None] | None = None
+        """Told each send's outcome: the error, or None when the API server took the Event
+        (``app/features.py``: Events failing is a degraded feature, loudly)."""
 
     # --- from the framework (synchronous, on the verb's path) --------------------------------
 
@@ -173,7 +176,8 @@ class PodGroupEvents:
             job, kind, reason, prefix, why = await self._queue.get()
             try:
                 text = why.message if isinstance(why, Reason) else why
-                await self._send(job, kind, reason, prefix + text)
+                if await self._send(job, kind, reason, prefix + text) and self.health:
+                    self.health(None)
             except Exception as exc:  # best effort: never let the task die
                 self._failed(exc)
             finally:
@@ -190,7 +194,8 @@ class PodGroupEvents:
         bucket.tokens -= 1
         return True
 
-    async def _send(self, job: JobInfo, kind: str, reason: str, message: str) -> None:
+    async def _send(self, job: JobInfo, kind: str, reason: str, message: str) -> bool:
+        """Send (or aggregate) one Event; False when the rate limit dropped it."""
         pg = job.PodGroup
         assert pg is not None
         meta = pg.metadata
@@ -202,7 +207,7 @@ class PodGroupEvents:
             del self._sent[stale]
         if not self._allowed(uid, now):
             self.stats.rate_limited += 1
-            return
+            return False
         sent = self._sent.get(key)
         stamp = _rfc3339(moment)
         if sent is not None:
@@ -212,7 +217,7 @@ class PodGroupEvents:
                 namespace, sent.name, {"count": sent.count, "lastTimestamp": stamp}
             )
             self.stats.aggregated += 1
-            return
+            return True
         event_name = f"{name}.{time.time_ns():x}"
         await self.sink.create({
             "apiVersion": "v1",
@@ -234,12 +239,16 @@ class PodGroupEvents:
         })  # fmt: skip
         self._sent[key] = _Sent(event_name, 1, stamp, now)
         self.stats.sent += 1
+        return True
 
     def _failed(self, exc: Exception) -> None:
         self.stats.failed += 1
         text = f"{type(exc).__name__}: {exc}"
         self.stats.last_error = text
         kind = type(exc).__name__
+        if self.health is not None:
+            self.health(text)  # an ERROR once, by app/features.py, rather than this warning
+            return
         if kind not in self.stats.errors_logged:
             self.stats.errors_logged.add(kind)
             logger.warning("PodGroup event not sent (logged once per kind of error): %s", text)
@@ -275,6 +284,17 @@ class KubeEventSink:
         from lightkube.resources.core_v1 import Event
 
         await self._connect().patch(Event, name, patch, namespace=namespace)
+
+    def problem(self) -> str | None:
+        """Why no Event could be sent at all (no kubeconfig, not in a cluster), or None: asked
+        at start so the failure is said then, not at the first Event."""
+        from plugins.pdb.kube import KubeconfigError, named_or_default_config
+
+        try:
+            named_or_default_config(self.kubeconfig).release()
+        except KubeconfigError as exc:
+            return str(exc)
+        return None
 
     async def close(self) -> None:
         client, self._client = self._client, None

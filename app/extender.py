@@ -19,7 +19,7 @@ import msgspec
 
 from app import shared_path
 from app.config import CalderaConfig
-from app.errors import AnswerError, RequestError
+from app.errors import AnswerError, PluginFailure, RequestError
 from app.framework import Framework
 from app.gcpolicy import SnapshotGC
 from app.managed import is_interested
@@ -157,6 +157,12 @@ class Extender:
         self.at_session_boundary: Callable[[], None] | None = None
         """Called as each onSessionOpen arrives, before the previous session is dropped: the
         one moment a new configuration may take over (``app/config_watch.py``)."""
+        self.session_opened: Callable[[], None] | None = None
+        """Called when a session opened."""
+        self.session_open_failed: Callable[[PluginFailure], bool] | None = None
+        """Called when a plugin failed to open a session; True: the configuration that failed
+        was just switched to and the previous one is back, so the session is opened again
+        with it (the cycle is answered, not refused)."""
         self.snapshot_gc = SnapshotGC()
         self.release_watch = ReleaseWatch(config.release, metrics, infer=config.infers_release)
         # The predicate's neutral answer depends on the release: encode_predicate gives it.
@@ -232,8 +238,17 @@ class Extender:
         request: OnSessionOpenRequest
         with self.snapshot_gc.building():
             request = _DECODERS[point.request](body)
-            self.sessions.set_release(self.release_watch.check_session(body, request))
-            self.sessions.open(request)
+            release = self.release_watch.check_session(body, request)
+            self.sessions.set_release(release)
+            try:
+                self.sessions.open(request)
+            except PluginFailure as exc:
+                if self.session_open_failed is None or not self.session_open_failed(exc):
+                    raise
+                self.sessions.set_release(release)
+                self.sessions.open(request)
+        if self.session_opened is not None:
+            self.session_opened()
         return EMPTY
 
     def close(self, point: ExtensionPoint, body: Body) -> bytes:

@@ -77,13 +77,57 @@ def exposure_warning(host: str, tls: bool) -> str | None:
     )
 
 
+STARTUP_FAILURE = 3
+"""uvicorn's exit status when a listener cannot bind its address (README: exit 3)."""
+
+
+class OncePerProcess(logging.Filter):
+    """Passes uvicorn's "Started/Finished server process" once: both listeners' servers say it,
+    and the process started once."""
+
+    MESSAGES = ("Started server process [%d]", "Finished server process [%d]")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg in self.MESSAGES:
+            if record.msg in self.seen:
+                return False
+            self.seen.add(record.msg)
+        return True
+
+
+class HealthBindFailed(Exception):
+    """The health listener could not bind its address (uvicorn logged why)."""
+
+
+async def _health_serving(health: uvicorn.Server) -> None:
+    """``health.serve()``, with uvicorn's ``sys.exit(3)`` on a failed bind turned into an
+    exception (before it started only): a SystemExit escaping a task tears the event loop down mid-startup of the verb
+    server, with tracebacks of both."""
+    try:
+        await health.serve()
+    except SystemExit as exc:
+        if health.started:  # SIGTERM re-raised on the way out (cli's handler): a clean exit
+            raise
+        raise HealthBindFailed from exc
+
+
 async def serve_together(verbs: uvicorn.Server, health: uvicorn.Server) -> None:
     """Run both servers on this loop until SIGTERM/SIGINT, then drain the verb server and stop
-    the health one. The health server starts first, so the verb server's signal handlers are
-    the ones in force (uvicorn installs its own per server and restores the previous ones on
-    exit, re-raising the signal: the health server then hears it too)."""
-    health_task = asyncio.create_task(health.serve())
-    await asyncio.sleep(0)  # the health server's handlers go in first
+    the health one. The health server starts first and is listening (or has failed: then the
+    verb server never starts, and :class:`HealthBindFailed` is raised) before the verb server
+    starts, so the verb server's signal handlers are the ones in force (uvicorn installs its own
+    per server and restores the previous ones on exit, re-raising the signal: the health server
+    then hears it too)."""
+    health_task = asyncio.create_task(_health_serving(health))
+    while not health.started and not health_task.done():
+        await asyncio.sleep(0.005)
+    if health_task.done():
+        health_task.result()  # raises what stopped it
+        return
     try:
         await verbs.serve()
     finally:
@@ -96,9 +140,18 @@ def run(
     health: uvicorn.Server | None,
     loop_factory: Callable[[], asyncio.AbstractEventLoop] | None,
 ) -> None:
-    """Serve until a signal (uvloop when installed, as uvicorn picks it)."""
+    """Serve until a signal (uvloop when installed, as uvicorn picks it); exits 3 when a
+    listener cannot bind its address."""
     if health is None:
         verbs.run()
         return
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(serve_together(verbs, health))
+    once = OncePerProcess()
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addFilter(once)
+    try:
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            runner.run(serve_together(verbs, health))
+    except HealthBindFailed:
+        raise SystemExit(STARTUP_FAILURE) from None
+    finally:
+        uvicorn_log.removeFilter(once)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextvars
 import logging
 import sys
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import orjson
@@ -60,3 +62,27 @@ def configure_logging(level: str = "info", fmt: str = "auto") -> None:
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
     logging.getLogger("uvicorn.access").disabled = True  # per-call lines would cost the hot path
+
+
+class Throttle:
+    """Says whether a line of one kind may be logged now: the first at once, then at most one
+    per ``interval`` seconds, and how many were held back meanwhile (for the next line).
+
+    For what a client can repeat at will (a bad body on every call): the first tells the
+    operator, the rest would only flood the log Volcano's own errors are read in."""
+
+    def __init__(self, interval: float = 60.0, clock: Callable[[], float] = time.monotonic):
+        self.interval = interval
+        self.clock = clock
+        self._last: dict[object, float] = {}
+        self._held: dict[object, int] = {}
+
+    def allow(self, key: object) -> int | None:
+        """None: hold this one back; else the number held back since the last one logged."""
+        now = self.clock()
+        last = self._last.get(key)
+        if last is not None and now - last < self.interval:
+            self._held[key] = self._held.get(key, 0) + 1
+            return None
+        self._last[key] = now
+        return self._held.pop(key, 0)

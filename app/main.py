@@ -3,6 +3,9 @@ starts the plugins' background data sources in the lifespan."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import logging
 import random
 import time
@@ -18,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import __version__
 from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
-from app.config import CalderaConfig, release_note
+from app.config import CalderaConfig
 from app.config_watch import (
     DEFAULT_INTERVAL_SECONDS,
     Backgrounds,
@@ -30,6 +33,7 @@ from app.config_watch import (
 from app.events import KubeEventSink, PodGroupEvents
 from app.explain import DecisionRecord
 from app.extender import Extender
+from app.features import EVENTS, POLL_SECONDS, RECORD, Features
 from app.logs import request_id
 from app.metrics import Metrics
 from app.openapi import components, verb_paths
@@ -141,6 +145,34 @@ class CalderaApp(FastAPI):
         return app
 
 
+def feature_health(features: Features, feature: str, problem: str | None) -> None:
+    """A feature's latest outcome: a failure (``problem``) or a success."""
+    if problem is None:
+        features.recovered(feature)
+    else:
+        features.failed(feature, problem)
+
+
+async def watch_backgrounds(app: FastAPI, features: Features) -> None:
+    """Look at the plugins' data sources every second: one that cannot sync is a degraded
+    feature (an ERROR once, the gauge, ``/readyz``), whichever configuration is served."""
+    while True:
+        features.check_backgrounds(app.state.backgrounds)
+        await asyncio.sleep(POLL_SECONDS)
+
+
+def release_caveat(config: CalderaConfig) -> str:
+    """What the start banner adds after "serving Volcano X": nothing when ``volcanoVersion``
+    names a stable release, else one short clause (``check-config`` prints the long why)."""
+    if config.infers_release:
+        return " (volcanoVersion auto: inferred from the first onSessionOpen)"
+    if "volcanoVersion" not in config.model_fields_set:
+        return " (volcanoVersion is not set: set it to the release you run)"
+    if not config.release.is_stable:
+        return " (an alpha release)"
+    return ""
+
+
 def create_app(
     config: CalderaConfig,
     recorder: Recorder | None = None,
@@ -159,11 +191,15 @@ def create_app(
     backgrounds, _ = build_backgrounds(config)
     clock = recorder.clock if recorder is not None else utc_now
     record = DecisionRecord(config.explainSessions, config.explainEntries)
-    events = (
-        PodGroupEvents(KubeEventSink(config.explainEventsKubeconfig), clock=clock)
-        if config.explainEvents
-        else None
-    )
+    features = Features(metrics_.feature_degraded)
+    event_sink = KubeEventSink(config.explainEventsKubeconfig)
+    events = PodGroupEvents(event_sink, clock=clock) if config.explainEvents else None
+    if events is not None:
+        features.enabled(EVENTS)
+        events.health = functools.partial(feature_health, features, EVENTS)
+    if recorder is not None:
+        features.enabled(RECORD)
+        recorder.on_failure = functools.partial(features.failed, RECORD)
     sessions = SessionManager(
         config, metrics_, backgrounds, clock=clock, record=record, events=events
     )
@@ -200,31 +236,42 @@ def create_app(
         clock=clock,
     )
     extender.at_session_boundary = watch.at_session_boundary
+    extender.session_opened = watch.session_opened
+    extender.session_open_failed = watch.session_open_failed
     metrics_.config_info.labels(origin.source, origin.sha256).set(1)
     metrics_.config_loaded.set(time.time())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         started: list[Background] = []
+        looking: asyncio.Task[None] | None = None
         try:
             for background in backgrounds.values():
                 await background.start()
                 started.append(background)
             logger.info(
-                "caldera %s serving Volcano %s (%s) with plugins: %s; configuration %s (sha256 %s%s)",
+                "caldera %s serving Volcano %s%s with plugins: %s; configuration %s (sha256 %s%s)",
                 __version__,
                 config.release.name,
-                release_note(config),
+                release_caveat(config),
                 ", ".join(o.name for o in config.plugin_options()) or "none",
                 origin.source,
                 origin.sha256,
                 f", checked for changes every {watch_interval:g} s" if watch.watching else "",
             )
             if events is not None:
+                problem = event_sink.problem()
+                if problem is not None:
+                    features.failed(EVENTS, problem, "no PodGroup Event is sent")
                 await events.start()
             watch.start()
+            looking = asyncio.create_task(watch_backgrounds(app, features), name="features")
             yield
         finally:
+            if looking is not None:
+                looking.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await looking
             await watch.stop()
             if events is not None:
                 await events.stop()  # stops the data sources a live reload retired or staged
@@ -254,6 +301,7 @@ def create_app(
     app.state.record = record
     app.state.events = events
     app.state.config_watch = watch
+    app.state.features = features
     publish(config, sessions, backgrounds)
     answers = extender if recorder is None else RecordingExtender(extender, recorder)
     app.state.snapshot = SnapshotHealth(clock, metrics_.snapshot_taken.set)

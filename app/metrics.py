@@ -200,8 +200,9 @@ class Metrics:
         self.config_reloads = Counter(
             "caldera_config_reloads_total",
             "Changed configuration files seen by the live reload, by outcome: applied (at a"
-            " session boundary), rejected (did not validate, or a data source did not sync:"
-            " the running configuration stays).",
+            " session boundary), rejected (did not validate, a plugin could not be built, a"
+            " data source did not sync, or the first session with it failed to open: the"
+            " running configuration stays).",
             ["outcome"],
             registry=r,
         )
@@ -217,6 +218,14 @@ class Metrics:
             "caldera_config_restart_required",
             "1 while the configuration file changes a key that only a restart applies"
             " (volcanoVersion, maxRequestBytes, maxSnapshotBytes); 0 otherwise.",
+            registry=r,
+        )
+        self.feature_degraded = Gauge(
+            "caldera_feature_degraded",
+            "1 while an optional feature does not work and Caldera serves without it (record,"
+            " explainEvents, a plugin's data source such as pdb's budgets; /readyz says why);"
+            " 0 while it works. docs/operator-guide.md, 'Optional features'.",
+            ["feature"],
             registry=r,
         )
         self.sessions_opened = Counter(

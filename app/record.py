@@ -28,6 +28,7 @@ import logging
 import os
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -86,6 +87,9 @@ class Recorder:
         self.session = 0
         self.seq = 0
         self.now: datetime | None = None
+        self.on_failure: Callable[[str], None] | None = None
+        """Told why recording stopped on a write error (``app/features.py``), from the
+        writer thread."""
         self._open_directory()
         self._queue: queue.Queue[Entry | None] = queue.Queue()
         self._made: set[int] = set()
@@ -153,7 +157,11 @@ class Recorder:
                 self._write(entry)
             except OSError as exc:
                 self.stopped = True
-                logger.error("recording stopped: writing to %s failed: %s", self.directory, exc)
+                problem = f"writing to {self.directory} failed: {exc}"
+                if self.on_failure is not None:
+                    self.on_failure(problem)
+                else:
+                    logger.error("recording stopped: %s", problem)
                 while self._queue.get() is not None:  # drain what is queued, keep serving
                     pass
                 return

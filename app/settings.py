@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -98,6 +98,12 @@ class Settings(BaseSettings):
     )
     """Mutual TLS: accept only clients presenting a certificate signed by these CAs (PEM)."""
 
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _case_insensitive(cls, value: object) -> object:
+        """``DEBUG`` as well as ``debug``: Python's and Go's own spellings both reach here."""
+        return value.lower() if isinstance(value, str) else value
+
     @model_validator(mode="after")
     def _tls_is_complete(self) -> Settings:
         if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
@@ -106,8 +112,8 @@ class Settings(BaseSettings):
             raise ValueError("ssl_client_ca needs ssl_certfile and ssl_keyfile")
         if self.health_port is not None and self.health_port == self.port != 0:
             raise ValueError(
-                f"health_port {self.health_port} is the verb port: the health listener needs"
-                " a port of its own"
+                f"health_port {self.health_port} equals port: the two listeners need two"
+                " different numbers"
             )
         return self
 

@@ -84,7 +84,8 @@ def parse_overcommit_factor(arguments: Arguments) -> float:
     if factor < 1.0:
         arguments.warn(
             f"Invalid input {factor:f} for overcommit-factor, reason: overcommit-factor cannot"
-            f" be less than 1, using default value: {DEFAULT_OVERCOMMIT_FACTOR:f}."
+            f" be less than 1, using default value: {DEFAULT_OVERCOMMIT_FACTOR:f}.",
+            OVERCOMMIT_FACTOR,
         )
         factor = DEFAULT_OVERCOMMIT_FACTOR
         arguments.use(OVERCOMMIT_FACTOR, factor)

@@ -55,11 +55,19 @@ def parse_global_waiting_time(arguments: Arguments) -> int | None:
     try:
         nanos = parse_go_duration(text)
     except DurationError as exc:
-        arguments.warn(f"sla: cannot parse global job waiting time {raw!r}: {exc}; no global SLA")
+        why = (
+            f"{exc}"
+            if isinstance(raw, str)
+            else 'not a string, so Volcano reads it as "" (write a duration such as "5m")'
+        )
+        arguments.warn(
+            f"sla: cannot parse global job waiting time {raw!r}: {why}; no global SLA",
+            JOB_WAITING_TIME,
+        )
         arguments.use(JOB_WAITING_TIME, None)
         return None
     if nanos <= 0:
-        arguments.warn(f"sla: invalid global waiting time {raw!r}; no global SLA")
+        arguments.warn(f"sla: invalid global waiting time {raw!r}; no global SLA", JOB_WAITING_TIME)
         arguments.use(JOB_WAITING_TIME, None)
         return None
     return nanos

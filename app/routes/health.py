@@ -1,6 +1,9 @@
 """GET /healthz (the process answers) and /readyz (configuration loaded, plugins built, every
 plugin's background data source synced, and the last session snapshot Volcano sent taken:
-``app/snapshot_health.py``)."""
+``app/snapshot_health.py``). An optional feature that does not work (``app/features.py``) is
+listed under ``features`` and makes the status ``degraded``, still 200: it must not keep the
+scheduler from starting; a data source that has not synced holds readiness back only during the
+start's grace."""
 
 from __future__ import annotations
 
@@ -34,12 +37,19 @@ async def readyz(request: Request) -> Response:
     state = request.app.state
     backgrounds: dict[str, Any] = {}
     ready = state.sessions is not None and state.snapshot.ready
+    # A data source that has not synced holds readiness back during the start's grace only
+    # (the startupProbe then holds vc-scheduler back); after it, it is a degraded feature
+    # and the scheduler may start: app/features.py.
+    waiting = state.features.in_grace()
+    state.features.check_backgrounds(state.backgrounds)
     for key, background in state.backgrounds.items():
         ok = background.ready()
         backgrounds[key] = {"ready": ok, **background.describe()}
-        ready = ready and ok
+        ready = ready and (ok or not waiting)
+    features = state.features.describe()
+    status = ("degraded" if features else "ready") if ready else "not ready"
     body = {
-        "status": "ready" if ready else "not ready",
+        "status": status,
         "version": __version__,
         "volcanoVersion": state.sessions.release.name,
         "plugins": [option.name for option in state.config.plugin_options()],
@@ -47,5 +57,6 @@ async def readyz(request: Request) -> Response:
         "snapshot": state.snapshot.describe(),
         "releaseMismatch": dict(state.extender.release_watch.evidence),
         "config": state.config_watch.describe(),
+        "features": features,
     }
     return json_response(body, status_code=200 if ready else 503)

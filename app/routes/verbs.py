@@ -21,12 +21,15 @@ from starlette.types import Receive, Scope, Send
 from app.body import DEFAULT_TIMEOUT, read_body
 from app.errors import AnswerError, CalderaError, Disconnected, PluginFailure, RequestError
 from app.extender import Body
+from app.logs import Throttle
 from app.metrics import Metrics
 from app.snapshot_health import SnapshotHealth
 from plugins.api.extension_points import BY_VERB, Rule
 
 logger = logging.getLogger("caldera.verbs")
 JSON_HEADER = (b"content-type", b"application/json")
+REFUSAL_LOG_SECONDS = 60.0
+"""A refused request of one verb and kind is logged at most once per this many seconds."""
 CLOSE_HEADER = (b"connection", b"close")
 
 
@@ -62,6 +65,7 @@ class VerbEndpoint:
         self.duration = metrics.request_duration.labels(verb)
         self.size = metrics.request_bytes.labels(verb)
         self.ok = metrics.responses.labels(verb, "200")
+        self.refusals = Throttle(REFUSAL_LOG_SECONDS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -105,8 +109,19 @@ class VerbEndpoint:
         if self.snapshot is not None:
             self.snapshot.refused(exc)  # logs it as the error it is for Volcano's cycle
         elif isinstance(exc, RequestError):
-            log = logger.warning if exc.status == 413 else logger.info
-            log("refused %s request: %s", self.verb, exc)
+            # WARNING: a body Caldera refuses is a call Volcano made in vain (its cycle goes on
+            # without that answer), which an operator wants to see; once a minute per verb and
+            # kind, since a client repeating it would repeat it on every call.
+            held = self.refusals.allow(exc.outcome)
+            if held is not None:
+                logger.warning(
+                    "refused %s request (%d %s): %s%s",
+                    self.verb,
+                    exc.status,
+                    exc.outcome,
+                    exc,
+                    f" ({held} more like it in the last minute)" if held else "",
+                )
         elif isinstance(exc, PluginFailure):
             logger.error("%s", exc, exc_info=exc.cause)
         else:

@@ -80,6 +80,8 @@ class Arguments(Mapping[str, Any]):
         self.flags: dict[str, bool] = dict(flags or {})
         """The entry's ``enableXxx`` options as written; :meth:`enabled` applies defaults."""
         self.warnings: list[str] = []
+        self.warning_keys: dict[str, str] = {}
+        """The argument each warning is about, where it is about one."""
         self.read: set[str] = set()
         """Every key a getter or lookup asked for: what the plugin reads of its arguments."""
         self.used: dict[str, Any] = {}
@@ -125,17 +127,21 @@ class Arguments(Mapping[str, Any]):
             if key in self.used or key in self.read
         }
 
-    def warn(self, message: str) -> None:
-        """A problem with these arguments: logged once, and listed for ``check-config``."""
+    def warn(self, message: str, key: str | None = None) -> None:
+        """A problem with these arguments (with argument ``key``, when it is one key's):
+        logged once, and listed for ``check-config``, which names the key path and value."""
         # The same Arguments serve every session's instance: remember each problem once.
         if message not in self.warnings:
             self.warnings.append(message)
+            if key is not None:
+                self.warning_keys[message] = key
         warn_once(logger, message)
 
     def _reject(self, key: str, kind: str, value: Any) -> None:
         self.warn(
             f"plugin {self.plugin or '?'}: argument {key!r} = {value!r} is not a valid {kind};"
-            " keeping the default, as Volcano does"
+            " keeping the default, as Volcano does",
+            key,
         )
 
     @_records

@@ -173,11 +173,11 @@ def parse_min_runtime(arguments: Arguments, key: str) -> int:
     try:
         nanos = parse_str2duration(text)
     except DurationError as exc:
-        arguments.warn(f"min-runtime: failed to parse {key} {text!r} ({exc}); using 0s")
+        arguments.warn(f"min-runtime: failed to parse {key} {text!r} ({exc}); using 0s", key)
         arguments.use(key, "0s")
         return 0
     if nanos < 0:
-        arguments.warn(f"min-runtime: {key} {text!r} is negative; using 0s")
+        arguments.warn(f"min-runtime: {key} {text!r} is negative; using 0s", key)
         arguments.use(key, "0s")
         return 0
     return nanos
@@ -191,7 +191,8 @@ def parse_resolve_method(arguments: Arguments) -> str:
     if method not in RESOLVE_METHODS:
         arguments.warn(
             f"min-runtime: invalid {RECLAIM_RESOLVE_METHOD} {method!r}"
-            f" (expected {' or '.join(RESOLVE_METHODS)}); using {RESOLVE_LCA}"
+            f" (expected {' or '.join(RESOLVE_METHODS)}); using {RESOLVE_LCA}",
+            RECLAIM_RESOLVE_METHOD,
         )
         arguments.use(RECLAIM_RESOLVE_METHOD, RESOLVE_LCA)
         return RESOLVE_LCA
@@ -202,7 +203,7 @@ def parse_resolve_method(arguments: Arguments) -> str:
 def _annotation_key(arguments: Arguments, key: str, default: str) -> str:
     value = arguments.get_string(key, default)
     if not value:
-        arguments.warn(f"min-runtime: {key} is empty; using {default!r}")
+        arguments.warn(f"min-runtime: {key} is empty; using {default!r}", key)
         arguments.use(key, default)
         return default
     return value

@@ -31,7 +31,10 @@ def test_check_config_prints_effective_configuration(tmp_path: Path, capsys) -> 
     captured = capsys.readouterr()
     out = captured.out
     assert "valid" in out
-    assert "warning: plugin overcommit: argument 'overcommit-factor'" in out
+    assert (
+        "warning: plugin overcommit (tiers[0].plugins[0].arguments.overcommit-factor = 'x'):"
+        " argument 'overcommit-factor' = 'x' is not a valid float64" in out
+    )
     assert captured.err == ""  # every problem is in the output, once
     effective = yaml.safe_load(out)
     entry = effective["tiers"][0]["plugins"][0]
@@ -48,19 +51,23 @@ def test_check_config_prints_effective_configuration(tmp_path: Path, capsys) -> 
     [
         pytest.param(
             "tiers: [{plugins: [{name: sla, arguments: {sla-waiting-time: banana}}]}]",
-            "sla: cannot parse global job waiting time 'banana'",
+            "plugin sla (tiers[0].plugins[0].arguments.sla-waiting-time = 'banana'): cannot"
+            " parse global job waiting time 'banana'",
             {"sla-waiting-time": None},
             id="a duration sla cannot parse: no global SLA",
         ),
         pytest.param(
             "tiers: [{plugins: [{name: overcommit, arguments: {overcommit-factor: 0.0001}}]}]",
-            "overcommit-factor cannot be less than 1",
+            "plugin overcommit (tiers[0].plugins[0].arguments.overcommit-factor = 0.0001):"
+            " Invalid input 0.000100 for overcommit-factor, reason: overcommit-factor cannot be"
+            " less than 1",
             {"overcommit-factor": 1.2},
             id="a factor below 1: the default",
         ),
         pytest.param(
             "tiers: [{plugins: [{name: min-runtime, arguments: {defaultPreemptMinRuntime: x}}]}]",
-            "min-runtime: failed to parse defaultPreemptMinRuntime 'x'",
+            "plugin min-runtime (tiers[0].plugins[0].arguments.defaultPreemptMinRuntime = 'x'):"
+            " failed to parse defaultPreemptMinRuntime 'x'",
             {"defaultPreemptMinRuntime": "0s"},
             id="a min-runtime duration: 0s",
         ),
@@ -316,9 +323,9 @@ def test_an_argument_no_plugin_reads_is_a_warning(
     path.write_text(f'volcanoVersion: "1.16"\ntiers: [{{plugins: [{entry}]}}]\n')
     assert main(["check-config", str(path)]) == 0
     warned = [
-        line.split("argument ")[1].split(" ")[0].strip("'")
+        line.split(".arguments.")[1].split(" = ")[0]
         for line in capsys.readouterr().out.splitlines()
-        if "is not read by this plugin" in line
+        if "not read by this plugin" in line
     ]
     assert warned == unread
 
@@ -326,10 +333,13 @@ def test_an_argument_no_plugin_reads_is_a_warning(
 @pytest.mark.parametrize(
     ("arguments", "warned"),
     [
-        ("{source: file, file: /nonexistent/pdbs.yaml}", "arguments.file): /nonexistent/pdbs.yaml"),
+        (
+            "{source: file, file: /nonexistent/pdbs.yaml}",
+            "arguments.file = '/nonexistent/pdbs.yaml'): /nonexistent/pdbs.yaml",
+        ),
         (
             "{source: kubernetes, kubeconfig: /nonexistent/kc}",
-            "arguments.kubeconfig): /nonexistent/kc",
+            "arguments.kubeconfig = '/nonexistent/kc'): /nonexistent/kc",
         ),
         ("{source: file, file: FILE}", None),
         ("{source: kubernetes}", None),
@@ -384,3 +394,108 @@ def test_check_config_names_a_missing_kubeconfig_for_podgroup_events(
         assert "explainEventsKubeconfig: /nonexistent/kc" in line and "no PodGroup Event" in line
     else:
         assert lines == []
+
+
+WARNED = 'volcanoVersion: "1.15"\ntiers:\n- plugins:\n  - name: cdp\n    arguments: {cdp-nope: 1}\n'
+UNREAD = "not read by this plugin"
+
+
+@pytest.mark.parametrize(
+    ("argv", "stdin"),
+    [
+        pytest.param(["FILE"], None, id="positional"),
+        pytest.param(["--config", "FILE"], None, id="--config"),
+        pytest.param(["-"], WARNED, id="stdin"),
+        pytest.param(["--config", "-"], WARNED, id="--config-stdin"),
+        pytest.param(["FILE", "--config", "FILE"], None, id="both-the-same"),
+    ],
+)
+def test_check_config_takes_the_file_as_every_subcommand_does_and_stdin(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch, argv: list[str], stdin: str | None
+) -> None:
+    import io
+
+    path = write(tmp_path, WARNED)
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    assert main(["check-config", *(path if a == "FILE" else a for a in argv)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"# {'<stdin>' if stdin else path}: valid.")
+    assert UNREAD in out
+
+
+def test_check_config_refuses_two_different_files(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path, WARNED)
+    assert main(["check-config", path, "--config", "other.yaml"]) == 2
+    assert "give the file once" in capsys.readouterr().err
+
+
+def test_check_config_without_a_file_reads_caldera_config(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CALDERA_CONFIG", write(tmp_path, WARNED))
+    assert main(["check-config"]) == 0
+    assert UNREAD in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("text", "strict", "code"),
+    [
+        pytest.param(WARNED, False, 0, id="warning"),
+        pytest.param(WARNED, True, 1, id="warning-strict"),
+        pytest.param("tiers: [{plugins: [{name: cdp}]}]\n", True, 0, id="clean-strict"),
+    ],
+)
+def test_check_config_strict_fails_on_a_warning(
+    tmp_path: Path, capsys, text: str, strict: bool, code: int
+) -> None:
+    argv = ["check-config", write(tmp_path, text), *(["--strict"] if strict else [])]
+    assert main(argv) == code
+    capsys.readouterr()
+
+
+def test_check_config_shows_the_warnings_beside_an_error(tmp_path: Path, capsys) -> None:
+    """A typo in one plugin's flag (an error) must not hide an unread argument in another."""
+    path = write(tmp_path, WARNED + "  - name: priority\n    enablePreemptablee: true\n")
+    assert main(["check-config", path]) == 2
+    err = capsys.readouterr().err
+    assert "tiers[0].plugins[1].enablePreemptablee: unknown plugin option" in err
+    assert f"# warning: plugin cdp (tiers[0].plugins[0].arguments.cdp-nope = 1): {UNREAD}" in err
+
+
+def test_check_config_spells_out_the_explain_defaults(tmp_path: Path, capsys) -> None:
+    from app.config import CalderaConfig
+
+    assert main(["check-config", write(tmp_path, "tiers: []\n")]) == 0
+    effective = yaml.safe_load(capsys.readouterr().out)
+    for key in ("explainSessions", "explainEntries", "explainEvents", "explainEventsKubeconfig"):
+        assert effective[key] == CalderaConfig.model_fields[key].default, key
+
+
+def test_check_config_says_every_warning_in_one_shape_with_key_path_and_value(
+    tmp_path: Path, capsys
+) -> None:
+    """Three shapes before (``plugin overcommit: argument ...``, ``sla: cannot parse global job
+    waiting time 5: time: invalid duration ""`` with neither key path nor the value it met,
+    ``plugin cdp (tiers[0].plugins[2]): ...``): one now, the value as written."""
+    import re
+
+    text = (
+        'volcanoVersion: "1.15"\ntiers:\n- plugins:\n'
+        "  - {name: overcommit, arguments: {overcommit-factor: x}}\n"
+        "  - {name: sla, arguments: {sla-waiting-time: 5}}\n"
+        "  - {name: cdp, arguments: {cdp-nope: 1}}\n"
+    )
+    assert main(["check-config", write(tmp_path, text)]) == 0
+    warnings = [
+        line.removeprefix("# warning: ")
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("# warning: ")
+    ]
+    shape = re.compile(
+        r"^plugin [\w-]+ \(tiers\[0\]\.plugins\[\d\]\.arguments\.[\w-]+ = [^)]+\): \S"
+    )
+    assert len(warnings) == 3 and all(shape.match(w) for w in warnings), warnings
+    [sla] = [w for w in warnings if w.startswith("plugin sla")]
+    assert sla.startswith("plugin sla (tiers[0].plugins[1].arguments.sla-waiting-time = 5): ")
+    assert 'invalid duration ""' not in sla and 'such as "5m"' in sla

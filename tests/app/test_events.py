@@ -205,3 +205,25 @@ async def test_the_kubernetes_sink_creates_then_patches_as_the_api_server_expect
     assert created["involvedObject"]["kind"] == "PodGroup" and created["reason"] == REJECTED
     assert p3 == f"/api/v1/namespaces/team-a/events/{created['metadata']['name']}"
     assert kind == "application/strategic-merge-patch+json" and patch["count"] == 2
+
+
+async def test_a_failing_api_server_is_a_degraded_feature_until_an_event_goes_through() -> None:
+    """With the app's feature health attached (app/main.py), each send reports its outcome:
+    the failure (made an ERROR once by app/features.py), then the recovery."""
+    sink = Sink(fail=RuntimeError("403 Forbidden"))
+    events = await recorder(sink)
+    outcomes: list[str | None] = []
+    events.health = outcomes.append
+    events.job_verdict(job("a"), Vote.REJECT, "p", IDLE)
+    await events.drain()
+    sink.fail = None
+    events.job_verdict(job("b"), Vote.REJECT, "p", IDLE)
+    await events.drain()
+    assert outcomes == ["RuntimeError: 403 Forbidden", None]
+    await events.stop()
+
+
+def test_the_kubernetes_sink_says_at_start_when_it_has_no_kubeconfig(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    problem = KubeEventSink(str(missing)).problem()
+    assert problem is not None and str(missing) in problem

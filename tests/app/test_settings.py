@@ -100,3 +100,86 @@ def test_environment_only_settings_are_not_options() -> None:
     for name in env_only:
         with pytest.raises(SystemExit):
             parser().parse_args(["serve", f"--{name.replace('_', '-')}", "1"])
+
+
+def test_the_default_port_is_the_one_the_shipped_sidecar_serves_on() -> None:
+    """Not vc-scheduler's own 8080, which it holds in the pod the sidecar shares."""
+    from pathlib import Path
+
+    import yaml
+
+    from app.settings import DEFAULT_PORT
+
+    sidecar = (
+        Path(__file__).resolve().parents[2] / "deploy/kubernetes/sidecar/scheduler-sidecar.yaml"
+    )
+    [deployment] = [d for d in yaml.safe_load_all(sidecar.read_text()) if d]
+    [caldera] = deployment["spec"]["template"]["spec"]["initContainers"]
+    assert caldera["args"][caldera["args"].index("--port") + 1] == str(DEFAULT_PORT)
+    assert Settings().port == DEFAULT_PORT != 8080
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "said"),
+    [
+        pytest.param(
+            ["--port", "99999"], {}, "--port 99999: Input should be less than or equal to 65535",
+            id="option-out-of-range",
+        ),
+        pytest.param(
+            [], {"CALDERA_PORT": "99999"}, "CALDERA_PORT=99999: Input should be less than",
+            id="environment-out-of-range",
+        ),
+        pytest.param(
+            ["--health-port", "8090"], {},
+            "--health-port 8090 equals --port (default 8090): the two listeners need two",
+            id="health-port-is-the-default-port",
+        ),
+        pytest.param(
+            ["--port", "9000", "--health-port", "9000"], {}, "--health-port 9000 equals --port:",
+            id="health-port-equals-port",
+        ),
+        pytest.param(
+            ["--port", "9000"], {"CALDERA_HEALTH_PORT": "9000"},
+            "CALDERA_HEALTH_PORT 9000 equals --port:", id="one-from-the-environment",
+        ),
+        pytest.param(
+            ["--ssl-keyfile", "k.pem"], {}, "--ssl-certfile and --ssl-keyfile go together",
+            id="tls-half",
+        ),
+    ],
+)  # fmt: skip
+def test_a_refused_setting_is_named_as_the_user_gave_it(
+    monkeypatch: pytest.MonkeyPatch, capsys, argv: list[str], env: dict[str, str], said: str
+) -> None:
+    from app.cli import main
+
+    for name in Settings.model_fields:
+        monkeypatch.delenv(f"CALDERA_{name.upper()}", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main(["serve", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("caldera: invalid setting: ") and said in err, err
+    assert "CALDERA_:" not in err
+
+
+@pytest.mark.parametrize("spelling", ["DEBUG", "Debug", "debug"])
+def test_the_log_level_is_case_insensitive(monkeypatch: pytest.MonkeyPatch, spelling: str) -> None:
+    monkeypatch.delenv("CALDERA_LOG_LEVEL", raising=False)
+    args = parser().parse_args(["serve", "--log-level", spelling])
+    assert _settings(args).log_level == "debug"
+    monkeypatch.setenv("CALDERA_LOG_LEVEL", spelling)
+    assert _settings(parser().parse_args(["serve"])).log_level == "debug"
+
+
+def test_serve_help_says_where_settings_come_from_and_what_record_does() -> None:
+    serve = parser()._subparsers._group_actions[0].choices["serve"]  # type: ignore[union-attr]
+    text = " ".join(serve.format_help().split())
+    assert "new or empty" not in text
+    assert "CALDERA_<OPTION>" in text and "CALDERA_CONFIG_WATCH_SECONDS" in text
+    from app.settings import cli_options
+
+    for name in set(Settings.model_fields) - set(cli_options()):
+        assert f"CALDERA_{name.upper()}" in text, name
+    assert "next session boundary" in text and "run-<time> subdirectory" in text

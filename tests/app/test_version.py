@@ -87,3 +87,27 @@ def test_snapshot_expected_says_whether_sessions_should_open(
     with TestClient(create_app(load_config(str(path)))) as client:
         metrics = client.get("/metrics").text
     assert f"caldera_snapshot_expected {expected}" in metrics
+
+
+@pytest.mark.parametrize(
+    ("version", "caveat"),
+    [
+        ('volcanoVersion: "1.14"\n', ""),
+        ("", " (volcanoVersion is not set: set it to the release you run)"),
+        ("volcanoVersion: auto\n", " (volcanoVersion auto: inferred from the first onSessionOpen)"),
+    ],
+    ids=["set", "unset", "auto"],
+)
+def test_the_start_banner_mentions_volcano_version_only_when_it_is_not_set(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, version: str, caveat: str
+) -> None:
+    """Said in one short clause (it repeated ~400 characters even when set)."""
+    path = tmp_path / "caldera.yaml"
+    path.write_text(version + "tiers:\n- plugins:\n  - name: priority\n")
+    caplog.set_level("INFO", logger="caldera")
+    with TestClient(create_app(load_config(path))):
+        pass
+    [banner] = [r.getMessage() for r in caplog.records if "serving Volcano" in r.getMessage()]
+    release = "1.14" if "1.14" in version else "1.15"
+    assert f"serving Volcano {release}{caveat} with plugins: priority;" in banner
+    assert "caldera_release_mismatch_total" not in banner

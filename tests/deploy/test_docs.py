@@ -99,7 +99,7 @@ async def test_the_readmes_curl_block_runs_and_answers_as_commented(tmp_path: Pa
             command, _, comment = (
                 line.partition("   # ") if "   # " in line else line.partition(" # ")
             )
-            command = command.strip().replace("localhost:8080", host)
+            command = command.strip().replace("localhost:8090", host)
             result = subprocess.run(
                 ["bash", "-c", f"set -o pipefail; {command}"],
                 cwd=ROOT,
@@ -139,3 +139,38 @@ def test_the_guides_extraction_commands_write_the_configmaps_data(tmp_path: Path
         expected = yaml.safe_load((ROOT / manifest).read_text())["data"][key]
         assert result.stdout == expected, target
         assert yaml.safe_load(result.stdout), "the data entry is YAML, not a quoted string"
+
+
+def test_the_readmes_check_config_commands_run_as_written(tmp_path: Path) -> None:
+    """README's `caldera check-config` lines (``--strict`` for CI), each run by bash with the
+    installed `caldera`, an absolute path standing for a file of the embedded default's plugins
+    (tests/shipped runs them from the wheel too): exit 0 and an effective configuration."""
+    import os
+    import subprocess
+    import sys
+
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)
+    commands = [
+        line.partition("   # ")[0].strip()
+        for block in blocks
+        for line in block.splitlines()
+        if line.startswith("caldera check-config")
+    ]
+    assert any("--strict" in command for command in commands), commands
+    default = (ROOT / "app" / "default_config.yaml").read_text()
+    (tmp_path / "caldera.yaml").write_text('volcanoVersion: "1.15"\n' + default)
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    for command in commands:
+        command = re.sub(r"(?<=\s)/\S*?([\w.-]+\.yaml)", r"\1", command)
+        result = subprocess.run(
+            ["bash", "-c", command],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "PATH": path},
+        )
+        assert result.returncode == 0, (command, result.stderr)
+        assert ": valid." in result.stdout.splitlines()[0], command

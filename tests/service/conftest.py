@@ -69,10 +69,11 @@ async def start_caldera(
     extra_env: dict[str, str] | None = None,
     command_prefix: list[str] | None = None,
     tls: ssl.SSLContext | None = None,
+    extra_args: list[str] | None = None,
 ) -> CalderaProcess:
     """``command_prefix`` replaces the ``caldera`` script (tests/service/fault_server.py);
     ``tls`` is the client context for a server serving https (its certificate set in
-    ``extra_env``)."""
+    ``extra_env``); ``extra_args`` go after serve's own."""
     port = free_port()
     command = [
         *(command_prefix or caldera_command()),
@@ -82,6 +83,7 @@ async def start_caldera(
         config_path = workdir / f"caldera-{port}.yaml"
         config_path.write_text(textwrap.dedent(config_text))
         command += ["--config", str(config_path)]
+    command += extra_args or []
     log_path = workdir / f"caldera-{port}.log"
     env = {**os.environ, "CALDERA_LOG_FORMAT": "json", **(extra_env or {})}
     with log_path.open("wb") as log:

@@ -6,6 +6,7 @@ registered and one deliberate Caldera bug, for the fault tests of tests/service.
   snapshots would show a pair neither has.
 - ``test-fails`` raises in jobReady for a job whose UID is ``fail``, and only then.
 - ``test-open-fails`` raises in onSessionOpen when the snapshot has a queue named ``poison``.
+- ``test-build-fails`` raises in its constructor.
 - A jobReady body of exactly :data:`INTERNAL_ERROR_BODY` raises a KeyError outside any plugin,
   standing for a Caldera bug: the route must still answer JSON.
 """
@@ -17,7 +18,8 @@ import sys
 from app.cli import main
 from app.extender import Body, Extender
 from plugins.api import registry
-from plugins.api.base import FitError, Plugin, Session
+from plugins.api.arguments import Arguments
+from plugins.api.base import Background, FitError, Plugin, Session
 from schemas.api import JobInfo, NodeInfo, TaskInfo
 
 INTERNAL_ERROR_BODY = b'{"caldera-test": "internal error"}'
@@ -52,6 +54,13 @@ class OpenFails(Plugin):
             raise RuntimeError("poisoned snapshot")
 
 
+class BuildFails(Plugin):
+    name = "test-build-fails"
+
+    def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
+        raise RuntimeError("no licence file")
+
+
 def _handle_with_a_bug(self: Extender, verb: str, body: Body) -> bytes:
     if verb == "jobReady" and bytes(body) == INTERNAL_ERROR_BODY:
         raise KeyError("a Caldera bug")
@@ -61,7 +70,7 @@ def _handle_with_a_bug(self: Extender, verb: str, body: Body) -> bytes:
 _handle = Extender.handle
 
 if __name__ == "__main__":
-    for plugin in (SnapshotMarker, Fails, OpenFails):
+    for plugin in (SnapshotMarker, Fails, OpenFails, BuildFails):
         registry.register(plugin)
     Extender.handle = _handle_with_a_bug  # type: ignore[method-assign]
     sys.exit(main(sys.argv[1:]))

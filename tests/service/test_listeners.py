@@ -78,28 +78,41 @@ async def test_verbs_on_one_listener_probes_and_metrics_on_the_other(tmp_path: P
     finally:
         code = stop(process)
     assert code == 0, log.read_text()
+    for said in ("Started server process", "Finished server process"):  # both servers said it
+        assert log.read_text().count(said) == 1, said
     for port in (verb_port, health_port):
         with socket.socket() as sock:
             assert sock.connect_ex(("127.0.0.1", port)) != 0, f"{port} still listening"
 
 
-async def test_a_taken_health_port_fails_the_start(tmp_path: Path) -> None:
+@pytest.mark.parametrize("taken_listener", ["health", "verbs"])
+async def test_a_taken_port_fails_the_start_cleanly(tmp_path: Path, taken_listener: str) -> None:
+    """Either listener's port in use: exit 3 and uvicorn's one line naming the address, no
+    traceback (a health port in use printed 97 lines: CancelledError, SystemExit: 3, "Task
+    exception was never retrieved")."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        health_port = taken.getsockname()[1]
+        busy = taken.getsockname()[1]
+        ports = (busy, free_port()) if taken_listener == "verbs" else (free_port(), busy)
         process, log = await start(
             tmp_path,
-            *("--port", str(free_port())),
-            *("--health-host", "127.0.0.1", "--health-port", str(health_port)),
+            *("--port", str(ports[0])),
+            *("--health-host", "127.0.0.1", "--health-port", str(ports[1])),
         )
         deadline = time.monotonic() + 20
         while process.poll() is None and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         if process.poll() is None:
             process.kill()
-    assert process.returncode == 3, log.read_text()
-    assert "address already in use" in log.read_text().lower()
+    text = log.read_text()
+    assert process.returncode == 3, text
+    errors = [line for line in text.splitlines() if '"level":"error"' in line]
+    assert len(errors) == 1, text
+    assert f"('127.0.0.1', {busy}): address already in use" in errors[0]
+    for noise in ("Traceback", "CancelledError", "never retrieved"):
+        assert noise not in text, text
+    assert text.count("Started server process") == 1, text
 
 
 @pytest.mark.parametrize(
@@ -138,4 +151,6 @@ def test_caldera_serve_logs_the_exposure_warning_at_start(
 
 def test_the_health_listener_needs_its_own_port(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--port", "9000", "--health-port", "9000"]) == 2
-    assert "health listener needs a port of its own" in capsys.readouterr().err
+    assert "--health-port 9000 equals --port: the two listeners need two different numbers" in (
+        capsys.readouterr().err
+    )

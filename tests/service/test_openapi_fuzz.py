@@ -59,7 +59,7 @@ CHECKS = [
 EXAMPLES_PER_ENDPOINT = 25
 """CI-sized, and schemathesis's coverage phase (every boundary case the schema defines, about
 40 s here) is off. The full search, on demand, against a running ``caldera serve``:
-``uv run schemathesis run openapi/openapi.json --url http://127.0.0.1:8080 -c
+``uv run schemathesis run openapi/openapi.json --url http://127.0.0.1:8090 -c
 not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance``
 (8,655 cases on every endpoint, all passing, for each of 1.7, 1.9 and 1.15)."""
 FUZZ_SETTINGS = settings(

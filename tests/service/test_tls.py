@@ -78,7 +78,7 @@ async def test_mutual_tls_requires_a_client_certificate_from_the_ca(tmp_path: Pa
     ("arguments", "message"),
     [
         (["--ssl-certfile", "server.pem"], "go together"),
-        (["--ssl-client-ca", "ca.pem"], "needs ssl_certfile"),
+        (["--ssl-client-ca", "ca.pem"], "--ssl-client-ca needs --ssl-certfile and --ssl-keyfile"),
         (["--ssl-certfile", "missing.pem", "--ssl-keyfile", "missing.key"], "no such file"),
     ],
 )

@@ -1,0 +1,238 @@
+"""Issue 35 item 4: a plugin whose constructor or first session open raises is a configuration
+that cannot serve. ``caldera serve`` exits 2 naming it, ``check-config`` fails the file the
+same way, and a live reload rejects it (``/readyz`` ``rejected``, a metric, an ERROR line)
+while the running configuration keeps serving, the cycle that met the failure included."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.cli import main
+from app.config import load_config
+from app.config_checks import build_problems
+from app.config_watch import load_with_origin
+from app.main import create_app
+from plugins.api import registry
+from plugins.api.arguments import Arguments
+from plugins.api.base import Background, Plugin, Session
+from tests.examples import example_json
+
+
+class BuildFails(Plugin):
+    """Raises in its constructor (a sessionless plugin: built when the server starts)."""
+
+    name = "test-build-fails"
+
+    def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
+        raise RuntimeError("no licence file")
+
+
+class SnapshotBuildFails(BuildFails):
+    """The same, for a plugin built only when a snapshot arrives."""
+
+    name = "test-snapshot-build-fails"
+    needs_snapshot = True
+
+
+class OpenFails(Plugin):
+    """Raises as its session opens: on every snapshot, or only on one with a ``poison`` queue."""
+
+    name = "test-open-fails-on"
+    needs_snapshot = True
+
+    def on_session_open(self, ssn: Session) -> None:
+        when = self.arguments.get_string("when", "always")
+        if when == "always" or ("poison" in ssn.queues and when == "poison"):
+            raise ValueError(f"cannot open ({when})")
+
+
+@pytest.fixture(autouse=True)
+def installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The misbehaving plugins, installed for this module's tests only (the registry's other
+    tests walk every registered plugin)."""
+    registry.get("priority")  # the built-ins first: the registry loads them on first lookup
+    for plugin in (BuildFails, SnapshotBuildFails, OpenFails):
+        monkeypatch.setitem(registry._registry, plugin.name, plugin)
+
+
+def config_text(*entries: str) -> str:
+    plugins = "".join(f"  - {entry}\n" for entry in entries)
+    return f'volcanoVersion: "1.15"\ntiers:\n- plugins:\n  - name: priority\n{plugins}'
+
+
+CASES = {
+    "sessionless-constructor": (
+        "name: test-build-fails",
+        "tiers[0].plugins[1]: plugin test-build-fails: building it raised RuntimeError:"
+        " no licence file",
+    ),
+    "snapshot-constructor": (
+        "name: test-snapshot-build-fails",
+        "tiers[0].plugins[1]: plugin test-snapshot-build-fails: building it raised"
+        " RuntimeError: no licence file",
+    ),
+    "first-session-open": (
+        "name: test-open-fails-on",
+        "tiers[0].plugins[1]: plugin test-open-fails-on: opening a session (on an empty"
+        " snapshot) raised ValueError: cannot open (always)",
+    ),
+}
+
+
+@pytest.mark.parametrize(("entry", "said"), CASES.values(), ids=CASES.keys())
+def test_build_problems_name_the_plugin_where_it_stands_and_what_it_raised(
+    tmp_path: Path, entry: str, said: str
+) -> None:
+    path = tmp_path / "caldera.yaml"
+    path.write_text(config_text(entry))
+    [(where, problem)] = build_problems(load_config(path))
+    assert f"{where}: {problem}" == said
+
+
+def test_every_failing_plugin_is_named_not_only_the_first(tmp_path: Path) -> None:
+    path = tmp_path / "caldera.yaml"
+    path.write_text(config_text("name: test-build-fails", "name: test-open-fails-on"))
+    assert [where for where, _ in build_problems(load_config(path))] == [
+        "tiers[0].plugins[1]",
+        "tiers[0].plugins[2]",
+    ]
+
+
+@pytest.mark.parametrize("command", ["serve", "check-config"])
+@pytest.mark.parametrize(("entry", "said"), CASES.values(), ids=CASES.keys())
+def test_serve_and_check_config_exit_2_naming_the_plugin(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    entry: str,
+    said: str,
+) -> None:
+    """The same file fails both the same way (check-config exited 0 on it; serve exited 1 with
+    a traceback for a sessionless plugin, and served 500s for a snapshot plugin)."""
+    # serve configures the process's logging: keep it from outliving this test.
+    monkeypatch.setattr(logging.getLogger(), "handlers", list(logging.getLogger().handlers))
+    monkeypatch.setattr(logging.getLogger(), "level", logging.getLogger().level)
+    path = tmp_path / "caldera.yaml"
+    path.write_text(config_text(entry))
+    assert main([command, "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"caldera: configuration error: {path}: {said}\n"
+
+
+def test_a_plugin_that_fails_only_on_some_snapshot_passes_the_start(tmp_path: Path) -> None:
+    """What an empty snapshot cannot show is the plugin's own failure at run time (its
+    failure policy's business), not a configuration error."""
+    path = tmp_path / "caldera.yaml"
+    path.write_text(config_text("name: test-open-fails-on\n    arguments: {when: poison}"))
+    assert build_problems(load_config(path)) == []
+
+
+# --- live reload --------------------------------------------------------------------------
+
+
+def snapshot(poison: bool) -> bytes:
+    body: dict[str, Any] = example_json("volcano-1.15", "onSessionOpen.request.json")
+    if poison:
+        queue = next(iter(body["Queues"].values()))
+        body["Queues"]["poison"] = {**queue, "Name": "poison", "UID": "poison"}
+    return json.dumps(body).encode()
+
+
+def readyz_config(client: TestClient) -> dict[str, Any]:
+    document: dict[str, Any] = client.get("/readyz").json()["config"]
+    return document
+
+
+@pytest.mark.parametrize(
+    ("entry", "rejected"),
+    [
+        pytest.param(
+            "name: test-build-fails", "plugin test-build-fails: building it raised", id="build"
+        ),
+        pytest.param(
+            "name: test-open-fails-on", "opening a session (on an empty snapshot)", id="open"
+        ),
+        pytest.param(
+            "name: not-installed",
+            "unknown plugin 'not-installed' (known plugins:",
+            id="not-installed",
+        ),
+    ],
+)
+async def test_a_reload_that_cannot_build_is_rejected_and_the_running_one_serves(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, entry: str, rejected: str
+) -> None:
+    path = tmp_path / "caldera.yaml"
+    path.write_text(config_text())
+    config, origin = load_with_origin(path)
+    app = create_app(config, origin=origin, watch_interval=0)
+    with TestClient(app) as client:
+        served = readyz_config(client)["sha256"]
+        path.write_text(config_text(entry))
+        with caplog.at_level(logging.ERROR, logger="caldera.config"):
+            client.portal.call(app.state.config_watch.check)  # type: ignore[union-attr]
+        document = readyz_config(client)
+        assert document["sha256"] == served and "pending" not in document
+        assert rejected in document["rejected"]["error"]
+        said = [r for r in caplog.records if r.name == "caldera.config" and r.levelno > 20]
+        assert [r.levelname for r in said] == ["ERROR"]
+        assert "caldera_config_rejected 1.0" in client.get("/metrics").text
+        assert client.post("/onSessionOpen", content=snapshot(False)).status_code == 200
+        if entry == "name: not-installed":
+            assert document["rejected"]["error"].endswith(
+                "(plugins are discovered when caldera starts; restart after installing one)"
+            )
+
+
+async def test_a_switch_whose_first_session_fails_goes_back_and_answers_that_cycle(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Valid on an empty snapshot, raising on the next real one: that onSessionOpen is answered
+    200 by the configuration served before, which keeps serving; the new one is rejected."""
+    path = tmp_path / "caldera.yaml"
+    path.write_text(config_text())
+    config, origin = load_with_origin(path)
+    app = create_app(config, origin=origin, watch_interval=0)
+    with TestClient(app) as client:
+        served = readyz_config(client)["sha256"]
+        path.write_text(config_text("name: test-open-fails-on\n    arguments: {when: poison}"))
+        client.portal.call(app.state.config_watch.check)  # type: ignore[union-attr]
+        assert readyz_config(client)["sha256"] != served  # no session open: switched at once
+        with caplog.at_level(logging.ERROR, logger="caldera.config"):
+            answer = client.post("/onSessionOpen", content=snapshot(True))
+        assert answer.status_code == 200, answer.text
+        document = readyz_config(client)
+        assert document["sha256"] == served
+        assert "its first session failed to open" in document["rejected"]["error"]
+        assert "cannot open (poison)" in document["rejected"]["error"]
+        assert [o.name for o in app.state.config.plugin_options()] == ["priority"]
+        assert app.state.sessions.current is not None  # the cycle's session is open
+        said = [r for r in caplog.records if r.name == "caldera.config" and r.levelno > 20]
+        assert [r.levelname for r in said] == ["ERROR"]
+        metrics = client.get("/metrics").text
+        assert 'caldera_config_reloads_total{outcome="rejected"} 1.0' in metrics
+        assert client.post("/onSessionOpen", content=snapshot(True)).status_code == 200
+
+
+async def test_a_proven_configuration_failing_later_is_its_own_error(tmp_path: Path) -> None:
+    """Once the switched-to configuration has opened a session, a later failure is not a
+    switch's: nothing to go back to, and the failure is answered as it is (500, named)."""
+    path = tmp_path / "caldera.yaml"
+    path.write_text(config_text())
+    config, origin = load_with_origin(path)
+    app = create_app(config, origin=origin, watch_interval=0)
+    with TestClient(app) as client:
+        path.write_text(config_text("name: test-open-fails-on\n    arguments: {when: poison}"))
+        client.portal.call(app.state.config_watch.check)  # type: ignore[union-attr]
+        assert client.post("/onSessionOpen", content=snapshot(False)).status_code == 200
+        failed = client.post("/onSessionOpen", content=snapshot(True))
+        assert failed.status_code == 500
+        assert failed.json()["plugin"] == "test-open-fails-on"
+        assert "rejected" not in readyz_config(client)
