@@ -164,6 +164,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         body_timeout=settings.body_timeout_seconds,
         origin=origin,
         watch_interval=settings.config_watch_seconds,
+        shadow_path=settings.shadow,
+        shadow_max_queued_bytes=settings.shadow_max_queued_bytes,
     )
     if unrecorded is not None:
         from app.features import RECORD
@@ -508,12 +510,43 @@ def cmd_explain(args: argparse.Namespace) -> int:
     else:
         settings = _settings(args)
         url = default_url(settings.host, settings.port, settings.ssl_certfile is not None)
+    if args.shadow:
+        return print_shadow(url, {"task" if args.task else "job": args.name}, args.json, "explain")
     try:
         document = fetch(url, "task" if args.task else "job", args.name)
     except ExplainError as exc:
         print(f"caldera explain: {exc}", file=sys.stderr)
         return 1
     if args.json:
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(render(document)))
+    return 0
+
+
+def cmd_shadow(args: argparse.Namespace) -> int:
+    from app.explain_client import default_url
+
+    if args.url:
+        url = args.url
+    else:
+        settings = _settings(args)
+        url = default_url(settings.host, settings.port, settings.ssl_certfile is not None)
+    return print_shadow(url, {"diff": "1"} if args.diff else {}, args.json, "shadow")
+
+
+def print_shadow(url: str, query: dict[str, str], as_json: bool, command: str) -> int:
+    """``GET /debug/shadow`` printed for a person (or as JSON): ``caldera shadow`` and
+    ``caldera explain NAME --shadow``."""
+    from app.explain_client import ExplainError
+    from app.shadow_client import fetch, render
+
+    try:
+        document = fetch(url, query)
+    except ExplainError as exc:
+        print(f"caldera {command}: {exc}", file=sys.stderr)
+        return 1
+    if as_json:
         print(json.dumps(document, indent=2, ensure_ascii=False))
     else:
         print("\n".join(render(document)))
@@ -675,8 +708,32 @@ def parser() -> argparse.ArgumentParser:
         "--url", help="Caldera's verb listener (default: this pod's, from --host/--port)"
     )
     explain.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    explain.add_argument(
+        "--shadow",
+        action="store_true",
+        help="what the shadow configuration (serve --shadow) would decide differently about it",
+    )
     _add_setting_options(explain, "host", "port")
     explain.set_defaults(run=cmd_explain)
+
+    shadow = sub.add_parser(
+        "shadow",
+        help="ask a running Caldera what its shadow configuration would decide differently",
+        description="Print GET /debug/shadow: a summary, then each difference between the"
+        " shadow configuration's answers (serve --shadow FILE) and the live ones, with both"
+        " configurations' reasons.",
+    )
+    shadow.add_argument(
+        "--url", help="Caldera's verb listener (default: this pod's, from --host/--port)"
+    )
+    shadow.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    shadow.add_argument(
+        "--diff",
+        action="store_true",
+        help="also print the live configuration file against the shadow file",
+    )
+    _add_setting_options(shadow, "host", "port")
+    shadow.set_defaults(run=cmd_shadow)
 
     openapi = sub.add_parser("openapi", help="print the OpenAPI document")
     openapi.set_defaults(run=cmd_openapi)

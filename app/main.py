@@ -39,8 +39,10 @@ from app.metrics import Metrics
 from app.openapi import components, verb_paths
 from app.record import Recorder, RecordingExtender
 from app.routes import debug, health, metrics
-from app.routes.verbs import verb_routes
+from app.routes import shadow as shadow_routes
+from app.routes.verbs import Answers, verb_routes
 from app.session import SessionManager
+from app.shadow import DEFAULT_MAX_QUEUED_BYTES, Shadow, ShadowedAnswers
 from app.snapshot_health import SnapshotHealth
 from plugins.api.base import Background, utc_now
 from schemas.responses import ErrorResponse
@@ -179,13 +181,16 @@ def create_app(
     body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
     origin: ConfigOrigin | None = None,
     watch_interval: float = DEFAULT_INTERVAL_SECONDS,
+    shadow_path: str | None = None,
+    shadow_max_queued_bytes: int | None = None,
 ) -> FastAPI:
     """The app for ``config``; with a ``recorder`` (``serve --record``) every exchange is also
     written to disk, and the app closes the recorder when it shuts down. A request body must
     arrive within ``body_timeout`` seconds (``CALDERA_BODY_TIMEOUT_SECONDS``). ``origin``
     names where ``config`` was read from; when that is a file, it is watched every
     ``watch_interval`` seconds (0: not watched) and a valid change applies at the next session
-    boundary (``app/config_watch.py``)."""
+    boundary (``app/config_watch.py``). ``shadow_path`` names a shadow configuration evaluated on
+    the same requests off the hot path (``app/shadow.py``)."""
     metrics_ = Metrics()
     origin = origin or ConfigOrigin.of(config)
     backgrounds, _ = build_backgrounds(config)
@@ -288,6 +293,8 @@ def create_app(
                     logger.exception("stopping a plugin background failed")
             if recorder is not None:
                 recorder.close()
+            if shadow is not None:
+                shadow.stop()
 
     app = CalderaApp(
         title="Caldera",
@@ -303,7 +310,18 @@ def create_app(
     app.state.config_watch = watch
     app.state.features = features
     publish(config, sessions, backgrounds)
-    answers = extender if recorder is None else RecordingExtender(extender, recorder)
+    answers: Answers = extender if recorder is None else RecordingExtender(extender, recorder)
+    shadow = None
+    if shadow_path is not None:
+        shadow = Shadow(
+            shadow_path,
+            metrics_.registry,
+            shadow_max_queued_bytes or DEFAULT_MAX_QUEUED_BYTES,
+            live_path=origin.path,
+            clock=clock,
+        )
+        answers = ShadowedAnswers(answers, shadow, record)
+    app.state.shadow = shadow
     app.state.snapshot = SnapshotHealth(clock, metrics_.snapshot_taken.set)
     routes = verb_routes(answers, metrics_, config.body_limit, body_timeout, app.state.snapshot)
     app.router.routes.extend(routes)
@@ -311,6 +329,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(debug.router)
+    app.include_router(shadow_routes.router)
     app.add_middleware(RequestIdMiddleware)
 
     @app.exception_handler(StarletteHTTPException)

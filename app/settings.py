@@ -84,6 +84,24 @@ class Settings(BaseSettings):
     config_watch_seconds: float = Field(default=2.0, ge=0)
     """How often the configuration file is checked for a change, applied at the next session
     boundary (``app/config_watch.py``); 0 turns the live reload off."""
+    shadow: str | None = Field(
+        default=None,
+        json_schema_extra=cli(
+            "a shadow configuration file evaluated on the same requests, off the hot path;"
+            " GET /debug/shadow and caldera shadow show what it would decide differently"
+        ),
+    )
+    """A second configuration answering every request beside the live one; only the live
+    answers go to Volcano (``app/shadow.py``)."""
+    shadow_max_queued_bytes: int = Field(
+        default=256 << 20,
+        ge=0,
+        json_schema_extra=cli(
+            "bytes of requests waiting for the shadow; beyond it the shadow drops the rest of"
+            " the session (default 256 MiB)"
+        ),
+    )
+    """The shadow's memory bound: bodies and live answers queued for its thread."""
     ssl_certfile: str | None = Field(
         default=None, json_schema_extra=cli("serve HTTPS with this PEM certificate")
     )

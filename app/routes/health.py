@@ -59,4 +59,7 @@ async def readyz(request: Request) -> Response:
         "config": state.config_watch.describe(),
         "features": features,
     }
+    shadow = getattr(state, "shadow", None)
+    if shadow is not None:  # shown, never part of readiness: a shadow cannot affect serving
+        body["shadow"] = shadow.describe()
     return json_response(body, status_code=200 if ready else 503)

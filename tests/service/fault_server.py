@@ -7,6 +7,9 @@ registered and one deliberate Caldera bug, for the fault tests of tests/service.
 - ``test-fails`` raises in jobReady for a job whose UID is ``fail``, and only then.
 - ``test-open-fails`` raises in onSessionOpen when the snapshot has a queue named ``poison``.
 - ``test-build-fails`` raises in its constructor.
+- ``test-raises`` raises in every jobEnqueueable and jobReady (a shadow's broken plugin).
+- ``test-sleeps`` sleeps ``seconds`` (default 0.5) in every jobEnqueueable and jobReady, then
+  permits (a shadow's slow plugin).
 - A jobReady body of exactly :data:`INTERNAL_ERROR_BODY` raises a KeyError outside any plugin,
   standing for a Caldera bug: the route must still answer JSON.
 """
@@ -14,12 +17,13 @@ registered and one deliberate Caldera bug, for the fault tests of tests/service.
 from __future__ import annotations
 
 import sys
+import time
 
 from app.cli import main
 from app.extender import Body, Extender
 from plugins.api import registry
 from plugins.api.arguments import Arguments
-from plugins.api.base import Background, FitError, Plugin, Session
+from plugins.api.base import Background, FitError, Plugin, Session, Vote
 from schemas.api import JobInfo, NodeInfo, TaskInfo
 
 INTERNAL_ERROR_BODY = b'{"caldera-test": "internal error"}'
@@ -61,6 +65,31 @@ class BuildFails(Plugin):
         raise RuntimeError("no licence file")
 
 
+class Raises(Plugin):
+    name = "test-raises"
+
+    def job_enqueueable(self, job: JobInfo) -> Vote:
+        raise RuntimeError(f"scripted failure on {job.Name}")
+
+    def job_ready(self, job: JobInfo) -> bool:
+        raise RuntimeError(f"scripted failure on {job.Name}")
+
+
+class Sleeps(Plugin):
+    name = "test-sleeps"
+
+    def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
+        self.seconds = arguments.get_float64("seconds", 0.5)
+
+    def job_enqueueable(self, job: JobInfo) -> Vote:
+        time.sleep(self.seconds)
+        return Vote.PERMIT
+
+    def job_ready(self, job: JobInfo) -> bool:
+        time.sleep(self.seconds)
+        return True
+
+
 def _handle_with_a_bug(self: Extender, verb: str, body: Body) -> bytes:
     if verb == "jobReady" and bytes(body) == INTERNAL_ERROR_BODY:
         raise KeyError("a Caldera bug")
@@ -70,7 +99,7 @@ def _handle_with_a_bug(self: Extender, verb: str, body: Body) -> bytes:
 _handle = Extender.handle
 
 if __name__ == "__main__":
-    for plugin in (SnapshotMarker, Fails, OpenFails, BuildFails):
+    for plugin in (SnapshotMarker, Fails, OpenFails, BuildFails, Raises, Sleeps):
         registry.register(plugin)
     Extender.handle = _handle_with_a_bug  # type: ignore[method-assign]
     sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,139 @@
+"""GET /debug/shadow: what the shadow configuration (``caldera serve --shadow FILE``) would have
+decided otherwise than the live one, a summary first, then per job, task and queue, each
+difference with both configurations' answers and reasons (``app/shadow.py``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from app.routes.json import json_response
+from app.shadow import Shadow
+from app.shadow_diff import Difference
+
+router = APIRouter(tags=["operations"])
+LINES_SHOWN = 20
+"""Differences spelled out in the summary (every one is listed under jobs, tasks, queues)."""
+KINDS = ("job", "task", "queue")
+
+
+def summary(shadow: Shadow, sessions: list[dict[str, Any]], newest: list[Difference]) -> list[str]:
+    state = shadow.describe()
+    lines = []
+    if state["status"] != "evaluating":
+        lines.append(
+            f"the shadow configuration {state['source']} is failing: {state.get('problem')}"
+            if "problem" in state
+            else f"the shadow configuration {state['source']} is not loaded"
+        )
+    evaluated = [s for s in sessions if "skipped" not in s and s["compared"]]
+    if not evaluated:
+        lines.append("no session evaluated by the shadow yet")
+    else:
+        last = evaluated[-1]
+        calls = sum(last["compared"].values())
+        if not newest:
+            lines.append(
+                f"session {last['session']}: the shadow answered all {calls} calls compared as"
+                " the live configuration did"
+            )
+        else:
+            lines.append(
+                f"session {last['session']}: {len(newest)} differences in {calls} calls compared"
+            )
+            by_change = Counter((d.verb, d.change, d.kind) for d in newest)
+            for (verb, change, kind), n in by_change.items():
+                lines.append(f"{verb}: the shadow {change}: {n} {kind}{'s' if n > 1 else ''}")
+            lines += [d.line() for d in newest[:LINES_SHOWN]]
+            if len(newest) > LINES_SHOWN:
+                lines.append(f"({len(newest) - LINES_SHOWN} more below)")
+    if state["droppedSessions"]:
+        lines.append(
+            f"{state['droppedSessions']} sessions dropped: the shadow fell behind the live verbs"
+        )
+    failed = {k: v for k, v in state["failures"].items() if v}
+    if failed:
+        last_failure = state.get("lastFailure", {})
+        lines.append(
+            "shadow failures: "
+            + ", ".join(f"{n} {stage}" for stage, n in failed.items())
+            + (f" (latest: {last_failure.get('error')})" if last_failure else "")
+        )
+    return lines
+
+
+def by_subject(differences: list[Difference]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {f"{k}s": {} for k in KINDS}
+    for d in differences:
+        out[f"{d.kind}s"].setdefault(d.subject, []).append(d.describe())
+    return out
+
+
+@router.get(
+    "/debug/shadow",
+    summary="What the shadow configuration would decide differently from the live one",
+    description=(
+        "With ``caldera serve --shadow FILE``: a summary first, the shadow's state (its file,"
+        " configuration hash, failures, dropped sessions), the sessions kept, then every"
+        " difference of the newest evaluated session by job, task and queue, each with the live"
+        " and the shadow answer, plugin and reason. ``job=<namespace>/<name>`` or"
+        " ``task=<namespace>/<pod>``: that subject's differences in every kept session."
+        " ``diff=1`` adds ``configDiff``: the live file against the shadow file. 404 without a"
+        " shadow."
+    ),
+    responses={
+        400: {"description": "both job and task, or not namespace/name"},
+        404: {"description": "no shadow configuration"},
+    },
+    openapi_extra={
+        "parameters": [
+            {"name": "job", "in": "query", "required": False, "schema": {"type": "string"},
+             "description": "<namespace>/<name> of a Volcano job or PodGroup"},
+            {"name": "task", "in": "query", "required": False, "schema": {"type": "string"},
+             "description": "<namespace>/<name> of a pod"},
+            {"name": "diff", "in": "query", "required": False, "schema": {"type": "string"},
+             "description": "1: add the configuration difference"},
+        ]
+    },
+)  # fmt: skip
+async def debug_shadow(request: Request) -> Response:
+    shadow: Shadow | None = getattr(request.app.state, "shadow", None)
+    if shadow is None:
+        return json_response(
+            {"error": "no shadow configuration: start caldera serve with --shadow FILE"},
+            status_code=404,
+        )
+    job = request.query_params.get("job", "")
+    task = request.query_params.get("task", "")
+    if job and task:
+        return json_response({"error": "give at most one of job= and task="}, status_code=400)
+    key = job or task
+    if key:
+        namespace, _, name = key.partition("/")
+        if not namespace or not name or "/" in name:
+            what = "job" if job else "task"
+            return json_response(
+                {"error": f"{what} must be <namespace>/<name>, got {key!r}"}, status_code=400
+            )
+    sessions, newest = shadow.findings()
+    body: dict[str, Any] = {}
+    if key:
+        kind = "job" if job else "task"
+        found = shadow.differences_of(kind, key)
+        body["summary"] = [
+            f"session {number}: {d.line()}" for number, d in found
+        ] or [f"the shadow decides {kind} {key} as the live configuration does (in the"
+              f" {len(sessions)} sessions kept)"]  # fmt: skip
+        body[kind] = key
+        body["differences"] = [{"session": number, **d.describe()} for number, d in found]
+    else:
+        body["summary"] = summary(shadow, sessions, newest)
+    body["shadow"] = shadow.describe()
+    if request.query_params.get("diff", "") not in ("", "0"):
+        body["configDiff"] = shadow.config_diff()
+    if not key:
+        body["sessions"] = sessions
+        body.update(by_subject(newest))
+    return json_response(body)

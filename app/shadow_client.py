@@ -1,0 +1,74 @@
+"""``caldera shadow`` and ``caldera explain NAME --shadow``: ask a running Caldera what its shadow
+configuration would decide differently (``GET /debug/shadow``), and print it for a person."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from app.explain_client import ExplainError
+
+
+def fetch(url: str, query: dict[str, str], timeout: float = 5.0) -> dict[str, Any]:
+    """``/debug/shadow`` of the Caldera at ``url``; the standard library's client, as
+    ``caldera explain`` (app/explain_client.py)."""
+    if not url.startswith(("http://", "https://")):
+        raise ExplainError(f"--url must be an http:// or https:// URL, not {url!r}")
+    target = f"{url.rstrip('/')}/debug/shadow"
+    if query:
+        target += "?" + urllib.parse.urlencode(query)
+    try:
+        with urllib.request.urlopen(target, timeout=timeout) as response:
+            status, raw = response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read()
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise ExplainError(
+            f"cannot reach Caldera at {url}: {getattr(exc, 'reason', exc)}"
+        ) from None
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise ExplainError(
+            f"{url}/debug/shadow answered {status} without JSON (a Caldera with /debug/shadow?)"
+        ) from None
+    if status != 200 or not isinstance(body, dict):
+        raise ExplainError(str(body.get("error", body) if isinstance(body, dict) else body))
+    return body
+
+
+def _side(side: dict[str, str]) -> str:
+    by = f" by {side['plugin']}" if "plugin" in side else ""
+    why = f": {side['reason']}" if "reason" in side else ""
+    return f"{side['answer']}{by}{why}"
+
+
+def render(document: dict[str, Any]) -> list[str]:
+    """The summary, then each difference with both sides; with ``configDiff`` (``--diff``) the
+    configuration difference first, beside the decisions it makes."""
+    shadow = document.get("shadow", {})
+    lines = [f"shadow {shadow.get('source')} (sha256 {shadow.get('sha256', 'none')}):"]
+    if "configDiff" in document:
+        lines.append("configuration difference (live -> shadow):")
+        diff = document["configDiff"]
+        lines += [f"  {line}" for line in diff] or ["  (the files are the same)"]
+        lines.append("decision difference:")
+    lines += [f"  {line}" for line in document.get("summary", [])]
+    differences = document.get("differences")
+    if differences is None:
+        differences = [
+            d
+            for kind in ("jobs", "tasks", "queues")
+            for items in document.get(kind, {}).values()
+            for d in items
+        ]
+    for d in differences:
+        subject = next(d[k] for k in ("job", "task", "queue") if k in d)
+        detail = f" ({d['detail']})" if "detail" in d else ""
+        lines.append(f"{d['verb']} {subject}{detail}:")
+        lines.append(f"  live:   {_side(d['live'])}")
+        lines.append(f"  shadow: {_side(d['shadow'])}")
+    return lines
