@@ -45,7 +45,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from app.config import CalderaConfig, ConfigError
-from app.config_watch import load_with_origin
+from app.config_watch import Backgrounds, background_key, load_with_origin
 from app.explain import DecisionRecord, SessionLog
 from app.extender import Body, Extender
 from app.session import SessionManager
@@ -178,12 +178,15 @@ class Shadow:
         max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
         live_path: Path | None = None,
         clock: Callable[[], datetime] = utc_now,
+        live_backgrounds: Callable[[], tuple[CalderaConfig, Backgrounds]] | None = None,
     ) -> None:
         self.path = Path(path)
         self.live_path = live_path
         """The live configuration's file (None: the embedded default), for ``--diff``."""
         self.max_queued_bytes = max_queued_bytes
         self.clock = clock
+        self.live_backgrounds = live_backgrounds
+        """The live configuration's plugin data sources, which the shadow's plugins borrow."""
         self.metrics = ShadowMetrics(registry)
         self.loaded: Loaded | None = None
         self.problem: str | None = None
@@ -339,7 +342,8 @@ class Shadow:
             if origin.sha256 == self._sha:
                 return
             record = DecisionRecord(config.explainSessions, config.explainEntries)
-            sessions = SessionManager(config, None, {}, clock=self.clock, record=record)
+            backgrounds = self._borrowed(config)
+            sessions = SessionManager(config, None, backgrounds, clock=self.clock, record=record)
             extender = Extender(config, sessions, None)
         except Exception as exc:
             self.problem = (
@@ -367,6 +371,23 @@ class Shadow:
             "loaded" if previous is None else "reloaded",
             ", ".join(o.name for o in config.plugin_options()) or "none",
         )
+
+    def _borrowed(self, config: CalderaConfig) -> Backgrounds:
+        """The live configuration's data source for each shadow entry with the same plugin,
+        arguments and flags (``background_key``): the shadow starts none of its own, so a
+        plugin whose data source differs from every live one gets none (pdb, usage then
+        fail and the failure is counted)."""
+        if self.live_backgrounds is None:
+            return {}
+        live_config, live = self.live_backgrounds()
+        by_key = {background_key(live_config, entry): bg for entry, bg in live.items()}
+        borrowed: Backgrounds = {}
+        for t, tier in enumerate(config.tiers):
+            for i in range(len(tier.plugins)):
+                found = by_key.get(background_key(config, (t, i)))
+                if found is not None:
+                    borrowed[(t, i)] = found
+        return borrowed
 
     # --- what the routes read ------------------------------------------------------------------
 

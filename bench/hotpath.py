@@ -38,11 +38,18 @@ MiB = 1024 * 1024
 
 
 def _http(
-    name: str, repo: Path, cfg: Path, loads: list[runmod.Load], lg: Path, scale: float
+    name: str,
+    repo: Path,
+    cfg: Path,
+    loads: list[runmod.Load],
+    lg: Path,
+    scale: float,
+    env: dict[str, str] | None = None,
 ) -> dict[str, dict[str, float]]:
     srv = servers.caldera_server(
         cfg, runmod.TMP / "logs" / f"hotpath-{name}.log", [str(repo / ".venv" / "bin" / "caldera")]
     )
+    srv.env.update(env or {})
     out: dict[str, dict[str, float]] = {}
     srv.start()
     try:
@@ -80,7 +87,12 @@ def _http(
 
 
 def _asgi(
-    name: str, repo: Path, cfg: Path, loads: list[runmod.Load], scale: float
+    name: str,
+    repo: Path,
+    cfg: Path,
+    loads: list[runmod.Load],
+    scale: float,
+    env: dict[str, str] | None = None,
 ) -> dict[str, float]:
     plan = [
         {
@@ -100,7 +112,12 @@ def _asgi(
     plan_path.write_text(json.dumps(plan))
     python = str(repo / ".venv" / "bin" / "python")
     cmd = [*servers.taskset(servers.SERVER_CPU), python, "-m", "bench", "asgi"]
-    subprocess.run([*cmd, str(plan_path), str(out_path)], cwd=repo, check=True)
+    subprocess.run(
+        [*cmd, str(plan_path), str(out_path)],
+        cwd=repo,
+        check=True,
+        env={**os.environ, **(env or {})},
+    )
     rows = json.loads(out_path.read_text())
     return {
         k: {"asgi_p50_ms": runmod.pct(v["latencies_us"], 50) / 1e3,
@@ -125,6 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", type=float, default=1.0, help="times each load's request count")
     ap.add_argument("--no-asgi", action="store_true", help="HTTP only")
     ap.add_argument("--no-http", action="store_true", help="in process only (paired ratios)")
+    ap.add_argument(
+        "--shadow",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="serve checkout NAME with a shadow configuration (the load's own configuration"
+        " again, so the shadow does the live work twice): what a shadow costs the live verbs",
+    )
     a = ap.parse_args(argv)
     if a.no_asgi and a.no_http:
         ap.error("--no-asgi and --no-http leave nothing to measure")
@@ -149,11 +174,12 @@ def main(argv: list[str] | None = None) -> int:
             for name, repo in order:
                 runmod.retime(suite)  # usage's metrics must stay fresh for every turn
                 cfg = configs.write(cfg_obj, runmod.TMP, suite.files)
-                http = {} if a.no_http else _http(name, repo, cfg, group, lg, a.scale)
+                env = {"CALDERA_SHADOW": str(cfg)} if name in a.shadow else {}
+                http = {} if a.no_http else _http(name, repo, cfg, group, lg, a.scale, env)
                 for load, row in http.items():
                     for k, v in row.items():
                         samples.setdefault((load, name, k), []).append(v)
-                asgi = {} if a.no_asgi else _asgi(name, repo, cfg, group, a.scale)
+                asgi = {} if a.no_asgi else _asgi(name, repo, cfg, group, a.scale, env)
                 for load, figures in asgi.items():
                     for key, value in figures.items():
                         samples.setdefault((load, name, key), []).append(value)

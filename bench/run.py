@@ -750,7 +750,8 @@ def asgi_main(plan_path: str, out_path: str) -> int:
 
     plan = json.loads(Path(plan_path).read_text())
     out: dict[str, Any] = {}
-    app = create_app(load_config(plan[0]["config"])) if plan else None
+    shadow = os.environ.get("CALDERA_SHADOW")  # bench.hotpath --shadow
+    app = create_app(load_config(plan[0]["config"]), shadow_path=shadow) if plan else None
 
     async def go() -> None:
         assert app is not None

@@ -67,6 +67,8 @@ OPTION_VALUES = {
     "health_port": ("9090", 9090),
     "log_level": ("debug", "debug"),
     "ssl_client_ca": ("/ca.pem", "/ca.pem"),
+    "shadow": ("/etc/shadow.yaml", "/etc/shadow.yaml"),
+    "shadow_max_queued_bytes": ("1048576", 1 << 20),
 }
 
 
