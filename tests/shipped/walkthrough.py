@@ -231,16 +231,22 @@ class Walkthrough:
     def walk(self, commands: Sequence[DocumentedCommand]) -> None:
         self.prepare(commands)
         serves = [c for c in commands if c.subcommand == "serve"]
-        explains = [c for c in commands if c.subcommand == "explain"]
-        rest = [c for c in commands if c.subcommand not in ("serve", "explain")]
+        shadows = [c for c in commands if is_shadow(c)]
+        explains = [c for c in commands if c.subcommand == "explain" and not is_shadow(c)]
+        rest = [c for c in commands if c.subcommand not in ("serve", "explain", "shadow")]
         if explains and not serves:
             self.problems.append("the documents show caldera explain but no caldera serve")
+        if shadows and not any("--shadow" in c.argv for c in serves):
+            self.problems.append("the documents show caldera shadow but no caldera serve --shadow")
         running: list[tuple[DocumentedCommand, subprocess.Popen[str]]] = []
         try:
             jobs = sorted({c.argv[1] for c in explains if "--task" not in c.argv})
             for command in serves:
                 process, url = self.serve(command)
                 drive_one_session(url, jobs or ["team-a/train-42"])
+                if "--shadow" in command.argv:
+                    for shadow in shadows:
+                        self.shadow(shadow, url)
                 running.append((command, process))
                 if len(running) > 1:
                     self.stop(*running.pop())
@@ -277,6 +283,21 @@ class Walkthrough:
                 "explain did not say why the job waits",
             )
 
+    def shadow(self, command: DocumentedCommand, url: str) -> None:
+        """``caldera shadow`` and ``explain --shadow`` against the server started with a
+        shadow (the walk-through's shadow file is the live one again: no difference)."""
+        argv = list(command.argv)
+        for option in ("--port", "--url"):
+            while option in argv:
+                at = argv.index(option)
+                del argv[at : at + 2]
+        outcome = self.run(command, [*argv, "--url", url])
+        self.expect(
+            outcome,
+            outcome.returncode == 0 and "shadow" in outcome.stdout,
+            "the shadow commands did not answer from the server's shadow",
+        )
+
     def other(self, command: DocumentedCommand) -> None:
         argv = [self.local(arg) for arg in command.argv]
         outcome = self.run(command, argv)
@@ -286,6 +307,13 @@ class Walkthrough:
             return
         ok, why = check(self, command, outcome)
         self.expect(outcome, ok, why)
+
+
+def is_shadow(command: DocumentedCommand) -> bool:
+    """Asks a server's shadow configuration: ``caldera shadow``, ``caldera explain --shadow``."""
+    return command.subcommand == "shadow" or (
+        command.subcommand == "explain" and "--shadow" in command.argv
+    )
 
 
 def _url_of(process: subprocess.Popen[str]) -> str:

@@ -1,0 +1,86 @@
+"""The shadow's queue and thread (app/shadow.py), in process: a body that does not fit drops
+the whole session and counts it, a file that does not load is a counted failure, and each
+finished session's differences are kept."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from app.shadow import Shadow
+
+CONFIG = """\
+volcanoVersion: "1.15"
+tiers:
+- plugins:
+  - name: overcommit
+    arguments: {overcommit-factor: 1.0}
+"""
+NODE = {"Name": "n1", "Idle": {"MilliCPU": 2000, "Memory": 4e9},
+        "Allocatable": {"MilliCPU": 2000, "Memory": 4e9}, "Used": {"MilliCPU": 0, "Memory": 0}}  # fmt: skip
+SNAPSHOT = json.dumps({"Jobs": {}, "Nodes": {"n1": NODE}, "Queues": {}}).encode()
+JOB = json.dumps({"job": {"UID": "u", "Name": "big", "Namespace": "a", "Queue": "q",
+                          "PodGroup": {"spec": {"minResources": {"cpu": "8"}}}}}).encode()  # fmt: skip
+
+
+def shadow(tmp_path: Path, text: str = CONFIG, limit: int = 1 << 20) -> Shadow:
+    path = tmp_path / "shadow.yaml"
+    path.write_text(text)
+    return Shadow(str(path), CollectorRegistry(), limit)
+
+
+def settled(s: Shadow, until: Any) -> None:
+    deadline = time.monotonic() + 10
+    while not until() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_a_session_whose_snapshot_does_not_fit_is_dropped_whole(tmp_path: Path) -> None:
+    s = shadow(tmp_path, limit=len(SNAPSHOT) - 1)
+    try:
+        s.offer("onSessionOpen", SNAPSHOT, b"{}")
+        s.offer("jobEnqueueable", JOB, b'{"status":1}')
+        assert s.dropped == 1 and s.queued_bytes() == 0  # nothing of that session queued
+        settled(s, lambda: s.sessions)
+        [session] = s.findings()[0]
+        assert "dropped" in session["skipped"] and session["compared"] == {}
+        assert s.describe()["droppedSessions"] == 1
+    finally:
+        s.stop()
+
+
+def test_the_shadow_compares_a_session_it_can_hold(tmp_path: Path) -> None:
+    s = shadow(tmp_path)
+    try:
+        s.offer("onSessionOpen", SNAPSHOT, b"{}")
+        s.offer("jobEnqueueable", JOB, b'{"status":1}')
+        settled(s, lambda: s.findings()[1])
+        sessions, newest = s.findings()
+        assert sessions[0]["compared"] == {"jobEnqueueable": 1}
+        [held] = newest
+        assert (held.subject, held.change, held.shadow.plugin) == (
+            "a/big",
+            "would hold it",
+            "overcommit",
+        )
+        assert s.queued_bytes() == 0
+    finally:
+        s.stop()
+
+
+def test_a_file_that_does_not_load_is_a_counted_failure(tmp_path: Path) -> None:
+    s = shadow(tmp_path, "tiers: [{plugins: [{name: nope}]}]\n")
+    try:
+        state = s.describe()
+        assert state["status"] == "failing" and "nope" in state["problem"]
+        assert state["failures"]["load"] == 1
+        s.offer("onSessionOpen", SNAPSHOT, b"{}")  # nothing to answer with: no finding, no error
+        s.offer("jobEnqueueable", JOB, b'{"status":1}')
+        settled(s, lambda: s.queued_bytes() == 0)
+        assert s.findings()[1] == []
+    finally:
+        s.stop()
