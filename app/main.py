@@ -319,7 +319,6 @@ def create_app(
             shadow_max_queued_bytes or DEFAULT_MAX_QUEUED_BYTES,
             live_path=origin.path,
             clock=clock,
-            live_backgrounds=lambda: (watch.served.config, watch.served.backgrounds),
         )
         answers = ShadowedAnswers(answers, shadow, record)
     app.state.shadow = shadow

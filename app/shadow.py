@@ -2,19 +2,22 @@
 off the hot path, so an operator sees what a policy would change before it decides anything.
 
 ``caldera serve --shadow FILE`` (``CALDERA_SHADOW``). Each verb's request body and the live
-answer are handed to :meth:`Shadow.offer` after the live answer is computed; a thread of its own
-answers the same body with the shadow's :class:`~app.extender.Extender` (its own sessions, its
-own decision record, its plugins built per session from the shadow file) and compares the two
-answers (``app/shadow_diff.py``). Only the live answer ever goes to Volcano.
+answer are handed to :meth:`Shadow.offer` after the live answer is computed; a process of its
+own (``app/shadow_worker.py``) answers the same body with the shadow's
+:class:`~app.extender.Extender` (its own sessions, decision record, plugins and plugin data
+sources, built per session from the shadow file as the live ones are) and compares the two
+answers (``app/shadow_diff.py``); the differences come back here, where the live side's reasons
+are read from the live decision record. Only the live answer ever goes to Volcano.
 
-Why a thread and not a process: a process would have to be sent every body (the snapshot a
-few MB each cycle) through a pipe, copying and decoding it again on the other side, and the
-decision record it keeps would live there too. The thread reads the same bytes object the live
-answer was decoded from (a reference, no copy). It decodes it again rather than sharing the
-live configuration's decoded snapshot: plugins keep per-session state in those objects
-(allocate and deallocate move resources between them), so two configurations must not share
-them. What the thread costs the live verbs (the GIL while it decodes and runs plugins) is
-measured by ``bench.hotpath --shadow`` (bench/README.md, "A shadow configuration").
+Why a process and not a thread, by measurement (bench/README.md, "A shadow configuration"): a
+thread doing the shadow's work holds the GIL for as long as Python lets it (5 ms slices), and a
+live verb arriving meanwhile waits for it: with the shadow as busy as the live configuration,
+the live verbs' p50 over HTTP rose 1.4-4x. A process has its own interpreter and runs at a
+lower CPU priority (nice 10), so the live process wins the CPU whenever both want it; what the
+live verbs pay is the hand-off: a queue append in :meth:`offer`, and a thread that writes each
+body to the pipe (the GIL released during the write). The process decodes the body again rather
+than sharing the live configuration's decoded snapshot: plugins keep per-session state in those
+objects, so two configurations must not share them anyway.
 
 Volcano never waits for it. :meth:`offer` appends to a queue bounded in bytes
 (``shadow_max_queued_bytes``) and returns; when a body would not fit, the shadow drops the rest
@@ -30,10 +33,9 @@ invalid one is a failure and the shadow goes on with the configuration it had.
 from __future__ import annotations
 
 import logging
-import os
+import multiprocessing
 import queue
 import threading
-import time
 from collections import Counter as Tally
 from collections import deque
 from collections.abc import Callable
@@ -44,12 +46,11 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from app.config import CalderaConfig, ConfigError
-from app.config_watch import Backgrounds, background_key, load_with_origin
+from app import shadow_worker
+from app.config import ConfigError
 from app.explain import DecisionRecord, SessionLog
-from app.extender import Body, Extender
-from app.session import SessionManager
-from app.shadow_diff import COMPARES, Difference, compare
+from app.extender import Body
+from app.shadow_diff import Difference, with_live_reasons
 from plugins.api.base import utc_now
 
 logger = logging.getLogger("caldera.shadow")
@@ -118,10 +119,10 @@ class Item:
     session: int
     """The live session this call belongs to (counted by :meth:`Shadow.offer`)."""
     verb: str
+    """Empty: the rest of ``session`` is dropped."""
     body: Body
     answer: bytes | None
     """The live answer; None when the live configuration refused the call."""
-    live_log: SessionLog | None
     size: int
 
 
@@ -131,7 +132,7 @@ class ShadowSession:
 
     number: int
     opened_at: datetime
-    live_session: int | None
+    live_log: SessionLog | None
     compared: Tally[str] = field(default_factory=Tally)
     differences: list[Difference] = field(default_factory=list)
     not_kept: int = 0
@@ -144,7 +145,7 @@ class ShadowSession:
         out: dict[str, Any] = {
             "session": self.number,
             "openedAt": self.opened_at.isoformat(),
-            "liveSession": self.live_session,
+            "liveSession": self.live_log.number if self.live_log is not None else None,
             "compared": dict(self.compared),
             "differences": dict(by_verb),
         }
@@ -157,19 +158,8 @@ class ShadowSession:
         return out
 
 
-@dataclass(slots=True)
-class Loaded:
-    """The shadow configuration being evaluated and what answers for it."""
-
-    config: CalderaConfig
-    sha256: str
-    extender: Extender
-    record: DecisionRecord
-    loaded_at: datetime
-
-
 class Shadow:
-    """The shadow's queue, thread and findings (see the module docstring)."""
+    """The shadow's queue, its process and its findings (see the module docstring)."""
 
     def __init__(
         self,
@@ -178,39 +168,57 @@ class Shadow:
         max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
         live_path: Path | None = None,
         clock: Callable[[], datetime] = utc_now,
-        live_backgrounds: Callable[[], tuple[CalderaConfig, Backgrounds]] | None = None,
     ) -> None:
         self.path = Path(path)
         self.live_path = live_path
         """The live configuration's file (None: the embedded default), for ``--diff``."""
         self.max_queued_bytes = max_queued_bytes
         self.clock = clock
-        self.live_backgrounds = live_backgrounds
-        """The live configuration's plugin data sources, which the shadow's plugins borrow."""
         self.metrics = ShadowMetrics(registry)
-        self.loaded: Loaded | None = None
+        self.sha256: str | None = None
+        self.loaded_at: datetime | None = None
+        self.plugins: list[str] = []
         self.problem: str | None = None
         """The latest failure to load the file (None once a load succeeds)."""
         self.last_failure: dict[str, str] | None = None
-        self._stat: tuple[int, int] | None = None
-        self._sha: str | None = None
-        self._lock = threading.Lock()
-        """Guards what the routes read: ``sessions`` and ``last_failure``."""
+        self.failures: Tally[str] = Tally()
         self.sessions: deque[ShadowSession] = deque(maxlen=SESSIONS_KEPT)
-        # Producer side (the event loop): written there only.
+        self._lock = threading.Lock()
+        """Guards what the receiving thread writes and the routes read."""
+        # The event loop's side (offer): written there only.
         self._queue: queue.SimpleQueue[Item | None] = queue.SimpleQueue()
         self._in_bytes = 0
         self._live_session = 0
         self._dropping = -1
-        self._live_log: SessionLog | None = None
+        self._live_logs: dict[int, SessionLog | None] = {}
         self.dropped = 0
-        # Consumer side (the thread): written there only.
-        self._out_bytes = 0
-        self._current: ShadowSession | None = None
-        self.failures: Tally[str] = Tally()
-        self._reload(startup=True)
-        self._thread = threading.Thread(target=self._run, name="caldera-shadow", daemon=True)
-        self._thread.start()
+        # The receiving thread's side: the bytes the process has handled (it says so when it
+        # has caught up), and the sending thread's: those it could not hand over.
+        self._done_bytes = 0
+        self._lost = 0
+        self._gone = False
+        # fork, not spawn: the child has the plugins registered in this process (entry points
+        # and any registered in code) without importing anything again; create_app runs before
+        # the server starts a thread of its own.
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        context: Any = multiprocessing.get_context(method)
+        inbox, self._to_child = context.Pipe(duplex=False)
+        self._from_child, outbox = context.Pipe(duplex=False)
+        self._process = context.Process(
+            target=shadow_worker.main,
+            args=(str(self.path), inbox, outbox),
+            name="caldera-shadow",
+            daemon=True,
+        )
+        self._process.start()
+        inbox.close()
+        outbox.close()
+        self._sender = threading.Thread(target=self._send, name="caldera-shadow-send", daemon=True)
+        self._receiver = threading.Thread(
+            target=self._receive, name="caldera-shadow-receive", daemon=True
+        )
+        self._sender.start()
+        self._receiver.start()
 
     # --- the event loop's side ----------------------------------------------------------------
 
@@ -218,192 +226,163 @@ class Shadow:
         """Hand the shadow one call and the live answer; never blocks."""
         if verb == OPEN:
             self._live_session += 1
-            self._live_log = live_log
+            self._live_logs[self._live_session] = live_log
+            self._live_logs.pop(self._live_session - 2 * SESSIONS_KEPT, None)
         session = self._live_session
         if session == self._dropping:
             return
         size = len(body) + (len(answer) if answer is not None else 0)
-        if self._in_bytes + size - self._out_bytes > self.max_queued_bytes:
+        if self.queued_bytes() + size > self.max_queued_bytes:
             self._dropping = session
             self.dropped += 1
             self.metrics.dropped_sessions.inc()
-            self._queue.put(Item(session, "", b"", None, None, 0))  # tells the thread
+            self._queue.put(Item(session, "", b"", None, 0))  # tells the shadow
             return
         self._in_bytes += size
-        self._queue.put(Item(session, verb, body, answer, self._live_log, size))
+        self._queue.put(Item(session, verb, body, answer, size))
 
     def stop(self, timeout: float = 2.0) -> None:
         self._queue.put(None)
-        self._thread.join(timeout)
+        self._sender.join(timeout)
+        self._process.join(timeout)
+        if self._process.is_alive():
+            self._process.terminate()
+            self._process.join(timeout)
+        self._receiver.join(timeout)
 
     def queued_bytes(self) -> int:
-        return self._in_bytes - self._out_bytes
+        """Bytes offered and not yet handled by the process (queued, in the pipe, or being
+        answered): what ``max_queued_bytes`` bounds."""
+        return self._in_bytes - self._done_bytes - self._lost
 
-    # --- the thread's side ----------------------------------------------------------------------
+    # --- the threads that talk to the shadow's process ----------------------------------------
 
-    def _run(self) -> None:
+    def _send(self) -> None:
+        """Hand each call to the process. A full pipe blocks here (the GIL released in the
+        write), never in :meth:`offer`: the queue then grows, and :meth:`offer` drops."""
+        to_child = self._to_child
         while True:
             item = self._queue.get()
-            if item is None:
+            try:
+                if item is None:
+                    to_child.send(None)
+                    return
+                to_child.send((item.session, item.verb, item.answer, item.size))
+                if item.verb:
+                    to_child.send_bytes(item.body)
+            except (OSError, ValueError):  # the process is gone: counted once, calls dropped
+                if item is None:
+                    return
+                if not self._gone:
+                    self._gone = True
+                    self._count_failure("verb", item.verb, "the shadow's process ended")
+                self._lost += item.size  # never acknowledged by the process
+
+    def _receive(self) -> None:
+        while True:
+            try:
+                message = self._from_child.recv()
+            except (EOFError, OSError):
                 return
             try:
-                self._handle(item)
-            except Exception:  # a bug here must not end the thread, nor reach the live side
-                logger.exception("the shadow failed on %s", item.verb or "a dropped session")
-            finally:
-                self._out_bytes += item.size
-                self.metrics.queued_bytes.set(self.queued_bytes())
+                self._apply(message)
+            except Exception:
+                logger.exception("the shadow's report %r could not be applied", message[:2])
 
-    def _handle(self, item: Item) -> None:
-        current = self._current
-        if not item.verb:  # the event loop dropped the rest of this session
-            if current is not None and current.number == item.session:
-                current.skipped = "dropped: the shadow fell behind (shadow_max_queued_bytes)"
-            else:
-                self._open_session(item, "dropped: its snapshot did not fit the shadow's queue")
-            return
-        if item.verb == OPEN:
-            self._reload()
-            current = self._open_session(item, "")
-        if current is None or current.number != item.session or current.skipped:
-            return  # a session the shadow is not evaluating
-        loaded = self.loaded
-        if loaded is None:
-            return
-        started = time.perf_counter()
-        try:
-            answer = loaded.extender.handle(item.verb, item.body)
-        except Exception as exc:
-            if item.verb == OPEN:
-                self._fail("open", exc, item)
-                current.skipped = f"the shadow failed to open it: {exc}"
-                return
-            if item.answer is not None:  # the live side refused the body too: no finding
-                self._fail("verb", exc, item)
-                current.failures += 1
-            return
-        if item.answer is None or item.verb not in COMPARES:
-            return
-        current.compared[item.verb] += 1
-        self.metrics.compared.labels(item.verb).inc()
-        try:
-            logs = (item.live_log, loaded.record.logs[-1] if loaded.record.logs else None)
-            found = compare(item.verb, item.body, item.answer, answer, logs)
-        except Exception as exc:
-            self._fail("compare", exc, item)
-            return
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("shadow %s in %.2f ms", item.verb, (time.perf_counter() - started) * 1e3)
-        for difference in found:
-            self.metrics.differences.labels(difference.verb, difference.plugin).inc()
-        if found:
+    def _apply(self, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "done":
+            self._done_bytes = message[1]
+            self.metrics.queued_bytes.set(self.queued_bytes())
+        elif kind == "compared":
+            _, number, verb, found = message
+            live_log = self._live_logs.get(number)
+            found = [with_live_reasons(d, live_log) for d in found]
+            self.metrics.compared.labels(verb).inc()
+            for difference in found:
+                self.metrics.differences.labels(difference.verb, difference.plugin).inc()
             with self._lock:
-                room = DIFFERENCES_PER_SESSION - len(current.differences)
-                current.differences.extend(found[: max(room, 0)])
-                current.not_kept += max(len(found) - max(room, 0), 0)
-
-    def _open_session(self, item: Item, skipped: str) -> ShadowSession:
-        live = item.live_log.number if item.live_log is not None else None
-        session = ShadowSession(item.session, self.clock(), live, skipped=skipped)
-        with self._lock:
-            self.sessions.append(session)
-        self._current = session
-        if skipped and self.loaded is not None:
-            self.loaded.extender.sessions.close()  # its verbs are not answered: nothing lingers
-        return session
-
-    def _fail(self, stage: str, exc: BaseException, item: Item | None = None) -> None:
-        self.failures[stage] += 1
-        self.metrics.failures.labels(stage).inc()
-        where = f" in {item.verb}" if item is not None else ""
-        message = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ConfigError) else str(exc)
-        logger.warning("shadow configuration %s failed%s: %s", self.path, where, message)
-        with self._lock:
-            self.last_failure = {
-                "stage": stage,
-                "verb": item.verb if item is not None else "",
-                "error": message,
-                "at": self.clock().isoformat(),
-            }
-
-    def _reload(self, startup: bool = False) -> None:
-        """Load the shadow file when it changed (its size or modification time): at start and
-        at each session boundary, on the thread (or before it starts)."""
-        try:
-            stat = os.stat(self.path)
-            seen = (stat.st_mtime_ns, stat.st_size)
-        except OSError:
-            seen = None
-        if seen is not None and seen == self._stat:
-            return
-        self._stat = seen
-        try:
-            config, origin = load_with_origin(self.path)
-            if origin.sha256 == self._sha:
-                return
-            record = DecisionRecord(config.explainSessions, config.explainEntries)
-            backgrounds = self._borrowed(config)
-            sessions = SessionManager(config, None, backgrounds, clock=self.clock, record=record)
-            extender = Extender(config, sessions, None)
-        except Exception as exc:
-            self.problem = (
-                str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
+                session = self._session(number)
+                if session is None:
+                    return
+                session.compared[verb] += 1
+                room = max(DIFFERENCES_PER_SESSION - len(session.differences), 0)
+                session.differences.extend(found[:room])
+                session.not_kept += max(len(found) - room, 0)
+        elif kind == "session":
+            _, number, skipped = message
+            session = ShadowSession(
+                number, self.clock(), self._live_logs.get(number), skipped=skipped
             )
-            self._fail("load", exc)
-            if startup:
-                logger.error(
-                    "shadow configuration %s not loaded: %s (the live configuration serves"
-                    " alone)", self.path, self.problem,
-                )  # fmt: skip
-            return
-        previous = self.loaded
-        if previous is not None:
-            previous.extender.sessions.close()
-            self.metrics.info.remove(str(self.path), previous.sha256)
-        self.loaded = Loaded(config, origin.sha256, extender, record, self.clock())
-        self._sha = origin.sha256
-        self.problem = None
-        self.metrics.info.labels(str(self.path), origin.sha256).set(1)
-        logger.info(
-            "shadow configuration %s (sha256 %s) %s with plugins: %s",
-            self.path,
-            origin.sha256,
-            "loaded" if previous is None else "reloaded",
-            ", ".join(o.name for o in config.plugin_options()) or "none",
-        )
+            with self._lock:
+                self.sessions.append(session)
+        elif kind == "skipped":
+            _, number, why = message
+            with self._lock:
+                session = self._session(number)
+                if session is not None:
+                    session.skipped = why
+        elif kind == "failure":
+            _, stage, verb, error = message
+            self._count_failure(stage, verb, error)
+        elif kind == "problem":
+            self.problem = message[1]
+            self._count_failure("load", "", message[1])
+            logger.error(
+                "shadow configuration %s not loaded: %s (the live configuration is not affected)",
+                self.path, message[1],
+            )  # fmt: skip
+        elif kind == "loaded":
+            _, sha256, plugins = message
+            if self.sha256 is not None:
+                self.metrics.info.remove(str(self.path), self.sha256)
+            self.metrics.info.labels(str(self.path), sha256).set(1)
+            logger.info(
+                "shadow configuration %s (sha256 %s) %s with plugins: %s",
+                self.path, sha256, "reloaded" if self.sha256 else "loaded",
+                ", ".join(plugins) or "none",
+            )  # fmt: skip
+            self.sha256, self.plugins, self.loaded_at = sha256, plugins, self.clock()
+            self.problem = None
 
-    def _borrowed(self, config: CalderaConfig) -> Backgrounds:
-        """The live configuration's data source for each shadow entry with the same plugin,
-        arguments and flags (``background_key``): the shadow starts none of its own, so a
-        plugin whose data source differs from every live one gets none (pdb, usage then
-        fail and the failure is counted)."""
-        if self.live_backgrounds is None:
-            return {}
-        live_config, live = self.live_backgrounds()
-        by_key = {background_key(live_config, entry): bg for entry, bg in live.items()}
-        borrowed: Backgrounds = {}
-        for t, tier in enumerate(config.tiers):
-            for i in range(len(tier.plugins)):
-                found = by_key.get(background_key(config, (t, i)))
-                if found is not None:
-                    borrowed[(t, i)] = found
-        return borrowed
+    def _session(self, number: int) -> ShadowSession | None:
+        for session in reversed(self.sessions):
+            if session.number == number:
+                return session
+        return None
+
+    def _count_failure(self, stage: str, verb: str, error: str) -> None:
+        self.metrics.failures.labels(stage).inc()
+        if stage != "load":
+            logger.warning("shadow configuration %s failed in %s: %s", self.path, verb, error)
+        with self._lock:
+            self.failures[stage] += 1
+            self.last_failure = {
+                "stage": stage, "verb": verb, "error": error, "at": self.clock().isoformat()
+            }  # fmt: skip
+            if stage in ("verb", "compare") and self.sessions:
+                self.sessions[-1].failures += 1
 
     # --- what the routes read ------------------------------------------------------------------
 
     def describe(self) -> dict[str, Any]:
         """``/readyz``'s ``shadow``: which file, loaded or why not, and its counts."""
-        loaded = self.loaded
         out: dict[str, Any] = {"source": str(self.path)}
-        if loaded is not None:
-            out["sha256"] = loaded.sha256
-            out["loadedAt"] = loaded.loaded_at.isoformat()
-        out["status"] = "evaluating" if loaded is not None and self.problem is None else "failing"
+        if self.sha256 is not None and self.loaded_at is not None:
+            out["sha256"] = self.sha256
+            out["loadedAt"] = self.loaded_at.isoformat()
+            out["plugins"] = list(self.plugins)
         if self.problem is not None:
+            out["status"] = "failing"
             out["problem"] = self.problem
+        elif not self._process.is_alive():
+            out["status"] = "failing"
+            out["problem"] = f"the shadow's process ended (exit {self._process.exitcode})"
+        else:
+            out["status"] = "evaluating" if self.sha256 is not None else "starting"
         out["droppedSessions"] = self.dropped
-        out["failures"] = {stage: self.failures[stage] for stage in FAILURE_STAGES}
         with self._lock:
+            out["failures"] = {stage: self.failures[stage] for stage in FAILURE_STAGES}
             if self.last_failure is not None:
                 out["lastFailure"] = dict(self.last_failure)
         out["queuedBytes"] = self.queued_bytes()

@@ -11,7 +11,7 @@ records, each written only by the thread that answers for that configuration.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
@@ -62,6 +62,8 @@ class Difference:
     shadow: Side
     detail: str = ""
     """The node or victim concerned, when the subject alone does not say it."""
+    key: str = ""
+    """The node's name or the victim's UID, as the decision record keys them."""
 
     @property
     def plugin(self) -> str:
@@ -247,7 +249,7 @@ def _predicate(verb: str, body: bytes | bytearray, live: Any, shadow: Any, logs:
         Difference(
             verb, "task", task, change,
             _predicate_side(logs[0], task, node, lp), _predicate_side(logs[1], task, node, sp),
-            detail=f"node {node}",
+            detail=f"node {node}", key=node,
         )
     ]  # fmt: skip
 
@@ -263,7 +265,7 @@ def _scores(verb: str, body: bytes | bytearray, live: Any, shadow: Any, logs: Lo
             out.append(
                 Difference(
                     verb, "task", task, f"would score the node {b:g}",
-                    Side(f"{a:g}"), Side(f"{b:g}"), detail=f"node {node}",
+                    Side(f"{a:g}"), Side(f"{b:g}"), detail=f"node {node}", key=node,
                 )
             )  # fmt: skip
     return out
@@ -290,7 +292,7 @@ def _victims(verb: str, body: bytes | bytearray, live: Any, shadow: Any, logs: L
                 "would offer the victim" if offered else "would spare the victim",
                 _veto_side(logs[0], verb, evictor, uid, not offered),
                 _veto_side(logs[1], verb, evictor, uid, offered),
-                detail=f"victim {names.get(uid, uid)}",
+                detail=f"victim {names.get(uid, uid)}", key=uid,
             )
         )  # fmt: skip
     if not out and live.get("status") != shadow.get("status"):
@@ -330,3 +332,22 @@ COMPARES: dict[str, Compare] = {
 }
 """Per verb with an answer that decides something, how two answers differ. onSessionOpen,
 onSessionClose and jobEnqueued answer nothing but ``{}``."""
+
+
+def with_live_reasons(difference: Difference, log: SessionLog | None) -> Difference:
+    """``difference`` with the live side's deciding plugin and reason from the live session's
+    log: the shadow compares without it (it runs in a process of its own, app/shadow.py)."""
+    if log is None:
+        return difference
+    d, answer = difference, difference.live.answer
+    if d.verb in ("jobEnqueueable", "jobReady"):
+        live = _job_side(log, d.subject, d.verb, answer)
+    elif d.verb == "queueOverused":
+        live = _queue_side(log, d.subject, answer)
+    elif d.verb == "predicate":
+        live = _predicate_side(log, d.subject, d.key, answer == "fits")
+    elif d.verb in ("preemptable", "reclaimable") and d.key:
+        live = _veto_side(log, d.verb, d.subject, d.key, answer == "offered")
+    else:
+        return difference
+    return replace(difference, live=live)

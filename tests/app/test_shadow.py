@@ -1,4 +1,4 @@
-"""The shadow's queue and thread (app/shadow.py), in process: a body that does not fit drops
+"""The shadow's queue and process (app/shadow.py, app/shadow_worker.py): a body that does not fit drops
 the whole session and counts it, a file that does not load is a counted failure, and each
 finished session's differences are kept."""
 
@@ -75,6 +75,7 @@ def test_the_shadow_compares_a_session_it_can_hold(tmp_path: Path) -> None:
 def test_a_file_that_does_not_load_is_a_counted_failure(tmp_path: Path) -> None:
     s = shadow(tmp_path, "tiers: [{plugins: [{name: nope}]}]\n")
     try:
+        settled(s, lambda: s.describe()["status"] != "starting")
         state = s.describe()
         assert state["status"] == "failing" and "nope" in state["problem"]
         assert state["failures"]["load"] == 1

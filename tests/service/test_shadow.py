@@ -131,6 +131,7 @@ async def test_a_tighter_shadow_would_hold_the_job_the_live_configuration_admits
     assert "jobEnqueueable: the shadow would hold it: 1 job" in body["summary"]
 
     sha = hashlib.sha256(shadow_file.read_text().encode()).hexdigest()[:16]
+    await until(server, lambda b: b["shadow"]["status"] != "starting")
     ready = (await server.client.get("/readyz")).json()
     assert ready["status"] == "ready"
     assert (ready["shadow"]["sha256"], ready["shadow"]["status"]) == (sha, "evaluating")
@@ -196,6 +197,7 @@ async def test_a_shadow_that_raises_or_sleeps_changes_no_live_answer(servers: Se
 
 async def test_a_shadow_file_that_does_not_load_is_shown_and_watched(servers: Servers) -> None:
     server, shadow_file = await servers.start("tiers: [{plugins: [{name: no-such-plugin}]}]\n")
+    await until(server, lambda b: b["shadow"]["status"] != "starting")
     ready = (await server.client.get("/readyz")).json()
     assert ready["status"] == "ready", "the live configuration serves alone"
     assert ready["shadow"]["status"] == "failing"

@@ -1,0 +1,199 @@
+"""The shadow configuration's own process (``app/shadow.py`` starts it): it answers every call
+the live configuration answered with the shadow's :class:`~app.extender.Extender` (its own
+sessions, decision record, plugins and plugin data sources) and reports what it would decide
+differently.
+
+Reads from ``inbox``: a header ``(session, verb, live answer, size)`` and, unless ``verb`` is empty
+(the parent dropped the rest of that session), the request body; None ends it. Writes to
+``outbox`` tuples the parent applies (:meth:`app.shadow.Shadow._apply`):
+
+- ``("loaded", sha256, plugins)``; ``("problem", message)`` when the file does not load;
+- ``("session", number, skipped)``: a session begins (``skipped``: why it is not evaluated);
+- ``("skipped", number, why)``: the rest of a session is not evaluated;
+- ``("compared", number, verb, differences)``;
+- ``("failure", stage, verb, message)``;
+- ``("done", size)``: the bytes of every call handled so far, when it has caught up (and every
+  :data:`ACK_EVERY` calls): the parent's memory bound counts a call until then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from app.config import CalderaConfig, ConfigError
+from app.config_watch import Backgrounds, build_backgrounds, load_with_origin
+from app.explain import DecisionRecord
+from app.extender import Extender
+from app.session import SessionManager
+from app.shadow_diff import COMPARES, compare
+
+logger = logging.getLogger("caldera.shadow")
+OPEN = "onSessionOpen"
+ACK_EVERY = 64
+BACKGROUND_START_SECONDS = 30.0
+FELL_BEHIND = "dropped: the shadow fell behind (shadow_max_queued_bytes)"
+NOT_QUEUED = "dropped: its snapshot did not fit the shadow's queue (shadow_max_queued_bytes)"
+
+Send = Callable[[tuple[Any, ...]], None]
+
+
+def describe(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
+
+
+class Evaluator:
+    """The shadow's side of every call, one at a time."""
+
+    def __init__(self, path: Path, send: Send) -> None:
+        self.path = path
+        self.send = send
+        self.extender: Extender | None = None
+        self.record: DecisionRecord | None = None
+        self.backgrounds: Backgrounds = {}
+        self.sha: str | None = None
+        self.stat: tuple[int, int] | None = None
+        self.session = -1
+        self.skipped = True
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # --- the file ---------------------------------------------------------------------------
+
+    def reload(self) -> None:
+        """Load the file when its size or modification time changed: at start and at each
+        session boundary, as the live file is (``app/config_watch.py``)."""
+        try:
+            stat = os.stat(self.path)
+            seen: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            seen = None
+        if seen is not None and seen == self.stat:
+            return
+        self.stat = seen
+        try:
+            config, origin = load_with_origin(self.path)
+            if origin.sha256 == self.sha:
+                return
+            backgrounds = self._start(config)
+            record = DecisionRecord(config.explainSessions, config.explainEntries)
+            sessions = SessionManager(config, None, backgrounds, record=record)
+            extender = Extender(config, sessions, None)
+        except Exception as exc:
+            self.send(("problem", describe(exc)))
+            return
+        if self.extender is not None:
+            self.extender.sessions.close()
+        self._stop(self.backgrounds)
+        self.extender, self.record, self.backgrounds = extender, record, backgrounds
+        self.sha = origin.sha256
+        self.send(("loaded", origin.sha256, [o.name for o in config.plugin_options()]))
+
+    def _start(self, config: CalderaConfig) -> Backgrounds:
+        """The shadow's own plugin data sources (pdb's budgets, usage's metrics), on an event
+        loop of this process's own."""
+        backgrounds, _ = build_backgrounds(config)
+        if backgrounds:
+            loop = self._event_loop()
+            for background in backgrounds.values():
+                asyncio.run_coroutine_threadsafe(background.start(), loop).result(
+                    BACKGROUND_START_SECONDS
+                )
+        return backgrounds
+
+    def _stop(self, backgrounds: Backgrounds) -> None:
+        if backgrounds and self._loop is not None:
+            for background in backgrounds.values():
+                try:
+                    asyncio.run_coroutine_threadsafe(background.stop(), self._loop).result(5)
+                except Exception:
+                    logger.exception("stopping a shadow plugin's data source failed")
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            threading.Thread(target=self._loop.run_forever, name="shadow-data", daemon=True).start()
+        return self._loop
+
+    # --- the calls --------------------------------------------------------------------------
+
+    def dropped(self, session: int) -> None:
+        """The parent dropped the rest of ``session`` (or all of it)."""
+        if session == self.session:
+            self.send(("skipped", session, FELL_BEHIND))
+        else:
+            self.session = session
+            self.send(("session", session, NOT_QUEUED))
+        self.skipped = True
+        if self.extender is not None:
+            self.extender.sessions.close()  # its verbs are not answered: nothing lingers
+
+    def handle(self, session: int, verb: str, body: bytes, live: bytes | None) -> None:
+        if verb == OPEN:
+            self.reload()
+            self.session, self.skipped = session, False
+            self.send(("session", session, ""))
+        if session != self.session or self.skipped or self.extender is None:
+            return
+        try:
+            answer = self.extender.handle(verb, body)
+        except Exception as exc:
+            if verb == OPEN:
+                self.skipped = True
+                self.send(("failure", "open", verb, describe(exc)))
+                self.send(("skipped", session, f"the shadow failed to open it: {describe(exc)}"))
+            elif live is not None:  # the live side refused the body too: no finding
+                self.send(("failure", "verb", verb, describe(exc)))
+            return
+        if live is None or verb not in COMPARES:
+            return
+        assert self.record is not None
+        try:
+            log = self.record.logs[-1] if self.record.logs else None
+            found = compare(verb, body, live, answer, (None, log))
+        except Exception as exc:
+            self.send(("failure", "compare", verb, describe(exc)))
+            return
+        self.send(("compared", session, verb, found))
+
+
+def main(path: str, inbox: Connection, outbox: Connection) -> None:
+    """The process's entry point: answer until the parent says stop or goes away."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the parent, which ends us
+    with contextlib.suppress(OSError):
+        os.nice(10)  # the live configuration's process wins the CPU when both want it
+    evaluator = Evaluator(Path(path), outbox.send)
+    evaluator.reload()
+    done = unacknowledged = 0
+    while True:
+        try:
+            header = inbox.recv()
+            if header is None:
+                return
+            session, verb, live, size = header
+            if not verb:
+                evaluator.dropped(session)
+                continue
+            body = inbox.recv_bytes()
+        except (EOFError, OSError):
+            return
+        try:
+            evaluator.handle(session, verb, body, live)
+        except Exception as exc:  # a bug here must not end the shadow
+            logger.exception("the shadow failed on %s", verb)
+            evaluator.send(("failure", "verb", verb, describe(exc)))
+        done += size
+        unacknowledged += 1
+        try:
+            if unacknowledged >= ACK_EVERY or not inbox.poll():
+                outbox.send(("done", done))
+                unacknowledged = 0
+        except OSError:
+            return
