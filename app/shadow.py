@@ -13,7 +13,7 @@ Why a process and not a thread, by measurement (bench/README.md, "A shadow confi
 thread doing the shadow's work holds the GIL for as long as Python lets it (5 ms slices), and a
 live verb arriving meanwhile waits for it: with the shadow as busy as the live configuration,
 the live verbs' p50 over HTTP rose 1.4-4x. A process has its own interpreter and runs at a
-lower CPU priority (nice 10), so the live process wins the CPU whenever both want it; what the
+lowest CPU priority (nice 19), so the live process wins the CPU whenever both want it; what the
 live verbs pay is the hand-off: a queue append in :meth:`offer`, and a thread that writes each
 body to the pipe (the GIL released during the write). The process decodes the body again rather
 than sharing the live configuration's decoded snapshot: plugins keep per-session state in those

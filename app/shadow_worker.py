@@ -168,7 +168,7 @@ def main(path: str, inbox: Connection, outbox: Connection) -> None:
     """The process's entry point: answer until the parent says stop or goes away."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the parent, which ends us
     with contextlib.suppress(OSError):
-        os.nice(10)  # the live configuration's process wins the CPU when both want it
+        os.nice(19)  # the live configuration's process wins the CPU when both want it
     evaluator = Evaluator(Path(path), outbox.send)
     evaluator.reload()
     done = unacknowledged = 0
