@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from plugins.api.arguments import Arguments
 from plugins.api.extension_points import PLUGIN_HOOKS
 from plugins.api.reasons import Explained
-from plugins.api.release import Change, Release
+from plugins.api.release import NEWEST_STABLE_VERSION, Change, Release
 from schemas.api import JobInfo, NamespaceInfo, NodeInfo, QueueInfo, Resource, TaskInfo
 
 
@@ -83,7 +83,7 @@ class Session:
     namespace_info: Mapping[str, NamespaceInfo] = field(default_factory=dict)
     total_resource: Resource = field(default_factory=Resource)
     has_snapshot: bool = False
-    release: Release = field(default_factory=lambda: Release(1, 15))
+    release: Release = field(default_factory=lambda: Release.of(NEWEST_STABLE_VERSION))
     now: Callable[[], datetime] = utc_now
     """The wall clock (injectable in tests); sla and cdp compare against it."""
     clamped: Callable[[str, str], None] = _ignore_clamp
