@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from app import shared_path
+from app.cluster_state.compare_mode import SessionStateComparison
 from app.config import CalderaConfig
 from app.errors import AnswerError, RequestError
 from app.framework import Framework
@@ -157,6 +158,8 @@ class Extender:
         self.at_session_boundary: Callable[[], None] | None = None
         """Called as each onSessionOpen arrives, before the previous session is dropped: the
         one moment a new configuration may take over (``app/config_watch.py``)."""
+        self.session_state: SessionStateComparison | None = None
+        """``sessionState: compare``: told of each session's snapshot, allocations and close."""
         self.snapshot_gc = SnapshotGC()
         self.release_watch = ReleaseWatch(config.release, metrics, infer=config.infers_release)
         # The predicate's neutral answer depends on the release: encode_predicate gives it.
@@ -233,12 +236,16 @@ class Extender:
         with self.snapshot_gc.building():
             request = _DECODERS[point.request](body)
             self.sessions.set_release(self.release_watch.check_session(body, request))
-            self.sessions.open(request)
+            opened = self.sessions.open(request)
+        if self.session_state is not None:
+            self.session_state.session_opened(request, opened.number)
         return EMPTY
 
     def close(self, point: ExtensionPoint, body: Body) -> bytes:
         _DECODERS[point.request](body)
         self.sessions.close()
+        if self.session_state is not None:
+            self.session_state.session_closed()
         return EMPTY
 
     def first_failure(self, point: ExtensionPoint, body: Body) -> bytes:
@@ -341,9 +348,19 @@ class Extender:
 
     def event(self, point: ExtensionPoint, body: Body) -> bytes:
         framework = self._answering(point, body)
+        request: EventHandlerRequest | None = None
+        if self.session_state is not None:  # compare mode follows Volcano's placements
+            request = _DECODERS[point.request](body)
+            assert request is not None
+            if point.verb == "allocate":
+                self.session_state.allocate(request.task)
+            else:
+                self.session_state.deallocate(request.task)
         if framework is None:
             return self._neutral[point.verb]
-        request: EventHandlerRequest = _DECODERS[point.request](body)
+        if request is None:
+            request = _DECODERS[point.request](body)
+            assert request is not None
         if not self._interested(request.task):
             return self._neutral[point.verb]
         message = framework.event(point, request.task)

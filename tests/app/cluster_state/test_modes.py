@@ -61,3 +61,15 @@ def test_refused_with_the_reason(text: str, messages: list[str]) -> None:
         load_config_text(text, "caldera.yaml")
     for message in messages:
         assert message in str(caught.value)
+
+
+def test_volcano_config_asks_for_what_compare_mode_reads() -> None:
+    """The snapshot to compare, and allocate/deallocate for Volcano's placements, even when no
+    hosted plugin answers them."""
+    from app.cli import needed_verbs
+
+    config = load_config_text('volcanoVersion: "1.14"\nsessionState: compare\n', "caldera.yaml")
+    verbs, _ = needed_verbs(config)
+    assert {"onSessionOpen", "onSessionClose", "allocate", "deallocate"} <= set(verbs)
+    plain = load_config_text('volcanoVersion: "1.14"\n', "caldera.yaml")
+    assert not {"allocate", "deallocate"} & set(needed_verbs(plain)[0])
