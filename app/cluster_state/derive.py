@@ -125,7 +125,7 @@ def new_task_info(watched: WatchedPod) -> TaskInfo:
     text = annotations.get(TASK_PRIORITY)
     if text is not None and _GO_INT.match(text) and _INT32[0] <= int(text) <= _INT32[1]:
         priority = int(text)
-    resreq = pod_resource_request(watched)
+    resreq = clone(watched.resreq) if watched.resreq is not None else pod_resource_request(watched)
     spec = pod.spec
     return TaskInfo(
         UID=meta.uid if meta else "",
@@ -176,7 +176,12 @@ def new_node_info(watched: WatchedNode) -> NodeInfo:
         MilliCPU=_go_float(annotations.get(OVERSUBSCRIPTION_CPU)),
         Memory=_go_float(annotations.get(OVERSUBSCRIPTION_MEMORY)),
     )
-    allocatable = add_in_place(new_resource(watched.allocatable), oversubscription)
+    allocatable = add_in_place(
+        clone(watched.allocatable_resource)
+        if watched.allocatable_resource is not None
+        else new_resource(watched.allocatable),
+        oversubscription,
+    )
     info = NodeInfo(
         Name=meta.name if meta else "",
         Node=watched.node,
@@ -186,7 +191,12 @@ def new_node_info(watched: WatchedNode) -> NodeInfo:
         Idle=clone(allocatable),
         Used=Resource(),
         Allocatable=allocatable,
-        Capacity=add_in_place(new_resource(watched.capacity), oversubscription),
+        Capacity=add_in_place(
+            clone(watched.capacity_resource)
+            if watched.capacity_resource is not None
+            else new_resource(watched.capacity),
+            oversubscription,
+        ),
         ResourceUsage=NodeUsage(MetricsTime=GO_ZERO_TIME, CPUUsageAvg={}, MEMUsageAvg={}),
         RevocableZone=labels.get(REVOCABLE_ZONE, ""),
     )
@@ -345,7 +355,9 @@ def derive(
     jobs: dict[str, JobInfo] = {}
     for key, pg in objects.podgroups.items():
         uid = f"{pg.metadata.namespace}/{pg.metadata.name}" if pg.metadata.name else key
-        job = jobs.setdefault(uid, new_job_info(uid))
+        job = jobs.get(uid)
+        if job is None:
+            job = jobs[uid] = new_job_info(uid)
         set_pod_group(job, pg, settings.default_queue)
 
     for watched in objects.pods.values():
@@ -360,7 +372,10 @@ def derive(
             if refused and task.Status == TaskStatus.Binding:  # AddBindTask refuses it
                 task.Status, task.NodeName = TaskStatus.Pending, ""
         if task.Job:
-            add_task_to_job(jobs.setdefault(task.Job, new_job_info(task.Job)), task)
+            job = jobs.get(task.Job)
+            if job is None:
+                job = jobs[task.Job] = new_job_info(task.Job)
+            add_task_to_job(job, task)
     settled.update(uid for uid in placements if uid not in _pod_uids(objects))
 
     queues = {

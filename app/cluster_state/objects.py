@@ -18,7 +18,9 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
-from schemas.api import PodGroup, Queue
+from app.cluster_state.resources import pod_resource_request
+from plugins.support.resources import new_resource
+from schemas.api import PodGroup, Queue, Resource
 from schemas.k8s import Node, Pod, ResourceList, ResourceQuotaStatus
 
 # --- the cache-only fields --------------------------------------------------------------------
@@ -98,12 +100,18 @@ class WatchedPod(Struct, gc=False):
     """A ``PodResizePending`` condition with reason ``Infeasible`` (``IsPodResizeInfeasible``)."""
     allocated: dict[str, ResourceList] | None
     """Container name to ``status.containerStatuses[].allocatedResources`` (init and regular)."""
+    resreq: Resource | None = None
+    """``GetPodResourceRequest``, computed once per object version when it is decoded (it
+    was most of a derivation's time): a derived task gets a copy."""
 
 
 class WatchedNode(Struct, gc=False):
     node: Node
     allocatable: ResourceList | None
     capacity: ResourceList | None
+    allocatable_resource: Resource | None = None
+    capacity_resource: Resource | None = None
+    """``NewResource`` of ``allocatable`` and ``capacity``, computed when decoded."""
 
 
 class WatchedQuota(Struct, gc=False):
@@ -125,7 +133,7 @@ def decode_pod(obj: Mapping[str, Any]) -> WatchedPod:
         for cs in statuses or ():
             if cs.allocatedResources is not None:
                 allocated[cs.name] = cs.allocatedResources
-    return WatchedPod(
+    watched = WatchedPod(
         pod=msgspec.convert(obj, Pod),
         node_name=extras.spec.nodeName,
         scheduler_name=extras.spec.schedulerName,
@@ -137,6 +145,8 @@ def decode_pod(obj: Mapping[str, Any]) -> WatchedPod:
         ),
         allocated=allocated or None,
     )
+    watched.resreq = pod_resource_request(watched)
+    return watched
 
 
 def decode_node(obj: Mapping[str, Any]) -> WatchedNode:
@@ -145,6 +155,8 @@ def decode_node(obj: Mapping[str, Any]) -> WatchedNode:
         node=msgspec.convert(obj, Node),
         allocatable=extras.status.allocatable,
         capacity=extras.status.capacity,
+        allocatable_resource=new_resource(extras.status.allocatable),
+        capacity_resource=new_resource(extras.status.capacity),
     )
 
 

@@ -5,12 +5,15 @@ from Kubernetes 1.33; Volcano v1.14.1 vendors k8s 1.34.1)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from app.cluster_state.objects import WatchedPod
 from plugins.support.resources import add_in_place, new_resource
 from schemas.api import Resource
 from schemas.k8s import Container, ResourceList
 from schemas.quantity import QuantityError, parse_quantity
+
+if TYPE_CHECKING:
+    from app.cluster_state.objects import WatchedPod
 
 
 def _greater(a: str, b: str) -> bool:
