@@ -433,8 +433,12 @@ def new_queue_info(queue: Queue) -> QueueInfo:
 
 
 def namespace_infos(objects: ClusterObjects) -> dict[str, NamespaceInfo]:
-    """``NamespaceCollection.Snapshot``: per namespace with quotas, quota name to its status."""
-    infos: dict[str, NamespaceInfo] = {}
+    """``NamespaceCollection.Snapshot``: per namespace that has had quotas, quota name to its
+    status."""
+    infos: dict[str, NamespaceInfo] = {
+        namespace: NamespaceInfo(Name=namespace, QuotaStatus={})
+        for namespace in objects.quota_namespaces
+    }
     for quota in objects.quotas.values():
         info = infos.setdefault(
             quota.namespace, NamespaceInfo(Name=quota.namespace, QuotaStatus={})

@@ -199,3 +199,7 @@ class ClusterObjects:
     queues: Mapping[str, Queue] = field(default_factory=dict)
     quotas: Mapping[str, WatchedQuota] = field(default_factory=dict)
     priority_classes: Mapping[str, WatchedPriorityClass] = field(default_factory=dict)
+    quota_namespaces: frozenset[str] = frozenset()
+    """Every namespace that has had a ResourceQuota since the watch started: Volcano's cache
+    keeps a namespace's collection when its last quota goes (``deleteResourceQuota``), so its
+    snapshot still carries the namespace, with no quota."""

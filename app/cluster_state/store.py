@@ -51,14 +51,19 @@ class DecodingStore(Generic[T]):
         self._shared = False
         """The current map was handed to a frozen view: copy it before the next change."""
         self.undecodable = 0
+        self.seen: Callable[[T], None] | None = None
+        """Called with every object decoded (what outlives the object's deletion)."""
 
     def _convert(self, obj: Mapping[str, Any]) -> T | None:
         try:
-            return self._decode(obj)
+            value = self._decode(obj)
         except msgspec.ValidationError as exc:  # one malformed object must not hide the others
             self.undecodable += 1
             logger.error("%s: skipping an undecodable object: %s", self.name, exc)
             return None
+        if self.seen is not None:
+            self.seen(value)
+        return value
 
     def _writable(self) -> dict[str, T]:
         if self._shared:
@@ -128,6 +133,9 @@ class ClusterStore:
         self.quotas = DecodingStore("resourcequotas", decode_quota)
         self.priority_classes = DecodingStore("priorityclasses", decode_priority_class)
         self.overlay = AllocationOverlay()
+        self._quota_namespaces: set[str] = set()
+        """Every namespace a quota was seen in since the start (``ClusterObjects``)."""
+        self.quotas.seen = lambda quota: self._quota_namespaces.add(quota.namespace)
 
     def stores(self) -> dict[str, DecodingStore[Any]]:
         return {name: getattr(self, name) for name in COLLECTIONS}
@@ -135,6 +143,7 @@ class ClusterStore:
     def freeze(self) -> ClusterObjects:
         """One consistent view of every collection as of now."""
         return ClusterObjects(
+            quota_namespaces=frozenset(self._quota_namespaces),
             pods=self.pods.freeze(),
             nodes=self.nodes.freeze(),
             podgroups=self.podgroups.freeze(),

@@ -13,7 +13,7 @@ import pytest
 from app.cluster_state.store import COLLECTIONS, ClusterStore
 from plugins.pdb.kube import ClusterConfig
 from schemas.api import TaskInfo, TaskStatus
-from tests.app.cluster_state.objects import node, pod, podgroup, queue
+from tests.app.cluster_state.objects import node, pod, podgroup, queue, quota
 
 
 def _gone() -> httpx2.HTTPStatusError:
@@ -173,3 +173,15 @@ def test_sessions_see_allocations_until_the_cluster_binds_them() -> None:
     third = store.open_session().snapshot
     assert third.Jobs["ns1/pg"].Tasks["ns1-p"].Status == TaskStatus.Bound  # type: ignore[index]
     assert len(store.overlay) == 0
+
+
+def test_a_namespace_keeps_its_entry_when_its_last_quota_goes() -> None:
+    """``deleteResourceQuota`` empties the namespace's collection but keeps it: Volcano's
+    snapshot still names the namespace, with no quota."""
+    store = ClusterStore()
+    store.quotas.replace({"ns1/q": quota("q", "ns1", {"cpu": "1"})})
+    assert store.open_session().snapshot.NamespaceInfo["ns1"].QuotaStatus  # type: ignore[index]
+    store.quotas.delete("ns1/q")
+    infos = store.open_session().snapshot.NamespaceInfo or {}
+    assert infos["ns1"].QuotaStatus == {}
+    assert list(infos) == ["ns1"]
