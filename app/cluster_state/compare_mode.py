@@ -196,6 +196,7 @@ class SessionStateComparison:
                 for r in self.reflectors
             },
             "placementsNotYetSeen": len(self.store.overlay),
+            "placementsExpired": self.store.overlay.expired,
             "sessions": dict(sorted(self.outcomes.items())),
             "lastComparison": self.last,
         }

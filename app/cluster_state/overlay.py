@@ -17,9 +17,17 @@ never dispatched and are not kept.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from schemas.api import TaskInfo, TaskStatus
+
+PLACEMENT_TTL_SECONDS = 120.0
+"""How long a committed placement may go unseen in the cluster before it is forgotten. Volcano
+resyncs a task whose bind or eviction failed from the API server (``resyncTask``), which Caldera
+cannot see; a pod that is neither bound nor deleting this long after Volcano dispatched it is
+taken to be such a failure, and the cluster's view wins again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +37,8 @@ class Placement:
     node_name: str
     status: TaskStatus
     """``Binding`` (allocated, not yet bound) or ``Releasing`` (evicted, not yet deleting)."""
+    committed_at: float = 0.0
+    """When the session that made it closed (the overlay's clock)."""
 
 
 class AllocationOverlay:
@@ -37,9 +47,17 @@ class AllocationOverlay:
     Entries leave when the cluster catches up (:meth:`settle`: the pod is bound, deleting or
     gone); the store calls it with every frozen view."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        ttl_seconds: float = PLACEMENT_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._pending: dict[str, Placement | None] = {}
         self._committed: dict[str, Placement] = {}
+        self.ttl_seconds = ttl_seconds
+        self._clock = clock
+        self.expired = 0
+        """Placements forgotten unseen (a failed bind or eviction, presumably)."""
 
     def allocate(self, task: TaskInfo) -> None:
         """allocateFunc. ``Allocated`` is a placement; ``Running`` is ``unevict`` (the
@@ -59,15 +77,20 @@ class AllocationOverlay:
 
     def close_session(self) -> None:
         """onSessionClose: what the session's statements left in place was dispatched."""
+        now = self._clock()
         for uid, placement in self._pending.items():
             if placement is None:
                 self._committed.pop(uid, None)
             else:
-                self._committed[uid] = placement
+                self._committed[uid] = replace(placement, committed_at=now)
         self._pending.clear()
 
     def placements(self) -> dict[str, Placement]:
-        """The committed placements (a copy: one frozen view reads it)."""
+        """The committed placements younger than the TTL (a copy: one frozen view reads it)."""
+        oldest = self._clock() - self.ttl_seconds
+        for uid in [u for u, p in self._committed.items() if p.committed_at < oldest]:
+            del self._committed[uid]
+            self.expired += 1
         return dict(self._committed)
 
     def settle(self, caught_up: set[str]) -> None:

@@ -35,7 +35,7 @@ CASES = [
 def test_a_session_commits_what_survived(
     calls: list[tuple[str, TaskStatus]], placement: Placement | None
 ) -> None:
-    overlay = AllocationOverlay()
+    overlay = AllocationOverlay(clock=lambda: 0.0)  # committed_at 0, as the expected ones
     for verb, status in calls:
         (overlay.allocate if verb == A else overlay.deallocate)(task(status))
     assert overlay.placements() == {}  # pending until the session closes
@@ -60,3 +60,17 @@ def test_a_later_rollback_forgets_an_earlier_placement() -> None:
     overlay.deallocate(task(TaskStatus.Pending))
     overlay.close_session()
     assert overlay.placements() == {}
+
+
+def test_a_placement_never_seen_expires() -> None:
+    """A failed bind is resynced by Volcano from the API server; Caldera cannot see it, so a
+    placement the cluster never shows is forgotten after the TTL."""
+    now = [0.0]
+    overlay = AllocationOverlay(ttl_seconds=120, clock=lambda: now[0])
+    overlay.allocate(task(TaskStatus.Allocated))
+    overlay.close_session()
+    now[0] = 119.0
+    assert "u1" in overlay.placements()
+    now[0] = 121.0
+    assert overlay.placements() == {}
+    assert overlay.expired == 1
