@@ -329,6 +329,8 @@ def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
         wanted.update(entry.cls.required_verbs(release))
         if entry.cls.needs_snapshot:
             wanted.update(("onSessionOpen", "onSessionClose"))
+    if config.sessionState == "compare":  # the snapshot to compare, and Volcano's placements
+        wanted.update(("onSessionOpen", "onSessionClose", "allocate", "deallocate"))
     notes: list[str] = []
     verbs: list[str] = []
     for verb in VERBS:

@@ -30,6 +30,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from app.cluster_state.modes import problems as session_state_problems
 from app.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
 from plugins.api import registry
 from plugins.api.arguments import Arguments
@@ -122,6 +123,17 @@ class CalderaConfig(BaseModel):
     explainEventsKubeconfig: str | None = None
     """The cluster the Events go to: a kubeconfig file (default: the pod's service account,
     else $KUBECONFIG or ~/.kube/config, as pdb's ``kubernetes`` source)."""
+    sessionState: Literal["snapshot", "cluster", "compare"] = "snapshot"
+    """Where a session's state comes from: Volcano's onSessionOpen body (``snapshot``), the
+    body and a comparison with the state derived from the cluster (``compare``), or the
+    cluster alone (``cluster``, not served yet); ``app/cluster_state/``."""
+    sessionStateKubeconfig: str | None = None
+    """The cluster watched in compare mode (default: the pod's service account, else
+    $KUBECONFIG or ~/.kube/config, as pdb's ``kubernetes`` source)."""
+    sessionStateSchedulerNames: list[str] = Field(default_factory=lambda: ["volcano"])
+    """vc-scheduler's ``--scheduler-name`` values: whose pending pods its cache keeps."""
+    sessionStateDefaultQueue: str = "default"
+    """vc-scheduler's ``--default-queue``: the queue of a PodGroup that names none."""
     tiers: list[Tier] = Field(default_factory=list)
 
     @field_validator("volcanoVersion", mode="before")
@@ -317,6 +329,13 @@ def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) 
                 )
                 continue
             problems.extend(_entry_problems(cls, option, where, release))
+    installed: list[tuple[str, str, type]] = []
+    for t, tier in enumerate(config.tiers):
+        for i, option in enumerate(tier.plugins):
+            cls = registry.get(option.name)
+            if cls is not None:
+                installed.append((f"tiers[{t}].plugins[{i}]", option.name, cls))
+    problems.extend(session_state_problems(config.sessionState, release, installed))
     if problems:
         raise ConfigError.of(source, problems)
     return config

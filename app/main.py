@@ -21,6 +21,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import __version__
 from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
+from app.cluster_state.compare_mode import SessionStateComparison
+from app.cluster_state.derive import Settings
 from app.config import CalderaConfig
 from app.config_watch import (
     DEFAULT_INTERVAL_SECONDS,
@@ -204,6 +206,17 @@ def create_app(
         config, metrics_, backgrounds, clock=clock, record=record, events=events
     )
     extender = Extender(config, sessions, metrics_)
+    session_state = (
+        SessionStateComparison(
+            Settings(config.sessionStateSchedulerNames, config.sessionStateDefaultQueue),
+            config.sessionStateKubeconfig,
+            count=lambda kind, n: metrics_.session_state_differences.labels(kind).inc(n),
+            outcome=lambda outcome: metrics_.session_state_sessions.labels(outcome).inc(),
+        )
+        if config.sessionState == "compare"
+        else None
+    )
+    extender.session_state = session_state
 
     def switch(new: CalderaConfig, new_backgrounds: Backgrounds) -> None:
         """Answer from ``new`` from now on: called between sessions only."""
@@ -264,6 +277,8 @@ def create_app(
                 if problem is not None:
                     features.failed(EVENTS, problem, "no PodGroup Event is sent")
                 await events.start()
+            if session_state is not None:
+                await session_state.start()
             watch.start()
             looking = asyncio.create_task(watch_backgrounds(app, features), name="features")
             yield
@@ -273,6 +288,8 @@ def create_app(
                 with contextlib.suppress(asyncio.CancelledError):
                     await looking
             await watch.stop()
+            if session_state is not None:
+                await session_state.stop()
             if events is not None:
                 await events.stop()  # stops the data sources a live reload retired or staged
             # The served configuration's: the ones started here, unless a reload replaced it.
@@ -300,6 +317,7 @@ def create_app(
     app.state.extender = extender
     app.state.record = record
     app.state.events = events
+    app.state.session_state = session_state
     app.state.config_watch = watch
     app.state.features = features
     publish(config, sessions, backgrounds)

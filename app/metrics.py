@@ -231,6 +231,22 @@ class Metrics:
         self.sessions_opened = Counter(
             "caldera_sessions_opened_total", "Sessions opened (onSessionOpen calls).", registry=r
         )
+        self.session_state_differences = Counter(
+            "caldera_session_state_differences",
+            "sessionState compare: differences between Volcano's snapshot and the state"
+            " derived from the cluster, per kind (<section>.<field>, <section>.missing,"
+            " <section>.extra).",
+            ["kind"],
+            registry=r,
+        )
+        self.session_state_sessions = Counter(
+            "caldera_session_state_sessions",
+            "sessionState compare: sessions by what became of their comparison (compared;"
+            " busy: the previous one still ran; not_synced: the watch has not listed yet;"
+            " failed).",
+            ["outcome"],
+            registry=r,
+        )
         self.background_ready = Gauge(
             "caldera_plugin_background_ready",
             "1 when a plugin's background data source is synced (e.g. pdb's watch).",

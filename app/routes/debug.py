@@ -22,6 +22,9 @@ async def debug_session(request: Request) -> Response:
     events = state.events
     if events is not None:
         common["podGroupEvents"] = events.describe()
+    session_state = getattr(state, "session_state", None)
+    if session_state is not None:
+        common["sessionState"] = session_state.describe()
     current = sessions.current
     if current is None:
         return json_response(
