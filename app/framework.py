@@ -41,6 +41,7 @@ from typing import Any
 import msgspec
 
 from app.config import PluginOption
+from app.contract import CHECKS, EXPECTED, WrongType
 from app.errors import PluginFailure, RequestError
 from app.events import PodGroupEvents
 from app.explain import Answer, SessionLog
@@ -161,7 +162,7 @@ class Framework:
 
     def _call(self, slot: Slot, point: ExtensionPoint, *args: Any) -> Any:
         try:
-            return getattr(slot.plugin, point.hook)(*args)
+            result = getattr(slot.plugin, point.hook)(*args)
         except (
             msgspec.ValidationError,
             msgspec.DecodeError,
@@ -178,6 +179,15 @@ class Framework:
             if self.metrics is not None:
                 self.metrics.plugin_errors.labels(slot.name, point.verb).inc()
             raise PluginFailure(slot.name, point.verb, exc) from exc
+        # The contract (app/contract.py): a value of another type is this plugin's failure,
+        # never coerced into an answer ("no" is not ready, 5 is not a Permit).
+        problem = CHECKS[point.hook](result)
+        if problem is not None:
+            if self.metrics is not None:
+                self.metrics.plugin_errors.labels(slot.name, point.verb).inc()
+            cause = WrongType(f"returned {problem}; expected {EXPECTED[point.hook]}")
+            raise PluginFailure(slot.name, point.verb, cause, "wrong_type")
+        return result
 
     # --- combination rules, one method per :class:`~plugins.api.extension_points.Rule` -----
 
