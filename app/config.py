@@ -311,14 +311,21 @@ def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) 
             cls = registry.get(option.name)
             if cls is None:
                 known = ", ".join(registry.names()) or "none"
-                problems.append(
-                    (f"{where}.name", f"unknown plugin {option.name!r} (known plugins: {known})")
-                )
+                problems.append((f"{where}.name", unknown_plugin(option.name, known)))
                 continue
             problems.extend(_entry_problems(cls, option, where, release))
     if problems:
         raise ConfigError.of(source, problems)
     return config
+
+
+def unknown_plugin(name: str, known: str) -> str:
+    """Plugins are discovered once, when the process starts (``plugins.api.registry``): one
+    installed into a running server's environment stays unknown to its live reload."""
+    return (
+        f"unknown plugin {name!r} (known plugins: {known}; plugins are discovered when caldera"
+        " starts: restart it after installing one)"
+    )
 
 
 def _entry_problems(
