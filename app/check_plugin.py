@@ -53,8 +53,8 @@ from schemas.requests import (
 )
 
 EXIT_PROBLEMS = 1
-DEFAULT_BUDGET_SECONDS = 0.01
-"""A hook's p99 time budget when the configuration gives none: 10 ms."""
+DEFAULT_BUDGET_SECONDS = 0.1
+"""A hook's p99 time budget when the configuration gives none: 100 ms."""
 BACKGROUND_SECONDS = 5.0
 """How long a background data source (pdb's budgets) is waited for."""
 CALLS_PER_HOOK = 200
