@@ -525,11 +525,13 @@ def serve(
     *,
     env: Mapping[str, str] | None = None,
     args: Iterable[str] = (),
+    cwd: Path | None = None,
 ) -> Server:
     """Start ``caldera serve`` with ``config_text`` (None: the embedded configuration) written
     into ``directory``, beside its log; return once ``/healthz`` answers. The server runs in
     this environment, so it finds the plugins installed here. ``args`` are more options of
-    ``caldera serve``; a server that exits or does not become healthy raises, with its log."""
+    ``caldera serve`` (relative paths in them from ``cwd``, by default this process's); a server
+    that exits or does not become healthy raises, with its log."""
     port = _free_port()
     command = [*caldera_command(), "serve", "--host", "127.0.0.1", "--port", str(port), *args]
     if config_text is not None:
@@ -539,7 +541,9 @@ def serve(
     log_path = directory / f"caldera-{port}.log"
     environment = {**os.environ, "CALDERA_LOG_FORMAT": "json", **(env or {})}
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=environment, cwd=cwd
+        )
     server = Server(f"http://127.0.0.1:{port}", process, log_path)
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:

@@ -157,3 +157,67 @@ def test_the_protective_plugin_spares_what_it_cannot_read_and_passes_check_plugi
         assert check(entry, config).clean
     finally:
         registry._registry.pop(cls.name, None)
+
+
+PROD = """\
+volcanoVersion: "1.15"
+tiers:
+- plugins:
+  - name: priority
+  - name: conformance
+"""
+MY_PLUGIN = "test-guide-no-night-jobs"
+WITH_MY_PLUGIN = PROD + f"- plugins:\n  - name: {MY_PLUGIN}\n"
+
+
+def test_the_guides_replay_commands_run_as_commented(tmp_path: Path) -> None:
+    """ "Replay recorded traffic": record with prod.yaml, replay it (exit 0: reproducible),
+    replay it with a plugin added (exit 1, the verb it changes named)."""
+    from plugins.api import testing
+
+    section = guide()[guide().index("### Replay recorded traffic") :]
+    listed = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert listed, "the guide lost its replay commands"
+    lines = [line.partition("#")[0].split() for line in listed.group(1).splitlines()]
+    record, same, changed = lines
+    assert record[:2] == ["caldera", "serve"] and same[:2] == changed[:2] == ["caldera", "replay"]
+    (tmp_path / "prod.yaml").write_text(PROD)
+    (tmp_path / "prod-with-my-plugin.yaml").write_text(WITH_MY_PLUGIN)
+
+    server = testing.serve(None, tmp_path, args=record[2:], cwd=tmp_path)
+    try:
+        for verb in ("onSessionOpen", "jobEnqueueable", "preemptable", "onSessionClose"):
+            assert server.post(verb, testing.captured_body("1.15", verb)).status == 200
+    finally:
+        assert server.stop() == 0
+    assert (tmp_path / "rec").is_dir()
+
+    module = tmp_path / "site" / "guide_plugin.py"  # the plugin added, installed for replay
+    module.parent.mkdir()
+    module.write_text(
+        "from plugins.api import Plugin, Vote\n\n\n"
+        "class NoNightJobs(Plugin):\n"
+        f"    name = {MY_PLUGIN!r}\n\n"
+        "    def job_enqueueable(self, job):\n"
+        "        return Vote.REJECT\n"
+    )
+    dist = module.parent / "guide_plugin-0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: guide-plugin\nVersion: 0\n")
+    (dist / "entry_points.txt").write_text(
+        f"[caldera.plugins]\n{MY_PLUGIN} = guide_plugin:NoNightJobs\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(module.parent)}
+    results = [
+        subprocess.run(
+            [*testing.caldera_command(), *argv[1:]],
+            cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=120,
+            check=False,
+        )
+        for argv in (same, changed)
+    ]  # fmt: skip
+    assert results[0].returncode == 0, results[0].stdout + results[0].stderr
+    assert "answers are the same" in results[0].stdout
+    assert results[1].returncode == 1, results[1].stdout + results[1].stderr
+    [row] = [line for line in results[1].stdout.splitlines() if line.startswith("jobEnqueueable")]
+    assert "1 differ" in row
