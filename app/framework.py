@@ -41,7 +41,7 @@ from typing import Any
 import msgspec
 
 from app.config import PluginOption
-from app.contract import CHECKS, EXPECTED, WrongType
+from app.contract import CONFORMS, WrongType, check_answer
 from app.errors import PluginFailure, RequestError
 from app.events import PodGroupEvents
 from app.explain import Answer, SessionLog
@@ -181,13 +181,12 @@ class Framework:
             raise PluginFailure(slot.name, point.verb, exc) from exc
         # The contract (app/contract.py): a value of another type is this plugin's failure,
         # never coerced into an answer ("no" is not ready, 5 is not a Permit).
-        problem = CHECKS[point.hook](result)
-        if problem is not None:
-            if self.metrics is not None:
-                self.metrics.plugin_errors.labels(slot.name, point.verb).inc()
-            cause = WrongType(f"returned {problem}; expected {EXPECTED[point.hook]}")
-            raise PluginFailure(slot.name, point.verb, cause, "wrong_type")
-        return result
+        if CONFORMS[point.hook](result):
+            return result
+        if self.metrics is not None:
+            self.metrics.plugin_errors.labels(slot.name, point.verb).inc()
+        cause = WrongType(check_answer(point.hook, result))
+        raise PluginFailure(slot.name, point.verb, cause, "wrong_type")
 
     # --- combination rules, one method per :class:`~plugins.api.extension_points.Rule` -----
 
