@@ -20,6 +20,7 @@ import reprlib
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from plugins.api.base import Plugin
@@ -27,7 +28,18 @@ from plugins.api.extension_points import EXTENSION_POINTS
 from plugins.api.reasons import Explained
 
 Check = Callable[[object], str | None]
-"""A compiled check: None when the value conforms, else what is wrong (without "expected")."""
+"""What is wrong with a value (without "expected"), or None when it conforms."""
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """A type form's check in two halves: ``conforms``, a yes/no run on every answer, and
+    ``problem``, the words, written only for a value that does not conform (a repr of the
+    evictees a plugin answered with costs milliseconds; the hot path must never pay it)."""
+
+    conforms: Callable[[object], bool]
+    problem: Check
+
 
 _repr = reprlib.Repr()
 _repr.maxstring = 40
@@ -35,11 +47,16 @@ _repr.maxother = 40
 _repr.maxlist = 4
 _repr.maxdict = 4
 _repr.maxtuple = 4
+_repr.maxlevel = 2
 
 
 def described(value: object) -> str:
     """A value as a problem report shows it: a short repr and its type."""
-    return f"{_repr.repr(value)} ({type(value).__name__})"
+    if isinstance(value, Explained):
+        shown = f"Explained({_repr.repr(value.answer)}, ...)"
+    else:
+        shown = _repr.repr(value)
+    return f"{shown} ({type(value).__name__})"
 
 
 def type_name(form: Any) -> str:
@@ -55,141 +72,191 @@ def type_name(form: Any) -> str:
     return getattr(form, "__name__", str(form))
 
 
-def _of_class(cls: type) -> Check:
+def _simple(conforms: Callable[[object], bool]) -> Compiled:
+    return Compiled(conforms, lambda value: None if conforms(value) else described(value))
+
+
+def _is_bool(value: object) -> bool:
+    return value is True or value is False
+
+
+def _is_number(value: object) -> bool:
+    kind = type(value)
+    if kind is float or kind is int:
+        return True
+    return not isinstance(value, bool) and isinstance(value, int | float)
+
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def _of_class(cls: type) -> Compiled:
     if cls is bool:
-
-        def check_bool(value: object) -> str | None:
-            return None if value is True or value is False else described(value)
-
-        return check_bool
+        return _simple(_is_bool)
     if cls is float:
-
-        def check_number(value: object) -> str | None:
-            kind = type(value)
-            return None if kind is float or kind is int else _number(value)
-
-        return check_number
-
-    def check_instance(value: object) -> str | None:
-        return None if isinstance(value, cls) else described(value)
-
-    return check_instance
+        return _simple(_is_number)
+    return _simple(lambda value: type(value) is cls or isinstance(value, cls))
 
 
-def _number(value: object) -> str | None:
-    """The slow path of a number check: subclasses of int and float pass, bool does not."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return described(value)
-    return None
+def _union(forms: Sequence[Any], branches: Sequence[Compiled]) -> Compiled:
+    conforms = _union_test(forms, branches)
 
-
-def _union(checks: Sequence[Check]) -> Check:
-    def check_union(value: object) -> str | None:
+    def problem(value: object) -> str | None:
+        if conforms(value):
+            return None
         shallow = described(value)
-        deepest = shallow
-        for check in checks:
-            problem = check(value)
-            if problem is None:
-                return None
-            if problem != shallow:
-                deepest = problem  # the branch whose outer type matched says more
-        return deepest
+        for branch in branches:
+            found = branch.problem(value)
+            if found is not None and found != shallow:
+                return found  # the branch whose outer type matched says more
+        return shallow
 
-    return check_union
+    return Compiled(conforms, problem)
 
 
-def _explained(inner: Check) -> Check:
-    def check_explained(value: object) -> str | None:
+def _union_test(forms: Sequence[Any], branches: Sequence[Compiled]) -> Callable[[object], bool]:
+    """The yes/no half of a union, specialised for the shapes the hooks declare: ``T |
+    Explained[T]`` unwraps once; classes and None are one ``isinstance``."""
+    plain = [form for form in forms if typing.get_origin(form) is not Explained]
+    wrapped = [typing.get_args(form)[0] for form in forms if typing.get_origin(form) is Explained]
+    if len(plain) == 1 and wrapped == plain:
+        inner = compile_form(plain[0]).conforms
+
+        def unwrapping(value: object) -> bool:
+            if type(value) is Explained:
+                value = value.answer
+            return inner(value)
+
+        return unwrapping
+    classes = tuple(type(None) if form is None else form for form in forms)
+    if all(isinstance(c, type) and c not in (bool, float) for c in classes) and not any(
+        typing.get_origin(c) for c in classes
+    ):
+        return lambda value: isinstance(value, classes)
+    tests = tuple(branch.conforms for branch in branches)
+
+    def any_branch(value: object) -> bool:
+        return any(test(value) for test in tests)
+
+    return any_branch
+
+
+def _explained(inner: Compiled) -> Compiled:
+    test = inner.conforms
+
+    def conforms(value: object) -> bool:
+        return isinstance(value, Explained) and test(value.answer)
+
+    def problem(value: object) -> str | None:
         if not isinstance(value, Explained):
             return described(value)
-        problem = inner(value.answer)
-        return None if problem is None else f"Explained whose answer is {problem}"
+        found = inner.problem(value.answer)
+        return None if found is None else f"Explained whose answer is {found}"
 
-    return check_explained
+    return Compiled(conforms, problem)
 
 
-def _tuple(items: Sequence[Check]) -> Check:
+def _tuple(items: Sequence[Compiled]) -> Compiled:
     size = len(items)
+    tests = tuple(item.conforms for item in items)
+    if size == 2:  # (victims, vote): the eviction hooks' answer, on the hot path
+        first, second = tests
 
-    def check_tuple(value: object) -> str | None:
+        def pair(value: object) -> bool:
+            if type(value) is not tuple or len(value) != 2:
+                return isinstance(value, tuple) and len(value) == 2 and pair(tuple(value))
+            return first(value[0]) and second(value[1])
+
+    def conforms(value: object) -> bool:
+        if type(value) is not tuple or len(value) != size:
+            return isinstance(value, tuple) and len(value) == size and conforms(tuple(value))
+        return all(test(item) for test, item in zip(tests, value, strict=True))
+
+    def problem(value: object) -> str | None:
         if not isinstance(value, tuple) or len(value) != size:
             return described(value)
         for index, (check, item) in enumerate(zip(items, value, strict=True)):
-            problem = check(item)
-            if problem is not None:
-                return f"a tuple whose item {index} is {problem}"
+            found = check.problem(item)
+            if found is not None:
+                return f"a tuple whose item {index} is {found}"
         return None
 
-    return check_tuple
+    return Compiled(pair if size == 2 else conforms, problem)
 
 
 def _element_types(form: Any) -> frozenset[type] | None:
     """The exact types an element check accepts by ``type(x) in ...`` (None: no fast path)."""
     if form is float:
         return frozenset({float, int})
-    if isinstance(form, type) and form is not bool and typing.get_origin(form) is None:
+    if isinstance(form, type) and typing.get_origin(form) is None:
         return frozenset({form})
-    return frozenset({bool}) if form is bool else None
+    return None
 
 
-def _sequence(element: Any) -> Check:
+def _sequence(element: Any) -> Compiled:
     each = compile_form(element)
-    fast = _element_types(element)
+    test = each.conforms
+    fast = _element_types(element) or frozenset()
 
-    def check_sequence(value: object) -> str | None:
+    def conforms(value: object) -> bool:
+        kind = type(value)
+        if (kind is not list and kind is not tuple) and (
+            not isinstance(value, Sequence) or isinstance(value, str | bytes)
+        ):
+            return False
+        if {*map(type, value)} <= fast:  # type: ignore[call-overload]
+            return True
+        return all(map(test, value))  # type: ignore[call-overload]
+
+    def problem(value: object) -> str | None:
         if not isinstance(value, Sequence) or isinstance(value, str | bytes):
             return described(value)
-        if fast is not None and {*map(type, value)} <= fast:
-            return None
         for index, item in enumerate(value):
-            problem = each(item)
-            if problem is not None:
-                return f"a sequence whose item {index} is {problem}"
+            found = each.problem(item)
+            if found is not None:
+                return f"a sequence whose item {index} is {found}"
         return None
 
-    return check_sequence
+    return Compiled(conforms, problem)
 
 
-def _mapping(key: Any, item: Any) -> Check:
+def _mapping(key: Any, item: Any) -> Compiled:
     check_key, check_item = compile_form(key), compile_form(item)
-    fast_key, fast_item = _element_types(key), _element_types(item)
+    test_key, test_item = check_key.conforms, check_item.conforms
+    fast_key = _element_types(key) or frozenset()
+    fast_item = _element_types(item) or frozenset()
 
-    def check_mapping(value: object) -> str | None:
+    def conforms(value: object) -> bool:
+        if type(value) is not dict and not isinstance(value, Mapping):
+            return False
+        if {*map(type, value)} <= fast_key and {*map(type, value.values())} <= fast_item:
+            return True
+        return all(map(test_key, value)) and all(map(test_item, value.values()))
+
+    def problem(value: object) -> str | None:
         if not isinstance(value, Mapping):
             return described(value)
-        if (
-            fast_key is not None
-            and fast_item is not None
-            and {*map(type, value)} <= fast_key
-            and {*map(type, value.values())} <= fast_item
-        ):
-            return None
         for name, entry in value.items():
-            problem = check_key(name)
-            if problem is not None:
-                return f"a mapping whose key {problem}"
-            problem = check_item(entry)
-            if problem is not None:
-                return f"a mapping whose value for {name!r} is {problem}"
+            found = check_key.problem(name)
+            if found is not None:
+                return f"a mapping whose key {found}"
+            found = check_item.problem(entry)
+            if found is not None:
+                return f"a mapping whose value for {name!r} is {found}"
         return None
 
-    return check_mapping
+    return Compiled(conforms, problem)
 
 
-def _none(value: object) -> str | None:
-    return None if value is None else described(value)
-
-
-def compile_form(form: Any) -> Check:
-    """A checker for a return annotation, as the hooks of :class:`Plugin` write them."""
+def compile_form(form: Any) -> Compiled:
+    """The check of a return annotation, as the hooks of :class:`Plugin` write them."""
     if form is None or form is type(None):
-        return _none
-    if form is Any or form is object:
-        return lambda value: None
+        return _simple(_is_none)
     origin = typing.get_origin(form)
     args = typing.get_args(form)
     if origin in (typing.Union, types.UnionType):
-        return _union([compile_form(arg) for arg in args])
+        return _union(args, [compile_form(arg) for arg in args])
     if origin is Explained:
         return _explained(compile_form(args[0]))
     if origin is tuple:
@@ -198,7 +265,7 @@ def compile_form(form: Any) -> Check:
         return _sequence(args[0])
     if origin in (Mapping, dict):
         return _mapping(*args)
-    if isinstance(form, type):
+    if isinstance(form, type) and origin is None:
         return _of_class(form)
     raise TypeError(f"no contract check for the annotation {form!r}")
 
@@ -211,16 +278,19 @@ DECLARED: dict[str, Any] = {point.hook: _declared(point.hook) for point in EXTEN
 """Per hook of the extension-point table, the return type :class:`Plugin` declares."""
 EXPECTED: dict[str, str] = {hook: type_name(form) for hook, form in DECLARED.items()}
 """Per hook, the declared type as a problem report names it."""
-CHECKS: dict[str, Check] = {hook: compile_form(form) for hook, form in DECLARED.items()}
-"""Per hook, the compiled check (what the framework calls on every answer)."""
+COMPILED: dict[str, Compiled] = {hook: compile_form(form) for hook, form in DECLARED.items()}
+CONFORMS: dict[str, Callable[[object], bool]] = {
+    hook: compiled.conforms for hook, compiled in COMPILED.items()
+}
+"""Per hook, the yes/no check the framework runs on every answer."""
 
 
 def check_answer(hook_name: str, value: object) -> str | None:
     """None when ``value`` is of the type hook ``hook_name`` declares; otherwise a short
     description of what was returned and what was expected."""
-    problem = CHECKS[hook_name](value)
-    if problem is None:
+    if CONFORMS[hook_name](value):
         return None
+    problem = COMPILED[hook_name].problem(value) or described(value)
     return f"returned {problem}; expected {EXPECTED[hook_name]}"
 
 

@@ -74,6 +74,9 @@ class PluginFailure(CalderaError):
     """A hosted plugin raised, or answered outside the plugin contract (``kind``: ``raised``,
     ``wrong_type``, ``over_budget``)."""
 
+    logged = False
+    """Already logged where it happened (app/plugin_faults.py, rate-limited)."""
+
     def __init__(self, plugin: str, verb: str, cause: BaseException, kind: str = "raised") -> None:
         self.plugin = plugin
         self.verb = verb

@@ -29,11 +29,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plugins.api.base import FitError
 from plugins.api.reasons import Reason
 from schemas.api import TaskInfo
+
+if TYPE_CHECKING:
+    from app.plugin_faults import Fault
 
 DEFAULT_SESSIONS = 3
 DEFAULT_ENTRIES = 60_000
@@ -93,6 +96,8 @@ class TaskTrace:
     """Plugin → its best-scored node and score, from the latest prioritize."""
     evictions: dict[str, EvictionQuestion] = field(default_factory=dict)
     """Verb → the latest question this task asked for victims with."""
+    faults: dict[tuple[str, str], Fault] = field(default_factory=dict)
+    """(verb, plugin) → the latest fault of that plugin asked about this task."""
 
 
 def task_key(task: TaskInfo) -> str:
@@ -145,6 +150,19 @@ class SessionLog:
                 return
             verdicts = self.queues[queue] = {}
         verdicts[plugin] = Verdict("queueOverused", plugin, answer, reason, at)
+
+    def job_fault(self, job: str, queue: str, fault: Fault) -> None:
+        """A plugin's fault answering about ``job``: a verdict of its own, "failed"."""
+        self.job_verdict(job, queue, fault.verb, fault.plugin, FAILED, _fault_reason(fault),
+                         fault.at)  # fmt: skip
+
+    def queue_fault(self, queue: str, fault: Fault) -> None:
+        self.queue_verdict(queue, fault.plugin, FAILED, _fault_reason(fault), fault.at)
+
+    def task_fault(self, task: TaskInfo, fault: Fault) -> None:
+        trace = self._task(task)
+        if trace is not None:
+            trace.faults[(fault.verb, fault.plugin)] = fault
 
     def _task(self, task: TaskInfo, key: str | None = None) -> TaskTrace | None:
         key = key or task_key(task)
@@ -272,6 +290,10 @@ class SessionLog:
             ]
         if trace.evictions:
             out["evictions"] = self.describe_evictions(trace)
+        if trace.faults:
+            out["faults"] = [
+                {"plugin": fault.plugin, **fault.describe()} for fault in trace.faults.values()
+            ]
         if spared:
             out["protected"] = [
                 {"verb": verb, "plugin": plugin, "evictor": evictor, "code": r.code,
@@ -306,11 +328,21 @@ Spared = list[tuple[str, str, str, Reason, datetime]]
 """(verb, plugin, evictor, reason, at) of the eviction answers that spared a task."""
 
 
+FAILED = "failed"
+"""A verdict's answer when the plugin's hook failed (its reason says how and what followed)."""
+
+
+def _fault_reason(fault: Fault) -> Reason:
+    return Reason(str(fault.kind), fault.line())
+
+
 def _holds_back(verdict: Verdict) -> bool:
-    return verdict.answer in ("reject", "not ready", "overused")
+    return verdict.answer in ("reject", "not ready", "overused", FAILED)
 
 
 def _line(verdict: Verdict, subject: str) -> str:
+    if verdict.answer == FAILED and verdict.reason is not None:
+        return f"{verdict.reason.message} (asked about {subject})"
     says = {"reject": "rejects", "not ready": "holds back", "overused": "finds overused"}
     why = f": {verdict.reason.message}" if verdict.reason is not None else ""
     return f"{verdict.plugin} {says.get(verdict.answer, verdict.answer)} {subject} ({verdict.verb}){why}"
@@ -379,6 +411,7 @@ class DecisionRecord:
         for k, trace in tasks:
             if trace.nodes and len(trace.failed) == len(trace.nodes):
                 summary.append(f"task {k}: {predicate_summary(trace)['summary']}")
+            summary += [f"{f.line()} (asked about task {k})" for f in trace.faults.values()]
         if not summary:
             summary.append(f"no plugin hosted by Caldera holds job {job} back")
         out: dict[str, Any] = {
@@ -409,6 +442,8 @@ class DecisionRecord:
             latest[(verb, plugin)] = (evictor, reason)
         for (verb, plugin), (evictor, reason) in latest.items():
             summary.append(f"{plugin} spares it from {evictor} ({verb}): {reason.message}")
+        if trace is not None:
+            summary += [fault.line() for fault in trace.faults.values()]
         for e in out.get("evictions", ()):
             if e["vetoes"]:
                 summary.append(

@@ -31,6 +31,7 @@ plugin name, both positions consult the instance registered last.
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,11 +42,20 @@ from typing import Any
 import msgspec
 
 from app.config import PluginOption
-from app.contract import CHECKS, EXPECTED, WrongType
+from app.contract import CONFORMS, check_answer
 from app.errors import PluginFailure, RequestError
 from app.events import PodGroupEvents
 from app.explain import Answer, SessionLog
-from app.metrics import Metrics
+from app.metrics import Metrics, TallyHistogram
+from app.plugin_faults import (
+    DEFAULT_TIME_BUDGET,
+    OVERRUNS_BEFORE_POLICY,
+    Contract,
+    Fault,
+    FaultKind,
+    OnError,
+    PluginFaults,
+)
 from plugins.api.base import FitError, Plugin, StatusCode, Vote, utc_now
 from plugins.api.extension_points import (
     BY_VERB,
@@ -64,6 +74,10 @@ VOTES = {Vote.PERMIT: "permit", Vote.ABSTAIN: "abstain", Vote.REJECT: "reject"}
 FIT_STATUS = {code: code.name.lower() for code in StatusCode}
 """A predicate rejection's ``reason`` label: its status (bounded, unlike its message)."""
 CODE = attrgetter("code")
+DROPPED: Any = object()
+"""What :meth:`Framework._call` returns for an answer its plugin's ``onError: abstain`` drops:
+each combination rule goes on as if that plugin had not taken part."""
+_clock = time.perf_counter
 
 
 def explained(result: Any) -> tuple[Any, Reason | None, Mapping[str, Reason]]:
@@ -80,6 +94,14 @@ class Slot:
     option: PluginOption
     plugin: Plugin
     hooks: frozenset[str] = field(default_factory=frozenset)
+    on_error: OnError = field(init=False)
+    """The entry's ``onError``, else the plugin class's ``on_error``."""
+    budget: float = field(init=False)
+    """The entry's ``timeBudget`` in seconds, else the default."""
+
+    def __post_init__(self) -> None:
+        self.on_error = OnError(self.option.onError or type(self.plugin).on_error)
+        self.budget = self.option.timeBudget or DEFAULT_TIME_BUDGET
 
     @property
     def name(self) -> str:
@@ -107,8 +129,18 @@ class Framework:
         log: SessionLog | None = None,
         clock: Callable[[], datetime] = utc_now,
         events: PodGroupEvents | None = None,
+        faults: PluginFaults | None = None,
     ) -> None:
         self.tiers = [list(tier) for tier in tiers]
+        self.faults = faults if faults is not None else PluginFaults(metrics, clock)
+        """Where a plugin's fault is counted, logged and kept for ``/readyz``."""
+        self._times: TallyHistogram | None = (
+            metrics.plugin_call_duration if metrics is not None else None
+        )
+        self._overruns: dict[str, int] = {}
+        """Plugin → its calls in a row over budget, this session."""
+        self._benched: set[str] = set()
+        """Plugins over budget too often this session: their policy applies to every call."""
         self.release = release
         self.metrics = metrics
         self.log = log
@@ -161,6 +193,16 @@ class Framework:
             self.metrics.rejections.inc((slot.name, point.verb, reason))
 
     def _call(self, slot: Slot, point: ExtensionPoint, *args: Any) -> Any:
+        """The plugin's answer, checked against the contract (app/contract.py) and timed
+        against its budget; :data:`DROPPED` when a fault's policy drops it. Raises
+        :class:`PluginFailure` when the policy fails the verb."""
+        if self._benched and slot.name in self._benched:
+            return self._fault(
+                slot, point, args, FaultKind.OVER_BUDGET,
+                f"not asked: {OVERRUNS_BEFORE_POLICY} calls in a row over its"
+                f" {slot.budget * 1e3:g} ms budget this session",
+            )  # fmt: skip
+        started = _clock()
         try:
             result = getattr(slot.plugin, point.hook)(*args)
         except (
@@ -176,18 +218,82 @@ class Framework:
                 f"malformed body in a part {slot.name} reads in {point.verb}: {exc}"
             ) from None
         except Exception as exc:
-            if self.metrics is not None:
-                self.metrics.plugin_errors.labels(slot.name, point.verb).inc()
-            raise PluginFailure(slot.name, point.verb, exc) from exc
-        # The contract (app/contract.py): a value of another type is this plugin's failure,
-        # never coerced into an answer ("no" is not ready, 5 is not a Permit).
-        problem = CHECKS[point.hook](result)
-        if problem is not None:
-            if self.metrics is not None:
-                self.metrics.plugin_errors.labels(slot.name, point.verb).inc()
-            cause = WrongType(f"returned {problem}; expected {EXPECTED[point.hook]}")
-            raise PluginFailure(slot.name, point.verb, cause, "wrong_type")
-        return result
+            detail = f"{type(exc).__name__}: {exc}"
+            return self._fault(slot, point, args, FaultKind.RAISED, detail, exc)
+        elapsed = _clock() - started
+        if self._times is not None:
+            self._times.observe((slot.name, point.verb), elapsed)
+        if elapsed > slot.budget:
+            if self._overran(slot, point, args, elapsed):
+                return DROPPED
+        elif self._overruns:
+            self._overruns.pop(slot.name, None)
+        # The contract: a value of another type is this plugin's fault, never coerced into an
+        # answer ("no" is not ready, 5 is not a Permit).
+        if CONFORMS[point.hook](result):
+            return result
+        detail = check_answer(point.hook, result) or "returned an answer of another type"
+        return self._fault(slot, point, args, FaultKind.WRONG_TYPE, detail)
+
+    def _overran(
+        self, slot: Slot, point: ExtensionPoint, args: tuple[Any, ...], elapsed: float
+    ) -> bool:
+        """Count a call over budget; True when its answer is dropped (the policy applies)."""
+        runs = self._overruns[slot.name] = self._overruns.get(slot.name, 0) + 1
+        took = f"took {elapsed * 1e3:.0f} ms, over its {slot.budget * 1e3:g} ms budget"
+        if runs < OVERRUNS_BEFORE_POLICY:
+            self._fault(
+                slot, point, args, FaultKind.OVER_BUDGET,
+                f"{took} ({runs} of {OVERRUNS_BEFORE_POLICY} in a row before onError applies)",
+                used=True,
+            )  # fmt: skip
+            return False
+        self._benched.add(slot.name)
+        self._fault(
+            slot, point, args, FaultKind.OVER_BUDGET,
+            f"{took}, {runs} calls in a row: onError applies to its calls for the rest of"
+            " the session",
+        )  # fmt: skip
+        return True
+
+    def _fault(
+        self,
+        slot: Slot,
+        point: ExtensionPoint,
+        args: tuple[Any, ...],
+        kind: FaultKind,
+        detail: str,
+        cause: BaseException | None = None,
+        used: bool = False,
+    ) -> Any:
+        """A fault of ``slot``'s plugin: counted, logged, recorded, then its policy.
+        :data:`DROPPED` under ``abstain``; raises :class:`PluginFailure` under ``fail``
+        (``used``: the answer stands, only the fault is told)."""
+        fail = not used and slot.on_error is OnError.FAIL
+        fault = Fault(
+            slot.name, point.verb, kind, detail, slot.on_error, not used and not fail, fail,
+            self.clock(),
+        )  # fmt: skip
+        self.faults.record(fault, cause)
+        if self.log is not None:
+            self._explain(fault, args)
+        if fail:
+            failure = PluginFailure(slot.name, point.verb, cause or Contract(detail), kind)
+            failure.logged = True
+            raise failure from cause
+        return None if used else DROPPED
+
+    def _explain(self, fault: Fault, args: tuple[Any, ...]) -> None:
+        """The fault, in the decision record of the job, queue or task it was asked about."""
+        log = self.log
+        assert log is not None
+        subject = args[0] if args else None
+        if isinstance(subject, TaskInfo):
+            log.task_fault(subject, fault)
+        elif isinstance(subject, JobInfo):
+            log.job_fault(f"{subject.Namespace}/{subject.Name}", subject.Queue, fault)
+        elif isinstance(subject, QueueInfo):
+            log.queue_fault(subject.Name, fault)
 
     # --- combination rules, one method per :class:`~plugins.api.extension_points.Rule` -----
 
@@ -199,6 +305,8 @@ class Framework:
         for tier in self._active[point.verb]:
             for slot in tier:
                 error: FitError | None = self._call(slot, point, task, node)
+                if error is DROPPED:
+                    continue
                 if error is not None:
                     self._record(slot, point, "fail")
                     self._reject(slot, point, FIT_STATUS.get(error.code, "error"))
@@ -218,11 +326,14 @@ class Framework:
         for tier in self._active[point.verb]:
             for slot in tier:
                 scores = self._call(slot, point, task, nodes)
+                if scores is DROPPED:
+                    continue
+                if not all(map(math.isfinite, scores.values())):
+                    bad = next(n for n, score in scores.items() if not math.isfinite(score))
+                    detail = f"returned the score {scores[bad]} for {bad}; expected a finite float"
+                    self._fault(slot, point, (task,), FaultKind.WRONG_TYPE, detail)
+                    continue
                 for node, score in scores.items():
-                    if not math.isfinite(score):
-                        raise PluginFailure(
-                            slot.name, point.verb, ValueError(f"score {score} for {node}")
-                        )
                     total[node] = total.get(node, 0.0) + score
                 self._record(slot, point, "scored")
                 if self.log is not None:
@@ -252,7 +363,10 @@ class Framework:
         blocked = False
         for tier in self._active[point.verb]:
             for slot in tier:
-                answer, _, vetoes = explained(self._call(slot, point, evictor, evictees))
+                result = self._call(slot, point, evictor, evictees)
+                if result is DROPPED:
+                    continue  # as an abstention: the other plugins' victims stand
+                answer, _, vetoes = explained(result)
                 candidates, vote = answer
                 if vote == Vote.ABSTAIN:
                     self._record(slot, point, "abstain")
@@ -305,7 +419,10 @@ class Framework:
         for tier in self._active[point.verb]:
             permitted = False
             for slot in tier:
-                vote, reason, _ = explained(self._call(slot, point, job))
+                result = self._call(slot, point, job)
+                if result is DROPPED:
+                    continue
+                vote, reason, _ = explained(result)
                 if log is not None:
                     log.job_verdict(
                         key, job.Queue, point.verb, slot.name, VOTES.get(vote, str(vote)), reason,
@@ -328,14 +445,17 @@ class Framework:
         """``Session.JobEnqueued``: every plugin, in order."""
         for tier in self._active[point.verb]:
             for slot in tier:
-                self._call(slot, point, job)
-                self._record(slot, point, "called")
+                if self._call(slot, point, job) is not DROPPED:
+                    self._record(slot, point, "called")
 
     def any_true(self, point: ExtensionPoint, queue: QueueInfo) -> bool:
         """``Session.Overused``: OR, the first true wins."""
         for tier in self._active[point.verb]:
             for slot in tier:
-                overused, reason, _ = explained(self._call(slot, point, queue))
+                result = self._call(slot, point, queue)
+                if result is DROPPED:
+                    continue
+                overused, reason, _ = explained(result)
                 if self.log is not None:
                     self.log.queue_verdict(
                         queue.Name, slot.name, "overused" if overused else "ok", reason,
@@ -352,7 +472,10 @@ class Framework:
         """``Session.JobReady``: AND, the first false wins; true when nobody objects."""
         for tier in self._active[point.verb]:
             for slot in tier:
-                ready, reason, _ = explained(self._call(slot, point, job))
+                result = self._call(slot, point, job)
+                if result is DROPPED:
+                    continue
+                ready, reason, _ = explained(result)
                 if self.log is not None:
                     self.log.job_verdict(
                         f"{job.Namespace}/{job.Name}", job.Queue, point.verb, slot.name,
@@ -371,6 +494,8 @@ class Framework:
         for tier in self._active[point.verb]:
             for slot in tier:
                 message = self._call(slot, point, task)
+                if message is DROPPED:
+                    continue
                 if message:
                     self._record(slot, point, "error")
                     first = first or message

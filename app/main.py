@@ -33,6 +33,7 @@ from app.extender import Extender
 from app.logs import request_id
 from app.metrics import Metrics
 from app.openapi import components, verb_paths
+from app.plugin_faults import PluginFaults
 from app.record import Recorder, RecordingExtender
 from app.routes import debug, health, metrics
 from app.routes.verbs import verb_routes
@@ -164,8 +165,9 @@ def create_app(
         if config.explainEvents
         else None
     )
+    faults = PluginFaults(metrics_, clock)
     sessions = SessionManager(
-        config, metrics_, backgrounds, clock=clock, record=record, events=events
+        config, metrics_, backgrounds, clock=clock, record=record, events=events, faults=faults
     )
     extender = Extender(config, sessions, metrics_)
 
@@ -173,8 +175,9 @@ def create_app(
         """Answer from ``new`` from now on: called between sessions only."""
         previous = extender.sessions
         sessions = SessionManager(
-            new, metrics_, new_backgrounds, clock=clock, record=record, events=events
-        )
+            new, metrics_, new_backgrounds, clock=clock, record=record, events=events,
+            faults=faults,
+        )  # fmt: skip
         sessions.set_release(previous.release)  # an inferred release (auto) carries over
         previous.close()
         extender.reconfigure(new, sessions)
@@ -253,6 +256,7 @@ def create_app(
     app.state.extender = extender
     app.state.record = record
     app.state.events = events
+    app.state.faults = faults
     app.state.config_watch = watch
     publish(config, sessions, backgrounds)
     answers = extender if recorder is None else RecordingExtender(extender, recorder)

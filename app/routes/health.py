@@ -47,5 +47,7 @@ async def readyz(request: Request) -> Response:
         "snapshot": state.snapshot.describe(),
         "releaseMismatch": dict(state.extender.release_watch.evidence),
         "config": state.config_watch.describe(),
+        # A plugin's faults never make the pod unready: its onError decides what they cost.
+        "pluginErrors": state.faults.describe(),
     }
     return json_response(body, status_code=200 if ready else 503)

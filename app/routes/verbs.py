@@ -108,7 +108,8 @@ class VerbEndpoint:
             log = logger.warning if exc.status == 413 else logger.info
             log("refused %s request: %s", self.verb, exc)
         elif isinstance(exc, PluginFailure):
-            logger.error("%s", exc, exc_info=exc.cause)
+            if not exc.logged:  # a hook's fault is logged, rate-limited, where it happened
+                logger.error("%s", exc, exc_info=exc.cause)
         else:
             logger.error("%s failed: %s", self.verb, exc)
         await send_json(

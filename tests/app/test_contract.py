@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 import pytest
 
-from app.contract import CHECKS, DECLARED, EXPECTED, check_answer, compile_form
+from app.contract import COMPILED, DECLARED, EXPECTED, check_answer, compile_form
 from app.errors import PluginFailure
 from plugins.api.arguments import Arguments
 from plugins.api.base import FitError, Plugin, Vote
@@ -150,7 +150,7 @@ def test_a_long_answer_is_shortened() -> None:
 
 def test_every_row_of_the_extension_point_table_has_a_check() -> None:
     """Derived from the table and Plugin's annotations, not a parallel list."""
-    assert set(CHECKS) == set(DECLARED) == {point.hook for point in EXTENSION_POINTS}
+    assert set(COMPILED) == set(DECLARED) == {point.hook for point in EXTENSION_POINTS}
 
 
 def test_an_annotation_it_cannot_check_is_refused() -> None:
