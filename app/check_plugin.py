@@ -5,9 +5,9 @@ report what Caldera would have to refuse at run time.
 A problem is a hook that raised, an answer outside the hook's declared type (the contract the
 framework checks, :func:`app.contract.check_answer`), victims that are not elements of the
 evictees given, a score that is not finite, and a hook whose 99th-percentile time exceeds the
-plugin's time budget. The plugin is built as the server builds it, from its entry in the
-configuration (its arguments and flags; with no ``--config``, a configuration of that plugin
-alone), once per session: a session on each captured snapshot, on a generated one and on an
+plugin's time budget (its entry's ``timeBudget``). The plugin is built as the server builds
+it, from its entry in the configuration (its arguments and flags; with no ``--config``, a
+configuration of that plugin alone), once per session: a session on each captured snapshot, on a generated one and on an
 empty one, each opened with ``on_session_open`` and closed with ``on_session_close`` as a
 scheduling cycle would.
 
@@ -36,6 +36,7 @@ from app.config import (
     unknown_plugin,
 )
 from app.contract import check_answer
+from app.plugin_faults import DEFAULT_TIME_BUDGET
 from plugins.api import registry, testing
 from plugins.api.base import Plugin, Session, implemented_hooks
 from plugins.api.extension_points import BY_HOOK
@@ -53,8 +54,6 @@ from schemas.requests import (
 )
 
 EXIT_PROBLEMS = 1
-DEFAULT_BUDGET_SECONDS = 0.1
-"""A hook's p99 time budget when the configuration gives none: 100 ms."""
 BACKGROUND_SECONDS = 5.0
 """How long a background data source (pdb's budgets) is waited for."""
 CALLS_PER_HOOK = 200
@@ -318,15 +317,17 @@ def _call(report: Report, plugin: Plugin, hook: str, call: Call) -> None:
     _checked(report, hook, call, result)
 
 
-def check(
-    entry: PluginEntry, config: CalderaConfig, budget_seconds: float = DEFAULT_BUDGET_SECONDS
-) -> Report:
-    """Drive ``entry``'s plugin through every scenario; the report of what it did."""
+def check(entry: PluginEntry, config: CalderaConfig, budget_seconds: float | None = None) -> Report:
+    """Drive ``entry``'s plugin through every scenario; the report of what it did. The p99 of
+    each hook is held to ``budget_seconds``, by default the entry's ``timeBudget`` (as the
+    framework holds each call)."""
     from app.config_watch import build_backgrounds
 
     backgrounds, _ = build_backgrounds(config)
     background = backgrounds.get((entry.tier, entry.index))
     hooks = tuple(sorted(implemented_hooks(entry.cls)))
+    if budget_seconds is None:
+        budget_seconds = entry.option.timeBudget or DEFAULT_TIME_BUDGET
     report = Report(entry.name, hooks, budget_seconds)
     if background is not None and testing.load_backgrounds([background], BACKGROUND_SECONDS):
         report.notes.append(

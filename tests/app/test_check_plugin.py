@@ -5,6 +5,7 @@ a well-behaved plugin exits 0; a name or configuration it cannot check exits 2."
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -210,13 +211,20 @@ def test_a_problem_names_the_input_that_showed_it(capsys: pytest.CaptureFixture[
     assert "first on captured: Volcano 1.14 predicate body" in out, out
 
 
-def test_a_hook_over_its_budget_is_a_problem() -> None:
-    config, entry = entry_of(Slow.name, None)
-    over = check(entry, config, budget_seconds=0.001)
-    [problem] = over.problems.values()
-    assert (problem.hook, problem.kind) == ("overused", "over budget")
-    assert problem.message.startswith("p99 ") and "over the budget of 1 ms" in problem.message
-    assert check(entry, config, budget_seconds=1.0).clean
+def test_a_hook_over_its_entrys_time_budget_is_a_problem(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "caldera.yaml"
+    path.write_text(f"tiers: [{{plugins: [{{name: {Slow.name}, timeBudget: 1ms}}]}}]\n")
+    code, out, _ = run(capsys, Slow.name, "--config", str(path))
+    assert code == 1, out
+    assert "(budget 1 ms)  1 over budget" in out
+    assert re.search(
+        r"  overused: p99 \d+\.\d ms over the budget of 1 ms\n    first on 800 calls", out
+    )
+    config, entry = entry_of(Slow.name, None)  # the default budget, 100 ms
+    report = check(entry, config)
+    assert report.clean and report.budget_seconds == 0.1
 
 
 def test_the_configuration_gives_the_arguments(tmp_path: Path) -> None:
