@@ -10,9 +10,12 @@ import re
 import shlex
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
+
+from plugins.api import testing
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "plugin-author-guide.md"
@@ -110,6 +113,13 @@ def test_the_example_package_installed_from_wheels_passes_its_checks(tmp_path: P
         )
         assert result.returncode == 0, f"{line}\n{result.stdout}\n{result.stderr}"
         outputs[line] = result.stdout
+    [wheel] = (package / "wheels").glob("caldera_volcano-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = set(archive.namelist())
+    assert {"app/py.typed", "plugins/py.typed", "schemas/py.typed"} <= shipped
+    for release in testing.CAPTURED_RELEASES:
+        for verb in testing.captured_verbs(release):
+            assert f"plugins/api/captured/volcano-{release}/{verb}.request.json" in shipped
     venv = package / "venv"
     installed = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import plugins, caldera_gpu_model; "
@@ -136,7 +146,7 @@ def test_the_protective_plugin_spares_what_it_cannot_read_and_passes_check_plugi
     """ "A protective plugin fails safe by failing": its example spares annotated pods and pods
     it cannot read, names them, and is clean under check-plugin."""
     from app.check_plugin import check, entry_of
-    from plugins.api import Arguments, Plugin, Vote, answer_of, registry, testing
+    from plugins.api import Arguments, Plugin, Vote, answer_of, registry
     from plugins.api.reasons import Explained
 
     namespace: dict[str, object] = {}
@@ -173,8 +183,6 @@ WITH_MY_PLUGIN = PROD + f"- plugins:\n  - name: {MY_PLUGIN}\n"
 def test_the_guides_replay_commands_run_as_commented(tmp_path: Path) -> None:
     """ "Replay recorded traffic": record with prod.yaml, replay it (exit 0: reproducible),
     replay it with a plugin added (exit 1, the verb it changes named)."""
-    from plugins.api import testing
-
     section = guide()[guide().index("### Replay recorded traffic") :]
     listed = re.search(r"```sh\n(.*?)```", section, re.S)
     assert listed, "the guide lost its replay commands"
