@@ -78,6 +78,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CAPTURED",
     "CAPTURED_RELEASES",
+    "GROUP_ANNOTATION",
+    "T0",
     "Answer",
     "Harness",
     "Server",

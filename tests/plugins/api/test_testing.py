@@ -4,16 +4,15 @@ captured bodies shipped in the package, bodies as Go writes them, the in-process
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import msgspec
 import pytest
 
-from plugins.api import answer_of, testing
-from plugins.api.arguments import Arguments
-from plugins.api.base import Vote
+from plugins.api import testing
 from plugins.conformance import ConformancePlugin
-from plugins.sla import SlaPlugin
 from schemas.api import TaskStatus
 from schemas.requests import OnSessionOpenRequest, PredicateRequest
 
@@ -52,10 +51,17 @@ def test_session_holds_the_snapshot_and_a_fixed_clock() -> None:
     assert ssn.total_resource.MilliCPU == 8000
 
 
-def test_a_unit_test_as_the_guide_writes_it() -> None:
-    plugin = SlaPlugin(Arguments({"sla-waiting-time": "1h"}, plugin="sla"))
-    plugin.on_session_open(testing.session(now=testing.T0))
-    assert answer_of(plugin.job_enqueueable(testing.job(created=testing.T0))) == Vote.ABSTAIN
+def test_the_guides_unit_test_runs_and_passes() -> None:
+    """docs/plugin-author-guide.md, "Unit tests": its example, run."""
+    guide = (Path(__file__).resolve().parents[3] / "docs" / "plugin-author-guide.md").read_text()
+    match = re.search(r"<!-- unit-test-example -->\n```python\n(.*?)```", guide, re.S)
+    assert match, "the guide lost its unit test"
+    namespace: dict[str, object] = {}
+    exec(compile(match.group(1), "plugin-author-guide.md", "exec"), namespace)
+    tests = [f for name, f in namespace.items() if name.startswith("test_") and callable(f)]
+    assert len(tests) == 1
+    for test in tests:
+        test()
 
 
 @pytest.mark.parametrize("release", testing.CAPTURED_RELEASES)
