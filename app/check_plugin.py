@@ -58,8 +58,6 @@ BACKGROUND_SECONDS = 5.0
 """How long a background data source (pdb's budgets) is waited for."""
 CALLS_PER_HOOK = 200
 """Calls per hook and session at least, cycling through its inputs: enough for a p99."""
-SHOWN_PER_PROBLEM = 1
-"""Inputs named per distinct problem (the rest are counted)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,9 @@ from plugins.api.testing import Harness, captured_body, job, node, session, task
 - **The server** (the pytest fixture ``caldera_serve``, ``plugins/api/pytest_plugin.py``): a
   real ``caldera serve`` process with the plugins installed in the test's environment.
 
-The kit only builds values and reads files; :class:`Harness` imports Caldera's server code
-(``app``) when it is built, so importing this module stays as light as ``plugins.api``.
+:class:`Harness` imports Caldera's server code (``app``) only when one is built, and
+:func:`serve` runs the installed ``caldera`` command, so importing this module costs no more
+than ``plugins.api`` and the standard library.
 """
 
 from __future__ import annotations
