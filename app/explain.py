@@ -31,6 +31,7 @@ from datetime import datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from app.decisions import Outcome
 from plugins.api.base import FitError
 from plugins.api.reasons import Reason
 from schemas.api import TaskInfo
@@ -50,12 +51,14 @@ TASKS_SHOWN = 10
 class Verdict:
     verb: str
     plugin: str
-    answer: str
+    answer: Outcome
     reason: Reason | None
     at: datetime
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"verb": self.verb, "plugin": self.plugin, "answer": self.answer}
+        out: dict[str, Any] = {
+            "verb": self.verb, "plugin": self.plugin, "answer": Outcome(self.answer).said
+        }  # fmt: skip
         if self.reason is not None:
             out["code"] = self.reason.code
             out["message"] = self.reason.message
@@ -133,7 +136,8 @@ class SessionLog:
         return False
 
     def job_verdict(
-        self, job: str, queue: str, verb: str, plugin: str, answer: str, reason: Reason | None,
+        self, job: str, queue: str, verb: str, plugin: str, answer: Outcome,
+        reason: Reason | None,
         at: datetime,
     ) -> None:  # fmt: skip
         verdicts = self.jobs.get(job)
@@ -145,7 +149,7 @@ class SessionLog:
         verdicts[(verb, plugin)] = Verdict(verb, plugin, answer, reason, at)
 
     def queue_verdict(
-        self, queue: str, plugin: str, answer: str, reason: Reason | None, at: datetime
+        self, queue: str, plugin: str, answer: Outcome, reason: Reason | None, at: datetime
     ) -> None:
         verdicts = self.queues.get(queue)
         if verdicts is None:
@@ -343,13 +347,17 @@ Spared = list[tuple[str, str, str, Reason, datetime]]
 
 
 def _holds_back(verdict: Verdict) -> bool:
-    return verdict.answer in ("reject", "not ready", "overused")
+    return Outcome(verdict.answer).holds_back
+
+
+SAYS = {Outcome.REJECT: "rejects", Outcome.NOT_READY: "holds back",
+        Outcome.OVERUSED: "finds overused"}  # fmt: skip
 
 
 def _line(verdict: Verdict, subject: str) -> str:
-    says = {"reject": "rejects", "not ready": "holds back", "overused": "finds overused"}
+    says = SAYS.get(verdict.answer, Outcome(verdict.answer).said)
     why = f": {verdict.reason.message}" if verdict.reason is not None else ""
-    return f"{verdict.plugin} {says.get(verdict.answer, verdict.answer)} {subject} ({verdict.verb}){why}"
+    return f"{verdict.plugin} {says} {subject} ({verdict.verb}){why}"
 
 
 class DecisionRecord:
