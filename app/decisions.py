@@ -48,6 +48,10 @@ class Outcome(enum.StrEnum):
     NOT_READY = "not_ready"
     ERROR = "error"
 
+    # Hashed as the string it is (Enum hashes its name in Python): an outcome is part of a
+    # metrics key on every plugin answer, and equal to its label as a dict key.
+    __hash__ = str.__hash__
+
     @property
     def said(self) -> str:
         """The word ``GET /debug/explain`` has always shown for it."""
