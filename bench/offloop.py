@@ -46,18 +46,19 @@ def _loop_factory() -> type[asyncio.AbstractEventLoop] | None:
     return uvloop.Loop  # type: ignore[no-any-return]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--calls", type=int, default=20_000)
     ap.add_argument("--work-us", type=float, default=20.0)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         inline, handed = runner.run(_measure(a.calls, a.work_us))
     print(
         f"work {a.work_us:g} µs: in place {inline * 1e6:.1f} µs, handed to a worker thread"
         f" {handed * 1e6:.1f} µs (+{(handed - inline) * 1e6:.1f} µs a verb)"
     )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
