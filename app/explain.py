@@ -31,6 +31,7 @@ from datetime import datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from app.decisions import Outcome
 from plugins.api.base import FitError
 from plugins.api.reasons import Reason
 from schemas.api import TaskInfo
@@ -50,12 +51,14 @@ TASKS_SHOWN = 10
 class Verdict:
     verb: str
     plugin: str
-    answer: str
+    answer: Outcome
     reason: Reason | None
     at: datetime
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"verb": self.verb, "plugin": self.plugin, "answer": self.answer}
+        out: dict[str, Any] = {
+            "verb": self.verb, "plugin": self.plugin, "answer": Outcome(self.answer).said
+        }  # fmt: skip
         if self.reason is not None:
             out["code"] = self.reason.code
             out["message"] = self.reason.message
@@ -120,6 +123,9 @@ class SessionLog:
         self.job_tasks: dict[str, list[str]] = {}
         self.names: dict[str, str] = {}
         """Evictee UID → namespace/pod, for every UID a plugin vetoed."""
+        self.job_faults: dict[str, dict[tuple[str, str], Fault]] = {}
+        self.queue_faults: dict[str, dict[tuple[str, str], Fault]] = {}
+        """Per job or queue, (verb, plugin) → the latest fault of that plugin about it."""
 
     def _room(self) -> bool:
         """Take one entry, if any is left."""
@@ -130,7 +136,8 @@ class SessionLog:
         return False
 
     def job_verdict(
-        self, job: str, queue: str, verb: str, plugin: str, answer: str, reason: Reason | None,
+        self, job: str, queue: str, verb: str, plugin: str, answer: Outcome,
+        reason: Reason | None,
         at: datetime,
     ) -> None:  # fmt: skip
         verdicts = self.jobs.get(job)
@@ -142,7 +149,7 @@ class SessionLog:
         verdicts[(verb, plugin)] = Verdict(verb, plugin, answer, reason, at)
 
     def queue_verdict(
-        self, queue: str, plugin: str, answer: str, reason: Reason | None, at: datetime
+        self, queue: str, plugin: str, answer: Outcome, reason: Reason | None, at: datetime
     ) -> None:
         verdicts = self.queues.get(queue)
         if verdicts is None:
@@ -152,12 +159,23 @@ class SessionLog:
         verdicts[plugin] = Verdict("queueOverused", plugin, answer, reason, at)
 
     def job_fault(self, job: str, queue: str, fault: Fault) -> None:
-        """A plugin's fault answering about ``job``: a verdict of its own, "failed"."""
-        self.job_verdict(job, queue, fault.verb, fault.plugin, FAILED, _fault_reason(fault),
-                         fault.at)  # fmt: skip
+        """A plugin's fault answering about ``job`` (kept beside its verdicts: a fault whose
+        answer was used is followed by that verdict)."""
+        faults = self.job_faults.get(job)
+        if faults is None:
+            if job not in self.jobs and not self._room():
+                return
+            faults = self.job_faults[job] = {}
+            self.job_queue.setdefault(job, queue)
+        faults[(fault.verb, fault.plugin)] = fault
 
     def queue_fault(self, queue: str, fault: Fault) -> None:
-        self.queue_verdict(queue, fault.plugin, FAILED, _fault_reason(fault), fault.at)
+        faults = self.queue_faults.get(queue)
+        if faults is None:
+            if queue not in self.queues and not self._room():
+                return
+            faults = self.queue_faults[queue] = {}
+        faults[(fault.verb, fault.plugin)] = fault
 
     def task_fault(self, task: TaskInfo, fault: Fault) -> None:
         trace = self._task(task)
@@ -328,24 +346,18 @@ Spared = list[tuple[str, str, str, Reason, datetime]]
 """(verb, plugin, evictor, reason, at) of the eviction answers that spared a task."""
 
 
-FAILED = "failed"
-"""A verdict's answer when the plugin's hook failed (its reason says how and what followed)."""
-
-
-def _fault_reason(fault: Fault) -> Reason:
-    return Reason(str(fault.kind), fault.line())
-
-
 def _holds_back(verdict: Verdict) -> bool:
-    return verdict.answer in ("reject", "not ready", "overused", FAILED)
+    return Outcome(verdict.answer).holds_back
+
+
+SAYS = {Outcome.REJECT: "rejects", Outcome.NOT_READY: "holds back",
+        Outcome.OVERUSED: "finds overused"}  # fmt: skip
 
 
 def _line(verdict: Verdict, subject: str) -> str:
-    if verdict.answer == FAILED and verdict.reason is not None:
-        return f"{verdict.reason.message} (asked about {subject})"
-    says = {"reject": "rejects", "not ready": "holds back", "overused": "finds overused"}
+    says = SAYS.get(verdict.answer, Outcome(verdict.answer).said)
     why = f": {verdict.reason.message}" if verdict.reason is not None else ""
-    return f"{verdict.plugin} {says.get(verdict.answer, verdict.answer)} {subject} ({verdict.verb}){why}"
+    return f"{verdict.plugin} {says} {subject} ({verdict.verb}){why}"
 
 
 class DecisionRecord:
@@ -384,7 +396,9 @@ class DecisionRecord:
     def _resolve_job(self, key: str) -> str | None:
         """``key`` as a PodGroup, or the vcjob of that name, whose PodGroup Volcano names
         ``<job>-<uid>``."""
-        if self._newest(lambda log: key in log.jobs or key in log.job_tasks):
+        if self._newest(
+            lambda log: key in log.jobs or key in log.job_tasks or key in log.job_faults
+        ):
             return key
         pattern = re.compile(re.escape(key) + r"-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$")
         for log in reversed(self.logs):
@@ -397,7 +411,9 @@ class DecisionRecord:
         job = self._resolve_job(key)
         if job is None:
             return None
-        log = self._newest(lambda log: job in log.jobs or job in log.job_tasks)
+        log = self._newest(
+            lambda log: job in log.jobs or job in log.job_tasks or job in log.job_faults
+        )
         assert log is not None
         verdicts = sorted(log.jobs.get(job, {}).values(), key=lambda v: not _holds_back(v))
         queue = log.job_queue.get(job, "")
@@ -406,7 +422,13 @@ class DecisionRecord:
         )
         tasks = [(k, log.tasks[k]) for k in log.job_tasks.get(job, [])]
         tasks.sort(key=lambda kt: len(kt[1].nodes) - len(kt[1].failed) > 0 or not kt[1].nodes)
-        summary = [_line(v, f"job {job}") for v in verdicts if _holds_back(v)]
+        faults = [*log.job_faults.get(job, {}).values(), *log.queue_faults.get(queue, {}).values()]
+        summary = [
+            f"{f.line()} (asked about job {job})" for f in log.job_faults.get(job, {}).values()
+        ]
+        summary += [f"{f.line()} (asked about queue {queue})"
+                    for f in log.queue_faults.get(queue, {}).values()]  # fmt: skip
+        summary += [_line(v, f"job {job}") for v in verdicts if _holds_back(v)]
         summary += [_line(v, f"queue {queue}") for v in queue_verdicts if _holds_back(v)]
         for k, trace in tasks:
             if trace.nodes and len(trace.failed) == len(trace.nodes):
@@ -420,6 +442,8 @@ class DecisionRecord:
             "summary": summary,
             "verdicts": [v.describe() for v in verdicts],
         }
+        if faults:
+            out["faults"] = [{"plugin": f.plugin, **f.describe()} for f in faults]
         if queue:
             out["queue"] = queue
             out["queueVerdicts"] = [v.describe() for v in queue_verdicts]

@@ -37,6 +37,7 @@ from app.plugin_faults import PluginFaults
 from app.record import Recorder, RecordingExtender
 from app.routes import debug, health, metrics
 from app.routes.verbs import verb_routes
+from app.runtime import Runtime, Serving
 from app.session import SessionManager
 from app.snapshot_health import SnapshotHealth
 from plugins.api.base import Background, utc_now
@@ -185,12 +186,11 @@ def create_app(
 
     def publish(config: CalderaConfig, sessions: SessionManager, backgrounds: Backgrounds) -> None:
         """What the operator endpoints read (/readyz, /metrics, /debug/session)."""
+        runtime.publish(config, sessions, backgrounds)
+        # The same under app.state's old names, for code that still reads them there.
         app.state.config = config
         app.state.sessions = sessions
-        app.state.backgrounds = {
-            f"tiers[{t}].plugins[{i}]:{config.tiers[t].plugins[i].name}": bg
-            for (t, i), bg in backgrounds.items()
-        }
+        app.state.backgrounds = runtime.backgrounds
         metrics_.snapshot_expected.set(1 if extender.snapshot_bound else 0)
 
     watch = ConfigWatch(
@@ -252,16 +252,22 @@ def create_app(
         lifespan=lifespan,
         redoc_url=None,
     )
+    snapshot = SnapshotHealth(clock, metrics_.snapshot_taken.set)
+    runtime = Runtime(
+        metrics_, extender, record, events, faults, snapshot, watch,
+        Serving(config, sessions, {}),
+    )  # fmt: skip
+    app.state.runtime = runtime  # what the operator routes read (app/runtime.py)
     app.state.metrics = metrics_
     app.state.extender = extender
     app.state.record = record
     app.state.events = events
     app.state.faults = faults
     app.state.config_watch = watch
+    app.state.snapshot = snapshot
     publish(config, sessions, backgrounds)
     answers = extender if recorder is None else RecordingExtender(extender, recorder)
-    app.state.snapshot = SnapshotHealth(clock, metrics_.snapshot_taken.set)
-    routes = verb_routes(answers, metrics_, config.body_limit, body_timeout, app.state.snapshot)
+    routes = verb_routes(answers, metrics_, config.body_limit, body_timeout, snapshot)
     app.router.routes.extend(routes)
     app.verb_endpoints = {route.path: route.app for route in routes}
     app.include_router(health.router)

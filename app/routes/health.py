@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request, Response
 
 from app import __version__
 from app.routes.json import json_response
+from app.runtime import runtime_of
 
 router = APIRouter(tags=["operations"])
 
@@ -31,18 +32,19 @@ async def healthz() -> Response:
     },
 )
 async def readyz(request: Request) -> Response:
-    state = request.app.state
+    state = runtime_of(request)
+    served = state.served
     backgrounds: dict[str, Any] = {}
-    ready = state.sessions is not None and state.snapshot.ready
-    for key, background in state.backgrounds.items():
+    ready = state.snapshot.ready
+    for key, background in served.backgrounds.items():
         ok = background.ready()
         backgrounds[key] = {"ready": ok, **background.describe()}
         ready = ready and ok
     body = {
         "status": "ready" if ready else "not ready",
         "version": __version__,
-        "volcanoVersion": state.sessions.release.name,
-        "plugins": [option.name for option in state.config.plugin_options()],
+        "volcanoVersion": served.sessions.release.name,
+        "plugins": [option.name for option in served.config.plugin_options()],
         "backgrounds": backgrounds,
         "snapshot": state.snapshot.describe(),
         "releaseMismatch": dict(state.extender.release_watch.evidence),

@@ -182,12 +182,16 @@ def test_the_decision_record_says_the_answer_was_dropped() -> None:
     fw.all_true(BY_VERB["jobReady"], JOB)
     fw.first_failure(BY_VERB["predicate"], task("t", Job="ns/j"), NODE)
     assert fw.log is not None
-    verdict = fw.log.jobs["ns/j"][("jobReady", "broken")]
-    assert verdict.answer == "failed"
-    assert verdict.reason is not None and verdict.reason.message == (
+    assert ("jobReady", "broken") not in fw.log.jobs["ns/j"]  # no verdict: its answer is gone
+    record = DecisionRecord()
+    record.logs.append(fw.log)
+    explained = record.explain_job("ns/j")
+    assert explained is not None
+    assert explained["summary"][0] == (
         "plugin broken failed in jobReady (raised: RuntimeError: job_ready broke):"
-        " its answer was dropped (onError: abstain)"
+        " its answer was dropped (onError: abstain) (asked about job ns/j)"
     )
+    assert explained["faults"][0]["plugin"] == "broken"
     fault = fw.log.tasks["default/t"].faults[("predicate", "broken")]
     assert fault.kind is FaultKind.RAISED and fault.dropped
 

@@ -69,6 +69,7 @@ async def start_caldera(
     extra_env: dict[str, str] | None = None,
     command_prefix: list[str] | None = None,
     tls: ssl.SSLContext | None = None,
+    extra_args: list[str] | None = None,
 ) -> CalderaProcess:
     """``command_prefix`` replaces the ``caldera`` script (tests/service/fault_server.py);
     ``tls`` is the client context for a server serving https (its certificate set in
@@ -77,6 +78,7 @@ async def start_caldera(
     command = [
         *(command_prefix or caldera_command()),
         *("serve", "--port", str(port), "--host", "127.0.0.1"),
+        *(extra_args or []),
     ]
     if config_text is not None:
         config_path = workdir / f"caldera-{port}.yaml"
