@@ -51,6 +51,8 @@ from plugins.api.release import Release
 from schemas.api import (
     JobInfo,
     NodeInfo,
+    NodePhase,
+    NodeState,
     PodGroup,
     PodGroupSpec,
     PodGroupStatus,
@@ -144,15 +146,6 @@ def _captured_directory(release: str) -> Path:
 # --- builders ----------------------------------------------------------------------------
 
 
-def _resources(cpu: str | None, memory: str | None, more: ResourceList | None) -> ResourceList:
-    listed = dict(more or {})
-    if cpu is not None:
-        listed["cpu"] = cpu
-    if memory is not None:
-        listed["memory"] = memory
-    return listed
-
-
 def task(
     name: str = "task-1",
     *,
@@ -224,6 +217,7 @@ def node(
         "Node": Node(
             metadata=ObjectMeta(name=name, labels=dict(labels or {}), creationTimestamp=T0)
         ),
+        "State": NodeState(Phase=int(NodePhase.Ready)),
         "Allocatable": allocatable,
         "Capacity": Resource(MilliCPU=milli_cpu, Memory=memory),
         "Used": Resource(MilliCPU=used_cpu, Memory=used_memory),

@@ -13,7 +13,7 @@ import pytest
 
 from plugins.api import testing
 from plugins.conformance import ConformancePlugin
-from schemas.api import TaskStatus
+from schemas.api import NodePhase, TaskStatus
 from schemas.requests import OnSessionOpenRequest, PredicateRequest
 
 
@@ -25,6 +25,8 @@ def test_node_tasks_are_given_as_task_infos() -> None:
     assert node.Tasks == {"default/a": running}
     assert node.Idle is not None and node.Idle.MilliCPU == 8000 - 1500
     assert testing.node().Tasks == {}
+    ready = testing.node().State
+    assert ready is not None and ready.Phase == NodePhase.Ready
 
 
 def test_builders_fill_what_a_volcano_body_carries() -> None:
