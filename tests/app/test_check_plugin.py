@@ -300,3 +300,38 @@ def test_an_unknown_plugin_says_plugins_are_discovered_at_start(
 ) -> None:
     _, _, err = run(capsys, "installed-later")
     assert "plugins are discovered when caldera starts: restart it after installing one" in err
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        name
+        for name in registry.names()
+        if not name.startswith("test-")
+        and (cls := registry.get(name)) is not None
+        # pdb's data source is a cluster (or a file it must be given): checked with one below
+        and cls.create_background.__func__ is Plugin.create_background.__func__  # type: ignore[attr-defined]
+    ],
+)
+def test_every_built_in_plugin_passes(name: str) -> None:
+    """No false alarm on the plugins Caldera ships: captured and generated inputs alike."""
+    config, entry = entry_of(name, None)
+    report = check(entry, config)
+    assert report.clean, [vars(problem) for problem in report.problems.values()]
+
+
+def test_pdb_with_its_budgets_from_a_file_passes(tmp_path: Path) -> None:
+    budgets = tmp_path / "pdbs.yaml"
+    budgets.write_text(
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "- metadata: {name: keep-one, namespace: default}\n"
+        "  spec: {minAvailable: 1, selector: {matchLabels: {app: x}}}\n"
+        "  status: {disruptionsAllowed: 0}\n"
+    )
+    path = tmp_path / "caldera.yaml"
+    path.write_text(
+        "tiers: [{plugins: [{name: pdb, arguments: {source: file, file: " + str(budgets) + "}}]}]\n"
+    )
+    config, entry = entry_of("pdb", str(path))
+    report = check(entry, config)
+    assert report.clean and not report.notes, (report.problems, report.notes)
