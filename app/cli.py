@@ -1,4 +1,5 @@
-"""The ``caldera`` command: serve, check-config, volcano-config, openapi."""
+"""The ``caldera`` command: serve, check-config, volcano-config, replay, explain, check-plugin,
+openapi."""
 
 from __future__ import annotations
 
@@ -522,6 +523,24 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check_plugin(args: argparse.Namespace) -> int:
+    from app.check_plugin import EXIT_PROBLEMS, check, entry_of, render
+
+    try:
+        config, entry = entry_of(args.name, args.config)
+    except ConfigError as exc:
+        return _fail_config(exc)
+    # The plugin's own warnings and the release watch's would interleave with the report.
+    logging.disable(logging.WARNING)
+    try:
+        report = check(entry, config)
+    finally:
+        logging.disable(logging.NOTSET)
+    for line in render(report):
+        print(line)
+    return 0 if report.clean else EXIT_PROBLEMS
+
+
 def cmd_openapi(args: argparse.Namespace) -> int:
     from app.main import create_app
 
@@ -679,6 +698,20 @@ def parser() -> argparse.ArgumentParser:
     explain.add_argument("--json", action="store_true", help="print the whole answer as JSON")
     _add_setting_options(explain, "host", "port")
     explain.set_defaults(run=cmd_explain)
+
+    check_plugin = sub.add_parser(
+        "check-plugin",
+        help="drive every hook of an installed plugin with captured and generated bodies;"
+        " exit 1 on an exception, a wrong type or a p99 over its time budget",
+    )
+    check_plugin.add_argument("name", help="the plugin's name (as in the tiers)")
+    check_plugin.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a configuration naming the plugin: its first entry's arguments and flags are"
+        " used (default: the plugin alone, with no arguments)",
+    )
+    check_plugin.set_defaults(run=cmd_check_plugin)
 
     openapi = sub.add_parser("openapi", help="print the OpenAPI document")
     openapi.set_defaults(run=cmd_openapi)

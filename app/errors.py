@@ -71,12 +71,17 @@ class BodyTimeout(RequestError):
 
 
 class PluginFailure(CalderaError):
-    """A hosted plugin raised, or answered outside the plugin contract."""
+    """A hosted plugin raised, or answered outside the plugin contract (``kind``: ``raised``,
+    ``wrong_type``, ``over_budget``)."""
 
-    def __init__(self, plugin: str, verb: str, cause: BaseException) -> None:
+    logged = False
+    """Already logged where it happened (app/plugin_faults.py, rate-limited)."""
+
+    def __init__(self, plugin: str, verb: str, cause: BaseException, kind: str = "raised") -> None:
         self.plugin = plugin
         self.verb = verb
         self.cause = cause
+        self.kind = kind
         super().__init__(f"plugin {plugin} failed in {verb}: {type(cause).__name__}: {cause}")
 
     def answer(self, verb: str) -> ErrorResponse:

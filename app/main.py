@@ -39,9 +39,11 @@ from app.features import EVENTS, POLL_SECONDS, RECORD, Features
 from app.logs import request_id
 from app.metrics import Metrics
 from app.openapi import components, verb_paths
+from app.plugin_faults import PluginFaults
 from app.record import Recorder, RecordingExtender
 from app.routes import debug, health, metrics
 from app.routes.verbs import verb_routes
+from app.runtime import Runtime, Serving
 from app.session import SessionManager
 from app.snapshot_health import SnapshotHealth
 from plugins.api.base import Background, utc_now
@@ -202,8 +204,9 @@ def create_app(
     if recorder is not None:
         features.enabled(RECORD)
         recorder.on_failure = functools.partial(features.failed, RECORD)
+    faults = PluginFaults(metrics_, clock)
     sessions = SessionManager(
-        config, metrics_, backgrounds, clock=clock, record=record, events=events
+        config, metrics_, backgrounds, clock=clock, record=record, events=events, faults=faults
     )
     extender = Extender(config, sessions, metrics_)
     session_state = (
@@ -222,8 +225,9 @@ def create_app(
         """Answer from ``new`` from now on: called between sessions only."""
         previous = extender.sessions
         sessions = SessionManager(
-            new, metrics_, new_backgrounds, clock=clock, record=record, events=events
-        )
+            new, metrics_, new_backgrounds, clock=clock, record=record, events=events,
+            faults=faults,
+        )  # fmt: skip
         sessions.set_release(previous.release)  # an inferred release (auto) carries over
         previous.close()
         extender.reconfigure(new, sessions)
@@ -231,12 +235,11 @@ def create_app(
 
     def publish(config: CalderaConfig, sessions: SessionManager, backgrounds: Backgrounds) -> None:
         """What the operator endpoints read (/readyz, /metrics, /debug/session)."""
+        runtime.publish(config, sessions, backgrounds)
+        # The same under app.state's old names, for code that still reads them there.
         app.state.config = config
         app.state.sessions = sessions
-        app.state.backgrounds = {
-            f"tiers[{t}].plugins[{i}]:{config.tiers[t].plugins[i].name}": bg
-            for (t, i), bg in backgrounds.items()
-        }
+        app.state.backgrounds = runtime.backgrounds
         metrics_.snapshot_expected.set(1 if extender.snapshot_bound else 0)
 
     watch = ConfigWatch(
@@ -313,17 +316,24 @@ def create_app(
         lifespan=lifespan,
         redoc_url=None,
     )
+    snapshot = SnapshotHealth(clock, metrics_.snapshot_taken.set)
+    runtime = Runtime(
+        metrics_, extender, record, events, faults, snapshot, watch,
+        Serving(config, sessions, {}), features, session_state,
+    )  # fmt: skip
+    app.state.runtime = runtime  # what the operator routes read (app/runtime.py)
     app.state.metrics = metrics_
     app.state.extender = extender
     app.state.record = record
     app.state.events = events
     app.state.session_state = session_state
-    app.state.config_watch = watch
     app.state.features = features
+    app.state.faults = faults
+    app.state.config_watch = watch
+    app.state.snapshot = snapshot
     publish(config, sessions, backgrounds)
     answers = extender if recorder is None else RecordingExtender(extender, recorder)
-    app.state.snapshot = SnapshotHealth(clock, metrics_.snapshot_taken.set)
-    routes = verb_routes(answers, metrics_, config.body_limit, body_timeout, app.state.snapshot)
+    routes = verb_routes(answers, metrics_, config.body_limit, body_timeout, snapshot)
     app.router.routes.extend(routes)
     app.verb_endpoints = {route.path: route.app for route in routes}
     app.include_router(health.router)

@@ -4,7 +4,8 @@ Everything a test reads lives inside the repository, so a plain clone can run th
 - ``protocol-examples/<dialect>``: the hand-built examples of the protocol reference, per wire
   dialect ("head", "v1.9", "v1.6-v1.7");
 - ``volcano-<release>``: request bodies captured from that Volcano release's own json.Marshal by
-  tests/conformance.
+  tests/conformance, shipped in the package for plugin authors (plugins/api/captured, read
+  through plugins.api.testing): the tests read that one copy.
 """
 
 from __future__ import annotations
@@ -13,16 +14,20 @@ import json
 from pathlib import Path
 from typing import Any
 
+from plugins.api.testing import CAPTURED as SHIPPED
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 EXAMPLES = FIXTURES / "protocol-examples"
+CAPTURED_BODIES = SHIPPED
+"""``volcano-<release>/<verb>.request.json``: the captured bodies, as the wheel ships them."""
 CAPTURED = "volcano-1.15"
 
 
 def example_path(source: str, name: str) -> Path:
     """``source`` is a dialect of the hand-built examples or a captured set ("volcano-1.15")."""
     if source.startswith("volcano-"):
-        return FIXTURES / source / name
+        return CAPTURED_BODIES / source / name
     return EXAMPLES / source / name
 
 

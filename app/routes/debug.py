@@ -6,23 +6,25 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from app.routes.json import json_response
+from app.runtime import runtime_of
 
 router = APIRouter(tags=["operations"])
 
 
 @router.get("/debug/session", summary="The open session: age, snapshot counts, active plugins")
 async def debug_session(request: Request) -> Response:
-    state = request.app.state
-    sessions = state.sessions
+    state = runtime_of(request)
+    served = state.served
+    sessions = served.sessions
     common: dict[str, object] = {"volcanoVersion": sessions.release.name}
-    if state.config.infers_release:
+    if served.config.infers_release:
         common["volcanoVersionInferredFrom"] = (
             state.extender.release_watch.inferred or "nothing yet (no onSessionOpen seen)"
         )
     events = state.events
     if events is not None:
         common["podGroupEvents"] = events.describe()
-    session_state = getattr(state, "session_state", None)
+    session_state = state.session_state
     if session_state is not None:
         common["sessionState"] = session_state.describe()
     current = sessions.current
@@ -68,7 +70,7 @@ async def debug_explain(request: Request) -> Response:
     # with a sentence, not FastAPI's generic 422.
     job = request.query_params.get("job", "")
     task = request.query_params.get("task", "")
-    record = request.app.state.record
+    record = runtime_of(request).record
     if bool(job) == bool(task):
         return _error("give exactly one of job=<namespace>/<name> or task=<namespace>/<pod>", 400)
     key = job or task

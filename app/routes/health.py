@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request, Response
 
 from app import __version__
 from app.routes.json import json_response
+from app.runtime import runtime_of
 
 router = APIRouter(tags=["operations"])
 
@@ -34,15 +35,16 @@ async def healthz() -> Response:
     },
 )
 async def readyz(request: Request) -> Response:
-    state = request.app.state
+    state = runtime_of(request)
+    served = state.served
     backgrounds: dict[str, Any] = {}
-    ready = state.sessions is not None and state.snapshot.ready
+    ready = state.snapshot.ready
     # A data source that has not synced holds readiness back during the start's grace only
     # (the startupProbe then holds vc-scheduler back); after it, it is a degraded feature
     # and the scheduler may start: app/features.py.
     waiting = state.features.in_grace()
-    state.features.check_backgrounds(state.backgrounds)
-    for key, background in state.backgrounds.items():
+    state.features.check_backgrounds(served.backgrounds)
+    for key, background in served.backgrounds.items():
         ok = background.ready()
         backgrounds[key] = {"ready": ok, **background.describe()}
         ready = ready and (ok or not waiting)
@@ -51,12 +53,14 @@ async def readyz(request: Request) -> Response:
     body = {
         "status": status,
         "version": __version__,
-        "volcanoVersion": state.sessions.release.name,
-        "plugins": [option.name for option in state.config.plugin_options()],
+        "volcanoVersion": served.sessions.release.name,
+        "plugins": [option.name for option in served.config.plugin_options()],
         "backgrounds": backgrounds,
         "snapshot": state.snapshot.describe(),
         "releaseMismatch": dict(state.extender.release_watch.evidence),
         "config": state.config_watch.describe(),
         "features": features,
+        # A plugin's faults never make the pod unready: its onError decides what they cost.
+        "pluginErrors": state.faults.describe(),
     }
     return json_response(body, status_code=200 if ready else 503)

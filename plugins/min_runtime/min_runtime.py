@@ -139,7 +139,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from plugins.api.arguments import Arguments, warn_once
 from plugins.api.base import Background, EvictResult, Plugin, Session, Upstream, Vote, utc_now
@@ -386,6 +386,8 @@ RECLAIM = "reclaim"
 @register
 class MinRuntimePlugin(Plugin):
     name: ClassVar[str] = "min-runtime"
+    on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
+    """Its answer protects pods within their minimum runtime from eviction: abstaining would offer them."""
     upstream = Upstream(
         repository="kai-scheduler/KAI-Scheduler",
         files=(

@@ -20,8 +20,9 @@ from app.extender import Extender
 from app.record import INDEX, Recorder, RecordingExtender
 from app.replay import ReplayError, exchanges, render, replay
 from app.session import SessionManager
+from tests.examples import CAPTURED_BODIES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "volcano-1.15"
+FIXTURES = CAPTURED_BODIES / "volcano-1.15"
 CREATED = datetime(2026, 1, 1, tzinfo=UTC)
 SLA = "tiers: [{plugins: [{name: sla}]}]\n"
 

@@ -108,7 +108,7 @@ wait_health() {  # URL
   for _ in $(seq 60); do curl -fsS "$1/healthz" >/dev/null 2>&1 && return 0; sleep 1; done
   return 1
 }
-fixture="$root/tests/fixtures/volcano-1.15/onSessionOpen.request.json"
+fixture="$root/plugins/api/captured/volcano-1.15/onSessionOpen.request.json"
 # A verb posted from inside the container to its loopback verb listener, the body on stdin.
 post_inside() {  # verb exec-prefix...
   local verb=$1; shift

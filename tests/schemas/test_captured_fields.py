@@ -1,6 +1,6 @@
 """A guard on the fields our views rely on: every key a view declares must really appear in the
-bodies Volcano's own json.Marshal produced, for each captured release (tests/fixtures/volcano-1.14
-from v1.14.1, tests/fixtures/volcano-1.15 from v1.15.1). msgspec defaults a missing key silently,
+bodies Volcano's own json.Marshal produced, for each captured release (plugins/api/captured/volcano-1.14
+from v1.14.1, plugins/api/captured/volcano-1.15 from v1.15.1). msgspec defaults a missing key silently,
 so a field renamed upstream would otherwise read as zero."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import pytest
 
 from schemas import api, k8s
 from schemas.requests import EvictRequest, OnSessionOpenRequest
-from tests.examples import FIXTURES
+from tests.examples import CAPTURED_BODIES
 from tests.schemas.test_examples import CAPTURED_RELEASES, REQUEST_TYPES
 from tests.schemas.walk import declared, walk
 
 # One directory per Volcano release whose extender plugin produced the bodies.
-CAPTURED = [FIXTURES / release for release in CAPTURED_RELEASES]
+CAPTURED = [CAPTURED_BODIES / release for release in CAPTURED_RELEASES]
 
 # Keys a view declares on purpose although Volcano 1.14 and 1.15 do not send them: other releases'
 # spellings, and Kubernetes fields that are legitimately absent from minimal objects.

@@ -218,7 +218,10 @@ async def test_a_plugin_failing_once_is_a_500_naming_it_and_the_next_call_is_fin
     again = await exchange(server.url, post("/jobReady", b'{"job": {"UID": "fine"}}'))
     assert again.status == 200 and again.json() == {"status": True}
     metrics = (await server.client.get("/metrics")).text
-    assert 'caldera_plugin_errors_total{plugin="test-fails",verb="jobReady"} 1.0' in metrics
+    assert (
+        'caldera_plugin_errors_total{kind="raised",plugin="test-fails",verb="jobReady"} 1.0'
+        in metrics
+    )
 
 
 async def test_a_caldera_bug_is_a_json_500_and_the_server_carries_on(
