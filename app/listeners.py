@@ -2,13 +2,14 @@
 
 Caldera trusts whoever reaches the verbs (README, "Security"), so a sidecar serves them on
 ``127.0.0.1``, where only the scheduler's pod can reach them. The kubelet's probes and
-Prometheus reach the pod IP, so ``/healthz``, ``/readyz`` and ``/metrics`` get a listener of
-their own (``--health-host``/``--health-port``, default host ``0.0.0.0``) that serves nothing else
-— the pattern of kube-scheduler's separate metrics port and of HAMi's extender. Both run in one
+Prometheus reach the pod IP, so ``/livez``, ``/healthz``, ``/readyz`` and ``/metrics`` get a
+listener of their own (``--health-host``/``--health-port``, default host ``0.0.0.0``) that
+serves nothing else — the pattern of kube-scheduler's separate metrics port and of HAMi's
+extender. Both run in one
 process on one event loop and share the app (its sessions, metrics and plugin backgrounds); the
 second runs no lifespan, so the backgrounds start once.
 
-The verb listener keeps serving the three operator endpoints too, so ``curl`` on the sidecar's
+The verb listener keeps serving the operator endpoints too, so ``curl`` on the sidecar's
 loopback still shows everything.
 """
 
@@ -27,7 +28,7 @@ from schemas.responses import ErrorResponse
 
 logger = logging.getLogger("caldera")
 
-HEALTH_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+HEALTH_PATHS = frozenset({"/livez", "/healthz", "/readyz", "/metrics"})
 """What the health listener serves: the kubelet's probes and Prometheus' scrape."""
 
 

@@ -200,6 +200,7 @@ def create_app(
         clock=clock,
     )
     extender.at_session_boundary = watch.at_session_boundary
+    metrics_.set_build_info("auto" if config.infers_release else config.release.name)
     metrics_.config_info.labels(origin.source, origin.sha256).set(1)
     metrics_.config_loaded.set(time.time())
 
