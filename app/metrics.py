@@ -19,7 +19,7 @@ from app.build_info import commit
 # No ``<name>_created`` series beside every counter and histogram: each doubles the series a
 # scrape returns, and the start time they carry is process_start_time_seconds already.
 # Process-wide, as prometheus_client keeps it; set before any metric below is created.
-prometheus_client.disable_created_metrics()
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
 DURATION_BUCKETS = (
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,

@@ -59,7 +59,7 @@ def git_install(commit_id: object) -> str:
 def test_commit(
     monkeypatch: pytest.MonkeyPatch,
     variable: str | None,
-    direct_url: str | None | Exception,
+    direct_url: str | Exception | None,
     expected: str,
 ) -> None:
     if variable is None:
