@@ -188,7 +188,13 @@ def test_sidecar_sits_beside_the_unchanged_scheduler(
     deployment = find(documents, "Deployment", "volcano-scheduler")
     original = find(upstream(variant), "Deployment", "volcano-scheduler")
     scheduler = container(deployment, "volcano-scheduler")
-    assert scheduler == original["spec"]["template"]["spec"]["containers"][0]
+    unchanged = original["spec"]["template"]["spec"]["containers"][0]
+    # The one addition: a name for vc-scheduler's metrics port, for podmonitor.yaml.
+    assert scheduler.pop("ports") == [
+        *unchanged.pop("ports", []),
+        {"name": "vc-metrics", "containerPort": 8080, "protocol": "TCP"},
+    ]
+    assert scheduler == unchanged
     pod = deployment["spec"]["template"]
     names = [c["name"] for c in pod["spec"]["containers"]]
     inits = [c["name"] for c in pod["spec"].get("initContainers", [])]
@@ -217,7 +223,7 @@ def test_caldera_port_probes_and_config_mount(variant: Variant, documents: list[
     [named] = caldera["ports"]
     assert named["containerPort"] == health_port, "only the health listener is a container port"
     served = set(create_app(load_config(None)).openapi()["paths"])
-    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+    for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
         get = caldera[probe]["httpGet"]
         assert get["path"] == path and path in served
         assert get["port"] in (named["name"], health_port)
@@ -387,7 +393,7 @@ def test_caldera_gates_the_scheduler_start_or_is_the_documented_plain_container(
     deployment = find(documents, "Deployment", "volcano-scheduler")
     pod = deployment["spec"]["template"]["spec"]
     caldera = container(deployment, "caldera")
-    assert caldera["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert caldera["livenessProbe"]["httpGet"]["path"] == "/livez"
     assert caldera["readinessProbe"]["httpGet"]["path"] == "/readyz"
     if variant.plain:
         assert caldera in pod["containers"] and not pod.get("initContainers")
