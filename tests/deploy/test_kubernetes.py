@@ -122,6 +122,10 @@ CALDERA_OBJECTS = [
     ("ConfigMap", "caldera-config"),
     ("ClusterRole", "caldera-pdb-reader"),
     ("ClusterRoleBinding", "caldera-pdb-reader"),
+]
+EVENTS = "explain-events"
+"""The opt-in component granting what explainEvents needs (off in the shipped caldera.yaml)."""
+EVENT_OBJECTS = [
     ("ClusterRole", "caldera-event-recorder"),
     ("ClusterRoleBinding", "caldera-event-recorder"),
 ]
@@ -278,19 +282,22 @@ def quantity(text: str) -> float:
 
 
 @pytest.mark.parametrize(
-    ("role", "rules"),
+    ("role", "components", "rules"),
     [
-        pytest.param("caldera-pdb-reader", [{"apiGroups": ["policy"], "resources":
+        pytest.param("caldera-pdb-reader", (), [{"apiGroups": ["policy"], "resources":
                      ["poddisruptionbudgets"], "verbs": ["list", "watch"]}], id="pdb"),
         # explainEvents (app/events.py) creates an Event, then patches its count
-        pytest.param("caldera-event-recorder", [{"apiGroups": [""], "resources": ["events"],
-                     "verbs": ["create", "patch"]}], id="events"),
+        pytest.param("caldera-event-recorder", (EVENTS,), [{"apiGroups": [""], "resources":
+                     ["events"], "verbs": ["create", "patch"]}], id="events"),
     ],
 )  # fmt: skip
 def test_rbac_grants_the_pod_what_caldera_does_and_nothing_more(
-    documents: list[Document], role: str, rules: list[dict[str, list[str]]]
+    variant: Variant, role: str, components: tuple[str, ...], rules: list[dict[str, list[str]]]
 ) -> None:
+    documents = render(variant.overlay, volcano_file, (*variant.components, *components))
     assert find(documents, "ClusterRole", role)["rules"] == rules
+    labels = find(documents, "ClusterRole", role)["metadata"]["labels"]
+    assert labels["app.kubernetes.io/part-of"] == "caldera"
     binding = find(documents, "ClusterRoleBinding", role)
     assert binding["roleRef"]["name"] == role
     pod = find(documents, "Deployment", "volcano-scheduler")["spec"]["template"]["spec"]
@@ -427,3 +434,18 @@ def test_every_release_overlay_names_its_own_manifest() -> None:
     for overlay in OVERLAYS:
         [url] = overlay_urls(overlay)
         assert f"/{overlay.name.removeprefix('volcano-')}/installer/volcano-development.yaml" in url
+
+
+def test_the_events_permission_comes_only_with_its_opt_in_component(
+    variant: Variant, documents: list[Document], tmp_path: Path
+) -> None:
+    """explainEvents is off in the shipped caldera.yaml, so the overlays grant no cluster-wide
+    create on events; ../explain-events adds it for those who turn it on (issue 34)."""
+    rendered = {(d["kind"], d["metadata"]["name"]) for d in documents}
+    assert not rendered & set(EVENT_OBJECTS)
+    assert load_config(str(caldera_config_file(documents, tmp_path))).explainEvents is False
+    opted = render(variant.overlay, volcano_file, (*variant.components, EVENTS))
+    added = {(d["kind"], d["metadata"]["name"]) for d in opted} - rendered
+    assert added == set(EVENT_OBJECTS)
+    guide = (ROOT / "docs" / "operator-guide.md").read_text()
+    assert f"../{EVENTS}" in guide and "explainEvents: true" in guide
