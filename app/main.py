@@ -34,7 +34,7 @@ from app.logs import request_id
 from app.metrics import Metrics
 from app.openapi import components, verb_paths
 from app.record import Recorder, RecordingExtender
-from app.routes import debug, health, metrics
+from app.routes import debug, docs, health, metrics
 from app.routes.verbs import verb_routes
 from app.session import SessionManager
 from app.snapshot_health import SnapshotHealth
@@ -249,6 +249,7 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         redoc_url=None,
+        docs_url=None,  # app/routes/docs.py: the same page, with a note for offline browsers
     )
     app.state.metrics = metrics_
     app.state.extender = extender
@@ -264,6 +265,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(debug.router)
+    app.include_router(docs.router)
     app.add_middleware(RequestIdMiddleware)
 
     @app.exception_handler(StarletteHTTPException)
