@@ -55,10 +55,11 @@ def metric_names(expr: str) -> set[str]:
 def exported_names() -> set[str]:
     names = set()
     for family in Metrics().registry.collect():
+        # no _created series: app/metrics.py turns them off
         if family.type == "counter":
-            names |= {f"{family.name}_total", f"{family.name}_created"}
+            names.add(f"{family.name}_total")
         elif family.type == "histogram":
-            names |= {f"{family.name}_{s}" for s in ("bucket", "sum", "count", "created")}
+            names |= {f"{family.name}_{s}" for s in ("bucket", "sum", "count")}
         else:
             names.add(family.name)
     return names
