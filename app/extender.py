@@ -166,6 +166,8 @@ class Extender:
         with it (the cycle is answered, not refused)."""
         self.session_state: SessionStateComparison | None = None
         """``sessionState: compare``: told of each session's snapshot, allocations and close."""
+        self._sessionless: str | None = None
+        """The verb of the call being answered when no session was open for it."""
         self.snapshot_gc = SnapshotGC()
         self.release_watch = ReleaseWatch(config.release, metrics, infer=config.infers_release)
         # The predicate's neutral answer depends on the release: encode_predicate gives it.
@@ -199,6 +201,7 @@ class Extender:
 
     def handle(self, verb: str, body: Body) -> bytes:
         """Answer ``verb``; raises a :class:`~app.errors.CalderaError` when it cannot."""
+        self._sessionless = None
         release = self.release
         if not release.has_verb(verb):
             self.sessions.set_release(self.release_watch.check_verb(verb))
@@ -206,6 +209,9 @@ class Extender:
             answer = self.shared_reclaimable_path(body)
         else:
             answer = self._handlers[verb](body)
+        if self._sessionless is not None and self.metrics is not None:
+            # Only a call that was answered: a body refused with 400 is no sessionless answer.
+            self.metrics.sessionless.labels(self._sessionless).inc()
         if len(answer) > MAX_RESPONSE_BYTES:
             raise AnswerError(
                 f"the {verb} answer is {len(answer)} bytes; Volcano reads at most"
@@ -218,8 +224,8 @@ class Extender:
         checking only the body's envelope (the answer is then neutral whatever the contents,
         so the body is not built: a 30-pod predicate body costs half as much)."""
         framework, has_session = self.sessions.framework()
-        if not has_session and self.snapshot_bound and self.metrics is not None:
-            self.metrics.sessionless.labels(point.verb).inc()
+        if not has_session and self.snapshot_bound:
+            self._sessionless = point.verb  # counted by handle once the body has decoded
         if framework.answers(point):
             return framework
         _DECODERS[point.envelope](body)

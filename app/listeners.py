@@ -2,8 +2,8 @@
 
 Caldera trusts whoever reaches the verbs (README, "Security"), so a sidecar serves them on
 ``127.0.0.1``, where only the scheduler's pod can reach them. The kubelet's probes and
-Prometheus reach the pod IP, so ``/healthz``, ``/readyz`` and ``/metrics`` get a listener of
-their own (``--health-host``/``--health-port``, default host ``0.0.0.0``) that serves nothing else
+Prometheus reach the pod IP, so ``/livez``, ``/healthz``, ``/readyz`` and ``/metrics`` get a
+listener of their own (``--health-host``/``--health-port``, default host ``0.0.0.0``) that serves nothing else
 — the pattern of kube-scheduler's separate metrics port and of HAMi's extender. Both run in one
 process and share the app (its sessions, metrics and plugin backgrounds); the second runs no
 lifespan, so the backgrounds start once.
@@ -16,7 +16,7 @@ a worker thread and back (bench/README.md, "Probes during a slow hook"); the pro
 the verbs nothing. What the probes read is written on the verbs' loop and read whole (a dict
 copy, a lock where several values must agree).
 
-The verb listener keeps serving the three operator endpoints too, so ``curl`` on the sidecar's
+The verb listener keeps serving the operator endpoints too, so ``curl`` on the sidecar's
 loopback still shows everything.
 """
 
@@ -37,7 +37,7 @@ from schemas.responses import ErrorResponse
 
 logger = logging.getLogger("caldera")
 
-HEALTH_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+HEALTH_PATHS = frozenset({"/livez", "/healthz", "/readyz", "/metrics"})
 """What the health listener serves: the kubelet's probes and Prometheus' scrape."""
 
 

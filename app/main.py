@@ -41,7 +41,7 @@ from app.metrics import Metrics
 from app.openapi import components, verb_paths
 from app.plugin_faults import PluginFaults
 from app.record import Recorder, RecordingExtender
-from app.routes import debug, health, metrics
+from app.routes import debug, docs, health, metrics
 from app.routes.verbs import verb_routes
 from app.runtime import Runtime, Serving
 from app.session import SessionManager
@@ -254,6 +254,7 @@ def create_app(
     extender.at_session_boundary = watch.at_session_boundary
     extender.session_opened = watch.session_opened
     extender.session_open_failed = watch.session_open_failed
+    metrics_.set_build_info("auto" if config.infers_release else config.release.name)
     metrics_.config_info.labels(origin.source, origin.sha256).set(1)
     metrics_.config_loaded.set(time.time())
 
@@ -315,6 +316,7 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         redoc_url=None,
+        docs_url=None,  # app/routes/docs.py: the same page, with a note for offline browsers
     )
     snapshot = SnapshotHealth(clock, metrics_.snapshot_taken.set)
     runtime = Runtime(
@@ -339,6 +341,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(debug.router)
+    app.include_router(docs.router)
     app.add_middleware(RequestIdMiddleware)
 
     @app.exception_handler(StarletteHTTPException)

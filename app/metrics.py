@@ -6,6 +6,7 @@ import platform
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 
+import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.gc_collector import GCCollector
@@ -14,6 +15,12 @@ from prometheus_client.process_collector import ProcessCollector
 
 from app import __version__
 from app.buffers import OUTCOMES as BUFFER_OUTCOMES
+from app.build_info import commit
+
+# No ``<name>_created`` series beside every counter and histogram: each doubles the series a
+# scrape returns, and the start time they carry is process_start_time_seconds already.
+# Process-wide, as prometheus_client keeps it; set before any metric below is created.
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
 DURATION_BUCKETS = (
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -130,11 +137,12 @@ class Metrics:
         PlatformCollector(registry=r)
         self.build_info = Gauge(
             "caldera_build_info",
-            "Always 1: the running Caldera's version and Python, as labels.",
-            ["version", "python"],
+            "Always 1: the running Caldera's version, source commit (unknown when the build"
+            " did not say), Python and configured volcanoVersion (a release, or auto), as"
+            " labels.",
+            ["version", "commit", "python", "volcanoVersion"],
             registry=r,
         )
-        self.build_info.labels(__version__, platform.python_version()).set(1)
         self.request_duration = Histogram(
             "caldera_request_duration_seconds",
             "Time to answer one extender call, from first body byte to response, per verb.",
@@ -329,3 +337,11 @@ class Metrics:
             ["plugin", "key"],
             registry=r,
         )
+
+    def set_build_info(self, volcano_version: str) -> None:
+        """``caldera_build_info`` for a process serving ``volcano_version`` (the configured
+        value: it only changes with a restart)."""
+        self.build_info.clear()
+        self.build_info.labels(
+            __version__, commit(), platform.python_version(), volcano_version
+        ).set(1)

@@ -139,6 +139,18 @@ class SlaPlugin(Plugin):
             return Vote.ABSTAIN
         created = go_time(job.CreationTimestamp)
         waited = _go_since(created, self._now())
+        if job.CreationTimestamp is None:
+            # Go's zero time: a deadline in year 1 and 292 years waited say nothing true.
+            return Explained(
+                Vote.PERMIT,
+                Reason(
+                    "past-sla",
+                    lambda: (
+                        f"has no creation timestamp, which Volcano reads as long past its"
+                        f" SLA {format_duration(waiting)}: admitted"
+                    ),
+                ),
+            )
 
         def sla() -> str:
             return f"SLA {format_duration(waiting)} (deadline {_deadline(created, waiting)})"

@@ -1,12 +1,18 @@
-"""GET /healthz (the process answers) and /readyz (configuration loaded, plugins built, every
-plugin's background data source synced, and the last session snapshot Volcano sent taken:
-``app/snapshot_health.py``). An optional feature that does not work (``app/features.py``) is
-listed under ``features`` and makes the status ``degraded``, still 200: it must not keep the
-scheduler from starting; a data source that has not synced holds readiness back only during the
-start's grace."""
+"""GET /livez and /healthz (the process answers) and /readyz (configuration loaded, plugins
+built, every plugin's background data source synced, and the last session snapshot Volcano sent
+taken: ``app/snapshot_health.py``).
+
+Each answers HEAD as well as GET: load balancers and ``curl -I`` probe with HEAD, and a 405
+there reads as "down". ``/livez`` is the name Kubernetes' own components use for liveness;
+``/healthz`` stays for the probes and scripts written against it.
+
+An optional feature that does not work (``app/features.py``) is listed under ``features`` and
+makes the status ``degraded``, still 200: it must not keep the scheduler from starting; a data
+source that has not synced holds readiness back only during the start's grace."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -18,22 +24,24 @@ from app.runtime import runtime_of
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/healthz", summary="Liveness: the process is serving")
-async def healthz() -> Response:
+async def livez() -> Response:
     return json_response({"status": "ok"})
 
 
-@router.get(
-    "/readyz",
-    summary="Readiness: configuration loaded, plugins built, data synced, last snapshot taken",
-    responses={
-        503: {
-            "description": "Not ready: a plugin's data source has not synced, or the last"
-            " onSessionOpen snapshot was not taken (Volcano then schedules without Caldera's"
-            " plugins); the body says which"
-        }
-    },
-)
+def probe(path: str, endpoint: Callable[..., Awaitable[Response]], **route: Any) -> None:
+    """``path`` for GET and for HEAD (the same answer without its body: Starlette and uvicorn
+    drop the body of a HEAD response), each with an operation id of its own."""
+    name = path.strip("/")
+    for method in ("GET", "HEAD"):
+        router.add_api_route(
+            path,
+            endpoint,
+            methods=[method],
+            operation_id=f"{name}_{name}_{method.lower()}",
+            **route,
+        )
+
+
 async def readyz(request: Request) -> Response:
     state = runtime_of(request)
     served = state.served
@@ -64,3 +72,19 @@ async def readyz(request: Request) -> Response:
         "pluginErrors": state.faults.describe(),
     }
     return json_response(body, status_code=200 if ready else 503)
+
+
+probe("/livez", livez, summary="Liveness: the process is serving")
+probe("/healthz", livez, summary="Liveness: the process is serving (as /livez)")
+probe(
+    "/readyz",
+    readyz,
+    summary="Readiness: configuration loaded, plugins built, data synced, last snapshot taken",
+    responses={
+        503: {
+            "description": "Not ready: a plugin's data source has not synced, or the last"
+            " onSessionOpen snapshot was not taken (Volcano then schedules without Caldera's"
+            " plugins); the body says which"
+        }
+    },
+)

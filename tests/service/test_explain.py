@@ -94,7 +94,7 @@ async def test_admission_rejections_and_the_sla_wait(caldera_server: StartCalder
 
     missing = explain(server, "team-a/nothing")
     assert missing.returncode == 1
-    assert "no decision about job team-a/nothing in the 1 sessions kept" in missing.stderr
+    assert "no decision about job team-a/nothing in the 1 session kept" in missing.stderr
     assert explain(server, "no-namespace").returncode == 2
 
     metrics = (await server.client.get("/metrics")).text

@@ -110,6 +110,10 @@ async def test_verbs_before_any_session_are_answered_and_counted(server: Caldera
     assert await predicate_status(client) == ""
     assert await predicate_status(client) == ""
     assert await sessionless_calls(client, "predicate") == 2
+    # a body that does not decode is a 400, not a sessionless answer (issue 34)
+    for bad in (b"{", b'{"task": 1}', b"[]"):
+        assert (await client.post("/predicate", content=bad)).status_code == 400
+    assert await sessionless_calls(client, "predicate") == 2
     ready = await client.post("/jobReady", content=b'{"job": {"UID": "j"}}')
     assert ready.status_code == 200 and ready.json() == {"status": True}
 
