@@ -82,3 +82,42 @@ async def test_malformed_taints_are_a_json_400(tmp_path: Path, name: str, taints
         assert "taints" in response.json()["error"], response.text
     finally:
         await server.stop()
+
+
+async def test_lazy_fields_leave_the_snapshot_buffer_free_after_the_session(
+    tmp_path: Path,
+) -> None:
+    """A lazy field is a view of the body it came from (schemas/lazy.py): the session's objects
+    hold the snapshot's buffer until onSessionClose, and no longer, so the next snapshot is
+    received into the same buffer (app/buffers.py ``reused``, not ``held``)."""
+    site = entry_point_site(tmp_path / "site")
+    config = (
+        "maxRequestBytes: 134217728\n"
+        "tiers: [{plugins: [{name: taint-toleration}, {name: priority}, {name: task-topology},"
+        " {name: nodegroup}]}]\n"
+    )
+    server = await start_caldera(config, tmp_path, extra_env={"PYTHONPATH": f"{site}:{ROOT}"})
+    pad = "x" * 12_000
+    task = copy.deepcopy(CAPTURED["task"])
+    task["Pod"]["spec"]["tolerations"] = CASES["Exists on the key tolerates any value"][1]
+    task["Pod"]["spec"]["affinity"] = {"nodeAffinity": {}}
+    task["Pod"]["metadata"]["annotations"]["example.com/pad"] = pad
+    tasks = {f"t{i}": {**task, "UID": f"t{i}", "Name": f"p{i}"} for i in range(3000)}
+    node = copy.deepcopy(CAPTURED["node"])
+    node["Node"]["spec"]["taints"] = [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    snapshot = json.dumps({
+        "Jobs": {"ns1/j": {"UID": "ns1/j", "Name": "j", "Namespace": "ns1", "Tasks": tasks}},
+        "Nodes": {"node1": node},
+    }).encode()  # fmt: skip
+    assert len(snapshot) > 33 << 20
+    try:
+        for _ in range(2):
+            opened = await server.client.post("/onSessionOpen", content=snapshot)
+            assert opened.status_code == 200, opened.text
+            assert (await server.client.post("/onSessionClose", json={})).status_code == 200
+        text = (await server.client.get("/metrics")).text
+        assert 'caldera_body_buffers_total{outcome="first"} 1.0' in text
+        assert 'caldera_body_buffers_total{outcome="reused"} 1.0' in text
+        assert 'caldera_body_buffers_total{outcome="held"} 0.0' in text
+    finally:
+        await server.stop()
