@@ -388,18 +388,16 @@ class Taint(Struct, omit_defaults=True, gc=False):
 
 
 class NodeSpec(Struct, omit_defaults=True, gc=False):
+    """Decoded whole when ``Node.spec`` is read (no built-in plugin reads it)."""
+
     podCIDR: str = ""
+    podCIDRs: list[str] | None = None
     providerID: str = ""
     unschedulable: bool = False
     """``kubectl cordon``: no new pod may be placed on the node."""
+    taints: list[Taint] | None = None
     externalID: str = ""
-    podCIDRsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="podCIDRs")
-    taintsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="taints")
-    configSourceRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="configSource")
-
-    podCIDRs = Lazy[list[str]](list[str])
-    taints = Lazy[list[Taint]](list[Taint])
-    configSource = Lazy[JSON](Any)
+    configSource: JSON = None
 
 
 class NodeCondition(Struct, omit_defaults=True, gc=False):
@@ -432,50 +430,42 @@ class NodeSystemInfo(Struct, omit_defaults=True, gc=False):
     kubeProxyVersion: str = ""
     operatingSystem: str = ""
     architecture: str = ""
-    swapRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="swap")
-
-    swap = Lazy[JSON](Any)
+    swap: JSON = None
 
 
 class NodeStatus(Struct, omit_defaults=True, gc=False):
-    phase: str = ""
-    capacityRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="capacity")
-    allocatableRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="allocatable")
-    conditionsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="conditions")
-    addressesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="addresses")
-    nodeInfoRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="nodeInfo")
-    daemonEndpointsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="daemonEndpoints")
-    imagesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="images")
-    volumesInUseRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="volumesInUse")
-    volumesAttachedRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="volumesAttached")
-    configRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="config")
-    runtimeHandlersRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="runtimeHandlers")
-    featuresRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="features")
-    declaredFeaturesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="declaredFeatures")
+    """Decoded whole when ``Node.status`` is read (no built-in plugin reads it; Volcano's parse
+    of capacity and allocatable is ``NodeInfo.Capacity`` and ``NodeInfo.Allocatable``), except
+    ``images``, the largest part of a node, decoded only when it is read."""
 
-    capacity = Lazy[ResourceList](
-        ResourceList, "As the kubelet reports it; ``NodeInfo.Capacity`` is Volcano's parse of it."
-    )
-    allocatable = Lazy[ResourceList](
-        ResourceList, "As the kubelet reports it; ``NodeInfo.Allocatable`` is Volcano's parse."
-    )
-    conditions = Lazy[list[NodeCondition]](list[NodeCondition])
-    addresses = Lazy[list[NodeAddress]](list[NodeAddress])
-    nodeInfo = Lazy[NodeSystemInfo](NodeSystemInfo)
-    daemonEndpoints = Lazy[JSON](Any)
+    phase: str = ""
+    capacity: ResourceList | None = None
+    allocatable: ResourceList | None = None
+    conditions: list[NodeCondition] | None = None
+    addresses: list[NodeAddress] | None = None
+    nodeInfo: NodeSystemInfo | None = None
+    daemonEndpoints: JSON = None
+    volumesInUse: list[str] | None = None
+    volumesAttached: list[JSON] | None = None
+    config: JSON = None
+    runtimeHandlers: list[JSON] | None = None
+    features: JSON = None
+    declaredFeatures: list[str] | None = None
+    imagesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="images")
+
     images = Lazy[list[JSON]](list[Any], "``{names, sizeBytes}`` per image on the node.")
-    volumesInUse = Lazy[list[str]](list[str])
-    volumesAttached = Lazy[list[JSON]](list[Any])
-    config = Lazy[JSON](Any)
-    runtimeHandlers = Lazy[list[JSON]](list[Any])
-    features = Lazy[JSON](Any)
-    declaredFeatures = Lazy[list[str]](list[str])
 
 
 class Node(Struct, omit_defaults=True, gc=False):
+    """``v1.Node``. Its spec and status are decoded when read: a snapshot's nodes are read for
+    their labels (nodegroup) far more often than for anything else."""
+
     metadata: ObjectMeta | None = None
-    spec: NodeSpec | None = None
-    status: NodeStatus | None = None
+    specRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="spec")
+    statusRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="status")
+
+    spec = Lazy[NodeSpec](NodeSpec)
+    status = Lazy[NodeStatus](NodeStatus)
 
 
 class ResourceQuotaStatus(Struct, omit_defaults=True):

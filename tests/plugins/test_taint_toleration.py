@@ -104,8 +104,8 @@ def test_predicate_on_volcano_json(name: str) -> None:
 def test_views_built_in_code_give_the_same_answer() -> None:
     """A unit test builds the objects itself: the raw twin takes the value's JSON."""
     task = TaskInfo(Pod=Pod(spec=PodSpec(tolerationsRaw=raw([Toleration(key="a", operator="Exists")]))))  # fmt: skip
-    tainted = NodeInfo(Name="n", Node=Node(spec=NodeSpec(taintsRaw=raw([Taint(key="b", effect="NoSchedule")]))))  # fmt: skip
-    tolerated = NodeInfo(Name="n", Node=Node(spec=NodeSpec(taintsRaw=raw([Taint(key="a", effect="NoSchedule")]))))  # fmt: skip
+    tainted = NodeInfo(Name="n", Node=Node(specRaw=raw(NodeSpec(taints=[Taint(key="b", effect="NoSchedule")]))))  # fmt: skip
+    tolerated = NodeInfo(Name="n", Node=Node(specRaw=raw(NodeSpec(taints=[Taint(key="a", effect="NoSchedule")]))))  # fmt: skip
     plugin = TaintToleration(Arguments({}, plugin="taint-toleration"))
     assert plugin.predicate(task, tainted) == FitError(
         "node(s) had untolerated taint {b: }", StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE
