@@ -149,7 +149,10 @@ def test_the_legacy_twins_have_the_canonical_fields_under_go_names() -> None:
         assert twin.__struct_fields__ == kind.__struct_fields__
     assert api.LegacyPodGroupSpec.__struct_encode_fields__ == (
         "MinMember", "MinTaskMember", "Queue", "PriorityClassName", "MinResources",
+        "NetworkTopology", "SubGroupPolicy",
     )  # fmt: skip
+    assert api.LegacyPodGroupStatus.__struct_encode_fields__[-1] == "Conditions"
+    assert "ExtendClusters" in api.LegacyQueueSpec.__struct_encode_fields__
     assert api.LegacyQueueSpec.__struct_encode_fields__[:4] == (
         "Weight", "Capability", "Reclaimable", "guarantee",
     )  # fmt: skip
