@@ -126,7 +126,7 @@ def evictees(question: int, count: int = 30, pods: int = 2000) -> list[TaskInfo]
 def memory_of_evictions(preemptors: int) -> dict[str, float]:
     """What a log of eviction questions holds per kept entry and per preemptor."""
     record = DecisionRecord(1, entries=10**9)
-    fw = build(None)
+    fw = build(record.open(1, T0))  # subscribed when built, before the measurement starts
     preemptable = BY_VERB["preemptable"]
     questions = [
         (TaskInfo(UID=f"p{i}", Name=f"pending-{i}", Namespace="team-b", Job="team-b/p"),
@@ -135,7 +135,6 @@ def memory_of_evictions(preemptors: int) -> dict[str, float]:
     ]  # fmt: skip
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
-    fw.log = record.open(1, T0)
     for preemptor, pods in questions:
         fw.victims(preemptable, preemptor, pods)
     del questions, preemptor, pods  # what the log does not keep goes
