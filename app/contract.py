@@ -292,7 +292,3 @@ def check_answer(hook_name: str, value: object) -> str | None:
         return None
     problem = COMPILED[hook_name].problem(value) or described(value)
     return f"returned {problem}; expected {EXPECTED[hook_name]}"
-
-
-class WrongType(TypeError):
-    """A hook's answer outside its declared type: the cause of that plugin's failure."""

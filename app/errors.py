@@ -82,7 +82,8 @@ class PluginFailure(CalderaError):
         self.verb = verb
         self.cause = cause
         self.kind = kind
-        super().__init__(f"plugin {plugin} failed in {verb}: {type(cause).__name__}: {cause}")
+        what = f"{type(cause).__name__}: {cause}" if kind == "raised" else f"({kind}) {cause}"
+        super().__init__(f"plugin {plugin} failed in {verb}: {what}")
 
     def answer(self, verb: str) -> ErrorResponse:
         return ErrorResponse(error=str(self), verb=self.verb, plugin=self.plugin)

@@ -237,8 +237,8 @@ def test_the_framework_never_coerces_a_wrong_type(hook: str, value: object, repo
         BY_HOOK[hook].verb,
         "wrong_type",
     )
-    assert report in str(failure) and str(failure).startswith(
-        f"plugin given failed in {BY_HOOK[hook].verb}:"
+    assert str(failure).startswith(
+        f"plugin given failed in {BY_HOOK[hook].verb}: (wrong_type) {report}"
     )
 
 
