@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from bench import decode
-from tests.examples import FIXTURES
+from tests.examples import CAPTURED_BODIES
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_two_checkouts_decode_the_same_body(capsys: pytest.CaptureFixture[str]) -> None:
-    body = FIXTURES / "volcano-1.15" / "onSessionOpen.request.json"
+    body = CAPTURED_BODIES / "volcano-1.15" / "onSessionOpen.request.json"
     argv = ["--repo", f"a={ROOT}", "--repo", f"b-c={ROOT}", "--body", str(body), "--rounds", "4"]
     assert decode.main(argv) == 0
     out = capsys.readouterr().out

@@ -2,7 +2,7 @@
 ``caldera serve``: it arrives through the ``caldera.plugins`` entry-point group (a distribution's
 metadata on PYTHONPATH, as an installed wheel leaves it) and answers predicate bodies carrying
 the node's taints and the pod's tolerations in Volcano's JSON, built on the body Volcano v1.15.1
-really sent (tests/fixtures/volcano-1.15/predicate.request.json)."""
+really sent (plugins/api/captured/volcano-1.15/predicate.request.json)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from tests.examples import FIXTURES
+from plugins.api.testing import captured_body
 from tests.plugins.test_taint_toleration import CASES
 from tests.service.conftest import start_caldera
 
 ROOT = Path(__file__).resolve().parents[2]
-CAPTURED = json.loads((FIXTURES / "volcano-1.15" / "predicate.request.json").read_bytes())
+CAPTURED = json.loads(captured_body("1.15", "predicate"))
 
 
 def entry_point_site(directory: Path) -> Path:
