@@ -39,3 +39,24 @@ def example_bytes(source: str, name: str) -> bytes:
 
 def example_json(source: str, name: str) -> Any:
     return json.loads(example_path(source, name).read_bytes())
+
+
+# Volcano v1.15.1's Helm chart default (installer/helm/chart/volcano/config/volcano-scheduler.conf):
+# the actions ask no victims.
+HELM_DEFAULT_CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
