@@ -26,6 +26,9 @@ RUN if [ -f extra-ca.pem ]; then export SSL_CERT_FILE=/src/extra-ca.pem; fi \
     && uv sync --frozen --no-dev --no-editable
 
 FROM ${BASE}
+# The source commit, for caldera_build_info's commit label (app/build_info.py):
+# docker build --build-arg COMMIT=$(git rev-parse HEAD) .
+ARG COMMIT=unknown
 RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin caldera
 COPY --from=build /src/.venv /src/.venv
 # PYTHONDONTWRITEBYTECODE: the root filesystem is read-only at run time (compose, Kubernetes);
@@ -33,7 +36,8 @@ COPY --from=build /src/.venv /src/.venv
 ENV PATH=/src/.venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
-    CALDERA_LOG_FORMAT=json
+    CALDERA_LOG_FORMAT=json \
+    CALDERA_BUILD_COMMIT=${COMMIT}
 USER 10001
 # The verbs on 127.0.0.1:8090 (as the sidecar runs them: only the pod reaches them; 8080 is
 # vc-scheduler's); /healthz, /readyz and /metrics alone on 0.0.0.0:8091 (README, "Security").

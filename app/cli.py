@@ -1,4 +1,5 @@
-"""The ``caldera`` command: serve, check-config, volcano-config, openapi."""
+"""The ``caldera`` command: serve, check-config, volcano-config, replay, explain, check-plugin,
+openapi."""
 
 from __future__ import annotations
 
@@ -331,6 +332,8 @@ def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
         wanted.update(entry.cls.required_verbs(release))
         if entry.cls.needs_snapshot:
             wanted.update(("onSessionOpen", "onSessionClose"))
+    if config.sessionState == "compare":  # the snapshot to compare, and Volcano's placements
+        wanted.update(("onSessionOpen", "onSessionClose", "allocate", "deallocate"))
     notes: list[str] = []
     verbs: list[str] = []
     for verb in VERBS:
@@ -553,6 +556,24 @@ def print_shadow(url: str, query: dict[str, str], as_json: bool, command: str) -
     return 0
 
 
+def cmd_check_plugin(args: argparse.Namespace) -> int:
+    from app.check_plugin import EXIT_PROBLEMS, check, entry_of, render
+
+    try:
+        config, entry = entry_of(args.name, args.config)
+    except ConfigError as exc:
+        return _fail_config(exc)
+    # The plugin's own warnings and the release watch's would interleave with the report.
+    logging.disable(logging.WARNING)
+    try:
+        report = check(entry, config)
+    finally:
+        logging.disable(logging.NOTSET)
+    for line in render(report):
+        print(line)
+    return 0 if report.clean else EXIT_PROBLEMS
+
+
 def cmd_openapi(args: argparse.Namespace) -> int:
     from app.main import create_app
 
@@ -734,6 +755,20 @@ def parser() -> argparse.ArgumentParser:
     )
     _add_setting_options(shadow, "host", "port")
     shadow.set_defaults(run=cmd_shadow)
+
+    check_plugin = sub.add_parser(
+        "check-plugin",
+        help="drive every hook of an installed plugin with captured and generated bodies;"
+        " exit 1 on an exception, a wrong type or a p99 over its time budget",
+    )
+    check_plugin.add_argument("name", help="the plugin's name (as in the tiers)")
+    check_plugin.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a configuration naming the plugin: its first entry's arguments and flags are"
+        " used (default: the plugin alone, with no arguments)",
+    )
+    check_plugin.set_defaults(run=cmd_check_plugin)
 
     openapi = sub.add_parser("openapi", help="print the OpenAPI document")
     openapi.set_defaults(run=cmd_openapi)

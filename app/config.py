@@ -30,7 +30,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from app.cluster_state.modes import problems as session_state_problems
 from app.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
+from app.plugin_faults import format_duration, parse_duration
 from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Plugin
@@ -81,7 +83,10 @@ def _natural(path: str) -> list[tuple[int, str]]:
 
 
 class PluginOption(BaseModel):
-    """One entry of a tier: a plugin name, its arguments and Volcano's flags."""
+    """One entry of a tier: a plugin name, its arguments, Volcano's flags, and Caldera's own
+    two keys: ``onError`` (``fail`` or ``abstain``: what a fault of the plugin does to the verb,
+    by default its class's ``on_error``) and ``timeBudget`` (a duration such as ``"100ms"``:
+    how long one call may take, by default ``app.plugin_faults.DEFAULT_TIME_BUDGET``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -89,6 +94,9 @@ class PluginOption(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
     flags: dict[str, bool] = Field(default_factory=dict)
     """The flags given explicitly in the file (defaults are applied by :meth:`enabled`)."""
+    onError: Literal["fail", "abstain"] | None = None
+    timeBudget: float | None = Field(default=None, gt=0)
+    """Seconds (the file says ``"250ms"``; parsed in :func:`_plugin_entry`)."""
 
     def enabled(self, flag: str) -> bool:
         return self.flags.get(flag, FLAG_DEFAULTS[flag])
@@ -122,6 +130,17 @@ class CalderaConfig(BaseModel):
     explainEventsKubeconfig: str | None = None
     """The cluster the Events go to: a kubeconfig file (default: the pod's service account,
     else $KUBECONFIG or ~/.kube/config, as pdb's ``kubernetes`` source)."""
+    sessionState: Literal["snapshot", "cluster", "compare"] = "snapshot"
+    """Where a session's state comes from: Volcano's onSessionOpen body (``snapshot``), the
+    body and a comparison with the state derived from the cluster (``compare``), or the
+    cluster alone (``cluster``, not served yet); ``app/cluster_state/``."""
+    sessionStateKubeconfig: str | None = None
+    """The cluster watched in compare mode (default: the pod's service account, else
+    $KUBECONFIG or ~/.kube/config, as pdb's ``kubernetes`` source)."""
+    sessionStateSchedulerNames: list[str] = Field(default_factory=lambda: ["volcano"])
+    """vc-scheduler's ``--scheduler-name`` values: whose pending pods its cache keeps."""
+    sessionStateDefaultQueue: str = "default"
+    """vc-scheduler's ``--default-queue``: the queue of a PodGroup that names none."""
     tiers: list[Tier] = Field(default_factory=list)
 
     @field_validator("volcanoVersion", mode="before")
@@ -244,6 +263,16 @@ def _plugin_entry(raw: Any, where: str, problems: list[tuple[str, str]]) -> dict
     for key, value in raw.items():
         if key in ("name", "arguments"):
             entry[key] = {} if key == "arguments" and value is None else value
+        elif key == "onError":
+            if value not in ("fail", "abstain"):
+                problems.append((f"{where}.{key}", f"must be fail or abstain, not {value!r}"))
+                continue
+            entry[key] = value
+        elif key == "timeBudget":
+            try:
+                entry[key] = parse_duration(value)
+            except ValueError as exc:
+                problems.append((f"{where}.{key}", str(exc)))
         elif key in FLAG_DEFAULTS:
             if not isinstance(value, bool):
                 problems.append((f"{where}.{key}", f"must be true or false, not {value!r}"))
@@ -251,7 +280,7 @@ def _plugin_entry(raw: Any, where: str, problems: list[tuple[str, str]]) -> dict
             entry["flags"][key] = value
         else:
             hint = ""
-            lowered = {k.lower(): k for k in FLAG_DEFAULTS}
+            lowered = {k.lower(): k for k in (*FLAG_DEFAULTS, "onError", "timeBudget")}
             if str(key).lower() in lowered:
                 hint = f" (did you mean {lowered[str(key).lower()]!r}?)"
             problems.append((f"{where}.{key}", f"unknown plugin option{hint}"))
@@ -312,14 +341,28 @@ def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) 
             cls = registry.get(option.name)
             if cls is None:
                 known = ", ".join(registry.names()) or "none"
-                problems.append(
-                    (f"{where}.name", f"unknown plugin {option.name!r} (known plugins: {known})")
-                )
+                problems.append((f"{where}.name", unknown_plugin(option.name, known)))
                 continue
             problems.extend(_entry_problems(cls, option, where, release))
+    installed: list[tuple[str, str, type]] = []
+    for t, tier in enumerate(config.tiers):
+        for i, option in enumerate(tier.plugins):
+            cls = registry.get(option.name)
+            if cls is not None:
+                installed.append((f"tiers[{t}].plugins[{i}]", option.name, cls))
+    problems.extend(session_state_problems(config.sessionState, release, installed))
     if problems:
         raise ConfigError.of(source, problems)
     return config
+
+
+def unknown_plugin(name: str, known: str) -> str:
+    """Plugins are discovered once, when the process starts (``plugins.api.registry``): one
+    installed into a running server's environment stays unknown to its live reload."""
+    return (
+        f"unknown plugin {name!r} (known plugins: {known}; plugins are discovered when caldera"
+        " starts: restart it after installing one)"
+    )
 
 
 def _entry_problems(
@@ -444,6 +487,12 @@ def effective_config(config: CalderaConfig, all_flags: bool = False) -> dict[str
                             for flag, default in FLAG_DEFAULTS.items()
                             if all_flags or option.enabled(flag) != default
                         },
+                        **({"onError": option.onError} if option.onError else {}),
+                        **(
+                            {"timeBudget": format_duration(option.timeBudget)}
+                            if option.timeBudget
+                            else {}
+                        ),
                     }
                     for i, option in enumerate(tier.plugins)
                 ]

@@ -71,13 +71,19 @@ class BodyTimeout(RequestError):
 
 
 class PluginFailure(CalderaError):
-    """A hosted plugin raised, or answered outside the plugin contract."""
+    """A hosted plugin raised, or answered outside the plugin contract (``kind``: ``raised``,
+    ``wrong_type``, ``over_budget``)."""
 
-    def __init__(self, plugin: str, verb: str, cause: BaseException) -> None:
+    logged = False
+    """Already logged where it happened (app/plugin_faults.py, rate-limited)."""
+
+    def __init__(self, plugin: str, verb: str, cause: BaseException, kind: str = "raised") -> None:
         self.plugin = plugin
         self.verb = verb
         self.cause = cause
-        super().__init__(f"plugin {plugin} failed in {verb}: {type(cause).__name__}: {cause}")
+        self.kind = kind
+        what = f"{type(cause).__name__}: {cause}" if kind == "raised" else f"({kind}) {cause}"
+        super().__init__(f"plugin {plugin} failed in {verb}: {what}")
 
     def answer(self, verb: str) -> ErrorResponse:
         return ErrorResponse(error=str(self), verb=self.verb, plugin=self.plugin)

@@ -29,11 +29,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from app.decisions import Outcome
 from plugins.api.base import FitError
 from plugins.api.reasons import Reason
 from schemas.api import TaskInfo
+
+if TYPE_CHECKING:
+    from app.plugin_faults import Fault
 
 DEFAULT_SESSIONS = 3
 DEFAULT_ENTRIES = 60_000
@@ -47,12 +51,14 @@ TASKS_SHOWN = 10
 class Verdict:
     verb: str
     plugin: str
-    answer: str
+    answer: Outcome
     reason: Reason | None
     at: datetime
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"verb": self.verb, "plugin": self.plugin, "answer": self.answer}
+        out: dict[str, Any] = {
+            "verb": self.verb, "plugin": self.plugin, "answer": Outcome(self.answer).said
+        }  # fmt: skip
         if self.reason is not None:
             out["code"] = self.reason.code
             out["message"] = self.reason.message
@@ -93,6 +99,8 @@ class TaskTrace:
     """Plugin → its best-scored node and score, from the latest prioritize."""
     evictions: dict[str, EvictionQuestion] = field(default_factory=dict)
     """Verb → the latest question this task asked for victims with."""
+    faults: dict[tuple[str, str], Fault] = field(default_factory=dict)
+    """(verb, plugin) → the latest fault of that plugin asked about this task."""
 
 
 def task_key(task: TaskInfo) -> str:
@@ -115,6 +123,9 @@ class SessionLog:
         self.job_tasks: dict[str, list[str]] = {}
         self.names: dict[str, str] = {}
         """Evictee UID → namespace/pod, for every UID a plugin vetoed."""
+        self.job_faults: dict[str, dict[tuple[str, str], Fault]] = {}
+        self.queue_faults: dict[str, dict[tuple[str, str], Fault]] = {}
+        """Per job or queue, (verb, plugin) → the latest fault of that plugin about it."""
 
     def _room(self) -> bool:
         """Take one entry, if any is left."""
@@ -125,7 +136,8 @@ class SessionLog:
         return False
 
     def job_verdict(
-        self, job: str, queue: str, verb: str, plugin: str, answer: str, reason: Reason | None,
+        self, job: str, queue: str, verb: str, plugin: str, answer: Outcome,
+        reason: Reason | None,
         at: datetime,
     ) -> None:  # fmt: skip
         verdicts = self.jobs.get(job)
@@ -137,7 +149,7 @@ class SessionLog:
         verdicts[(verb, plugin)] = Verdict(verb, plugin, answer, reason, at)
 
     def queue_verdict(
-        self, queue: str, plugin: str, answer: str, reason: Reason | None, at: datetime
+        self, queue: str, plugin: str, answer: Outcome, reason: Reason | None, at: datetime
     ) -> None:
         verdicts = self.queues.get(queue)
         if verdicts is None:
@@ -145,6 +157,30 @@ class SessionLog:
                 return
             verdicts = self.queues[queue] = {}
         verdicts[plugin] = Verdict("queueOverused", plugin, answer, reason, at)
+
+    def job_fault(self, job: str, queue: str, fault: Fault) -> None:
+        """A plugin's fault answering about ``job`` (kept beside its verdicts: a fault whose
+        answer was used is followed by that verdict)."""
+        faults = self.job_faults.get(job)
+        if faults is None:
+            if job not in self.jobs and not self._room():
+                return
+            faults = self.job_faults[job] = {}
+            self.job_queue.setdefault(job, queue)
+        faults[(fault.verb, fault.plugin)] = fault
+
+    def queue_fault(self, queue: str, fault: Fault) -> None:
+        faults = self.queue_faults.get(queue)
+        if faults is None:
+            if queue not in self.queues and not self._room():
+                return
+            faults = self.queue_faults[queue] = {}
+        faults[(fault.verb, fault.plugin)] = fault
+
+    def task_fault(self, task: TaskInfo, fault: Fault) -> None:
+        trace = self._task(task)
+        if trace is not None:
+            trace.faults[(fault.verb, fault.plugin)] = fault
 
     def _task(self, task: TaskInfo, key: str | None = None) -> TaskTrace | None:
         key = key or task_key(task)
@@ -272,6 +308,10 @@ class SessionLog:
             ]
         if trace.evictions:
             out["evictions"] = self.describe_evictions(trace)
+        if trace.faults:
+            out["faults"] = [
+                {"plugin": fault.plugin, **fault.describe()} for fault in trace.faults.values()
+            ]
         if spared:
             out["protected"] = [
                 {"verb": verb, "plugin": plugin, "evictor": evictor, "code": r.code,
@@ -307,13 +347,17 @@ Spared = list[tuple[str, str, str, Reason, datetime]]
 
 
 def _holds_back(verdict: Verdict) -> bool:
-    return verdict.answer in ("reject", "not ready", "overused")
+    return Outcome(verdict.answer).holds_back
+
+
+SAYS = {Outcome.REJECT: "rejects", Outcome.NOT_READY: "holds back",
+        Outcome.OVERUSED: "finds overused"}  # fmt: skip
 
 
 def _line(verdict: Verdict, subject: str) -> str:
-    says = {"reject": "rejects", "not ready": "holds back", "overused": "finds overused"}
+    says = SAYS.get(verdict.answer, Outcome(verdict.answer).said)
     why = f": {verdict.reason.message}" if verdict.reason is not None else ""
-    return f"{verdict.plugin} {says.get(verdict.answer, verdict.answer)} {subject} ({verdict.verb}){why}"
+    return f"{verdict.plugin} {says} {subject} ({verdict.verb}){why}"
 
 
 class DecisionRecord:
@@ -352,7 +396,9 @@ class DecisionRecord:
     def _resolve_job(self, key: str) -> str | None:
         """``key`` as a PodGroup, or the vcjob of that name, whose PodGroup Volcano names
         ``<job>-<uid>``."""
-        if self._newest(lambda log: key in log.jobs or key in log.job_tasks):
+        if self._newest(
+            lambda log: key in log.jobs or key in log.job_tasks or key in log.job_faults
+        ):
             return key
         pattern = re.compile(re.escape(key) + r"-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$")
         for log in reversed(self.logs):
@@ -365,7 +411,9 @@ class DecisionRecord:
         job = self._resolve_job(key)
         if job is None:
             return None
-        log = self._newest(lambda log: job in log.jobs or job in log.job_tasks)
+        log = self._newest(
+            lambda log: job in log.jobs or job in log.job_tasks or job in log.job_faults
+        )
         assert log is not None
         verdicts = sorted(log.jobs.get(job, {}).values(), key=lambda v: not _holds_back(v))
         queue = log.job_queue.get(job, "")
@@ -374,11 +422,18 @@ class DecisionRecord:
         )
         tasks = [(k, log.tasks[k]) for k in log.job_tasks.get(job, [])]
         tasks.sort(key=lambda kt: len(kt[1].nodes) - len(kt[1].failed) > 0 or not kt[1].nodes)
-        summary = [_line(v, f"job {job}") for v in verdicts if _holds_back(v)]
+        faults = [*log.job_faults.get(job, {}).values(), *log.queue_faults.get(queue, {}).values()]
+        summary = [
+            f"{f.line()} (asked about job {job})" for f in log.job_faults.get(job, {}).values()
+        ]
+        summary += [f"{f.line()} (asked about queue {queue})"
+                    for f in log.queue_faults.get(queue, {}).values()]  # fmt: skip
+        summary += [_line(v, f"job {job}") for v in verdicts if _holds_back(v)]
         summary += [_line(v, f"queue {queue}") for v in queue_verdicts if _holds_back(v)]
         for k, trace in tasks:
             if trace.nodes and len(trace.failed) == len(trace.nodes):
                 summary.append(f"task {k}: {predicate_summary(trace)['summary']}")
+            summary += [f"{f.line()} (asked about task {k})" for f in trace.faults.values()]
         if not summary:
             summary.append(f"no plugin hosted by Caldera holds job {job} back")
         out: dict[str, Any] = {
@@ -387,6 +442,8 @@ class DecisionRecord:
             "summary": summary,
             "verdicts": [v.describe() for v in verdicts],
         }
+        if faults:
+            out["faults"] = [{"plugin": f.plugin, **f.describe()} for f in faults]
         if queue:
             out["queue"] = queue
             out["queueVerdicts"] = [v.describe() for v in queue_verdicts]
@@ -409,6 +466,8 @@ class DecisionRecord:
             latest[(verb, plugin)] = (evictor, reason)
         for (verb, plugin), (evictor, reason) in latest.items():
             summary.append(f"{plugin} spares it from {evictor} ({verb}): {reason.message}")
+        if trace is not None:
+            summary += [fault.line() for fault in trace.faults.values()]
         for e in out.get("evictions", ()):
             if e["vetoes"]:
                 summary.append(

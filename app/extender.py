@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from app import shared_path
+from app.cluster_state.compare_mode import SessionStateComparison
 from app.config import CalderaConfig
 from app.errors import AnswerError, PluginFailure, RequestError
 from app.framework import Framework
@@ -163,6 +164,10 @@ class Extender:
         """Called when a plugin failed to open a session; True: the configuration that failed
         was just switched to and the previous one is back, so the session is opened again
         with it (the cycle is answered, not refused)."""
+        self.session_state: SessionStateComparison | None = None
+        """``sessionState: compare``: told of each session's snapshot, allocations and close."""
+        self._sessionless: str | None = None
+        """The verb of the call being answered when no session was open for it."""
         self.snapshot_gc = SnapshotGC()
         self.release_watch = ReleaseWatch(config.release, metrics, infer=config.infers_release)
         # The predicate's neutral answer depends on the release: encode_predicate gives it.
@@ -196,6 +201,7 @@ class Extender:
 
     def handle(self, verb: str, body: Body) -> bytes:
         """Answer ``verb``; raises a :class:`~app.errors.CalderaError` when it cannot."""
+        self._sessionless = None
         release = self.release
         if not release.has_verb(verb):
             self.sessions.set_release(self.release_watch.check_verb(verb))
@@ -203,6 +209,9 @@ class Extender:
             answer = self.shared_reclaimable_path(body)
         else:
             answer = self._handlers[verb](body)
+        if self._sessionless is not None and self.metrics is not None:
+            # Only a call that was answered: a body refused with 400 is no sessionless answer.
+            self.metrics.sessionless.labels(self._sessionless).inc()
         if len(answer) > MAX_RESPONSE_BYTES:
             raise AnswerError(
                 f"the {verb} answer is {len(answer)} bytes; Volcano reads at most"
@@ -215,8 +224,8 @@ class Extender:
         checking only the body's envelope (the answer is then neutral whatever the contents,
         so the body is not built: a 30-pod predicate body costs half as much)."""
         framework, has_session = self.sessions.framework()
-        if not has_session and self.snapshot_bound and self.metrics is not None:
-            self.metrics.sessionless.labels(point.verb).inc()
+        if not has_session and self.snapshot_bound:
+            self._sessionless = point.verb  # counted by handle once the body has decoded
         if framework.answers(point):
             return framework
         _DECODERS[point.envelope](body)
@@ -241,19 +250,23 @@ class Extender:
             release = self.release_watch.check_session(body, request)
             self.sessions.set_release(release)
             try:
-                self.sessions.open(request)
+                opened = self.sessions.open(request)
             except PluginFailure as exc:
                 if self.session_open_failed is None or not self.session_open_failed(exc):
                     raise
                 self.sessions.set_release(release)
-                self.sessions.open(request)
+                opened = self.sessions.open(request)
         if self.session_opened is not None:
             self.session_opened()
+        if self.session_state is not None:
+            self.session_state.session_opened(request, opened.number)
         return EMPTY
 
     def close(self, point: ExtensionPoint, body: Body) -> bytes:
         _DECODERS[point.request](body)
         self.sessions.close()
+        if self.session_state is not None:
+            self.session_state.session_closed()
         return EMPTY
 
     def first_failure(self, point: ExtensionPoint, body: Body) -> bytes:
@@ -356,9 +369,19 @@ class Extender:
 
     def event(self, point: ExtensionPoint, body: Body) -> bytes:
         framework = self._answering(point, body)
+        request: EventHandlerRequest | None = None
+        if self.session_state is not None:  # compare mode follows Volcano's placements
+            request = _DECODERS[point.request](body)
+            assert request is not None
+            if point.verb == "allocate":
+                self.session_state.allocate(request.task)
+            else:
+                self.session_state.deallocate(request.task)
         if framework is None:
             return self._neutral[point.verb]
-        request: EventHandlerRequest = _DECODERS[point.request](body)
+        if request is None:
+            request = _DECODERS[point.request](body)
+            assert request is not None
         if not self._interested(request.task):
             return self._neutral[point.verb]
         message = framework.event(point, request.task)

@@ -20,9 +20,11 @@ that Volcano, which sees the extender as a single plugin, reaches the decision o
 - allocate / deallocate: every handler in order, the first error message.
 
 A plugin may explain its answer (``plugins/api/reasons.py``): the framework answers Volcano with
-the plain value and hands the reason to the session's decision record (``app/explain.py``) and
-to ``caldera_rejections_total``. Every predicate, score, vote, verdict and eviction answer is
-recorded there, explained or not, so ``GET /debug/explain`` can say which plugin decided.
+the plain value and tells the answer, its typed outcome and its reason to one decision stream
+(``app/decisions.py``), to which the metrics, the session's decision record
+(``app/explain.py``), the PodGroup Events and the failure policy subscribe. Every predicate,
+score, vote, verdict and eviction answer is told, explained or not, so ``GET /debug/explain``
+can say which plugin decided.
 
 A plugin listed twice is built twice, but, as in Volcano, whose function maps are keyed by
 plugin name, both positions consult the instance registered last.
@@ -31,6 +33,7 @@ plugin name, both positions consult the instance registered last.
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,10 +44,30 @@ from typing import Any
 import msgspec
 
 from app.config import PluginOption
+from app.contract import CONFORMS, check_answer
+from app.decisions import (
+    OF_VOTE,
+    DecisionSink,
+    EventsSubscriber,
+    FaultSubscriber,
+    MetricsSubscriber,
+    Outcome,
+    RecordSubscriber,
+    Stream,
+)
 from app.errors import PluginFailure, RequestError
 from app.events import PodGroupEvents
 from app.explain import Answer, SessionLog
-from app.metrics import Metrics
+from app.metrics import Metrics, TallyHistogram
+from app.plugin_faults import (
+    DEFAULT_TIME_BUDGET,
+    OVERRUNS_BEFORE_POLICY,
+    Contract,
+    Fault,
+    FaultKind,
+    OnError,
+    PluginFaults,
+)
 from plugins.api.base import FitError, Plugin, StatusCode, Vote, utc_now
 from plugins.api.extension_points import (
     BY_VERB,
@@ -59,10 +82,19 @@ from schemas.quantity import QuantityError
 
 ENQUEUED = BY_VERB["jobEnqueued"]
 CLOSE = BY_VERB["onSessionClose"]
-VOTES = {Vote.PERMIT: "permit", Vote.ABSTAIN: "abstain", Vote.REJECT: "reject"}
 FIT_STATUS = {code: code.name.lower() for code in StatusCode}
 """A predicate rejection's ``reason`` label: its status (bounded, unlike its message)."""
 CODE = attrgetter("code")
+DROPPED: Any = object()
+"""What :meth:`Framework._call` returns for an answer its plugin's ``onError: abstain`` drops:
+each combination rule goes on as if that plugin had not taken part."""
+_clock = time.perf_counter
+# The outcomes as module globals: a global is read in a few nanoseconds, an enum member through
+# its class in hundreds (Python 3.11), on every plugin answer.
+PASS, FAIL, SCORED, ABSTAIN = Outcome.PASS, Outcome.FAIL, Outcome.SCORED, Outcome.ABSTAIN
+NONE, VICTIMS, REJECT, PERMIT = Outcome.NONE, Outcome.VICTIMS, Outcome.REJECT, Outcome.PERMIT
+CALLED, OVERUSED, OK, ERROR = Outcome.CALLED, Outcome.OVERUSED, Outcome.OK, Outcome.ERROR
+READY, NOT_READY = Outcome.READY, Outcome.NOT_READY
 
 
 def explained(result: Any) -> tuple[Any, Reason | None, Mapping[str, Reason]]:
@@ -79,6 +111,14 @@ class Slot:
     option: PluginOption
     plugin: Plugin
     hooks: frozenset[str] = field(default_factory=frozenset)
+    on_error: OnError = field(init=False)
+    """The entry's ``onError``, else the plugin class's ``on_error``."""
+    budget: float = field(init=False)
+    """The entry's ``timeBudget`` in seconds, else the default."""
+
+    def __post_init__(self) -> None:
+        self.on_error = OnError(self.option.onError or type(self.plugin).on_error)
+        self.budget = self.option.timeBudget or DEFAULT_TIME_BUDGET
 
     @property
     def name(self) -> str:
@@ -106,15 +146,31 @@ class Framework:
         log: SessionLog | None = None,
         clock: Callable[[], datetime] = utc_now,
         events: PodGroupEvents | None = None,
+        faults: PluginFaults | None = None,
     ) -> None:
         self.tiers = [list(tier) for tier in tiers]
+        self.faults = faults if faults is not None else PluginFaults(metrics, clock)
+        """Where a plugin's fault is counted, logged and kept for ``/readyz``."""
+        self._times: TallyHistogram | None = (
+            metrics.plugin_call_duration if metrics is not None else None
+        )
+        self._overruns: dict[str, int] = {}
+        """Plugin → its calls in a row over budget, this session."""
+        self._benched: set[str] = set()
+        """Plugins over budget too often this session: their policy applies to every call."""
         self.release = release
-        self.metrics = metrics
         self.log = log
         """The session's decision record (None: not recorded, as without a snapshot)."""
         self.clock = clock
-        self.events = events
-        """Where a change of verdict on a job becomes a PodGroup Event (``explainEvents``)."""
+        subscribers: list[DecisionSink] = [FaultSubscriber(self.faults)]
+        if metrics is not None:
+            subscribers.append(MetricsSubscriber(metrics))
+        if log is not None:
+            subscribers.append(RecordSubscriber(log, clock))
+        if events is not None:  # a change of verdict on a job becomes a PodGroup Event
+            subscribers.append(EventsSubscriber(events))
+        self.stream = Stream(subscribers)
+        """Where every answer, verdict and fault is told (app/decisions.py)."""
         last_by_name: dict[str, Slot] = {}
         for tier in self.tiers:
             for slot in tier:
@@ -151,17 +207,19 @@ class Framework:
         """Whether any plugin takes part in ``point`` (otherwise the answer is neutral)."""
         return point.verb in self._answered
 
-    def _record(self, slot: Slot, point: ExtensionPoint, outcome: str) -> None:
-        if self.metrics is not None:
-            self.metrics.decisions.inc((slot.name, point.verb, outcome))
-
-    def _reject(self, slot: Slot, point: ExtensionPoint, reason: str) -> None:
-        if self.metrics is not None:
-            self.metrics.rejections.inc((slot.name, point.verb, reason))
-
     def _call(self, slot: Slot, point: ExtensionPoint, *args: Any) -> Any:
+        """The plugin's answer, checked against the contract (app/contract.py) and timed
+        against its budget; :data:`DROPPED` when a fault's policy drops it. Raises
+        :class:`PluginFailure` when the policy fails the verb."""
+        if self._benched and slot.name in self._benched:
+            return self._fault(
+                slot, point, args, FaultKind.OVER_BUDGET,
+                f"not asked: {OVERRUNS_BEFORE_POLICY} calls in a row over its"
+                f" {slot.budget * 1e3:g} ms budget this session",
+            )  # fmt: skip
+        started = _clock()
         try:
-            return getattr(slot.plugin, point.hook)(*args)
+            result = getattr(slot.plugin, point.hook)(*args)
         except (
             msgspec.ValidationError,
             msgspec.DecodeError,
@@ -175,9 +233,68 @@ class Framework:
                 f"malformed body in a part {slot.name} reads in {point.verb}: {exc}"
             ) from None
         except Exception as exc:
-            if self.metrics is not None:
-                self.metrics.plugin_errors.labels(slot.name, point.verb).inc()
-            raise PluginFailure(slot.name, point.verb, exc) from exc
+            detail = f"{type(exc).__name__}: {exc}"
+            return self._fault(slot, point, args, FaultKind.RAISED, detail, exc)
+        elapsed = _clock() - started
+        if self._times is not None:
+            self._times.observe((slot.name, point.verb), elapsed)
+        if elapsed > slot.budget:
+            if self._overran(slot, point, args, elapsed):
+                return DROPPED
+        elif self._overruns:
+            self._overruns.pop(slot.name, None)
+        # The contract: a value of another type is this plugin's fault, never coerced into an
+        # answer ("no" is not ready, 5 is not a Permit).
+        if CONFORMS[point.hook](result):
+            return result
+        detail = check_answer(point.hook, result) or "returned an answer of another type"
+        return self._fault(slot, point, args, FaultKind.WRONG_TYPE, detail)
+
+    def _overran(
+        self, slot: Slot, point: ExtensionPoint, args: tuple[Any, ...], elapsed: float
+    ) -> bool:
+        """Count a call over budget; True when its answer is dropped (the policy applies)."""
+        runs = self._overruns[slot.name] = self._overruns.get(slot.name, 0) + 1
+        took = f"took {elapsed * 1e3:.0f} ms, over its {slot.budget * 1e3:g} ms budget"
+        if runs < OVERRUNS_BEFORE_POLICY:
+            self._fault(
+                slot, point, args, FaultKind.OVER_BUDGET,
+                f"{took} ({runs} of {OVERRUNS_BEFORE_POLICY} in a row before onError applies)",
+                used=True,
+            )  # fmt: skip
+            return False
+        self._benched.add(slot.name)
+        self._fault(
+            slot, point, args, FaultKind.OVER_BUDGET,
+            f"{took}, {runs} calls in a row: onError applies to its calls for the rest of"
+            " the session",
+        )  # fmt: skip
+        return True
+
+    def _fault(
+        self,
+        slot: Slot,
+        point: ExtensionPoint,
+        args: tuple[Any, ...],
+        kind: FaultKind,
+        detail: str,
+        cause: BaseException | None = None,
+        used: bool = False,
+    ) -> Any:
+        """A fault of ``slot``'s plugin: counted, logged, recorded, then its policy.
+        :data:`DROPPED` under ``abstain``; raises :class:`PluginFailure` under ``fail``
+        (``used``: the answer stands, only the fault is told)."""
+        fail = not used and slot.on_error is OnError.FAIL
+        fault = Fault(
+            slot.name, point.verb, kind, detail, slot.on_error, not used and not fail, fail,
+            self.clock(),
+        )  # fmt: skip
+        self.stream.fault(fault, args[0] if args else None, cause)
+        if fail:
+            failure = PluginFailure(slot.name, point.verb, cause or Contract(detail), kind)
+            failure.logged = True
+            raise failure from cause
+        return None if used else DROPPED
 
     # --- combination rules, one method per :class:`~plugins.api.extension_points.Rule` -----
 
@@ -185,19 +302,19 @@ class Framework:
         self, point: ExtensionPoint, task: TaskInfo, node: NodeInfo
     ) -> FitError | None:
         """``Session.PredicateFn``: the first failure, in tier and plugin order."""
-        log = self.log
+        told = self.stream
         for tier in self._active[point.verb]:
             for slot in tier:
                 error: FitError | None = self._call(slot, point, task, node)
+                if error is DROPPED:
+                    continue
                 if error is not None:
-                    self._record(slot, point, "fail")
-                    self._reject(slot, point, FIT_STATUS.get(error.code, "error"))
-                    if log is not None:
-                        log.predicate(task, node.Name, slot.name, error)
+                    told.answered(slot.name, point.verb, FAIL)
+                    told.rejected(slot.name, point.verb, FIT_STATUS.get(error.code, "error"))
+                    told.predicate(task, node.Name, slot.name, error)
                     return error
-                self._record(slot, point, "pass")
-        if log is not None:
-            log.predicate(task, node.Name, "", None)
+                told.answered(slot.name, point.verb, PASS)
+        told.predicate(task, node.Name, "", None)
         return None
 
     def score_sum(
@@ -208,15 +325,17 @@ class Framework:
         for tier in self._active[point.verb]:
             for slot in tier:
                 scores = self._call(slot, point, task, nodes)
+                if scores is DROPPED:
+                    continue
+                if not all(map(math.isfinite, scores.values())):
+                    bad = next(n for n, score in scores.items() if not math.isfinite(score))
+                    detail = f"returned the score {scores[bad]} for {bad}; expected a finite float"
+                    self._fault(slot, point, (task,), FaultKind.WRONG_TYPE, detail)
+                    continue
                 for node, score in scores.items():
-                    if not math.isfinite(score):
-                        raise PluginFailure(
-                            slot.name, point.verb, ValueError(f"score {score} for {node}")
-                        )
                     total[node] = total.get(node, 0.0) + score
-                self._record(slot, point, "scored")
-                if self.log is not None:
-                    self.log.scores(task, slot.name, scores)
+                self.stream.answered(slot.name, point.verb, SCORED)
+                self.stream.scores(task, slot.name, scores)
         return total
 
     def victims(
@@ -228,8 +347,8 @@ class Framework:
             return self._victims(point, evictor, evictees, answers)
         finally:
             # Once per question, whatever tier decided, with every answer it got.
-            if self.log is not None and answers:
-                self.log.evictions(point.verb, evictor, evictees, answers, self.clock())
+            if answers:
+                self.stream.evictions(point.verb, evictor, evictees, answers)
 
     def _victims(
         self,
@@ -240,24 +359,28 @@ class Framework:
     ) -> EvictDecision:
         victims: list[TaskInfo] | None = None
         blocked = False
+        told = self.stream
         for tier in self._active[point.verb]:
             for slot in tier:
-                answer, _, vetoes = explained(self._call(slot, point, evictor, evictees))
+                result = self._call(slot, point, evictor, evictees)
+                if result is DROPPED:
+                    continue  # as an abstention: the other plugins' victims stand
+                answer, _, vetoes = explained(result)
                 candidates, vote = answer
                 if vote == Vote.ABSTAIN:
-                    self._record(slot, point, "abstain")
+                    told.answered(slot.name, point.verb, ABSTAIN)
                     continue
                 answers.append((slot.name, len(candidates), vetoes))
-                if vetoes and self.metrics is not None:
+                if vetoes:
                     # once per answer and reason code: "this answer spared evictees because…"
                     for code in set(map(CODE, vetoes.values())):
-                        self._reject(slot, point, code)
+                        told.rejected(slot.name, point.verb, code)
                 if len(candidates) == 0:
-                    self._record(slot, point, "none")
+                    told.answered(slot.name, point.verb, NONE)
                     victims = None
                     blocked = True
                     break  # an empty list with a vote ends this tier; the next one is tried
-                self._record(slot, point, "victims")
+                told.answered(slot.name, point.verb, VICTIMS)
                 if victims is None:
                     victims = list(candidates)
                 else:
@@ -281,35 +404,28 @@ class Framework:
         calls ``JobEnqueued``. Releases whose extender has no jobEnqueued verb (before 1.16)
         never tell Caldera, so the framework tells the plugins itself, here."""
         decision, by, reason = self._vote(point, job)
-        if self.events is not None:
-            self.events.job_verdict(job, decision, by, reason)
+        self.stream.job_decided(job, decision, by, reason)
         if decision != Vote.REJECT and not self.release.admission_follows_vote:
             self.notify(ENQUEUED, job)
         return decision
 
     def _vote(self, point: ExtensionPoint, job: JobInfo) -> tuple[Vote, str, Reason | None]:
         """The vote, and the rejecting plugin and its reason when it is a Reject."""
-        log = self.log
-        if log is not None:
-            key, at = f"{job.Namespace}/{job.Name}", self.clock()
+        told = self.stream
         for tier in self._active[point.verb]:
             permitted = False
             for slot in tier:
-                vote, reason, _ = explained(self._call(slot, point, job))
-                if log is not None:
-                    log.job_verdict(
-                        key, job.Queue, point.verb, slot.name, VOTES.get(vote, str(vote)), reason,
-                        at,
-                    )  # fmt: skip
-                if vote < 0:
-                    self._record(slot, point, "reject")
-                    self._reject(slot, point, reason.code if reason else "unexplained")
+                result = self._call(slot, point, job)
+                if result is DROPPED:
+                    continue
+                vote, reason, _ = explained(result)
+                outcome = OF_VOTE[vote]
+                told.job_verdict(job, point.verb, slot.name, outcome, reason)
+                told.answered(slot.name, point.verb, outcome)
+                if outcome is REJECT:
+                    told.rejected(slot.name, point.verb, reason.code if reason else "unexplained")
                     return Vote.REJECT, slot.name, reason
-                if vote > 0:
-                    self._record(slot, point, "permit")
-                    permitted = True
-                else:
-                    self._record(slot, point, "abstain")
+                permitted = permitted or outcome is PERMIT
             if permitted:
                 return Vote.PERMIT, "", None
         return Vote.ABSTAIN, "", None
@@ -318,41 +434,41 @@ class Framework:
         """``Session.JobEnqueued``: every plugin, in order."""
         for tier in self._active[point.verb]:
             for slot in tier:
-                self._call(slot, point, job)
-                self._record(slot, point, "called")
+                if self._call(slot, point, job) is not DROPPED:
+                    self.stream.answered(slot.name, point.verb, CALLED)
 
     def any_true(self, point: ExtensionPoint, queue: QueueInfo) -> bool:
         """``Session.Overused``: OR, the first true wins."""
+        told = self.stream
         for tier in self._active[point.verb]:
             for slot in tier:
-                overused, reason, _ = explained(self._call(slot, point, queue))
-                if self.log is not None:
-                    self.log.queue_verdict(
-                        queue.Name, slot.name, "overused" if overused else "ok", reason,
-                        self.clock(),
-                    )  # fmt: skip
+                result = self._call(slot, point, queue)
+                if result is DROPPED:
+                    continue
+                overused, reason, _ = explained(result)
+                outcome = OVERUSED if overused else OK
+                told.queue_verdict(queue, slot.name, outcome, reason)
+                told.answered(slot.name, point.verb, outcome)
                 if overused:
-                    self._record(slot, point, "overused")
-                    self._reject(slot, point, reason.code if reason else "unexplained")
+                    told.rejected(slot.name, point.verb, reason.code if reason else "unexplained")
                     return True
-                self._record(slot, point, "ok")
         return False
 
     def all_true(self, point: ExtensionPoint, job: JobInfo) -> bool:
         """``Session.JobReady``: AND, the first false wins; true when nobody objects."""
+        told = self.stream
         for tier in self._active[point.verb]:
             for slot in tier:
-                ready, reason, _ = explained(self._call(slot, point, job))
-                if self.log is not None:
-                    self.log.job_verdict(
-                        f"{job.Namespace}/{job.Name}", job.Queue, point.verb, slot.name,
-                        "ready" if ready else "not ready", reason, self.clock(),
-                    )  # fmt: skip
+                result = self._call(slot, point, job)
+                if result is DROPPED:
+                    continue
+                ready, reason, _ = explained(result)
+                outcome = READY if ready else NOT_READY
+                told.job_verdict(job, point.verb, slot.name, outcome, reason)
+                told.answered(slot.name, point.verb, outcome)
                 if not ready:
-                    self._record(slot, point, "not_ready")
-                    self._reject(slot, point, reason.code if reason else "unexplained")
+                    told.rejected(slot.name, point.verb, reason.code if reason else "unexplained")
                     return False
-                self._record(slot, point, "ready")
         return True
 
     def event(self, point: ExtensionPoint, task: TaskInfo) -> str:
@@ -361,11 +477,13 @@ class Framework:
         for tier in self._active[point.verb]:
             for slot in tier:
                 message = self._call(slot, point, task)
+                if message is DROPPED:
+                    continue
                 if message:
-                    self._record(slot, point, "error")
+                    self.stream.answered(slot.name, point.verb, ERROR)
                     first = first or message
                 else:
-                    self._record(slot, point, "ok")
+                    self.stream.answered(slot.name, point.verb, OK)
         return first
 
     def close(self) -> None:

@@ -2,13 +2,21 @@
 
 Caldera trusts whoever reaches the verbs (README, "Security"), so a sidecar serves them on
 ``127.0.0.1``, where only the scheduler's pod can reach them. The kubelet's probes and
-Prometheus reach the pod IP, so ``/healthz``, ``/readyz`` and ``/metrics`` get a listener of
-their own (``--health-host``/``--health-port``, default host ``0.0.0.0``) that serves nothing else
+Prometheus reach the pod IP, so ``/livez``, ``/healthz``, ``/readyz`` and ``/metrics`` get a
+listener of their own (``--health-host``/``--health-port``, default host ``0.0.0.0``) that serves nothing else
 — the pattern of kube-scheduler's separate metrics port and of HAMi's extender. Both run in one
-process on one event loop and share the app (its sessions, metrics and plugin backgrounds); the
-second runs no lifespan, so the backgrounds start once.
+process and share the app (its sessions, metrics and plugin backgrounds); the second runs no
+lifespan, so the backgrounds start once.
 
-The verb listener keeps serving the three operator endpoints too, so ``curl`` on the sidecar's
+The health listener runs on a thread and event loop of its own: a plugin hook runs on the verbs'
+loop and may take seconds (a slow hook is a fault, app/plugin_faults.py, but it has already
+taken its time), and the kubelet's liveness probe must not wait for it, or it restarts a sidecar
+that was only slow. The other way, every hook off the verbs' loop, costs each verb a hand-off to
+a worker thread and back (bench/README.md, "Probes during a slow hook"); the probes' thread costs
+the verbs nothing. What the probes read is written on the verbs' loop and read whole (a dict
+copy, a lock where several values must agree).
+
+The verb listener keeps serving the operator endpoints too, so ``curl`` on the sidecar's
 loopback still shows everything.
 """
 
@@ -17,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import threading
+import time
 from collections.abc import Callable
 
 import msgspec
@@ -27,7 +37,7 @@ from schemas.responses import ErrorResponse
 
 logger = logging.getLogger("caldera")
 
-HEALTH_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+HEALTH_PATHS = frozenset({"/livez", "/healthz", "/readyz", "/metrics"})
 """What the health listener serves: the kubelet's probes and Prometheus' scrape."""
 
 
@@ -99,40 +109,38 @@ class OncePerProcess(logging.Filter):
         return True
 
 
-class HealthBindFailed(Exception):
-    """The health listener could not bind its address (uvicorn logged why)."""
+class HealthThread(threading.Thread):
+    """The health listener's server on a thread and event loop of its own. uvicorn installs
+    no signal handlers off the main thread: the verbs' server hears SIGTERM, and stopping it
+    stops this one (:meth:`stop`)."""
 
+    def __init__(
+        self,
+        server: uvicorn.Server,
+        loop_factory: Callable[[], asyncio.AbstractEventLoop] | None,
+    ) -> None:
+        super().__init__(name="caldera-health", daemon=True)
+        self.server = server
+        self.loop_factory = loop_factory
+        self.failed: BaseException | None = None
 
-async def _health_serving(health: uvicorn.Server) -> None:
-    """``health.serve()``, with uvicorn's ``sys.exit(3)`` on a failed bind turned into an
-    exception (before it started only): a SystemExit escaping a task tears the event loop down mid-startup of the verb
-    server, with tracebacks of both."""
-    try:
-        await health.serve()
-    except SystemExit as exc:
-        if health.started:  # SIGTERM re-raised on the way out (cli's handler): a clean exit
-            raise
-        raise HealthBindFailed from exc
+    def run(self) -> None:
+        try:
+            with asyncio.Runner(loop_factory=self.loop_factory) as runner:
+                runner.run(self.server.serve())
+        except BaseException as exc:  # SystemExit when the port cannot be bound
+            self.failed = exc
 
+    def wait_started(self, timeout: float = 30.0) -> bool:
+        """Whether the listener is serving (False: it stopped, or did not start in time)."""
+        deadline = time.monotonic() + timeout
+        while not self.server.started and self.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.server.started
 
-async def serve_together(verbs: uvicorn.Server, health: uvicorn.Server) -> None:
-    """Run both servers on this loop until SIGTERM/SIGINT, then drain the verb server and stop
-    the health one. The health server starts first and is listening (or has failed: then the
-    verb server never starts, and :class:`HealthBindFailed` is raised) before the verb server
-    starts, so the verb server's signal handlers are the ones in force (uvicorn installs its own
-    per server and restores the previous ones on exit, re-raising the signal: the health server
-    then hears it too)."""
-    health_task = asyncio.create_task(_health_serving(health))
-    while not health.started and not health_task.done():
-        await asyncio.sleep(0.005)
-    if health_task.done():
-        health_task.result()  # raises what stopped it
-        return
-    try:
-        await verbs.serve()
-    finally:
-        health.should_exit = True
-        await health_task
+    def stop(self, timeout: float = 10.0) -> None:
+        self.server.should_exit = True
+        self.join(timeout)
 
 
 def run(
@@ -140,18 +148,25 @@ def run(
     health: uvicorn.Server | None,
     loop_factory: Callable[[], asyncio.AbstractEventLoop] | None,
 ) -> None:
-    """Serve until a signal (uvloop when installed, as uvicorn picks it); exits 3 when a
-    listener cannot bind its address."""
+    """Serve until a signal (uvloop when installed, as uvicorn picks it): the verbs on this
+    thread, the health listener on its own (:class:`HealthThread`), started first."""
     if health is None:
         verbs.run()
         return
     once = OncePerProcess()
     uvicorn_log = logging.getLogger("uvicorn.error")
     uvicorn_log.addFilter(once)
+    thread = HealthThread(health, loop_factory)
+    thread.start()
+    if not thread.wait_started():
+        thread.stop()
+        if isinstance(thread.failed, SystemExit):
+            raise thread.failed  # uvicorn's own exit (3: the port could not be bound)
+        logger.error("the health listener did not start: %s", thread.failed or "timed out")
+        return  # verbs.started stays False: serve exits 1
     try:
         with asyncio.Runner(loop_factory=loop_factory) as runner:
-            runner.run(serve_together(verbs, health))
-    except HealthBindFailed:
-        raise SystemExit(STARTUP_FAILURE) from None
+            runner.run(verbs.serve())
     finally:
+        thread.stop()
         uvicorn_log.removeFilter(once)

@@ -21,6 +21,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import __version__
 from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
+from app.cluster_state.compare_mode import SessionStateComparison
+from app.cluster_state.derive import Settings
 from app.config import CalderaConfig
 from app.config_watch import (
     DEFAULT_INTERVAL_SECONDS,
@@ -37,10 +39,12 @@ from app.features import EVENTS, POLL_SECONDS, RECORD, Features
 from app.logs import request_id
 from app.metrics import Metrics
 from app.openapi import components, verb_paths
+from app.plugin_faults import PluginFaults
 from app.record import Recorder, RecordingExtender
-from app.routes import debug, health, metrics
+from app.routes import debug, docs, health, metrics
 from app.routes import shadow as shadow_routes
 from app.routes.verbs import Answers, verb_routes
+from app.runtime import Runtime, Serving
 from app.session import SessionManager
 from app.shadow import DEFAULT_MAX_QUEUED_BYTES, Shadow, ShadowedAnswers
 from app.snapshot_health import SnapshotHealth
@@ -205,17 +209,30 @@ def create_app(
     if recorder is not None:
         features.enabled(RECORD)
         recorder.on_failure = functools.partial(features.failed, RECORD)
+    faults = PluginFaults(metrics_, clock)
     sessions = SessionManager(
-        config, metrics_, backgrounds, clock=clock, record=record, events=events
+        config, metrics_, backgrounds, clock=clock, record=record, events=events, faults=faults
     )
     extender = Extender(config, sessions, metrics_)
+    session_state = (
+        SessionStateComparison(
+            Settings(config.sessionStateSchedulerNames, config.sessionStateDefaultQueue),
+            config.sessionStateKubeconfig,
+            count=lambda kind, n: metrics_.session_state_differences.labels(kind).inc(n),
+            outcome=lambda outcome: metrics_.session_state_sessions.labels(outcome).inc(),
+        )
+        if config.sessionState == "compare"
+        else None
+    )
+    extender.session_state = session_state
 
     def switch(new: CalderaConfig, new_backgrounds: Backgrounds) -> None:
         """Answer from ``new`` from now on: called between sessions only."""
         previous = extender.sessions
         sessions = SessionManager(
-            new, metrics_, new_backgrounds, clock=clock, record=record, events=events
-        )
+            new, metrics_, new_backgrounds, clock=clock, record=record, events=events,
+            faults=faults,
+        )  # fmt: skip
         sessions.set_release(previous.release)  # an inferred release (auto) carries over
         previous.close()
         extender.reconfigure(new, sessions)
@@ -223,12 +240,11 @@ def create_app(
 
     def publish(config: CalderaConfig, sessions: SessionManager, backgrounds: Backgrounds) -> None:
         """What the operator endpoints read (/readyz, /metrics, /debug/session)."""
+        runtime.publish(config, sessions, backgrounds)
+        # The same under app.state's old names, for code that still reads them there.
         app.state.config = config
         app.state.sessions = sessions
-        app.state.backgrounds = {
-            f"tiers[{t}].plugins[{i}]:{config.tiers[t].plugins[i].name}": bg
-            for (t, i), bg in backgrounds.items()
-        }
+        app.state.backgrounds = runtime.backgrounds
         metrics_.snapshot_expected.set(1 if extender.snapshot_bound else 0)
 
     watch = ConfigWatch(
@@ -243,6 +259,7 @@ def create_app(
     extender.at_session_boundary = watch.at_session_boundary
     extender.session_opened = watch.session_opened
     extender.session_open_failed = watch.session_open_failed
+    metrics_.set_build_info("auto" if config.infers_release else config.release.name)
     metrics_.config_info.labels(origin.source, origin.sha256).set(1)
     metrics_.config_loaded.set(time.time())
 
@@ -269,6 +286,8 @@ def create_app(
                 if problem is not None:
                     features.failed(EVENTS, problem, "no PodGroup Event is sent")
                 await events.start()
+            if session_state is not None:
+                await session_state.start()
             watch.start()
             looking = asyncio.create_task(watch_backgrounds(app, features), name="features")
             yield
@@ -278,6 +297,8 @@ def create_app(
                 with contextlib.suppress(asyncio.CancelledError):
                     await looking
             await watch.stop()
+            if session_state is not None:
+                await session_state.stop()
             if events is not None:
                 await events.stop()  # stops the data sources a live reload retired or staged
             # The served configuration's: the ones started here, unless a reload replaced it.
@@ -302,13 +323,23 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         redoc_url=None,
+        docs_url=None,  # app/routes/docs.py: the same page, with a note for offline browsers
     )
+    snapshot = SnapshotHealth(clock, metrics_.snapshot_taken.set)
+    runtime = Runtime(
+        metrics_, extender, record, events, faults, snapshot, watch,
+        Serving(config, sessions, {}), features, session_state,
+    )  # fmt: skip
+    app.state.runtime = runtime  # what the operator routes read (app/runtime.py)
     app.state.metrics = metrics_
     app.state.extender = extender
     app.state.record = record
     app.state.events = events
-    app.state.config_watch = watch
+    app.state.session_state = session_state
     app.state.features = features
+    app.state.faults = faults
+    app.state.config_watch = watch
+    app.state.snapshot = snapshot
     publish(config, sessions, backgrounds)
     answers: Answers = extender if recorder is None else RecordingExtender(extender, recorder)
     shadow = None
@@ -321,15 +352,16 @@ def create_app(
             clock=clock,
         )
         answers = ShadowedAnswers(answers, shadow, record)
+    runtime.shadow = shadow
     app.state.shadow = shadow
-    app.state.snapshot = SnapshotHealth(clock, metrics_.snapshot_taken.set)
-    routes = verb_routes(answers, metrics_, config.body_limit, body_timeout, app.state.snapshot)
+    routes = verb_routes(answers, metrics_, config.body_limit, body_timeout, snapshot)
     app.router.routes.extend(routes)
     app.verb_endpoints = {route.path: route.app for route in routes}
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(debug.router)
     app.include_router(shadow_routes.router)
+    app.include_router(docs.router)
     app.add_middleware(RequestIdMiddleware)
 
     @app.exception_handler(StarletteHTTPException)

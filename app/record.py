@@ -108,7 +108,7 @@ class Recorder:
         """An empty (or new) directory is recorded into; one already in use — the last start's
         recording, after a container restart with the same emptyDir — gets a fresh
         ``run-<UTC time>-<pid>`` subdirectory, so recordings are never mixed and a restart
-        never stops the sidecar from starting (``caldera replay DIR`` finds a single run)."""
+        never stops the sidecar from starting (``caldera replay DIR`` replays every run)."""
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             if any(self.directory.iterdir()):

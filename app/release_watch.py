@@ -19,7 +19,17 @@ from dataclasses import dataclass, field
 
 from app.metrics import Metrics
 from plugins.api.extension_points import BY_VERB
-from plugins.api.release import NESTED_OBJECT_SHAPE, SUPPORTED_VERSIONS, Release
+from plugins.api.release import (
+    NESTED_OBJECT_SHAPE,
+    NODE_CAPACITY_KEY,
+    SUPPORTED_VERSIONS,
+    TASK_DRA_RESREQ_FIELD,
+    TASK_JOB_ALLOCATED_HYPERNODE_FIELD,
+    TASK_POD_ANNOTATIONS_FIELD,
+    TASK_ROLE_FIELD,
+    Change,
+    Release,
+)
 from schemas.requests import OnSessionOpenRequest
 
 logger = logging.getLogger("caldera.release")
@@ -27,10 +37,15 @@ logger = logging.getLogger("caldera.release")
 
 @dataclass(frozen=True, slots=True)
 class TaskField:
-    """A ``TaskInfo`` key that Volcano's ``json.Marshal`` writes from ``since`` on."""
+    """A ``TaskInfo`` key that Volcano's ``json.Marshal`` writes from ``change`` on (a row of
+    the release table, plugins/api/release.py)."""
 
     key: str
-    since: tuple[int, int]
+    change: Change
+
+    @property
+    def since(self) -> tuple[int, int]:
+        return self.change.since
 
     @property
     def needle(self) -> bytes:
@@ -38,10 +53,10 @@ class TaskField:
 
 
 TASK_FIELDS: tuple[TaskField, ...] = (
-    TaskField("PodAnnotations", (1, 16)),
-    TaskField("DRAResreq", (1, 15)),
-    TaskField("JobAllocatedHyperNode", (1, 12)),
-    TaskField("TaskRole", (1, 10)),
+    TaskField("PodAnnotations", TASK_POD_ANNOTATIONS_FIELD),
+    TaskField("DRAResreq", TASK_DRA_RESREQ_FIELD),
+    TaskField("JobAllocatedHyperNode", TASK_JOB_ALLOCATED_HYPERNODE_FIELD),
+    TaskField("TaskRole", TASK_ROLE_FIELD),
 )
 """Protocol reference §3.4: fields added to ``TaskInfo`` by a release (never removed since)."""
 
@@ -74,7 +89,7 @@ def task_fields_signals(body: bytes | bytearray, release: Release) -> list[tuple
     found: list[tuple[str, str]] = []
     for spec in TASK_FIELDS:
         present = spec.key in keys
-        expected = release.at_least(*spec.since)
+        expected = release.has(spec.change)
         if present and not expected:
             found.append(
                 (
@@ -118,10 +133,6 @@ def node_capacity_key(request: OnSessionOpenRequest) -> str | None:
     return None
 
 
-def _older(version: tuple[int, int]) -> tuple[int, int]:
-    return (version[0], version[1] - 1)
-
-
 def infer_release(
     body: bytes | bytearray, request: OnSessionOpenRequest
 ) -> tuple[tuple[int, int], tuple[int, int], list[str]] | None:
@@ -136,19 +147,19 @@ def infer_release(
                 low = max(low, spec.since)
                 evidence.append(f"tasks carry {spec.key}")
             else:
-                high = min(high, _older(spec.since))
+                high = min(high, spec.change.before)
     nested = nested_objects(request)
     if nested is not None:
         if nested:
-            low = max(low, (1, 14))
+            low = max(low, NESTED_OBJECT_SHAPE.since)
         else:
-            high = min(high, (1, 13))
+            high = min(high, NESTED_OBJECT_SHAPE.before)
         evidence.append("PodGroup/Queue " + ("nested" if nested else "flattened"))
     capacity = node_capacity_key(request)
     if capacity == "Capability":
-        high = min(high, (1, 7))
+        high = min(high, NODE_CAPACITY_KEY.before)
     elif capacity == "Capacity":
-        low = max(low, (1, 8))
+        low = max(low, NODE_CAPACITY_KEY.since)
     if capacity is not None:
         evidence.append(f"nodes carry {capacity}")
     if not evidence:

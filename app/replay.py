@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TextIO
 
 from app.config import CalderaConfig
+from app.config_watch import Backgrounds
 from app.extender import Extender
 from app.record import INDEX, answer_of
 from app.session import SessionManager
@@ -61,27 +62,38 @@ class Report:
     total: Counter[str] = field(default_factory=Counter)
     differing: Counter[str] = field(default_factory=Counter)
     differences: list[Difference] = field(default_factory=list)
+    recordings: list[tuple[str, int]] = field(default_factory=list)
+    """Each recording replayed (``.`` for the directory's own sessions, else its run-*
+    name) and its number of answers."""
 
     @property
     def differs(self) -> bool:
         return bool(self.differing)
 
 
-def exchanges(directory: Path) -> list[Exchange]:
+def _has_sessions(directory: Path) -> bool:
+    return any(p.is_dir() and (p / INDEX).exists() for p in directory.iterdir())
+
+
+def recordings(directory: Path) -> list[Path]:
+    """Every recording ``directory`` holds, oldest first: its own sessions (the first serve
+    start that recorded there), then each ``run-*`` subdirectory, one per later start
+    (``app/record.py``). Each is replayed from a fresh start, as it was recorded."""
     if not directory.is_dir():
         raise ReplayError(f"{directory} is not a directory")
-    sessions = sorted(p for p in directory.iterdir() if p.is_dir() and (p / INDEX).exists())
-    if not sessions:
-        # serve --record into a directory already in use records into a run-* subdirectory.
-        runs = sorted(p for p in directory.glob("run-*") if any(p.glob(f"*/{INDEX}")))
-        if len(runs) > 1:
-            raise ReplayError(
-                f"{directory} holds {len(runs)} recordings (one per serve start): replay one of "
-                + ", ".join(str(run) for run in runs)
-            )
-        if runs:
-            return exchanges(runs[0])
-        raise ReplayError(f"{directory} holds no recorded session (no */{INDEX})")
+    found = [directory] if _has_sessions(directory) else []
+    found += sorted(p for p in directory.glob("run-*") if p.is_dir() and _has_sessions(p))
+    if not found:
+        raise ReplayError(
+            f"{directory} holds no recorded session (no */{INDEX} nor run-*/*/{INDEX})"
+        )
+    return found
+
+
+def exchanges(recording: Path, label: str = "") -> list[Exchange]:
+    """The exchanges of one recording's sessions, in order; ``label`` prefixes their session
+    names (the run a session belongs to, when a directory holds several)."""
+    sessions = sorted(p for p in recording.iterdir() if p.is_dir() and (p / INDEX).exists())
     found: list[Exchange] = []
     for session in sessions:
         for number, line in enumerate((session / INDEX).read_text().splitlines(), 1):
@@ -91,7 +103,7 @@ def exchanges(directory: Path) -> list[Exchange]:
                 entry = json.loads(line)
                 found.append(
                     Exchange(
-                        session.name,
+                        f"{label}{session.name}",
                         int(entry["seq"]),
                         str(entry["verb"]),
                         datetime.fromisoformat(entry["time"]),
@@ -150,50 +162,97 @@ class ReplayClock:
         return self.now
 
 
-async def _replay(config: CalderaConfig, recorded: list[Exchange], progress: Progress) -> Report:
+class SyncError(ReplayError):
+    """A plugin's data source failed to sync: its answers would be guesses."""
+
+
+async def _wait_for_sync(config: CalderaConfig, backgrounds: Backgrounds, stderr: TextIO) -> None:
+    """Until every data source has synced. The first failure ends the wait with a
+    :class:`SyncError` (retrying a cluster that is not there only delays the same answer);
+    a source still syncing after ``BACKGROUND_SYNC_SECONDS`` is warned about and replay goes
+    on."""
+    deadline = time.monotonic() + BACKGROUND_SYNC_SECONDS
+    while True:
+        waiting = {key: b for key, b in backgrounds.items() if not b.ready()}
+        if not waiting:
+            return
+        for (tier, index), background in waiting.items():
+            error = background.describe().get("lastError")
+            if isinstance(error, str) and error:
+                name = config.tiers[tier].plugins[index].name
+                raise SyncError(
+                    f"the data source of {name} (tiers[{tier}].plugins[{index}]) cannot sync:"
+                    f" {error}. Replay reads it as the server would: pdb's source: kubernetes"
+                    " lists today's PodDisruptionBudgets from your kubeconfig's cluster"
+                    " ($KUBECONFIG, or the plugin's kubeconfig argument); without one, replay"
+                    " with a configuration whose pdb has source: file"
+                )
+        if time.monotonic() > deadline:
+            for tier, index in waiting:
+                name = config.tiers[tier].plugins[index].name
+                print(
+                    f"caldera replay: warning: the data source of {name}"
+                    f" (tiers[{tier}].plugins[{index}]) did not sync in"
+                    f" {BACKGROUND_SYNC_SECONDS:g}s; its answers may differ",
+                    file=stderr,
+                )
+            return
+        await asyncio.sleep(0.05)
+
+
+async def _replay(
+    config: CalderaConfig,
+    recorded: list[tuple[str, list[Exchange]]],
+    progress: Progress,
+    stderr: TextIO,
+) -> Report:
     from app.config_watch import build_backgrounds
 
     clock = ReplayClock()
-    if recorded:
-        clock.now = recorded[0].time  # sessionless plugins are built at once
+    first = next((exchanges[0] for _, exchanges in recorded if exchanges), None)
+    if first is not None:
+        clock.now = first.time  # sessionless plugins are built at once
     backgrounds, _ = build_backgrounds(config)
     for background in backgrounds.values():
         await background.start()
     try:
-        deadline = time.monotonic() + BACKGROUND_SYNC_SECONDS
-        while not all(b.ready() for b in backgrounds.values()):
-            if time.monotonic() > deadline:
-                for key, background in backgrounds.items():
-                    if not background.ready():
-                        print(
-                            f"caldera replay: warning: the data source of tiers[{key[0]}]"
-                            f".plugins[{key[1]}] did not sync in {BACKGROUND_SYNC_SECONDS:g}s"
-                            f" ({background.describe().get('lastError')}); its answers may"
-                            " differ",
-                            file=sys.stderr,
-                        )
-                break
-            await asyncio.sleep(0.05)
-        extender = Extender(config, SessionManager(config, None, backgrounds, clock=clock))
+        await _wait_for_sync(config, backgrounds, stderr)
         report = Report()
-        for done, exchange in enumerate(recorded, 1):
-            clock.now = exchange.time
-            answer = answer_of(extender, exchange.verb, exchange.request.read_bytes())
-            expected = (exchange.status, exchange.response.read_bytes())
-            report.total[exchange.verb] += 1
-            if not same(expected, answer):
-                report.differing[exchange.verb] += 1
-                report.differences.append(Difference(exchange, expected, answer))
-            progress.update(done)
+        done = 0
+        for name, exchanges in recorded:
+            # A fresh server per recording: each run is one serve start.
+            extender = Extender(config, SessionManager(config, None, backgrounds, clock=clock))
+            report.recordings.append((name, len(exchanges)))
+            for exchange in exchanges:
+                clock.now = exchange.time
+                answer = answer_of(extender, exchange.verb, exchange.request.read_bytes())
+                expected = (exchange.status, exchange.response.read_bytes())
+                report.total[exchange.verb] += 1
+                if not same(expected, answer):
+                    report.differing[exchange.verb] += 1
+                    report.differences.append(Difference(exchange, expected, answer))
+                done += 1
+                progress.update(done)
         return report
     finally:
         for background in reversed(list(backgrounds.values())):
             await background.stop()
 
 
-def replay(config: CalderaConfig, directory: Path, stderr: TextIO = sys.stderr) -> Report:
-    recorded = exchanges(directory)
-    return asyncio.run(_replay(config, recorded, Progress(len(recorded), stderr)))
+def replay(config: CalderaConfig, directory: Path, stderr: TextIO | None = None) -> Report:
+    """Replay every recording of ``directory`` (:func:`recordings`); a single one is the
+    directory given, which may be a run-* subdirectory to replay that run alone."""
+    found = recordings(directory)
+    recorded = [
+        (
+            "." if recording == directory else recording.name,
+            exchanges(recording, "" if recording == directory else f"{recording.name}/"),
+        )
+        for recording in found
+    ]
+    total = sum(len(e) for _, e in recorded)
+    stderr = stderr or sys.stderr
+    return asyncio.run(_replay(config, recorded, Progress(total, stderr), stderr))
 
 
 def excerpt(answer: tuple[int, bytes]) -> str:
@@ -204,7 +263,17 @@ def excerpt(answer: tuple[int, bytes]) -> str:
 
 
 def render(report: Report) -> Iterator[str]:
-    """Verb by verb: how many answers differ, and the first few of each."""
+    """Which recordings were replayed when there are several, then verb by verb how many
+    answers differ, and the first few of each."""
+    if len(report.recordings) > 1:
+        yield (
+            f"{len(report.recordings)} recordings (one per serve start), each replayed from a"
+            " fresh start: "
+            + ", ".join(
+                f"{name} ({count} answer{'' if count == 1 else 's'})"
+                for name, count in report.recordings
+            )
+        )
     shown: Counter[str] = Counter()
     by_verb: dict[str, list[Difference]] = {}
     for difference in report.differences:

@@ -21,6 +21,7 @@ from app.events import PodGroupEvents
 from app.explain import DecisionRecord
 from app.framework import Framework, Slot
 from app.metrics import Metrics
+from app.plugin_faults import PluginFaults
 from plugins.api.arguments import warn_once
 from plugins.api.base import Background, Session, utc_now
 from plugins.api.release import Release
@@ -80,8 +81,11 @@ class SessionManager:
         clock: Callable[[], datetime] = utc_now,
         record: DecisionRecord | None = None,
         events: PodGroupEvents | None = None,
+        faults: PluginFaults | None = None,
     ) -> None:
         self.config = config
+        self.faults = faults if faults is not None else PluginFaults(metrics, clock)
+        """Every plugin's faults (kept across sessions and configuration switches)."""
         self.metrics = metrics
         self.record = record
         self.events = events
@@ -139,8 +143,9 @@ class SessionManager:
             self.record.open(number, self.clock()) if snapshot and self.record is not None else None
         )
         return Framework(
-            tiers, self.release, self.metrics, log, self.clock, self.events if snapshot else None
-        )
+            tiers, self.release, self.metrics, log, self.clock, self.events if snapshot else None,
+            self.faults,
+        )  # fmt: skip
 
     def open(self, request: OnSessionOpenRequest) -> OpenSession:
         """Replace the open session with one built from ``request``."""

@@ -49,12 +49,12 @@ class Settings(BaseSettings):
     health_host: str = Field(
         default="0.0.0.0",
         json_schema_extra=cli(
-            "address of the health listener: /healthz, /readyz and /metrics only"
+            "address of the health listener: /livez, /healthz, /readyz and /metrics only"
             " (default 0.0.0.0; with --health-port)"
         ),
     )
-    """The health listener's address: only ``/healthz``, ``/readyz`` and ``/metrics``, for the
-    kubelet's probes and Prometheus, which reach the pod IP (``app/listeners.py``)."""
+    """The health listener's address: only ``/livez``, ``/healthz``, ``/readyz`` and
+    ``/metrics``, for the kubelet's probes and Prometheus, which reach the pod IP (``app/listeners.py``)."""
     health_port: int | None = Field(
         default=None,
         ge=0,

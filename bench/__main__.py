@@ -18,6 +18,7 @@ HELP = """Caldera benchmark.
   python -m bench soak --duration 600        Volcano's traffic at a fixed rate; exit 1 on errors or drift
   python -m bench cluster [--smoke]          vc-scheduler's own cycle with plugins in-tree, through
                                              Caldera, and through a neutral extender, at scale
+  python -m bench report [--check]           bench/README's generated sections from bench/results
 """
 
 
@@ -99,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     from bench import explain
 
     explain.add_arguments(ex)
+    rp = sub.add_parser(
+        "report", help="write bench/README's generated sections from the committed results"
+    )
+    rp.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 where the README differs"
+    )
     f2 = sub.add_parser("asgi", help=argparse.SUPPRESS)
     f2.add_argument("plan")
     f2.add_argument("out")
@@ -132,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     if a.cmd == "explain":
         return explain.main(a)
+    if a.cmd == "report":
+        from bench import readme
+
+        return readme.main(a.check)
     if a.cmd == "cluster":
         return cluster.main(a)
     if a.cmd == "profile":

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, EvictResult, Plugin, Session, Upstream, Vote, utc_now
@@ -87,6 +87,8 @@ def in_cooldown(pod: Pod | None, now: datetime) -> bool:
 @register
 class CdpPlugin(Plugin):
     name: ClassVar[str] = "cdp"
+    on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
+    """Its answer protects pods in their cooldown from eviction: abstaining would offer them."""
     upstream = Upstream(
         repository="volcano-sh/volcano",
         files=("pkg/scheduler/plugins/cdp/cdp.go",),

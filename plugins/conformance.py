@@ -20,7 +20,7 @@ filter for the gang-aware actions) is called in-process only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from plugins.api.base import EvictResult, Plugin, Upstream, Vote
 from plugins.api.reasons import Explained, Reason
@@ -68,6 +68,8 @@ def _evictable(evictees: Sequence[TaskInfo]) -> Explained[EvictResult]:
 @register
 class ConformancePlugin(Plugin):
     name: ClassVar[str] = "conformance"
+    on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
+    """Its answer protects critical pods from eviction: abstaining would offer them."""
     upstream = Upstream(
         repository="volcano-sh/volcano",
         files=("pkg/scheduler/plugins/conformance/conformance.go",),

@@ -96,7 +96,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, FitError, Plugin, Session, StatusCode, Upstream
@@ -299,6 +299,8 @@ def _node_group(node: NodeInfo | None) -> str | None:
 @register
 class NodeGroupPlugin(Plugin):
     name: ClassVar[str] = PLUGIN_NAME
+    on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
+    """A queue's node groups are a hard placement rule: abstaining would place pods outside them."""
     upstream = Upstream(
         repository="volcano-sh/volcano",
         files=(

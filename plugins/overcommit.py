@@ -48,7 +48,7 @@ Reject. Caldera logs the same message at info level instead.
 from __future__ import annotations
 
 import logging
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin, Session, Upstream, Vote
@@ -102,6 +102,8 @@ def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
 @register
 class OvercommitPlugin(Plugin):
     name: ClassVar[str] = "overcommit"
+    on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
+    """Its Reject bounds admission: abstaining would admit jobs past the overcommit factor."""
     upstream = Upstream(
         repository="volcano-sh/volcano",
         files=(

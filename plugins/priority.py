@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, EvictResult, Plugin, Session, Upstream, Vote
@@ -43,6 +43,8 @@ logger = logging.getLogger("caldera.plugins.priority")
 @register
 class PriorityPlugin(Plugin):
     name: ClassVar[str] = "priority"
+    on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
+    """Its answer protects higher-priority pods from eviction: abstaining would offer them."""
     upstream = Upstream(
         repository="volcano-sh/volcano",
         files=("pkg/scheduler/plugins/priority/priority.go",),

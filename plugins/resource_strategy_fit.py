@@ -84,7 +84,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from plugins.api.arguments import Arguments, argument_warning
 from plugins.api.base import Background, FitError, Plugin, StatusCode, Upstream
@@ -509,6 +509,8 @@ def check_node_resource_is_proportional(
 @register
 class ResourceStrategyFitPlugin(Plugin):
     name: ClassVar[str] = PLUGIN_NAME
+    on_error: ClassVar[Literal["fail", "abstain"]] = "abstain"
+    """Its filter and scores pack nodes well; without them for a call a pod is placed as by the other plugins, no rule broken."""
     upstream = Upstream(
         repository="volcano-sh/volcano",
         files=(

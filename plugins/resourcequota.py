@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin, Session, Upstream, Vote
@@ -124,6 +124,8 @@ def _amount(name: str, amount: Fraction) -> str:
 @register
 class ResourceQuotaPlugin(Plugin):
     name: ClassVar[str] = "resourcequota"
+    on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
+    """Its Reject enforces ResourceQuota at admission: abstaining would admit jobs over quota."""
     upstream = Upstream(
         repository="volcano-sh/volcano",
         files=("pkg/scheduler/plugins/resourcequota/resourcequota.go",),

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin, Session, Upstream, Vote, utc_now
@@ -89,6 +89,8 @@ def _go_since(then: datetime, now: datetime) -> int:
 @register
 class SlaPlugin(Plugin):
     name: ClassVar[str] = "sla"
+    on_error: ClassVar[Literal["fail", "abstain"]] = "abstain"
+    """It only ever permits or abstains: a dropped answer can delay a job, never admit one wrongly."""
     upstream = Upstream(
         repository="volcano-sh/volcano",
         files=("pkg/scheduler/plugins/sla/sla.go",),
@@ -137,6 +139,18 @@ class SlaPlugin(Plugin):
             return Vote.ABSTAIN
         created = go_time(job.CreationTimestamp)
         waited = _go_since(created, self._now())
+        if job.CreationTimestamp is None:
+            # Go's zero time: a deadline in year 1 and 292 years waited say nothing true.
+            return Explained(
+                Vote.PERMIT,
+                Reason(
+                    "past-sla",
+                    lambda: (
+                        f"has no creation timestamp, which Volcano reads as long past its"
+                        f" SLA {format_duration(waiting)}: admitted"
+                    ),
+                ),
+            )
 
         def sla() -> str:
             return f"SLA {format_duration(waiting)} (deadline {_deadline(created, waiting)})"

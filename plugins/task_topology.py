@@ -78,7 +78,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin, Session, Upstream
@@ -447,6 +447,8 @@ def _max_resource(node: NodeInfo) -> Resource:
 @register
 class TaskTopologyPlugin(Plugin):
     name: ClassVar[str] = PLUGIN_NAME
+    on_error: ClassVar[Literal["fail", "abstain"]] = "abstain"
+    """It only scores nodes and accounts allocations: a dropped score changes no rule."""
     upstream = Upstream(
         repository="volcano-sh/volcano",
         files=(

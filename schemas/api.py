@@ -16,12 +16,13 @@ from __future__ import annotations
 from datetime import datetime
 from enum import IntEnum
 from functools import cached_property
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 from msgspec import Struct, field
 
 from schemas.k8s import Node, ObjectMeta, Pod, ResourceList, ResourceQuotaStatus
+from schemas.lazy import ABSENT, JSON, Lazy
 from schemas.legacy import canonical, untagged_twin
 
 
@@ -95,6 +96,17 @@ class PodGroupSpec(Struct, rename="camel", gc=False):
     queue: str = ""
     priority_class_name: str = ""
     min_resources: ResourceList | None = None
+    network_topology_raw: msgspec.Raw = field(default_factory=ABSENT.copy, name="networkTopology")
+    sub_group_policy_raw: msgspec.Raw = field(default_factory=ABSENT.copy, name="subGroupPolicy")
+
+    network_topology = Lazy[JSON](
+        Any,
+        "``{mode, highestTierAllowed}`` (v1.12+): hard or soft network-topology placement.",
+        raw="network_topology_raw",
+    )
+    sub_group_policy = Lazy[list[JSON]](
+        list[Any], "Sub-group gangs (v1.13+).", raw="sub_group_policy_raw"
+    )
 
 
 class PodGroupStatus(Struct, rename="camel", gc=False):
@@ -102,6 +114,14 @@ class PodGroupStatus(Struct, rename="camel", gc=False):
     running: int = 0
     succeeded: int = 0
     failed: int = 0
+    conditions_raw: msgspec.Raw = field(default_factory=ABSENT.copy, name="conditions")
+
+    conditions = Lazy[list[JSON]](
+        list[Any],
+        "``{type, status, transitionID, lastTransitionTime, reason, message}`` (Go field names"
+        " before v1.14: ``Type``, ``Status``...).",
+        raw="conditions_raw",
+    )
 
 
 # v1.6–v1.13: the same fields, untagged (``MinMember``, ``Phase``…).
@@ -217,7 +237,7 @@ class NodeInfo(Struct, dict=True):
     Capability: Resource | None = None
     """v1.6–v1.7 name of ``Capacity``."""
     ResourceUsage: NodeUsage | None = None
-    TasksRaw: msgspec.Raw = field(default_factory=msgspec.Raw, name="Tasks")
+    TasksRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="Tasks")
     RevocableZone: str = ""
 
     def __post_init__(self) -> None:
@@ -263,9 +283,16 @@ class QueueSpec(Struct, rename="camel", gc=False):
     parent: str = ""
     priority: int = 0
     affinity: Affinity | None = None
+    type: str = ""
+    dequeue_strategy: str = ""
+    extend_clusters_raw: msgspec.Raw = field(default_factory=ABSENT.copy, name="extendClusters")
+
+    extend_clusters = Lazy[list[JSON]](
+        list[Any], "``{name, weight, capacity}`` per cluster.", raw="extend_clusters_raw"
+    )
 
 
-# v1.6–v1.13: ``Weight``, ``Capability``, ``Reclaimable`` untagged, the rest tagged;
+# v1.6–v1.13: ``Weight``, ``Capability``, ``Reclaimable``, ``ExtendClusters`` untagged, the rest tagged;
 # ``State``, ``Allocated``… untagged.
 if TYPE_CHECKING:
     LegacyQueueSpec = QueueSpec
@@ -274,16 +301,23 @@ else:
         QueueSpec,
         "LegacyQueueSpec",
         "v1.6–v1.13: ``Weight``, ``Capability``, ``Reclaimable`` untagged; the rest tagged.",
-        untagged=("weight", "capability", "reclaimable"),
+        untagged=("weight", "capability", "reclaimable", "extend_clusters_raw"),
     )
 
 
 class QueueStatus(Struct, rename="camel", gc=False):
     state: str = ""
+    unknown: int = 0
     pending: int = 0
     running: int = 0
     inqueue: int = 0
+    completed: int = 0
     allocated: ResourceList | None = None
+    reservation_raw: msgspec.Raw = field(default_factory=ABSENT.copy, name="reservation")
+
+    reservation = Lazy[JSON](
+        Any, "``{nodes, resource}`` reserved for the queue.", raw="reservation_raw"
+    )
 
 
 if TYPE_CHECKING:

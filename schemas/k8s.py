@@ -1,8 +1,20 @@
 """Typed views of the Kubernetes objects embedded in Volcano's payloads (standard k8s JSON keys).
 
-Only the fields Caldera's plugins read are declared; msgspec skips every other key without
-building it, which is what keeps decoding a whole-cluster snapshot fast. Add a field here when a
-plugin needs it, never "just in case".
+Every field of the ``core/v1`` Pod and Node that Volcano sends is readable here, in one of two
+ways (docs/plugin-author-guide.md, "Field reference", lists them all, generated from these
+classes by :mod:`schemas.fieldref`):
+
+- **decoded**: scalars, and the compound fields the built-in plugins read (labels, annotations,
+  containers' resources, conditions...), decoded with the body;
+- **lazy**: every other compound field (tolerations, affinity, taints, volumes, probes,
+  managedFields...), kept as its raw JSON bytes while the body decodes and decoded into its
+  typed view (or plain JSON, :data:`schemas.lazy.JSON`) when a plugin reads it
+  (:mod:`schemas.lazy`). A snapshot carries thousands of pods whose compound fields no plugin
+  reads; kept raw, each costs one small ``msgspec.Raw`` instead of the objects its decode builds.
+
+A key not declared here is skipped without being built (``status.images`` of a node is declared
+lazy; nothing Kubernetes sends in a Pod or Node is left undeclared). A new field goes in as lazy
+unless a built-in plugin reads it for every object of a snapshot.
 """
 
 from __future__ import annotations
@@ -10,88 +22,107 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from msgspec import Struct
+import msgspec
+from msgspec import Struct, field
+
+from schemas.lazy import ABSENT, JSON, Lazy
 
 ResourceList = dict[str, str]
 """``v1.ResourceList``: resource name to canonical quantity string (``{"cpu": "500m"}``)."""
 
 
+class OwnerReference(Struct, omit_defaults=True, gc=False):
+    apiVersion: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+    blockOwnerDeletion: bool | None = None
+
+
 class ObjectMeta(Struct, omit_defaults=True, gc=False):
     name: str = ""
+    generateName: str = ""
     namespace: str = ""
     uid: str = ""
+    resourceVersion: str = ""
+    generation: int = 0
     creationTimestamp: datetime | None = None
+    deletionTimestamp: datetime | None = None
+    deletionGracePeriodSeconds: int | None = None
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
+    ownerReferencesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="ownerReferences")
+    finalizersRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="finalizers")
+    managedFieldsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="managedFields")
+
+    ownerReferences = Lazy[list[OwnerReference]](list[OwnerReference])
+    finalizers = Lazy[list[str]](list[str])
+    managedFields = Lazy[list[JSON]](list[Any], "The API server's field ownership entries.")
 
 
 class ResourceRequirements(Struct, omit_defaults=True, gc=False):
     requests: ResourceList | None = None
     limits: ResourceList | None = None
+    claimsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="claims")
+
+    claims = Lazy[list[JSON]](list[Any], "Dynamic resource claims used by the container.")
+
+
+class ContainerPort(Struct, omit_defaults=True, gc=False):
+    name: str = ""
+    containerPort: int = 0
+    hostPort: int = 0
+    hostIP: str = ""
+    protocol: str = ""
 
 
 class Container(Struct, omit_defaults=True, gc=False):
+    """``v1.Container`` (containers, init containers; ephemeral ones are ``PodSpec.ephemeralContainers``)."""
+
     name: str = ""
+    image: str = ""
+    imagePullPolicy: str = ""
+    workingDir: str = ""
     resources: ResourceRequirements | None = None
     restartPolicy: str = ""
     """Only on init containers: ``Always`` makes it a sidecar (usage's pod limits)."""
+    terminationMessagePath: str = ""
+    terminationMessagePolicy: str = ""
+    stdin: bool = False
+    stdinOnce: bool = False
+    tty: bool = False
+    commandRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="command")
+    argsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="args")
+    portsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="ports")
+    envRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="env")
+    envFromRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="envFrom")
+    volumeMountsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="volumeMounts")
+    volumeDevicesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="volumeDevices")
+    livenessProbeRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="livenessProbe")
+    readinessProbeRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="readinessProbe")
+    startupProbeRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="startupProbe")
+    lifecycleRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="lifecycle")
+    securityContextRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="securityContext")
+    resizePolicyRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="resizePolicy")
+    restartPolicyRulesRaw: msgspec.Raw = field(
+        default_factory=ABSENT.copy, name="restartPolicyRules"
+    )
 
-
-class PodSchedulingGate(Struct, omit_defaults=True, gc=False):
-    name: str = ""
-
-
-class PodSpec(Struct, omit_defaults=True, gc=False):
-    containers: list[Container] | None = None
-    initContainers: list[Container] | None = None
-    priorityClassName: str = ""
-    schedulingGates: list[PodSchedulingGate] | None = None
-    """Read by overcommit (``api.HasOnlyVolcanoSchedulingGate``)."""
-    overhead: ResourceList | None = None
-    resources: ResourceRequirements | None = None
-    """Pod-level resources (``PodLevelResources``); usage reads their limits."""
-
-
-class PodCondition(Struct, omit_defaults=True, gc=False):
-    """``v1.PodCondition``; cdp and min-runtime read ``PodScheduled`` and its ``lastTransitionTime``."""
-
-    type: str = ""
-    status: str = ""
-    lastTransitionTime: datetime | None = None
-
-
-class ContainerStatus(Struct, omit_defaults=True, gc=False):
-    """``v1.ContainerStatus``: the resources the kubelet applied (in-place resize)."""
-
-    name: str = ""
-    resources: ResourceRequirements | None = None
-
-
-class PodStatus(Struct, omit_defaults=True, gc=False):
-    phase: str = ""
-    conditions: list[PodCondition] | None = None
-    startTime: datetime | None = None
-    """Set by the kubelet when it accepts the pod; min-runtime's fallback start time, usage's
-    metrics blind spot."""
-    containerStatuses: list[ContainerStatus] | None = None
-    initContainerStatuses: list[ContainerStatus] | None = None
-
-
-class Pod(Struct, omit_defaults=True, gc=False):
-    metadata: ObjectMeta | None = None
-    spec: PodSpec | None = None
-    status: PodStatus | None = None
-
-
-class Node(Struct, omit_defaults=True, gc=False):
-    metadata: ObjectMeta | None = None
-
-
-class ResourceQuotaStatus(Struct, omit_defaults=True):
-    """``v1.ResourceQuotaStatus`` as carried in ``NamespaceInfo.QuotaStatus``."""
-
-    hard: ResourceList | None = None
-    used: ResourceList | None = None
+    command = Lazy[list[str]](list[str])
+    args = Lazy[list[str]](list[str])
+    ports = Lazy[list[ContainerPort]](list[ContainerPort])
+    env = Lazy[list[JSON]](list[Any], "``v1.EnvVar`` entries.")
+    envFrom = Lazy[list[JSON]](list[Any])
+    volumeMounts = Lazy[list[JSON]](list[Any])
+    volumeDevices = Lazy[list[JSON]](list[Any])
+    livenessProbe = Lazy[JSON](Any)
+    readinessProbe = Lazy[JSON](Any)
+    startupProbe = Lazy[JSON](Any)
+    lifecycle = Lazy[JSON](Any)
+    securityContext = Lazy[JSON](Any)
+    resizePolicy = Lazy[list[JSON]](list[Any])
+    restartPolicyRules = Lazy[list[JSON]](list[Any])
 
 
 class LabelSelectorRequirement(Struct, omit_defaults=True):
@@ -107,6 +138,341 @@ class LabelSelector(Struct, omit_defaults=True):
 
     matchLabels: dict[str, str] | None = None
     matchExpressions: list[LabelSelectorRequirement] | None = None
+
+
+class PodSchedulingGate(Struct, omit_defaults=True, gc=False):
+    name: str = ""
+
+
+class Toleration(Struct, omit_defaults=True, gc=False):
+    """``v1.Toleration``: ``operator`` is ``Equal`` (the default when empty) or ``Exists``; an
+    empty ``effect`` matches every effect, an empty ``key`` with ``Exists`` every taint."""
+
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    tolerationSeconds: int | None = None
+
+
+class NodeSelectorRequirement(Struct, omit_defaults=True, gc=False):
+    """``operator``: In, NotIn, Exists, DoesNotExist, Gt or Lt."""
+
+    key: str = ""
+    operator: str = ""
+    values: list[str] | None = None
+
+
+class NodeSelectorTerm(Struct, omit_defaults=True, gc=False):
+    """The requirements of a term are ANDed."""
+
+    matchExpressions: list[NodeSelectorRequirement] | None = None
+    matchFields: list[NodeSelectorRequirement] | None = None
+
+
+class NodeSelector(Struct, omit_defaults=True, gc=False):
+    """The terms are ORed."""
+
+    nodeSelectorTerms: list[NodeSelectorTerm] | None = None
+
+
+class PreferredSchedulingTerm(Struct, omit_defaults=True, gc=False):
+    weight: int = 0
+    preference: NodeSelectorTerm | None = None
+
+
+class NodeAffinity(Struct, omit_defaults=True, gc=False):
+    requiredDuringSchedulingIgnoredDuringExecution: NodeSelector | None = None
+    preferredDuringSchedulingIgnoredDuringExecution: list[PreferredSchedulingTerm] | None = None
+
+
+class PodAffinityTerm(Struct, omit_defaults=True, gc=False):
+    labelSelector: LabelSelector | None = None
+    namespaces: list[str] | None = None
+    topologyKey: str = ""
+    namespaceSelector: LabelSelector | None = None
+    matchLabelKeys: list[str] | None = None
+    mismatchLabelKeys: list[str] | None = None
+
+
+class WeightedPodAffinityTerm(Struct, omit_defaults=True, gc=False):
+    weight: int = 0
+    podAffinityTerm: PodAffinityTerm | None = None
+
+
+class PodAffinity(Struct, omit_defaults=True, gc=False):
+    """``v1.PodAffinity`` and ``v1.PodAntiAffinity`` (the same fields)."""
+
+    requiredDuringSchedulingIgnoredDuringExecution: list[PodAffinityTerm] | None = None
+    preferredDuringSchedulingIgnoredDuringExecution: list[WeightedPodAffinityTerm] | None = None
+
+
+class Affinity(Struct, omit_defaults=True, gc=False):
+    """``v1.Affinity`` of a pod (a queue's node-group affinity is ``schemas.api.Affinity``)."""
+
+    nodeAffinity: NodeAffinity | None = None
+    podAffinity: PodAffinity | None = None
+    podAntiAffinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(Struct, omit_defaults=True, gc=False):
+    maxSkew: int = 0
+    topologyKey: str = ""
+    whenUnsatisfiable: str = ""
+    labelSelector: LabelSelector | None = None
+    minDomains: int | None = None
+    nodeAffinityPolicy: str = ""
+    nodeTaintsPolicy: str = ""
+    matchLabelKeys: list[str] | None = None
+
+
+class PodSpec(Struct, omit_defaults=True, gc=False):
+    containers: list[Container] | None = None
+    initContainers: list[Container] | None = None
+    nodeName: str = ""
+    schedulerName: str = ""
+    priorityClassName: str = ""
+    priority: int | None = None
+    """Set by admission from ``priorityClassName``; Volcano's TaskInfo.Priority derives from it."""
+    preemptionPolicy: str = ""
+    runtimeClassName: str = ""
+    restartPolicy: str = ""
+    terminationGracePeriodSeconds: int | None = None
+    activeDeadlineSeconds: int | None = None
+    dnsPolicy: str = ""
+    serviceAccountName: str = ""
+    serviceAccount: str = ""
+    automountServiceAccountToken: bool | None = None
+    hostNetwork: bool = False
+    hostPID: bool = False
+    hostIPC: bool = False
+    hostUsers: bool | None = None
+    shareProcessNamespace: bool | None = None
+    hostname: str = ""
+    subdomain: str = ""
+    setHostnameAsFQDN: bool | None = None
+    enableServiceLinks: bool | None = None
+    schedulingGates: list[PodSchedulingGate] | None = None
+    """Read by overcommit (``api.HasOnlyVolcanoSchedulingGate``)."""
+    overhead: ResourceList | None = None
+    resources: ResourceRequirements | None = None
+    """Pod-level resources (``PodLevelResources``); usage reads their limits."""
+    nodeSelectorRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="nodeSelector")
+    tolerationsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="tolerations")
+    affinityRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="affinity")
+    topologySpreadConstraintsRaw: msgspec.Raw = field(
+        default_factory=ABSENT.copy, name="topologySpreadConstraints"
+    )
+    volumesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="volumes")
+    ephemeralContainersRaw: msgspec.Raw = field(
+        default_factory=ABSENT.copy, name="ephemeralContainers"
+    )
+    securityContextRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="securityContext")
+    imagePullSecretsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="imagePullSecrets")
+    hostAliasesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="hostAliases")
+    dnsConfigRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="dnsConfig")
+    readinessGatesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="readinessGates")
+    osRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="os")
+    resourceClaimsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="resourceClaims")
+
+    nodeSelector = Lazy[dict[str, str]](dict[str, str], "Labels the node must carry, all of them.")
+    tolerations = Lazy[list[Toleration]](list[Toleration])
+    affinity = Lazy[Affinity](Affinity)
+    topologySpreadConstraints = Lazy[list[TopologySpreadConstraint]](list[TopologySpreadConstraint])
+    volumes = Lazy[list[JSON]](list[Any])
+    ephemeralContainers = Lazy[list[JSON]](list[Any])
+    securityContext = Lazy[JSON](Any)
+    imagePullSecrets = Lazy[list[JSON]](list[Any])
+    hostAliases = Lazy[list[JSON]](list[Any])
+    dnsConfig = Lazy[JSON](Any)
+    readinessGates = Lazy[list[JSON]](list[Any])
+    os = Lazy[JSON](Any)
+    resourceClaims = Lazy[list[JSON]](list[Any])
+
+
+class PodCondition(Struct, omit_defaults=True, gc=False):
+    """``v1.PodCondition``; cdp and min-runtime read ``PodScheduled`` and its ``lastTransitionTime``."""
+
+    type: str = ""
+    status: str = ""
+    lastTransitionTime: datetime | None = None
+    lastProbeTime: datetime | None = None
+    reason: str = ""
+    message: str = ""
+    observedGeneration: int = 0
+
+
+class ContainerStatus(Struct, omit_defaults=True, gc=False):
+    """``v1.ContainerStatus``: the resources the kubelet applied (in-place resize)."""
+
+    name: str = ""
+    resources: ResourceRequirements | None = None
+    ready: bool = False
+    started: bool | None = None
+    restartCount: int = 0
+    image: str = ""
+    imageID: str = ""
+    containerID: str = ""
+    stopSignal: str = ""
+    stateRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="state")
+    lastStateRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="lastState")
+    allocatedResourcesRaw: msgspec.Raw = field(
+        default_factory=ABSENT.copy, name="allocatedResources"
+    )
+    allocatedResourcesStatusRaw: msgspec.Raw = field(
+        default_factory=ABSENT.copy, name="allocatedResourcesStatus"
+    )
+    volumeMountsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="volumeMounts")
+    userRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="user")
+
+    state = Lazy[JSON](Any, "``waiting``, ``running`` or ``terminated``, with its details.")
+    lastState = Lazy[JSON](Any)
+    allocatedResources = Lazy[ResourceList](ResourceList)
+    allocatedResourcesStatus = Lazy[list[JSON]](list[Any])
+    volumeMounts = Lazy[list[JSON]](list[Any])
+    user = Lazy[JSON](Any)
+
+
+class PodIP(Struct, omit_defaults=True, gc=False):
+    """``v1.PodIP`` / ``v1.HostIP``."""
+
+    ip: str = ""
+
+
+class PodStatus(Struct, omit_defaults=True, gc=False):
+    phase: str = ""
+    conditions: list[PodCondition] | None = None
+    startTime: datetime | None = None
+    """Set by the kubelet when it accepts the pod; min-runtime's fallback start time, usage's
+    metrics blind spot."""
+    containerStatuses: list[ContainerStatus] | None = None
+    initContainerStatuses: list[ContainerStatus] | None = None
+    message: str = ""
+    reason: str = ""
+    nominatedNodeName: str = ""
+    hostIP: str = ""
+    podIP: str = ""
+    qosClass: str = ""
+    resize: str = ""
+    observedGeneration: int = 0
+    hostIPsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="hostIPs")
+    podIPsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="podIPs")
+    ephemeralContainerStatusesRaw: msgspec.Raw = field(
+        default_factory=ABSENT.copy, name="ephemeralContainerStatuses"
+    )
+    resourceClaimStatusesRaw: msgspec.Raw = field(
+        default_factory=ABSENT.copy, name="resourceClaimStatuses"
+    )
+    resourcesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="resources")
+
+    hostIPs = Lazy[list[PodIP]](list[PodIP])
+    podIPs = Lazy[list[PodIP]](list[PodIP])
+    ephemeralContainerStatuses = Lazy[list[ContainerStatus]](list[ContainerStatus])
+    resourceClaimStatuses = Lazy[list[JSON]](list[Any])
+    resources = Lazy[ResourceRequirements](ResourceRequirements, "Pod-level resources applied.")
+
+
+class Pod(Struct, omit_defaults=True, gc=False):
+    metadata: ObjectMeta | None = None
+    spec: PodSpec | None = None
+    status: PodStatus | None = None
+
+
+class Taint(Struct, omit_defaults=True, gc=False):
+    """``v1.Taint``: ``effect`` is ``NoSchedule``, ``PreferNoSchedule`` or ``NoExecute``."""
+
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+    timeAdded: datetime | None = None
+
+
+class NodeSpec(Struct, omit_defaults=True, gc=False):
+    """Decoded whole when ``Node.spec`` is read (no built-in plugin reads it)."""
+
+    podCIDR: str = ""
+    podCIDRs: list[str] | None = None
+    providerID: str = ""
+    unschedulable: bool = False
+    """``kubectl cordon``: no new pod may be placed on the node."""
+    taints: list[Taint] | None = None
+    externalID: str = ""
+    configSource: JSON = None
+
+
+class NodeCondition(Struct, omit_defaults=True, gc=False):
+    """``type``: Ready, MemoryPressure, DiskPressure, PIDPressure, NetworkUnavailable...;
+    ``status``: ``True``, ``False`` or ``Unknown``."""
+
+    type: str = ""
+    status: str = ""
+    lastHeartbeatTime: datetime | None = None
+    lastTransitionTime: datetime | None = None
+    reason: str = ""
+    message: str = ""
+
+
+class NodeAddress(Struct, omit_defaults=True, gc=False):
+    """``type``: Hostname, InternalIP, ExternalIP, InternalDNS or ExternalDNS."""
+
+    type: str = ""
+    address: str = ""
+
+
+class NodeSystemInfo(Struct, omit_defaults=True, gc=False):
+    machineID: str = ""
+    systemUUID: str = ""
+    bootID: str = ""
+    kernelVersion: str = ""
+    osImage: str = ""
+    containerRuntimeVersion: str = ""
+    kubeletVersion: str = ""
+    kubeProxyVersion: str = ""
+    operatingSystem: str = ""
+    architecture: str = ""
+    swap: JSON = None
+
+
+class NodeStatus(Struct, omit_defaults=True, gc=False):
+    """Decoded whole when ``Node.status`` is read (no built-in plugin reads it; Volcano's parse
+    of capacity and allocatable is ``NodeInfo.Capacity`` and ``NodeInfo.Allocatable``), except
+    ``images``, the largest part of a node, decoded only when it is read."""
+
+    phase: str = ""
+    capacity: ResourceList | None = None
+    allocatable: ResourceList | None = None
+    conditions: list[NodeCondition] | None = None
+    addresses: list[NodeAddress] | None = None
+    nodeInfo: NodeSystemInfo | None = None
+    daemonEndpoints: JSON = None
+    volumesInUse: list[str] | None = None
+    volumesAttached: list[JSON] | None = None
+    config: JSON = None
+    runtimeHandlers: list[JSON] | None = None
+    features: JSON = None
+    declaredFeatures: list[str] | None = None
+    imagesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="images")
+
+    images = Lazy[list[JSON]](list[Any], "``{names, sizeBytes}`` per image on the node.")
+
+
+class Node(Struct, omit_defaults=True, gc=False):
+    """``v1.Node``. Its spec and status are decoded when read: a snapshot's nodes are read for
+    their labels (nodegroup) far more often than for anything else."""
+
+    metadata: ObjectMeta | None = None
+    specRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="spec")
+    statusRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="status")
+
+    spec = Lazy[NodeSpec](NodeSpec)
+    status = Lazy[NodeStatus](NodeStatus)
+
+
+class ResourceQuotaStatus(Struct, omit_defaults=True):
+    """``v1.ResourceQuotaStatus`` as carried in ``NamespaceInfo.QuotaStatus``."""
+
+    hard: ResourceList | None = None
+    used: ResourceList | None = None
 
 
 class PodDisruptionBudgetSpec(Struct, omit_defaults=True):

@@ -22,7 +22,8 @@ S = TypeVar("S", bound=Struct)
 
 
 def go_name(name: str) -> str:
-    """``min_task_member`` -> ``MinTaskMember``: an untagged Go field's JSON key."""
+    """``minTaskMember`` (or ``min_task_member``) -> ``MinTaskMember``: an untagged Go field's
+    JSON key, from the tagged one (a raw field's attribute name is not its key)."""
     return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
 
 
@@ -34,7 +35,7 @@ def untagged_twin(
     (the OpenAPI document shows it)."""
     fields = msgspec.structs.fields(kind)
     keys = {
-        f.name: go_name(f.name) if untagged is None or f.name in untagged else f.encode_name
+        f.name: go_name(f.encode_name) if untagged is None or f.name in untagged else f.encode_name
         for f in fields
     }
     twin = msgspec.defstruct(

@@ -3,25 +3,32 @@ env values or annotations, which can hold secrets."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request, Response
 
 from app.routes.json import json_response
+from app.runtime import runtime_of
 
 router = APIRouter(tags=["operations"])
 
 
 @router.get("/debug/session", summary="The open session: age, snapshot counts, active plugins")
 async def debug_session(request: Request) -> Response:
-    state = request.app.state
-    sessions = state.sessions
+    state = runtime_of(request)
+    served = state.served
+    sessions = served.sessions
     common: dict[str, object] = {"volcanoVersion": sessions.release.name}
-    if state.config.infers_release:
+    if served.config.infers_release:
         common["volcanoVersionInferredFrom"] = (
             state.extender.release_watch.inferred or "nothing yet (no onSessionOpen seen)"
         )
     events = state.events
     if events is not None:
         common["podGroupEvents"] = events.describe()
+    session_state = state.session_state
+    if session_state is not None:
+        common["sessionState"] = session_state.describe()
     current = sessions.current
     if current is None:
         return json_response(
@@ -65,7 +72,7 @@ async def debug_explain(request: Request) -> Response:
     # with a sentence, not FastAPI's generic 422.
     job = request.query_params.get("job", "")
     task = request.query_params.get("task", "")
-    record = request.app.state.record
+    record = runtime_of(request).record
     if bool(job) == bool(task):
         return _error("give exactly one of job=<namespace>/<name> or task=<namespace>/<pod>", 400)
     key = job or task
@@ -75,15 +82,30 @@ async def debug_explain(request: Request) -> Response:
     found = record.explain_job(key) if job else record.explain_task(key)
     if found is None:
         kept = record.describe()
-        what = "job" if job else "task"
-        reason = (
-            "the decision record is off (explainSessions: 0)"
-            if not record.enabled
-            else f"no decision about {what} {key} in the {len(kept['sessions'])} sessions kept"
-        )
-        return json_response({"error": reason, "record": kept}, status_code=404)
+        return json_response(
+            {"error": not_found(record.enabled, "job" if job else "task", key, kept),
+             "record": kept},
+            status_code=404,
+        )  # fmt: skip
     return json_response(found)
 
 
 def _error(message: str, status: int) -> Response:
     return json_response({"error": message}, status_code=status)
+
+
+def not_found(enabled: bool, what: str, key: str, kept: dict[str, Any]) -> str:
+    """Why the record has nothing about ``key``: off, nothing recorded yet, or not in what is
+    kept (the sessions Volcano opened since, newest last)."""
+    if not enabled:
+        return "the decision record is off (explainSessions: 0)"
+    sessions = len(kept["sessions"])
+    if sessions == 0:
+        return (
+            f"no decision about {what} {key}: no session has opened yet (Caldera records"
+            " decisions per session, from Volcano's first onSessionOpen on)"
+        )
+    return (
+        f"no decision about {what} {key} in the {sessions}"
+        f" session{'' if sessions == 1 else 's'} kept"
+    )

@@ -1,29 +1,86 @@
-"""GET /healthz (the process answers) and /readyz (configuration loaded, plugins built, every
-plugin's background data source synced, and the last session snapshot Volcano sent taken:
-``app/snapshot_health.py``). An optional feature that does not work (``app/features.py``) is
-listed under ``features`` and makes the status ``degraded``, still 200: it must not keep the
-scheduler from starting; a data source that has not synced holds readiness back only during the
-start's grace."""
+"""GET /livez and /healthz (the process answers) and /readyz (configuration loaded, plugins
+built, every plugin's background data source synced, and the last session snapshot Volcano sent
+taken: ``app/snapshot_health.py``).
+
+Each answers HEAD as well as GET: load balancers and ``curl -I`` probe with HEAD, and a 405
+there reads as "down". ``/livez`` is the name Kubernetes' own components use for liveness;
+``/healthz`` stays for the probes and scripts written against it.
+
+An optional feature that does not work (``app/features.py``) is listed under ``features`` and
+makes the status ``degraded``, still 200: it must not keep the scheduler from starting; a data
+source that has not synced holds readiness back only during the start's grace."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
 from app import __version__
 from app.routes.json import json_response
+from app.runtime import runtime_of
 
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/healthz", summary="Liveness: the process is serving")
-async def healthz() -> Response:
+async def livez() -> Response:
     return json_response({"status": "ok"})
 
 
-@router.get(
+def probe(path: str, endpoint: Callable[..., Awaitable[Response]], **route: Any) -> None:
+    """``path`` for GET and for HEAD (the same answer without its body: Starlette and uvicorn
+    drop the body of a HEAD response), each with an operation id of its own."""
+    name = path.strip("/")
+    for method in ("GET", "HEAD"):
+        router.add_api_route(
+            path,
+            endpoint,
+            methods=[method],
+            operation_id=f"{name}_{name}_{method.lower()}",
+            **route,
+        )
+
+
+async def readyz(request: Request) -> Response:
+    state = runtime_of(request)
+    served = state.served
+    backgrounds: dict[str, Any] = {}
+    ready = state.snapshot.ready
+    # A data source that has not synced holds readiness back during the start's grace only
+    # (the startupProbe then holds vc-scheduler back); after it, it is a degraded feature
+    # and the scheduler may start: app/features.py.
+    waiting = state.features.in_grace()
+    state.features.check_backgrounds(served.backgrounds)
+    for key, background in served.backgrounds.items():
+        ok = background.ready()
+        backgrounds[key] = {"ready": ok, **background.describe()}
+        ready = ready and (ok or not waiting)
+    features = state.features.describe()
+    status = ("degraded" if features else "ready") if ready else "not ready"
+    body = {
+        "status": status,
+        "version": __version__,
+        "volcanoVersion": served.sessions.release.name,
+        "plugins": [option.name for option in served.config.plugin_options()],
+        "backgrounds": backgrounds,
+        "snapshot": state.snapshot.describe(),
+        "releaseMismatch": dict(state.extender.release_watch.evidence),
+        "config": state.config_watch.describe(),
+        "features": features,
+        # A plugin's faults never make the pod unready: its onError decides what they cost.
+        "pluginErrors": state.faults.describe(),
+    }
+    if state.shadow is not None:  # shown, never part of readiness: it cannot affect serving
+        body["shadow"] = state.shadow.describe()
+    return json_response(body, status_code=200 if ready else 503)
+
+
+probe("/livez", livez, summary="Liveness: the process is serving")
+probe("/healthz", livez, summary="Liveness: the process is serving (as /livez)")
+probe(
     "/readyz",
+    readyz,
     summary="Readiness: configuration loaded, plugins built, data synced, last snapshot taken",
     responses={
         503: {
@@ -33,33 +90,3 @@ async def healthz() -> Response:
         }
     },
 )
-async def readyz(request: Request) -> Response:
-    state = request.app.state
-    backgrounds: dict[str, Any] = {}
-    ready = state.sessions is not None and state.snapshot.ready
-    # A data source that has not synced holds readiness back during the start's grace only
-    # (the startupProbe then holds vc-scheduler back); after it, it is a degraded feature
-    # and the scheduler may start: app/features.py.
-    waiting = state.features.in_grace()
-    state.features.check_backgrounds(state.backgrounds)
-    for key, background in state.backgrounds.items():
-        ok = background.ready()
-        backgrounds[key] = {"ready": ok, **background.describe()}
-        ready = ready and (ok or not waiting)
-    features = state.features.describe()
-    status = ("degraded" if features else "ready") if ready else "not ready"
-    body = {
-        "status": status,
-        "version": __version__,
-        "volcanoVersion": state.sessions.release.name,
-        "plugins": [option.name for option in state.config.plugin_options()],
-        "backgrounds": backgrounds,
-        "snapshot": state.snapshot.describe(),
-        "releaseMismatch": dict(state.extender.release_watch.evidence),
-        "config": state.config_watch.describe(),
-        "features": features,
-    }
-    shadow = getattr(state, "shadow", None)
-    if shadow is not None:  # shown, never part of readiness: a shadow cannot affect serving
-        body["shadow"] = shadow.describe()
-    return json_response(body, status_code=200 if ready else 503)

@@ -5,16 +5,19 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from app.runtime import runtime_of
+
 router = APIRouter(tags=["operations"])
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
 async def metrics(request: Request) -> Response:
-    state = request.app.state
+    state = runtime_of(request)
+    served = state.served
     m = state.metrics
-    current = state.sessions.current
+    current = served.sessions.current
     m.session_age.set(current.age() if current is not None else 0.0)
-    for key, background in state.backgrounds.items():
+    for key, background in served.backgrounds.items():
         m.background_ready.labels(key).set(1.0 if background.ready() else 0.0)
         numbers = getattr(background, "metrics", None)
         if callable(numbers):

@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from app.routes.json import json_response
+from app.runtime import runtime_of
 from app.shadow import Shadow
 from app.shadow_diff import Difference
 
@@ -99,7 +100,7 @@ def by_subject(differences: list[Difference]) -> dict[str, dict[str, list[dict[s
     },
 )  # fmt: skip
 async def debug_shadow(request: Request) -> Response:
-    shadow: Shadow | None = getattr(request.app.state, "shadow", None)
+    shadow = runtime_of(request).shadow
     if shadow is None:
         return json_response(
             {"error": "no shadow configuration: start caldera serve with --shadow FILE"},

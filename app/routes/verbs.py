@@ -123,7 +123,8 @@ class VerbEndpoint:
                     f" ({held} more like it in the last minute)" if held else "",
                 )
         elif isinstance(exc, PluginFailure):
-            logger.error("%s", exc, exc_info=exc.cause)
+            if not exc.logged:  # a hook's fault is logged, rate-limited, where it happened
+                logger.error("%s", exc, exc_info=exc.cause)
         else:
             logger.error("%s failed: %s", self.verb, exc)
         await send_json(

@@ -22,12 +22,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import IntEnum
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from plugins.api.arguments import Arguments
 from plugins.api.extension_points import PLUGIN_HOOKS
 from plugins.api.reasons import Explained
-from plugins.api.release import Change, Release
+from plugins.api.release import NEWEST_STABLE_VERSION, Change, Release
 from schemas.api import JobInfo, NamespaceInfo, NodeInfo, QueueInfo, Resource, TaskInfo
 
 
@@ -83,7 +83,7 @@ class Session:
     namespace_info: Mapping[str, NamespaceInfo] = field(default_factory=dict)
     total_resource: Resource = field(default_factory=Resource)
     has_snapshot: bool = False
-    release: Release = field(default_factory=lambda: Release(1, 15))
+    release: Release = field(default_factory=lambda: Release.of(NEWEST_STABLE_VERSION))
     now: Callable[[], datetime] = utc_now
     """The wall clock (injectable in tests); sla and cdp compare against it."""
     clamped: Callable[[str, str], None] = _ignore_clamp
@@ -146,6 +146,11 @@ class Plugin:
     first release whose upstream plugin the port follows (a row of ``release.CHANGES``); an
     older release is refused, since its in-tree plugin would decide differently. ``upstream``
     names what the plugin ports (every built-in declares it; a plugin of its own may not).
+    ``on_error`` is what a fault of the plugin (an exception, a wrong type, a call over its
+    time budget) does when its tiers entry sets no ``onError``: ``"fail"`` answers the verb
+    with an error, ``"abstain"`` drops only this plugin's answer (``app/plugin_faults.py``).
+    ``"fail"`` unless dropping the answer is safe: a plugin that protects pods from eviction
+    or jobs from admission must fail, since without its answer the others' decide.
     """
 
     name: ClassVar[str] = ""
@@ -154,6 +159,7 @@ class Plugin:
     requires_verbs: ClassVar[tuple[str, ...]] = ()
     ported_from: ClassVar[Change | None] = None
     upstream: ClassVar[Upstream | None] = None
+    on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
 
     @classmethod
     def required_verbs(cls, release: Release) -> tuple[str, ...]:

@@ -132,6 +132,18 @@ class Change:
     upstream: str
     """The upstream commit or file that made the change, for a reader checking it."""
 
+    @property
+    def since(self) -> tuple[int, int]:
+        """The oldest release line that carries the change (the bound a wire key or shape puts
+        on the release that sent it: the line before does not have it)."""
+        return min(self.first)[:2]
+
+    @property
+    def before(self) -> tuple[int, int]:
+        """The newest release line without the change (the line before :attr:`since`)."""
+        major, minor = self.since
+        return (major, minor - 1)
+
 
 ARGUMENTS_PARSE_BOOL_STRINGS = Change(
     "framework.Arguments.GetBool parses a string value with strconv.ParseBool (before: a"
@@ -197,17 +209,47 @@ USAGE_ESTIMATOR = Change(
     ((1, 16, 0),),
     "volcano 895281e64 'Enhancement of Usage-Based Scheduling' (v1.16.0-alpha.0)",
 )
+NODE_CAPACITY_KEY = Change(
+    "NodeInfo marshals the node's capacity as Capacity (before: Capability)",
+    ((1, 8, 0),),
+    "volcano pkg/scheduler/api/node_info.go, v1.8.0 (protocol reference, NodeInfo)",
+)
+TASK_ROLE_FIELD = Change(
+    "TaskInfo marshals TaskRole (and EvictionOccurred, HasRestartableInitContainer, SchGated)",
+    ((1, 10, 0),),
+    "volcano pkg/scheduler/api/job_info.go TaskInfo, v1.10.0 (protocol reference §3.4)",
+)
+TASK_JOB_ALLOCATED_HYPERNODE_FIELD = Change(
+    "TaskInfo marshals JobAllocatedHyperNode (and no longer PodVolumes)",
+    ((1, 12, 0),),
+    "volcano pkg/scheduler/api/job_info.go TaskInfo, v1.12.0 (protocol reference §3.4)",
+)
+TASK_DRA_RESREQ_FIELD = Change(
+    "TaskInfo marshals DRAResreq, ResourceClaimKeys and ResourceClaimDRAResreq",
+    ((1, 15, 0),),
+    "volcano pkg/scheduler/api/job_info.go TaskInfo, v1.15.0 (protocol reference §3.4)",
+)
+TASK_POD_ANNOTATIONS_FIELD = Change(
+    "TaskInfo marshals PodAnnotations",
+    ((1, 16, 0),),
+    "volcano pkg/scheduler/api/job_info.go TaskInfo, v1.16.0-alpha.0 (protocol reference §3.4)",
+)
 
 CHANGES: tuple[Change, ...] = (
+    NODE_CAPACITY_KEY,
+    TASK_ROLE_FIELD,
     USAGE_AS_PORTED,
+    TASK_JOB_ALLOCATED_HYPERNODE_FIELD,
     CDP_RECLAIMABLE,
     NODEGROUP_AS_PORTED,
     ARGUMENTS_PARSE_BOOL_STRINGS,
     NESTED_OBJECT_SHAPE,
     QUEUE_ALLOCATION_GATE_NOT_GATED,
+    TASK_DRA_RESREQ_FIELD,
     OVERCOMMIT_SCALAR_MILLI_UNITS,
     NODEGROUP_PREFERRED_ORDER,
     NODEGROUP_RESOURCE_LIMITS,
+    TASK_POD_ANNOTATIONS_FIELD,
     RESOURCEQUOTA_ACCOUNTS_ON_ENQUEUED,
     USAGE_ESTIMATOR,
 )

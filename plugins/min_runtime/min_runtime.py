@@ -4,9 +4,9 @@ A port of KAI-Scheduler's ``minruntime`` plugin (reclaim-min-runtime and preempt
 ``pkg/scheduler/plugins/minruntime/minruntime.go`` and ``resolver.go`` (the latter is
 ``plugins/min_runtime/resolver.py``) of
 kai-scheduler/KAI-Scheduler at d5bc503a (2026-08-07), the same algorithm as NVIDIA/KAI-Scheduler
-at 72de64fc (PR #162) apart from the per-job protection caches PR #1809 removed (protection is
-recomputed from the clock on every call here too). The design is KAI's
-``docs/developer/designs/min-runtime/README.md``; the start time is the PodGroup annotation
+at 72de64fc (PR #162) apart from the per-job protection caches PR #1809 removed (no protection
+boolean is cached here either; see **The session's instant** for when it is judged). The design
+is KAI's ``docs/developer/designs/min-runtime/README.md``; the start time is the PodGroup annotation
 ``kai.scheduler/last-start-timestamp`` (``pkg/common/constants/constants.go``), read as
 ``podgroup_info/job_info.go`` reads it.
 
@@ -69,6 +69,17 @@ or else the pod's ``status.startTime``. That survives a restart of Caldera; it a
 "stamped when the job goes from 0 to some allocated tasks" (a job whose original pods were all
 replaced without ever reaching zero looks younger than it is, so it is protected longer).
 
+**The session's instant.** Protection is judged against one instant per session, read from the
+clock when the session opens (the moment its snapshot is taken), not against the clock at each
+call. Volcano asks once per (preemptor task, node) in a session, and the elastic budget spans
+those calls: with the clock read per call, a job whose minimum runtime ends while the session
+runs would be protected in one call and free in the next, so which of its pods go would depend on
+how fast the calls arrive (load, not the snapshot; issue 37, item 10). With one instant, a
+session's answers are a function of its snapshot, that instant and the evictees in the order
+Volcano offers them. KAI reads ``time.Now()`` on every call within a session that lasts well
+under a second; a job whose protection ends during a session is freed by the next one, one
+scheduling period later.
+
 **Queue settings** come from Volcano Queue annotations (Volcano Queues have no such fields):
 ``preempt-min-runtime`` and ``reclaim-min-runtime`` by default, parsed with Go's
 ``time.ParseDuration`` like KAI's ``metav1.Duration`` queue fields (no ``d``/``w``). Present
@@ -128,7 +139,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from plugins.api.arguments import Arguments, warn_once
 from plugins.api.base import Background, EvictResult, Plugin, Session, Upstream, Vote, utc_now
@@ -375,6 +386,8 @@ RECLAIM = "reclaim"
 @register
 class MinRuntimePlugin(Plugin):
     name: ClassVar[str] = "min-runtime"
+    on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
+    """Its answer protects pods within their minimum runtime from eviction: abstaining would offer them."""
     upstream = Upstream(
         repository="kai-scheduler/KAI-Scheduler",
         files=(
@@ -404,14 +417,15 @@ class MinRuntimePlugin(Plugin):
         self._jobs: Mapping[str, JobInfo] = {}
         self._reasons: dict[tuple[str, str, int, datetime | None, int | None], Reason] = {}
         self._queues: Mapping[str, QueueInfo] = {}
-        self._now = utc_now
+        self._instant = go_time(utc_now())
+        """The session's instant, every protection is judged at (set on session open)."""
         self.resolver = Resolver({}, self.default_preempt, self.default_reclaim)
         self._state: dict[str, _JobState] = {}
 
     def on_session_open(self, ssn: Session) -> None:
         self._jobs = ssn.jobs
         self._queues = ssn.queues
-        self._now = ssn.now
+        self._instant = go_time(ssn.now())  # an aware instant, whatever the clock returns
         self.resolver = Resolver(
             ssn.queues,
             self.default_preempt,
@@ -451,7 +465,7 @@ class MinRuntimePlugin(Plugin):
     def _filter(
         self, kind: str, evictor: TaskInfo, evictees: Sequence[TaskInfo]
     ) -> Explained[EvictResult]:
-        now = go_time(self._now())  # an aware instant, whatever the clock returns
+        now = self._instant
         evictor_job = self._jobs.get(evictor.Job)
         victims: list[TaskInfo] = []
         vetoes: dict[str, Reason] = {}

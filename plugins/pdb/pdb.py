@@ -50,6 +50,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar, Literal
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, EvictResult, Plugin, Upstream, Vote
@@ -74,6 +75,8 @@ logger = logging.getLogger("caldera.plugins.pdb")
 @register
 class PdbPlugin(Plugin):
     name = "pdb"
+    on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
+    """Its answer protects pods a PodDisruptionBudget covers from eviction: abstaining would offer them."""
     upstream = Upstream(
         repository="volcano-sh/volcano",
         files=("pkg/scheduler/plugins/pdb/pdb.go",),

@@ -95,7 +95,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, FitError, Plugin, Session, StatusCode, Upstream, utc_now
@@ -288,6 +288,8 @@ _SHADOW_STATUSES = frozenset({TaskStatus.Allocated, TaskStatus.Binding, TaskStat
 @register
 class UsagePlugin(Plugin):
     name: ClassVar[str] = PLUGIN_NAME
+    on_error: ClassVar[Literal["fail", "abstain"]] = "abstain"
+    """A load-aware filter and score; without them for a call the node is judged as with stale metrics, which usage itself passes."""
     upstream = Upstream(
         repository="volcano-sh/volcano",
         files=(

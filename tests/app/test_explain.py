@@ -298,10 +298,29 @@ async def test_a_bad_question_is_a_400_with_a_sentence(query: str, error: str) -
     assert response.json()["error"].startswith(error)
 
 
-async def test_nothing_recorded_is_a_404_that_says_what_is_kept() -> None:
-    response = await get(create_app(CalderaConfig.model_validate(OVERCOMMIT_CONFIG)), "?job=a/b")
+@pytest.mark.parametrize(
+    ("opened", "query", "error"),
+    [
+        (0, "?job=ns1/x", "no decision about job ns1/x: no session has opened yet (Caldera"
+         " records decisions per session, from Volcano's first onSessionOpen on)"),
+        (1, "?job=ns1/x", "no decision about job ns1/x in the 1 session kept"),
+        (2, "?task=ns1/p", "no decision about task ns1/p in the 2 sessions kept"),
+    ],
+    ids=["before any session", "one session", "two sessions"],
+)  # fmt: skip
+async def test_nothing_recorded_is_a_404_that_says_what_is_kept(
+    opened: int, query: str, error: str
+) -> None:
+    app = create_app(CalderaConfig.model_validate(OVERCOMMIT_CONFIG))
+    for number in range(1, opened + 1):
+        app.state.record.open(number, datetime(2026, 1, 1, tzinfo=UTC))
+    response = await get(app, query)
     assert response.status_code == 404
-    assert response.json()["error"] == "no decision about job a/b in the 0 sessions kept"
+    assert response.json()["error"] == error
+    assert len(response.json()["record"]["sessions"]) == opened
+
+
+async def test_a_record_that_is_off_says_so() -> None:
     off = CalderaConfig.model_validate({**OVERCOMMIT_CONFIG, "explainSessions": 0})
     response = await get(create_app(off), "?task=a/b")
     assert response.json()["error"] == "the decision record is off (explainSessions: 0)"

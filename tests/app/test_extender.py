@@ -220,7 +220,10 @@ async def test_plugin_failure_is_500_naming_plugin_and_verb(client_factory: Any)
     assert response.json()["plugin"] == "test-scripted"
     assert response.json()["verb"] == "predicate"
     metrics = (await client.get("/metrics")).text
-    assert 'caldera_plugin_errors_total{plugin="test-scripted",verb="predicate"} 1.0' in metrics
+    assert (
+        'caldera_plugin_errors_total{kind="raised",plugin="test-scripted",verb="predicate"} 1.0'
+        in metrics
+    )
 
 
 async def test_verbs_without_session_skip_snapshot_plugins(client_factory: Any) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from app.build_info import COMMIT_VARIABLE
 from app.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +39,14 @@ def test_dockerfile_runs_non_root_with_healthcheck() -> None:
     assert '"serve", "--host", "127.0.0.1"' in text
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert 'ENTRYPOINT ["caldera"]' in text and "caldera" in scripts
+
+
+def test_the_image_hands_its_build_commit_to_build_info() -> None:
+    """``docker build --build-arg COMMIT=...`` reaches caldera_build_info's commit label
+    through the variable app/build_info.py reads, in the stage that runs."""
+    final_stage = dockerfile().rpartition("\nFROM ")[2]
+    assert re.search(r"^ARG COMMIT=unknown$", final_stage, re.M)
+    assert re.search(rf"\b{COMMIT_VARIABLE}=\$\{{COMMIT\}}", final_stage)
 
 
 def test_compose_services_have_health_checks_and_existing_mounts() -> None:

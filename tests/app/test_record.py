@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import stat
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,11 @@ from app.config import load_config
 from app.errors import CalderaError
 from app.extender import Extender
 from app.record import INDEX, Recorder, RecordingExtender
-from app.replay import ReplayError, exchanges, render, replay
+from app.replay import BACKGROUND_SYNC_SECONDS, ReplayError, exchanges, recordings, render, replay
 from app.session import SessionManager
+from tests.examples import CAPTURED_BODIES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "volcano-1.15"
+FIXTURES = CAPTURED_BODIES / "volcano-1.15"
 CREATED = datetime(2026, 1, 1, tzinfo=UTC)
 SLA = "tiers: [{plugins: [{name: sla}]}]\n"
 
@@ -152,22 +154,74 @@ def test_replay_reports_the_differing_verb_and_exits_1(tmp_path: Path, capsys) -
 
 def test_replay_of_something_that_is_not_a_recording(tmp_path: Path, capsys) -> None:
     with pytest.raises(ReplayError, match="no recorded session"):
-        exchanges(tmp_path)
+        recordings(tmp_path)
     assert main(["replay", str(tmp_path / "missing")]) == 2
     assert "is not a directory" in capsys.readouterr().err
 
 
-def test_replay_warns_when_a_data_source_does_not_sync(
+@pytest.mark.parametrize(
+    "pdb",
+    [
+        "{source: file, file: MISSING}",
+        "{source: kubernetes, kubeconfig: MISSING}",
+    ],
+    ids=["a budgets file that is not there", "a kubeconfig that is not there"],
+)
+def test_replay_fails_fast_and_clearly_when_a_data_source_cannot_sync(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], pdb: str
+) -> None:
+    """Issue 34: with pdb and no cluster, replay waited 30 s and went on with guesses. The
+    first failed sync ends it: exit 2, one sentence naming the plugin, the error and the way
+    out; no answer is compared."""
+    handwritten_recording(tmp_path / "rec", CREATED + timedelta(minutes=5), b'{"status":0}')
+    missing = tmp_path / "not-there.yaml"
+    config = write_config(
+        tmp_path,
+        f"tiers: [{{plugins: [{{name: sla}}, {{name: pdb, arguments: {pdb.replace('MISSING', str(missing))}}}]}}]\n",
+    )
+    started = time.monotonic()
+    assert main(["replay", str(tmp_path / "rec"), "--config", config]) == 2
+    assert time.monotonic() - started < BACKGROUND_SYNC_SECONDS / 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    [line] = [x for x in captured.err.splitlines() if x.startswith("caldera replay:")]
+    assert line.startswith(
+        "caldera replay: the data source of pdb (tiers[0].plugins[1]) cannot sync: "
+    )
+    assert str(missing) in line and "source: file" in line
+    assert "{'" not in captured.err and "':" not in captured.err, "no Python dict"
+
+
+class NeverSynced:
+    """A data source that neither syncs nor fails (a slow API server)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def ready(self) -> bool:
+        return False
+
+    def describe(self) -> dict[str, Any]:
+        return {"synced": False, "lastError": None}
+
+
+def test_replay_warns_when_a_data_source_is_still_syncing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr("app.replay.BACKGROUND_SYNC_SECONDS", 0.2)
+    monkeypatch.setattr(
+        "app.config_watch.build_backgrounds", lambda config: ({(0, 1): NeverSynced()}, [])
+    )
     handwritten_recording(tmp_path / "rec", CREATED + timedelta(minutes=5), b'{"status":0}')
-    missing = tmp_path / "no-such-pdbs.yaml"
-    config = f"tiers: [{{plugins: [{{name: sla}}, {{name: pdb, arguments: {{source: file, file: {missing}}}}}]}}]\n"
+    config = "tiers: [{plugins: [{name: sla}, {name: pdb, arguments: {source: file, file: x}}]}]\n"
     report = replay(load_config_from_text(tmp_path, config), tmp_path / "rec")
     assert not report.differs
     err = capsys.readouterr().err
-    assert "data source of tiers[0].plugins[1] did not sync" in err
+    assert err == (
+        "caldera replay: warning: the data source of pdb (tiers[0].plugins[1]) did not sync"
+        " in 0.2s; its answers may differ\n"
+    )
 
 
 def test_without_record_the_endpoints_call_the_extender_itself(tmp_path: Path) -> None:
@@ -193,12 +247,45 @@ def test_without_record_the_endpoints_call_the_extender_itself(tmp_path: Path) -
     recorder.close()
 
 
-def test_replay_finds_the_one_run_of_a_directory_recorded_into_twice(tmp_path: Path) -> None:
-    from app.replay import ReplayError, exchanges
+def test_replay_replays_every_run_of_a_directory_recorded_into_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 34: the directory's own sessions were replayed and its run-* recordings (one per
+    later serve start) silently skipped. Every one is replayed now, each from a fresh start,
+    and the output names them; a run's directory replays that run alone."""
+    rec = tmp_path / "rec"
+    handwritten_recording(rec, CREATED + timedelta(minutes=5), b'{"status":0}')
+    handwritten_recording(
+        rec / "run-20261124T100000Z-1", CREATED + timedelta(hours=2), b'{"status":1}'
+    )
+    # the second run's answer differs: replay must reach it to say so
+    handwritten_recording(
+        rec / "run-20261124T110000Z-2", CREATED + timedelta(hours=2), b'{"status":0}'
+    )
+    assert recordings(rec) == [rec, rec / "run-20261124T100000Z-1", rec / "run-20261124T110000Z-2"]
+    assert main(["replay", str(rec), "--config", write_config(tmp_path, SLA)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        "3 recordings (one per serve start), each replayed from a fresh start: . (1 answer),"
+        " run-20261124T100000Z-1 (1 answer), run-20261124T110000Z-2 (1 answer)"
+    )
+    assert "jobEnqueueable        3 answers  1 differ" in out
+    assert "    run-20261124T110000Z-2/session-000000/000001 at 2026-01-01T02:00:00+00:00" in out
+    assert out[-1] == "1 of 3 answers differ"
+    # one run alone
+    alone = replay(load_config_from_text(tmp_path, SLA), rec / "run-20261124T100000Z-1")
+    assert alone.recordings == [(".", 1)] and not alone.differs
+    assert [e.session for e in exchanges(rec / "run-20261124T100000Z-1")] == ["session-000000"]
 
-    handwritten_recording(tmp_path / "rec" / "run-20261124T100000Z-1", CREATED, b'{"status":0}')
-    assert exchanges(tmp_path / "rec")
-    handwritten_recording(tmp_path / "rec" / "run-20261124T110000Z-2", CREATED, b'{"status":0}')
-    with pytest.raises(ReplayError, match="holds 2 recordings"):
-        exchanges(tmp_path / "rec")
-    assert exchanges(tmp_path / "rec" / "run-20261124T110000Z-2")
+
+def test_a_directory_of_runs_alone_replays_them_all(tmp_path: Path) -> None:
+    rec = tmp_path / "rec"
+    handwritten_recording(rec / "run-20261124T100000Z-1", CREATED, b'{"status":0}')
+    handwritten_recording(rec / "run-20261124T110000Z-2", CREATED, b'{"status":0}')
+    (rec / "run-20261124T120000Z-3").mkdir()  # a start that recorded nothing
+    assert recordings(rec) == [rec / "run-20261124T100000Z-1", rec / "run-20261124T110000Z-2"]
+    report = replay(load_config_from_text(tmp_path, SLA), rec)
+    assert [name for name, _ in report.recordings] == [
+        "run-20261124T100000Z-1",
+        "run-20261124T110000Z-2",
+    ]

@@ -11,6 +11,14 @@ from plugins.api.release import SUPPORTED_VERSIONS
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "new-volcano-release.md"
 FIXTURES = ROOT / "tests" / "fixtures"
+CAPTURED = ROOT / "plugins" / "api" / "captured"
+"""Captured bodies ship in the package (plugins.api.testing); hand-built ones stay in tests/."""
+
+
+def fixture_directory(name: str) -> Path:
+    return (CAPTURED if name.startswith("volcano-") else FIXTURES) / name
+
+
 CONFORMANCE = ROOT / "tests" / "conformance"
 
 
@@ -34,8 +42,10 @@ def test_each_release_has_fixtures_a_module_or_a_reason() -> None:
         if fixtures == "—" and module == "—":
             assert len(reason) > 40, f"{release}: neither fixtures nor a module, and no reason"
         if fixtures != "—":
-            assert (FIXTURES / fixtures).is_dir(), f"{release}: tests/fixtures/{fixtures}"
-            assert any((FIXTURES / fixtures).glob("*.json")), f"{release}: {fixtures} is empty"
+            assert fixture_directory(fixtures).is_dir(), f"{release}: {fixtures}"
+            assert any(fixture_directory(fixtures).glob("*.json")), (
+                f"{release}: {fixtures} is empty"
+            )
         if module != "—":
             assert (CONFORMANCE / module / "go.mod").is_file(), f"{release}: {module}"
 
@@ -43,7 +53,7 @@ def test_each_release_has_fixtures_a_module_or_a_reason() -> None:
 def test_every_fixture_directory_and_module_is_in_the_table() -> None:
     named = {cell for row in coverage().values() for cell in row[:2]}
     modules = {p.parent.name for p in CONFORMANCE.glob("volcano-*/go.mod")}
-    captures = {p.name for p in FIXTURES.glob("volcano-*") if p.is_dir()}
+    captures = {p.name for p in CAPTURED.glob("volcano-*") if p.is_dir()}
     examples = {
         f"protocol-examples/{p.name}"
         for p in (FIXTURES / "protocol-examples").iterdir()

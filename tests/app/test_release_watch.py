@@ -10,9 +10,9 @@ from app.config import load_config_text
 from app.extender import Extender
 from app.metrics import Metrics
 from app.session import SessionManager
-from tests.examples import FIXTURES, example_bytes
+from tests.examples import CAPTURED_BODIES, example_bytes
 
-CAPTURED_1_15 = (FIXTURES / "volcano-1.15" / "onSessionOpen.request.json").read_bytes()
+CAPTURED_1_15 = (CAPTURED_BODIES / "volcano-1.15" / "onSessionOpen.request.json").read_bytes()
 
 
 def extender(version: str) -> tuple[Extender, Metrics]:
@@ -66,8 +66,8 @@ def test_session_signals(version: str, body: bytes, expected: set[str]) -> None:
 
 def test_verbs_the_release_cannot_send(caplog: pytest.LogCaptureFixture) -> None:
     ext, metrics = extender("1.12")
-    body = (FIXTURES / "volcano-1.15" / "allocateFunc.request.json").read_bytes()
-    job = (FIXTURES / "volcano-1.15" / "jobEnqueueable.request.json").read_bytes()
+    body = (CAPTURED_BODIES / "volcano-1.15" / "allocateFunc.request.json").read_bytes()
+    job = (CAPTURED_BODIES / "volcano-1.15" / "jobEnqueueable.request.json").read_bytes()
     with caplog.at_level("ERROR", logger="caldera.release"):
         ext.handle("allocate", body)
         ext.handle("allocate", body)
@@ -81,7 +81,7 @@ def test_verbs_the_release_cannot_send(caplog: pytest.LogCaptureFixture) -> None
 
 def test_a_release_that_has_the_verb_reports_nothing() -> None:
     ext, metrics = extender("1.16")
-    job = (FIXTURES / "volcano-1.15" / "jobEnqueueable.request.json").read_bytes()
+    job = (CAPTURED_BODIES / "volcano-1.15" / "jobEnqueueable.request.json").read_bytes()
     ext.handle("jobEnqueued", job)
     assert signals(metrics) == {}
 
@@ -125,7 +125,7 @@ def test_auto_answers_predicate_in_the_inferred_shape() -> None:
 
 def test_auto_a_verb_raises_the_floor_for_the_next_session() -> None:
     ext = auto_extender()
-    job = (FIXTURES / "volcano-1.15" / "jobEnqueueable.request.json").read_bytes()
+    job = (CAPTURED_BODIES / "volcano-1.15" / "jobEnqueueable.request.json").read_bytes()
     ext.handle("onSessionOpen", CAPTURED_1_15)
     ext.handle("jobEnqueued", job)
     assert ext.release.name == "1.16" and "jobEnqueued" in ext.release_watch.inferred

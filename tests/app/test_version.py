@@ -11,11 +11,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app import __version__
+from app.build_info import COMMIT_VARIABLE
 from app.cli import main, parser
 from app.config import CalderaConfig, load_config
 from app.main import create_app
+from plugins.api.release import NEWEST_STABLE_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
+NEWEST = ".".join(map(str, NEWEST_STABLE_VERSION))
 
 
 def test_the_version_is_pyprojects() -> None:
@@ -30,13 +33,45 @@ def test_caldera_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == f"caldera {__version__}\n"
 
 
-def test_readyz_build_info_and_process_metrics(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    ("config", "commit_variable", "labels"),
+    [
+        (None, None, {"commit": "unknown", "volcanoVersion": NEWEST}),
+        (
+            "volcanoVersion: '1.10'\n",
+            "0123abcd",
+            {"commit": "0123abcd", "volcanoVersion": "1.10"},
+        ),
+        ("volcanoVersion: auto\n", "  ", {"commit": "unknown", "volcanoVersion": "auto"}),
+    ],
+    ids=["embedded default, no commit given", "image build's commit", "auto, blank commit"],
+)
+def test_readyz_build_info_and_process_metrics(
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    config: str | None,
+    commit_variable: str | None,
+    labels: dict[str, str],
+) -> None:
     caplog.set_level("INFO", logger="caldera")
-    with TestClient(create_app(load_config(None))) as client:
+    if commit_variable is None:
+        monkeypatch.delenv(COMMIT_VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(COMMIT_VARIABLE, commit_variable)
+    path = None
+    if config is not None:
+        path = tmp_path / "caldera.yaml"
+        path.write_text(config)
+    with TestClient(create_app(load_config(None if path is None else str(path)))) as client:
         assert client.get("/readyz").json()["version"] == __version__
         metrics = client.get("/metrics").text
     python = platform.python_version()
-    assert f'caldera_build_info{{python="{python}",version="{__version__}"}} 1.0' in metrics
+    expected = {"commit": labels["commit"], "python": python, "version": __version__}
+    expected["volcanoVersion"] = labels["volcanoVersion"]
+    rendered = ",".join(f'{key}="{value}"' for key, value in sorted(expected.items()))
+    [line] = [line for line in metrics.splitlines() if line.startswith("caldera_build_info{")]
+    assert line == f"caldera_build_info{{{rendered}}} 1.0"
     for family in ("process_resident_memory_bytes", "process_cpu_seconds_total",
                    "python_gc_collections_total", "python_info"):  # fmt: skip
         assert f"\n{family}" in metrics, family
@@ -111,3 +146,15 @@ def test_the_start_banner_mentions_volcano_version_only_when_it_is_not_set(
     release = "1.14" if "1.14" in version else "1.15"
     assert f"serving Volcano {release}{caveat} with plugins: priority;" in banner
     assert "caldera_release_mismatch_total" not in banner
+
+
+def test_metrics_carry_no_created_series() -> None:
+    """A ``_created`` series beside every counter and histogram doubled the scrape for a start
+    time process_start_time_seconds already gives (issue 34)."""
+    app = create_app(load_config(None))
+    with TestClient(app) as client:
+        client.post("/onSessionClose", content=b"{}")
+        metrics = client.get("/metrics").text
+    assert 'caldera_responses_total{code="200",verb="onSessionClose"} 1.0' in metrics
+    assert "caldera_request_duration_seconds_count" in metrics
+    assert [line for line in metrics.splitlines() if "_created" in line] == []

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from app.cli import main
+from tests.examples import HELM_DEFAULT_CONF
 
 # Volcano v1.15.1's chart default (installer/helm/chart/volcano/config/volcano-scheduler-ci.conf),
 # with a comment of an operator's added to show it survives.
@@ -251,27 +252,6 @@ def test_a_missing_file_is_refused(tmp_path: Path, capsys) -> None:
     code = main(["volcano-config", "--merge", str(tmp_path / "nope.conf")])
     assert code == 2
     assert "No such file" in capsys.readouterr().err
-
-
-# Volcano v1.15.1's Helm chart default (installer/helm/chart/volcano/config/volcano-scheduler.conf):
-# the actions ask no victims.
-HELM_DEFAULT_CONF = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-    enablePreemptable: false
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
 
 
 def test_helm_default_conf_is_told_which_actions_its_victim_verbs_need(

@@ -1,6 +1,6 @@
 """bench/workloads.py builds Volcano's bodies by hand; they must carry what Volcano really sends.
 
-For every verb captured from a real vc-scheduler (tests/fixtures/volcano-1.14, -1.15), the body
+For every verb captured from a real vc-scheduler (plugins/api/captured/volcano-1.14, -1.15), the body
 the benchmark builds for that verb carries every key the capture carries, struct by struct, as
 the typed views of ``schemas/`` decode them. A key the benchmark left out would make its
 decoding cheaper than Volcano's real bodies and its figures flattering. (The benchmark may carry
@@ -16,9 +16,10 @@ import pytest
 
 from bench import workloads
 from plugins.api.extension_points import BY_VERB
+from tests.examples import CAPTURED_BODIES
 from tests.schemas.walk import walk
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = CAPTURED_BODIES
 CAPTURES = sorted(
     path for release in ("volcano-1.14", "volcano-1.15")
     for path in (FIXTURES / release).glob("*.request.json")

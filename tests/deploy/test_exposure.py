@@ -70,7 +70,8 @@ def test_the_probes_and_the_scrapes_use_the_health_listener() -> None:
             get = caldera[probe]["httpGet"]
             assert ports.get(get["port"], get["port"]) == health and get["path"] in HEALTH_PATHS
     monitor = yaml.safe_load((ROOT / "deploy" / "kubernetes" / "podmonitor.yaml").read_text())
-    [endpoint] = monitor["spec"]["podMetricsEndpoints"]
+    # Caldera's endpoint on the health listener; the other is vc-scheduler's (test_observability)
+    [endpoint] = [e for e in monitor["spec"]["podMetricsEndpoints"] if e["port"] in ports]
     assert ports[endpoint["port"]] == health
 
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["caldera"]

@@ -122,6 +122,10 @@ CALDERA_OBJECTS = [
     ("ConfigMap", "caldera-config"),
     ("ClusterRole", "caldera-pdb-reader"),
     ("ClusterRoleBinding", "caldera-pdb-reader"),
+]
+EVENTS = "explain-events"
+"""The opt-in component granting what explainEvents needs (off in the shipped caldera.yaml)."""
+EVENT_OBJECTS = [
     ("ClusterRole", "caldera-event-recorder"),
     ("ClusterRoleBinding", "caldera-event-recorder"),
 ]
@@ -188,7 +192,13 @@ def test_sidecar_sits_beside_the_unchanged_scheduler(
     deployment = find(documents, "Deployment", "volcano-scheduler")
     original = find(upstream(variant), "Deployment", "volcano-scheduler")
     scheduler = container(deployment, "volcano-scheduler")
-    assert scheduler == original["spec"]["template"]["spec"]["containers"][0]
+    unchanged = original["spec"]["template"]["spec"]["containers"][0]
+    # The one addition: a name for vc-scheduler's metrics port, for podmonitor.yaml.
+    assert scheduler.pop("ports") == [
+        *unchanged.pop("ports", []),
+        {"name": "vc-metrics", "containerPort": 8080, "protocol": "TCP"},
+    ]
+    assert scheduler == unchanged
     pod = deployment["spec"]["template"]
     names = [c["name"] for c in pod["spec"]["containers"]]
     inits = [c["name"] for c in pod["spec"].get("initContainers", [])]
@@ -217,7 +227,7 @@ def test_caldera_port_probes_and_config_mount(variant: Variant, documents: list[
     [named] = caldera["ports"]
     assert named["containerPort"] == health_port, "only the health listener is a container port"
     served = set(create_app(load_config(None)).openapi()["paths"])
-    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+    for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
         get = caldera[probe]["httpGet"]
         assert get["path"] == path and path in served
         assert get["port"] in (named["name"], health_port)
@@ -272,19 +282,22 @@ def quantity(text: str) -> float:
 
 
 @pytest.mark.parametrize(
-    ("role", "rules"),
+    ("role", "components", "rules"),
     [
-        pytest.param("caldera-pdb-reader", [{"apiGroups": ["policy"], "resources":
+        pytest.param("caldera-pdb-reader", (), [{"apiGroups": ["policy"], "resources":
                      ["poddisruptionbudgets"], "verbs": ["list", "watch"]}], id="pdb"),
         # explainEvents (app/events.py) creates an Event, then patches its count
-        pytest.param("caldera-event-recorder", [{"apiGroups": [""], "resources": ["events"],
-                     "verbs": ["create", "patch"]}], id="events"),
+        pytest.param("caldera-event-recorder", (EVENTS,), [{"apiGroups": [""], "resources":
+                     ["events"], "verbs": ["create", "patch"]}], id="events"),
     ],
 )  # fmt: skip
 def test_rbac_grants_the_pod_what_caldera_does_and_nothing_more(
-    documents: list[Document], role: str, rules: list[dict[str, list[str]]]
+    variant: Variant, role: str, components: tuple[str, ...], rules: list[dict[str, list[str]]]
 ) -> None:
+    documents = render(variant.overlay, volcano_file, (*variant.components, *components))
     assert find(documents, "ClusterRole", role)["rules"] == rules
+    labels = find(documents, "ClusterRole", role)["metadata"]["labels"]
+    assert labels["app.kubernetes.io/part-of"] == "caldera"
     binding = find(documents, "ClusterRoleBinding", role)
     assert binding["roleRef"]["name"] == role
     pod = find(documents, "Deployment", "volcano-scheduler")["spec"]["template"]["spec"]
@@ -387,7 +400,7 @@ def test_caldera_gates_the_scheduler_start_or_is_the_documented_plain_container(
     deployment = find(documents, "Deployment", "volcano-scheduler")
     pod = deployment["spec"]["template"]["spec"]
     caldera = container(deployment, "caldera")
-    assert caldera["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert caldera["livenessProbe"]["httpGet"]["path"] == "/livez"
     assert caldera["readinessProbe"]["httpGet"]["path"] == "/readyz"
     if variant.plain:
         assert caldera in pod["containers"] and not pod.get("initContainers")
@@ -421,3 +434,18 @@ def test_every_release_overlay_names_its_own_manifest() -> None:
     for overlay in OVERLAYS:
         [url] = overlay_urls(overlay)
         assert f"/{overlay.name.removeprefix('volcano-')}/installer/volcano-development.yaml" in url
+
+
+def test_the_events_permission_comes_only_with_its_opt_in_component(
+    variant: Variant, documents: list[Document], tmp_path: Path
+) -> None:
+    """explainEvents is off in the shipped caldera.yaml, so the overlays grant no cluster-wide
+    create on events; ../explain-events adds it for those who turn it on (issue 34)."""
+    rendered = {(d["kind"], d["metadata"]["name"]) for d in documents}
+    assert not rendered & set(EVENT_OBJECTS)
+    assert load_config(str(caldera_config_file(documents, tmp_path))).explainEvents is False
+    opted = render(variant.overlay, volcano_file, (*variant.components, EVENTS))
+    added = {(d["kind"], d["metadata"]["name"]) for d in opted} - rendered
+    assert added == set(EVENT_OBJECTS)
+    guide = (ROOT / "docs" / "operator-guide.md").read_text()
+    assert f"../{EVENTS}" in guide and "explainEvents: true" in guide

@@ -121,7 +121,7 @@ func testPlacement(t *testing.T, c *Cluster) {
 	t.Logf("placement: %v", got)
 	for pod, node := range got {
 		if node != "place-b" {
-			t.Errorf("%s on %s, want place-b (MostAllocated packs the loaded node): %v", pod, node, got)
+			s.Wrong(t, "%s on %s, want place-b (MostAllocated packs the loaded node): %v", pod, node, got)
 		}
 	}
 	s.WaitPodGroupPhase(t, "pack", "Running", 30*time.Second)

@@ -21,7 +21,10 @@ var mutationCases = []struct{ verb, scenario, plugins string }{
 
 // TestE2EMutations runs this test binary once per mutation (CALDERA_E2E_MUTATE, mutate_test.go)
 // on its scenario: the scenario must get past its start (the scheduler conf logged) and then
-// fail. go test -tags mutations -run TestE2EMutations (tests/e2e/run.sh passes the arguments).
+// fail on a decision of its own, with its marker (Scenario.Wrong: WRONG DECISION (<scenario>)).
+// A failure without it (a timeout, a harness error, another scenario's) does not count as the
+// mutant caught. go test -tags mutations -run TestE2EMutations (tests/e2e/run.sh passes the
+// arguments).
 func TestE2EMutations(t *testing.T) {
 	if os.Getenv("CALDERA_E2E") == "0" {
 		t.Skip("CALDERA_E2E=0: end-to-end test left out")
@@ -36,11 +39,16 @@ func TestE2EMutations(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			started := strings.Contains(string(out), "volcano-scheduler.conf:")
 			failed := regexp.MustCompile(`--- FAIL: TestE2E/` + regexp.QuoteMeta(m.scenario) + `\b`).Match(out)
+			marked := strings.Contains(string(out), decisionMarker(m.scenario))
 			switch {
 			case !started:
 				t.Errorf("the %s scenario did not start (exit: %v):\n%s", m.scenario, err, lastLines(string(out)))
 			case !failed || err == nil:
 				t.Errorf("breaking %s (%s) did not fail the %s scenario:\n%s", m.verb, m.plugins, m.scenario, lastLines(string(out)))
+			case !marked:
+				t.Errorf("breaking %s (%s): the %s scenario failed, but not on a decision of its own (no %q:"+
+					" a timeout or a harness error), so the mutant is not caught:\n%s",
+					m.verb, m.plugins, m.scenario, decisionMarker(m.scenario), lastLines(string(out)))
 			default:
 				t.Logf("%s broken (%s): %s failed, %s", m.verb, m.plugins, m.scenario, time.Since(began).Round(time.Second))
 			}

@@ -100,18 +100,18 @@ func testPreemption(t *testing.T, c *Cluster) {
 	t.Logf("high: %v", got)
 	for _, victim := range []string{"low-old1-0", "low-old2-0"} {
 		if !c.Deleted(s.NS, victim) {
-			t.Errorf("%s was not evicted", victim)
+			s.Wrong(t, "%s was not evicted", victim)
 		}
 		if !s.EventReasons(t, "Pod", victim)["Evict"] {
-			t.Errorf("%s has no Evict event from vc-scheduler", victim)
+			s.Wrong(t, "%s has no Evict event from vc-scheduler", victim)
 		}
 	}
 	for _, kept := range []string{"low-pdb-0", "low-fresh-0"} {
 		if s.EventReasons(t, "Pod", kept)["Evict"] {
-			t.Errorf("%s has an Evict event", kept)
+			s.Wrong(t, "%s has an Evict event", kept)
 		}
 		if c.Deleted(s.NS, kept) {
-			t.Errorf("%s was evicted (protected by %s)", kept, map[string]string{"low-pdb-0": "its PDB", "low-fresh-0": "min-runtime"}[kept])
+			s.Wrong(t, "%s was evicted (protected by %s)", kept, map[string]string{"low-pdb-0": "its PDB", "low-fresh-0": "min-runtime"}[kept])
 		}
 		p, err := c.Kube.CoreV1().Pods(s.NS).Get(ctx, kept, metav1.GetOptions{})
 		if err != nil || p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
@@ -145,10 +145,10 @@ func testPreemption(t *testing.T, c *Cluster) {
 	s.CreateJob(t, JobSpec{Name: "high2", Pods: 1, Request: Res("1", "1Gi"), PriorityClass: "e2e-high", Queue: "e2e-preempt"})
 	t.Logf("high2: %v", s.WaitBound(t, "high2", 1, 90*time.Second))
 	if !c.Deleted(s.NS, "low-pdb-0") {
-		t.Errorf("low-pdb-0 was not evicted once its PDB allowed a disruption")
+		s.Wrong(t, "low-pdb-0 was not evicted once its PDB allowed a disruption")
 	}
 	if c.Deleted(s.NS, "low-fresh-0") {
-		t.Errorf("low-fresh-0 was evicted (protected by min-runtime)")
+		s.Wrong(t, "low-fresh-0 was evicted (protected by min-runtime)")
 	}
 }
 
@@ -194,17 +194,17 @@ func testAdmission(t *testing.T, c *Cluster) {
 	s.CreateJob(t, JobSpec{Name: "past-sla", Pods: 1, Request: Res("1", "1Gi"), MinResources: big,
 		PGAnnotations: map[string]string{"volcano.sh/sla-waiting-time": "3s"}})
 
-	s.WaitBound(t, "small", 1, 60*time.Second)
-	got := s.WaitBound(t, "past-sla", 1, 60*time.Second)
+	s.WaitAdmittedBound(t, "small", 1, 60*time.Second)
+	got := s.WaitAdmittedBound(t, "past-sla", 1, 60*time.Second)
 	t.Logf("past-sla admitted after its SLA: %v", got)
 	s.WaitPodGroupPhase(t, "past-sla", "Running", 30*time.Second)
 	// By now several sessions have voted on over-quota; give it a few more.
 	time.Sleep(5 * time.Second)
 	if ph := s.PodGroupPhase(t, "over-quota"); ph != vcsched.PodGroupPending {
-		t.Errorf("over-quota PodGroup phase %q, want Pending", ph)
+		s.Wrong(t, "over-quota PodGroup phase %q, want Pending", ph)
 	}
 	if pl := s.Placement(t, "over-quota"); pl["over-quota-0"] != "" {
-		t.Errorf("over-quota pod bound to %s", pl["over-quota-0"])
+		s.Wrong(t, "over-quota pod bound to %s", pl["over-quota-0"])
 	}
 	if !s.EventReasons(t, "Pod", "small-0")["Scheduled"] {
 		t.Errorf("small-0 has no Scheduled event from vc-scheduler")
@@ -508,7 +508,7 @@ func testNodeGroupPlacement(t *testing.T, c *Cluster) {
 	t.Logf("placement: %v", got)
 	for pod, node := range got {
 		if node != "ng-a" {
-			t.Errorf("%s on %s, want ng-a (the queue requires node group g1): %v", pod, node, got)
+			s.Wrong(t, "%s on %s, want ng-a (the queue requires node group g1): %v", pod, node, got)
 		}
 	}
 	if n := s.Caldera.Answered(t, "predicate"); n < 8 {

@@ -428,6 +428,43 @@ func (s *Scenario) Placement(t testing.TB, job string) map[string]string {
 // WaitBound waits until the job's pods are all bound (and reported Running by the fake kubelet).
 func (s *Scenario) WaitBound(t testing.TB, job string, n int, timeout time.Duration) map[string]string {
 	t.Helper()
+	got, err := s.tryBound(job, n, timeout)
+	if err != nil {
+		t.Fatalf("job %s: %v", job, err)
+	}
+	return got
+}
+
+// WaitAdmittedBound is WaitBound for a job whose admission is the scenario's decision: when its
+// pods do not run in time and its PodGroup is still Pending, enqueue never admitted it, a wrong
+// decision (Wrong), told apart from a slow cluster (any other phase: a plain failure).
+func (s *Scenario) WaitAdmittedBound(t testing.TB, job string, n int, timeout time.Duration) map[string]string {
+	t.Helper()
+	got, err := s.tryBound(job, n, timeout)
+	if err == nil {
+		return got
+	}
+	if ph := s.PodGroupPhase(t, job); ph == vcsched.PodGroupPending {
+		s.Wrong(t, "job %s was never admitted (PodGroup still Pending after %s): %v", job, timeout, err)
+		t.FailNow()
+	}
+	t.Fatalf("job %s: %v", job, err)
+	return nil
+}
+
+// Wrong fails the scenario for a decision that Caldera's answers decide (who is placed where,
+// evicted, admitted), with the scenario's marker: the end-to-end mutations (mutations_test.go)
+// count a broken verb as caught only by its scenario's marker, never by a timeout or a harness
+// error.
+func (s *Scenario) Wrong(t testing.TB, format string, args ...any) {
+	t.Helper()
+	t.Errorf("%s: "+format, append([]any{decisionMarker(s.NS)}, args...)...)
+}
+
+// decisionMarker is what Wrong prints for the scenario named scenario.
+func decisionMarker(scenario string) string { return "WRONG DECISION (" + scenario + ")" }
+
+func (s *Scenario) tryBound(job string, n int, timeout time.Duration) (map[string]string, error) {
 	var got map[string]string
 	err := waitFor(timeout, func() (bool, error) {
 		pods, err := s.C.Kube.CoreV1().Pods(s.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "job=" + job})
@@ -444,10 +481,7 @@ func (s *Scenario) WaitBound(t testing.TB, job string, n int, timeout time.Durat
 		}
 		return running == n, fmt.Errorf("%d of %d running: %v", running, n, got)
 	})
-	if err != nil {
-		t.Fatalf("job %s: %v", job, err)
-	}
-	return got
+	return got, err
 }
 
 // PodGroupPhase reads a PodGroup's status phase.

@@ -99,8 +99,11 @@ context() {  # a copy of the tracked files (and the CA bundle for the build's do
   if [ -f "$ca" ]; then cp "$ca" "$1/extra-ca.pem"; fi
 }
 context "$work/ctx"
-docker build -q --build-arg BASE="$base" -t "$image" "$work/ctx" >"$work/build.log" 2>&1 \
-  || { tail -30 "$work/build.log" >&2; fail "docker build failed"; }
+# The source commit for caldera_build_info, as the operator guide's build line passes it (a
+# checkout that is no git repository builds with "unknown").
+commit=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
+docker build -q --build-arg BASE="$base" --build-arg COMMIT="$commit" -t "$image" "$work/ctx" \
+  >"$work/build.log" 2>&1 || { tail -30 "$work/build.log" >&2; fail "docker build failed"; }
 docker image inspect "$image" --format 'size {{.Size}} bytes, user {{.Config.User}}'
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -108,7 +111,7 @@ wait_health() {  # URL
   for _ in $(seq 60); do curl -fsS "$1/healthz" >/dev/null 2>&1 && return 0; sleep 1; done
   return 1
 }
-fixture="$root/tests/fixtures/volcano-1.15/onSessionOpen.request.json"
+fixture="$root/plugins/api/captured/volcano-1.15/onSessionOpen.request.json"
 # A verb posted from inside the container to its loopback verb listener, the body on stdin.
 post_inside() {  # verb exec-prefix...
   local verb=$1; shift
@@ -128,7 +131,8 @@ check_listeners() {  # health-URL exec-prefix...
   body=$(curl -fsS "$url/readyz") || fail "/readyz: no answer"
   grep -q '"version"' <<<"$body" || fail "/readyz has no version: $body"
   body=$(curl -fsS "$url/metrics") || fail "/metrics: no answer"
-  grep -q '^caldera_build_info' <<<"$body" || fail "/metrics has no caldera_build_info"
+  grep -q "^caldera_build_info{.*commit=\"$commit\"" <<<"$body" \
+    || fail "/metrics has no caldera_build_info with commit=\"$commit\": $(grep '^caldera_build_info' <<<"$body")"
   answer=$(verb_inside "$@") || fail "onSessionOpen on the verb listener failed"
   [ "$answer" = "200 {}" ] || fail "onSessionOpen answered: $answer"
   code=$(curl -s -o /dev/null -w '%{http_code}' -XPOST --data-binary "@$fixture" "$url/onSessionOpen")

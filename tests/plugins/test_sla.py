@@ -276,3 +276,17 @@ def test_a_deadline_past_year_9999_is_named_so() -> None:
     result = plugin.job_enqueueable(JobInfo(Name="j", Namespace="ns", CreationTimestamp=created))
     assert isinstance(result, Explained) and result.reason is not None
     assert result.reason.message == "waited 0s of its SLA 2h (deadline after year 9999)"
+
+
+def test_a_job_without_creation_timestamp_is_explained_without_year_1() -> None:
+    """Go's zero time made the reason "waited 2562047h47m16.854775807s past its SLA 1h
+    (deadline 0001-01-01T01:00:00+00:00)" (issue 34)."""
+    plugin = SlaPlugin(Arguments({"sla-waiting-time": "1h"}, plugin="sla"))
+    plugin.on_session_open(Session(now=lambda: datetime(2026, 1, 1, tzinfo=UTC)))
+    result = plugin.job_enqueueable(JobInfo(Name="j", Namespace="ns"))
+    assert isinstance(result, Explained) and result.reason is not None
+    assert answer_of(result) == Vote.PERMIT
+    assert result.reason.code == "past-sla"
+    assert result.reason.message == (
+        "has no creation timestamp, which Volcano reads as long past its SLA 1h: admitted"
+    )

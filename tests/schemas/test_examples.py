@@ -1,6 +1,6 @@
 """The payload views against every example body: the hand-built protocol examples of all three
 dialects (tests/fixtures/protocol-examples) and the bodies captured from Volcano's own
-json.Marshal (tests/fixtures/volcano-1.14 from v1.14.1, tests/fixtures/volcano-1.15 from
+json.Marshal (plugins/api/captured/volcano-1.14 from v1.14.1, plugins/api/captured/volcano-1.15 from
 v1.15.1)."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from plugins.api import testing
 from schemas import requests as rq
 from schemas import responses as rs
 from schemas.api import TaskStatus
-from tests.examples import EXAMPLES, FIXTURES, example_bytes, example_json
+from tests.examples import CAPTURED_BODIES, EXAMPLES, example_bytes, example_json
 
 REQUEST_TYPES = {
     "onSessionOpen": rq.OnSessionOpenRequest,
@@ -47,13 +48,13 @@ RESPONSE_TYPES = {
 
 
 # Directories of bodies captured from Volcano's extender plugin, one per release.
-CAPTURED_RELEASES = ("volcano-1.14", "volcano-1.15")
+CAPTURED_RELEASES = tuple(f"volcano-{release}" for release in testing.CAPTURED_RELEASES)
 
 
 def request_files() -> list[Path]:
     files = sorted(EXAMPLES.glob("*/*.request.json"))
     for release in CAPTURED_RELEASES:
-        files += sorted((FIXTURES / release).glob("*.request.json"))
+        files += sorted((CAPTURED_BODIES / release).glob("*.request.json"))
     return files
 
 
@@ -148,7 +149,10 @@ def test_the_legacy_twins_have_the_canonical_fields_under_go_names() -> None:
         assert twin.__struct_fields__ == kind.__struct_fields__
     assert api.LegacyPodGroupSpec.__struct_encode_fields__ == (
         "MinMember", "MinTaskMember", "Queue", "PriorityClassName", "MinResources",
+        "NetworkTopology", "SubGroupPolicy",
     )  # fmt: skip
+    assert api.LegacyPodGroupStatus.__struct_encode_fields__[-1] == "Conditions"
+    assert "ExtendClusters" in api.LegacyQueueSpec.__struct_encode_fields__
     assert api.LegacyQueueSpec.__struct_encode_fields__[:4] == (
         "Weight", "Capability", "Reclaimable", "guarantee",
     )  # fmt: skip

@@ -78,6 +78,7 @@ async def start_caldera(
     command = [
         *(command_prefix or caldera_command()),
         *("serve", "--port", str(port), "--host", "127.0.0.1"),
+        *(extra_args or []),
     ]
     if config_text is not None:
         config_path = workdir / f"caldera-{port}.yaml"

@@ -106,3 +106,36 @@ async def test_installed_plugin_is_discovered_and_served(tmp_path: Path) -> None
         assert (await server.client.get("/readyz")).json()["plugins"] == ["gpu-model"]
     finally:
         await server.stop()
+
+
+async def test_a_plugin_installed_while_serving_is_refused_on_reload_naming_the_cause(
+    tmp_path: Path,
+) -> None:
+    """Plugins are discovered at start: live reload naming one installed since is rejected,
+    and the error says why (and what to do)."""
+    import asyncio
+    import time
+
+    site = tmp_path / "site"
+    site.mkdir()
+    server = await start_caldera(
+        "tiers: [{plugins: [{name: priority}]}]\n",
+        tmp_path,
+        extra_env={"PYTHONPATH": str(site), "CALDERA_CONFIG_WATCH_SECONDS": "0.1"},
+    )
+    try:
+        install(build_wheel(tmp_path), site)
+        (config,) = tmp_path.glob("caldera-*.yaml")
+        config.write_text("tiers: [{plugins: [{name: gpu-model}]}]\n")
+        deadline = time.monotonic() + 10
+        while "rejected" not in (state := (await server.client.get("/readyz")).json()["config"]):
+            assert time.monotonic() < deadline, state
+            await asyncio.sleep(0.1)
+        error = state["rejected"]["error"]
+        assert "unknown plugin 'gpu-model'" in error
+        assert (
+            "plugins are discovered when caldera starts: restart it after installing one" in error
+        )
+        assert (await server.client.get("/readyz")).json()["plugins"] == ["priority"]
+    finally:
+        await server.stop()

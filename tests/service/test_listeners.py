@@ -64,9 +64,16 @@ async def test_verbs_on_one_listener_probes_and_metrics_on_the_other(tmp_path: P
         async with httpx.AsyncClient(timeout=5.0) as client:
             answered = await client.post(f"{verbs}/onSessionOpen", content=snapshot)
             assert answered.status_code == 200 and answered.json() == {}
-            for path in ("/healthz", "/readyz", "/metrics"):
+            for path in ("/livez", "/healthz", "/readyz", "/metrics"):
                 assert (await client.get(f"{health}{path}")).status_code == 200, path
                 assert (await client.get(f"{verbs}{path}")).status_code == 200, path
+            # HEAD is how load balancers and `curl -I` probe: 200 and no body, not 405
+            for path in ("/livez", "/healthz", "/readyz"):
+                for base in (health, verbs):
+                    probed = await client.head(f"{base}{path}")
+                    assert (probed.status_code, probed.content) == (200, b""), (base, path)
+                    assert probed.headers["content-type"] == "application/json"
+            assert (await client.get(f"{health}/livez")).json() == {"status": "ok"}
             metrics = (await client.get(f"{health}/metrics")).text
             assert 'caldera_responses_total{code="200",verb="onSessionOpen"} 1.0' in metrics
             refused = await client.post(f"{health}/onSessionOpen", content=snapshot)

@@ -2,10 +2,12 @@
 (``root`` → research → research-vision → two leaves, and root → prod → prod-web), the start
 time from the KAI annotation or from the pods' PodScheduled conditions, and /preemptable and
 /reclaimable called as Volcano's preempt (same queue) and reclaim (other queues) actions call
-them. The server's own clock is used, with minutes of margin."""
+them. The server's own clock is used, with minutes of margin counted from when each session's
+snapshot is built."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -90,43 +92,59 @@ def vjob(
 
 # Gang of two in vision-b, started 20 minutes ago (the KAI annotation).
 TRAIN = [running(f"train-{i}", "train") for i in range(2)]
-# One pod in vision-a, scheduled a minute ago (no annotation: from PodScheduled).
-EVAL = [running("eval-0", "eval", timedelta(minutes=1))]
-# Elastic in vision-b: minMember 1 of 3, scheduled two minutes ago.
-SERVE = [running(f"serve-{i}", "serve", timedelta(minutes=2)) for i in range(3)]
 NEW_A = pending("new-a-0", "new-a")
 NEW_B = pending("new-b-0", "new-b")
 NEW_WEB = pending("new-web-0", "new-web")
-JOBS = [
-    vjob("train", "vision-b", TRAIN, min_member=2, started_ago=timedelta(minutes=20)),
-    vjob("eval", "vision-a", EVAL, min_member=1),
-    vjob("serve", "vision-b", SERVE, min_member=1),
-    vjob("new-a", "vision-a", [NEW_A], min_member=1),
-    vjob("new-b", "vision-b", [NEW_B], min_member=1),
-    vjob("new-web", "prod-web", [NEW_WEB], min_member=1),
-]
+
+
+@dataclass(frozen=True)
+class Cluster:
+    eval: list[dict[str, Any]]
+    serve: list[dict[str, Any]]
+    jobs: list[dict[str, Any]]
+
+
+def cluster() -> Cluster:
+    """The snapshot's start times, from the clock now: called right before a session opens, so
+    the minutes of margin hold however long the suite ran before this test (built at import,
+    serve's 2 minutes became more than research's 5m under a loaded whole-suite run)."""
+    # One pod in vision-a, scheduled a minute ago (no annotation: from PodScheduled).
+    eval_ = [running("eval-0", "eval", timedelta(minutes=1))]
+    # Elastic in vision-b: minMember 1 of 3, scheduled two minutes ago.
+    serve = [running(f"serve-{i}", "serve", timedelta(minutes=2)) for i in range(3)]
+    jobs = [
+        vjob("train", "vision-b", TRAIN, min_member=2, started_ago=timedelta(minutes=20)),
+        vjob("eval", "vision-a", eval_, min_member=1),
+        vjob("serve", "vision-b", serve, min_member=1),
+        vjob("new-a", "vision-a", [NEW_A], min_member=1),
+        vjob("new-b", "vision-b", [NEW_B], min_member=1),
+        vjob("new-web", "prod-web", [NEW_WEB], min_member=1),
+    ]
+    return Cluster(eval_, serve, jobs)
 
 
 async def test_min_runtime_preemptable_and_reclaimable(caldera_server: StartCaldera) -> None:
     server = await caldera_server(config(PLUGIN, version="1.15"))
+    now = cluster()
     # No session yet: not consulted, the extender abstains.
-    assert await evict(server, "preemptable", NEW_A, EVAL) == {"status": 0, "victims": []}
-    await open_session(server, JOBS, QUEUES)
+    assert await evict(server, "preemptable", NEW_A, now.eval) == {"status": 0, "victims": []}
+    await open_session(server, now.jobs, QUEUES)
+    eval_, serve = now.eval, now.serve
 
     # preempt in vision-a: its own 0s stops inheritance (research's 5m is not used).
-    assert await evict(server, "preemptable", NEW_A, EVAL) == {"status": 1, "victims": EVAL}
+    assert await evict(server, "preemptable", NEW_A, eval_) == {"status": 1, "victims": eval_}
 
     # preempt in vision-b: vision-b and research-vision set nothing, research's 5m applies.
     # The gang ran 20 minutes: free. The elastic job ran 2 minutes: protected, so it keeps
     # its minMember (1 of 3 running): two of the three go.
-    answer = await evict(server, "preemptable", NEW_B, [*TRAIN, *SERVE])
-    assert answer == {"status": 1, "victims": [*TRAIN, SERVE[0], SERVE[1]]}
+    answer = await evict(server, "preemptable", NEW_B, [*TRAIN, *serve])
+    assert answer == {"status": 1, "victims": [*TRAIN, serve[0], serve[1]]}
 
     # reclaim from prod-web (another top-level tree): the LCA is root, one step down is
     # research: 10m. The gang ran 20 minutes: free. The elastic job is protected and already
     # gave two victims this session: serve-0 again, never serve-2.
-    answer = await evict(server, "reclaimable", NEW_WEB, [*TRAIN, SERVE[2], SERVE[0]])
-    assert answer == {"status": 1, "victims": [*TRAIN, SERVE[0]]}
+    answer = await evict(server, "reclaimable", NEW_WEB, [*TRAIN, serve[2], serve[0]])
+    assert answer == {"status": 1, "victims": [*TRAIN, serve[0]]}
 
     # reclaim from vision-a (a sibling leaf): the LCA is research-vision, one step down is
     # vision-b: 1h. The gang ran 20 minutes: protected, so nothing may go (Permit, empty).
@@ -138,9 +156,10 @@ async def test_min_runtime_preemptable_and_reclaimable(caldera_server: StartCald
     assert answer == {"status": 1, "victims": [stray]}
 
     # A new session starts a new budget: serve gives two again.
-    await open_session(server, JOBS, QUEUES)
-    answer = await evict(server, "reclaimable", NEW_WEB, SERVE)
-    assert answer == {"status": 1, "victims": SERVE[:2]}
+    later = cluster()
+    await open_session(server, later.jobs, QUEUES)
+    answer = await evict(server, "reclaimable", NEW_WEB, later.serve)
+    assert answer == {"status": 1, "victims": later.serve[:2]}
 
 
 def legacy_queue(name: str, parent: str = "", **annotations: str) -> dict[str, Any]:

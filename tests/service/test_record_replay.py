@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from app.record import INDEX
+from tests.examples import CAPTURED_BODIES
 from tests.service.conftest import (
     STARTUP_TIMEOUT,
     CalderaProcess,
@@ -21,7 +22,7 @@ from tests.service.conftest import (
     start_caldera,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "volcano-1.15"
+FIXTURES = CAPTURED_BODIES / "volcano-1.15"
 CONFIG = """\
 volcanoVersion: "1.15"
 tiers:

@@ -110,6 +110,10 @@ async def test_verbs_before_any_session_are_answered_and_counted(server: Caldera
     assert await predicate_status(client) == ""
     assert await predicate_status(client) == ""
     assert await sessionless_calls(client, "predicate") == 2
+    # a body that does not decode is a 400, not a sessionless answer (issue 34)
+    for bad in (b"{", b'{"task": 1}', b"[]"):
+        assert (await client.post("/predicate", content=bad)).status_code == 400
+    assert await sessionless_calls(client, "predicate") == 2
     ready = await client.post("/jobReady", content=b'{"job": {"UID": "j"}}')
     assert ready.status_code == 200 and ready.json() == {"status": True}
 
@@ -218,7 +222,10 @@ async def test_a_plugin_failing_once_is_a_500_naming_it_and_the_next_call_is_fin
     again = await exchange(server.url, post("/jobReady", b'{"job": {"UID": "fine"}}'))
     assert again.status == 200 and again.json() == {"status": True}
     metrics = (await server.client.get("/metrics")).text
-    assert 'caldera_plugin_errors_total{plugin="test-fails",verb="jobReady"} 1.0' in metrics
+    assert (
+        'caldera_plugin_errors_total{kind="raised",plugin="test-fails",verb="jobReady"} 1.0'
+        in metrics
+    )
 
 
 async def test_a_caldera_bug_is_a_json_500_and_the_server_carries_on(

@@ -119,7 +119,9 @@ async def test_a_tighter_shadow_would_hold_the_job_the_live_configuration_admits
     assert live["status"] != -1, "the live configuration admits it"
     assert (await post(server, "jobEnqueueable", {"job": SMALL}))["status"] != -1
 
-    body = await until(server, lambda b: b["jobs"])
+    body = await until(
+        server, lambda b: b["sessions"] and b["sessions"][-1]["compared"].get("jobEnqueueable") == 2
+    )
     assert list(body["jobs"]) == ["team-a/train-42"], body  # the small job: no difference
     [difference] = body["jobs"]["team-a/train-42"]
     assert difference["change"] == "would hold it"

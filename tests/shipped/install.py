@@ -12,6 +12,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("app", "plugins", "schemas")  # what pyproject's wheel target ships
+# Modules of an optional extra: they import only with it (``pip install caldera-volcano[X]``),
+# and the tier imports them after installing it.
+EXTRA_MODULES = {"plugins.api.pytest_plugin": "testing"}
 
 
 def uv() -> list[str]:
@@ -57,19 +60,30 @@ def install_wheel(work: Path) -> Installed:
     return Installed(venv, wheel)
 
 
+def install_extra(installed: Installed, extra: str) -> None:
+    """Add an optional extra of the installed wheel, as a plugin author's test setup does."""
+    subprocess.run(
+        [*uv(), "pip", "install", "--quiet", "--python", str(installed.python),
+         f"{installed.wheel}[{extra}]"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+
+
 # Run by the installed interpreter in isolated mode (-I: no checkout, no PYTHONPATH, no user
 # site): every module of the shipped packages imports, from the virtualenv.
 IMPORT_EVERY_MODULE = """
 import importlib, json, pkgutil, sys
-venv = sys.argv[1]
+venv, skip = sys.argv[1], set(sys.argv[2].split(",")) - {""}
 imported, failed = [], {}
-for name in sys.argv[2:]:
+for name in sys.argv[3:]:
     package = importlib.import_module(name)
     if not package.__file__.startswith(venv):
         failed[name] = "imported from " + package.__file__
         continue
     imported.append(name)
     for module in pkgutil.walk_packages(package.__path__, name + "."):
+        if module.name in skip:
+            continue
         try:
             importlib.import_module(module.name)
             imported.append(module.name)

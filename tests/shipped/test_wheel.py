@@ -10,11 +10,20 @@ import pkgutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app.cli import parser
-from tests.shipped.install import IMPORT_EVERY_MODULE, PACKAGES, ROOT, Installed, install_wheel
+from tests.shipped.install import (
+    EXTRA_MODULES,
+    IMPORT_EVERY_MODULE,
+    PACKAGES,
+    ROOT,
+    Installed,
+    install_extra,
+    install_wheel,
+)
 from tests.shipped.walkthrough import Walkthrough, documented_commands
 
 
@@ -30,18 +39,24 @@ def source_modules() -> set[str]:
     return names
 
 
+def imports(installed: Installed, cwd: Path, skip: set[str]) -> dict[str, Any]:
+    result = subprocess.run(
+        [str(installed.python), "-I", "-c", IMPORT_EVERY_MODULE, str(installed.venv),
+         ",".join(sorted(skip)), *PACKAGES],
+        cwd=cwd, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
 def test_every_shipped_module_imports_with_runtime_dependencies_only(
     shipped: Installed, tmp_path: Path
 ) -> None:
-    result = subprocess.run(
-        [str(shipped.python), "-I", "-c", IMPORT_EVERY_MODULE, str(shipped.venv), *PACKAGES],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    report = imports(shipped, tmp_path, set(EXTRA_MODULES))
     assert report["failed"] == {}
     # The wheel holds every module of the checkout: none is left out of the package list.
-    assert set(report["imported"]) == source_modules()
+    assert set(report["imported"]) | set(EXTRA_MODULES) == source_modules()
 
 
 def test_every_subcommand_answers_from_the_wheel(shipped: Installed, tmp_path: Path) -> None:
@@ -68,3 +83,12 @@ def test_the_documents_caldera_commands_run_from_the_wheel(
     walk.walk(commands)
     assert walk.problems == [], "\n\n".join(walk.problems)
     assert len(walk.outcomes) >= len(commands)
+
+
+def test_an_extras_modules_import_once_it_is_installed(shipped: Installed, tmp_path: Path) -> None:
+    """Last in this module: it adds the extras to the shared virtualenv."""
+    for extra in sorted(set(EXTRA_MODULES.values())):
+        install_extra(shipped, extra)
+    report = imports(shipped, tmp_path, set())
+    assert report["failed"] == {}
+    assert set(report["imported"]) == source_modules()

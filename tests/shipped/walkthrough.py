@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.examples import HELM_DEFAULT_CONF
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -48,26 +50,6 @@ FENCE = re.compile(r"```(?:sh|bash|console|shell)\n(.*?)```", re.S)
 # Prefixes that say where a command runs, not what it is.
 WHERE = re.compile(r"^(?:\$ |pip install \. && |uv run |kubectl \S.*? -- )")
 COMMENT = re.compile(r"\s+#\s.*$")
-
-# Volcano's Helm chart default (installer/helm/chart/volcano/templates/scheduler.yaml at v1.14.1):
-# what an operator's ConfigMap holds before Caldera.
-HELM_DEFAULT_CONF = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-    enablePreemptable: false
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
 
 
 @dataclass(frozen=True)

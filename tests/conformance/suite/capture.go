@@ -32,10 +32,11 @@ var fixtureVerbs = map[string]string{
 }
 
 // testCaptureFixtures records the request bodies the release's extender
-// plugin really marshals, and writes them to tests/fixtures/volcano-<minor>.
+// plugin really marshals, and writes them to plugins/api/captured/volcano-<minor>
+// (package data: Caldera's tests and plugin authors' test kit read them there).
 // Gated: CALDERA_CAPTURE_FIXTURES=1 go test -run TestVolcano/CaptureFixtures
 func testCaptureFixtures(t *testing.T) {
-	dir := filepath.Join(repoRoot(), "tests", "fixtures", "volcano-"+rel.Version)
+	dir := filepath.Join(repoRoot(), "plugins", "api", "captured", "volcano-"+rel.Version)
 	if os.Getenv("CALDERA_CAPTURE_FIXTURES") != "1" {
 		t.Skipf("set CALDERA_CAPTURE_FIXTURES=1 to rewrite %s", dir)
 	}

@@ -6,6 +6,7 @@ before."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -24,6 +25,40 @@ def sources() -> list[Path]:
     return [p for p in paths if p != ROOT / "plugins" / "api" / "release.py"]
 
 
+RELEASE_TABLES = (
+    ROOT / "plugins" / "api" / "release.py",
+    ROOT / "plugins" / "api" / "extension_points.py",
+)
+"""Where release numbers are written: the release table (CHANGES, SUPPORTED_VERSIONS,
+NEWEST_STABLE_VERSION) and the verb table (the release each verb is sent from)."""
+
+
+def release_literals(source: str) -> list[tuple[int, str]]:
+    """Release numbers written as values: a tuple of ints ``(1, minor)`` or ``(1, minor, patch)``
+    with a minor Volcano could have (``(1, 14)``), and ``Release(...)`` built from int literals
+    (``Release(1, 15)``). Line number and the literal."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Tuple) and 2 <= len(node.elts) <= 3:
+            numbers = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+            if (
+                len(numbers) == len(node.elts)
+                and all(type(n) is int for n in numbers)
+                and numbers[0] == 1
+                and 6 <= numbers[1] <= 40
+            ):
+                found.append((node.lineno, ast.unparse(node)))
+        elif isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            if isinstance(node.func, ast.Name):
+                name = node.func.id
+            if name == "Release" and any(
+                isinstance(a, ast.Constant) and type(a.value) is int for a in node.args
+            ):
+                found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
 @pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_module_compares_release_numbers(path: Path) -> None:
     found = [
@@ -32,6 +67,47 @@ def test_no_module_compares_release_numbers(path: Path) -> None:
         if NUMBERED.search(line)
     ]
     assert found == [], "ask release.has(<a row of plugins/api/release.py CHANGES>) instead"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in sources() if p not in RELEASE_TABLES],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_no_module_writes_release_numbers(path: Path) -> None:
+    """A bound such as ``low = max(low, (1, 14))`` or a default ``Release(1, 15)`` is a version
+    comparison too: it is derived from a row of the release table (``NESTED_OBJECT_SHAPE.since``,
+    ``NEWEST_STABLE_VERSION``), so a corrected row corrects every use."""
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {text}" for n, text in release_literals(path.read_text())
+    ]
+    assert found == [], "derive it from plugins/api/release.py (a CHANGES row's since/before)"
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "caught"),
+    [
+        ("a lower bound", "low = max(low, (1, 14))", ["(1, 14)"]),
+        ("an upper bound", "high = min(high, (1, 7))", ["(1, 7)"]),
+        ("a patch release", "first = (1, 14, 3)", ["(1, 14, 3)"]),
+        ("a since column", 'TaskField("TaskRole", (1, 10))', ["(1, 10)"]),
+        ("a default release", "release = Release(1, 15)", ["Release(1, 15)"]),
+        ("a qualified one", "release = api.Release(1, 8, 2)", ["api.Release(1, 8, 2)"]),
+        ("a derived bound", "low = max(low, NESTED_OBJECT_SHAPE.since)", []),
+        ("a derived default", "Release.of(NEWEST_STABLE_VERSION)", []),
+        ("not a release: a pair", "pair = (1, 2)", []),
+        ("not a release: a date", "datetime(1, 1, 1)", []),
+        ("not a release: floats", "weights = (1, 10.0)", []),
+    ],
+)
+def test_release_literals(name: str, source: str, caught: list[str]) -> None:
+    assert [text for _, text in release_literals(source)] == caught, name
+
+
+@pytest.mark.parametrize("change", CHANGES, ids=lambda c: c.what[:40])
+def test_since_and_before_bracket_each_change(change: Change) -> None:
+    assert Release.of(change.since).has(change)
+    assert not Release.of(change.before).has(change)
 
 
 def test_every_change_constant_is_a_row_of_the_table() -> None:

@@ -483,15 +483,13 @@ def test_a_protected_victim_is_vetoed_with_its_start_and_the_end_of_its_protecti
 
 
 def test_preempt_filter_fn_re_evaluates_protection_for_a_previously_checked_victim() -> None:
-    """KAI moves the start back; within one Volcano session the snapshot is fixed and the
-    clock moves: protection is recomputed from it on every call, never cached as a boolean."""
+    """KAI moves the start back; here a session is judged at the instant it opens: the next
+    session, 20 s later, finds the victim free (protection is recomputed, never cached)."""
     pending = create_pod_group("pending-job", "dev-team1", None, 1, 1)
     victim = create_pod_group("victim-job", "prod-team2", ago(10), 1, 1)
-    clock = Clock()
-    plugin = make_plugin([pending, victim], clock=clock)
-    assert not passes(plugin, "preempt", pending, victim)
-    clock.now = NOW + timedelta(seconds=20)
-    assert passes(plugin, "preempt", pending, victim)
+    assert not passes(make_plugin([pending, victim]), "preempt", pending, victim)
+    later = Clock(NOW + timedelta(seconds=20))
+    assert passes(make_plugin([pending, victim], clock=later), "preempt", pending, victim)
     # And a later session with the start moved back, as KAI's test does it.
     victim_later = create_pod_group("victim-job", "prod-team2", ago(30), 1, 1)
     assert passes(make_plugin([pending, victim_later]), "preempt", pending, victim_later)
@@ -523,11 +521,53 @@ def test_reclaim_filter_fn(started: datetime, method: str | None, expected: bool
 def test_reclaim_filter_fn_re_evaluates_protection_for_a_previously_checked_job_pair() -> None:
     pending = create_pod_group("pending-job", "dev-team1", None, 1, 1)
     victim = create_pod_group("victim-job", "prod-team2", ago(20), 1, 1)
+    assert not passes(make_plugin([pending, victim]), "reclaim", pending, victim)
+    later = Clock(NOW + timedelta(seconds=20))
+    assert passes(make_plugin([pending, victim], clock=later), "reclaim", pending, victim)
+
+
+# Issue 37, item 10: the service test failed under load when the wall clock crossed serve's
+# minimum runtime between the calls of one session. These move the clock after the session
+# opened, by how long a loaded machine may take to answer; the answers must not move with it.
+CLOCK_AFTER_OPEN = [
+    pytest.param(timedelta(0), id="answered at once"),
+    pytest.param(timedelta(seconds=2), id="answered past the end of protection"),
+    pytest.param(timedelta(hours=1), id="answered an hour later"),
+]
+
+
+@pytest.mark.parametrize("delay", CLOCK_AFTER_OPEN)
+def test_protection_is_judged_at_the_instant_the_session_opened(delay: timedelta) -> None:
+    """prod-team2's preempt-min-runtime is 15s; the elastic job (3 Running, minAvailable 1)
+    started 14 s before the session opened: protected for the whole session, so two go and
+    the third stays, in the evictees' order, however late the call comes."""
+    pending = create_pod_group("pending-job", "prod-team2", None, 1, 1)
+    elastic = create_pod_group("elastic-job", "prod-team2", ago(14), 1, 3)
+    gang = create_pod_group("gang-job", "prod-team2", ago(14), 1, 1)
     clock = Clock()
-    plugin = make_plugin([pending, victim], clock=clock)
-    assert not passes(plugin, "reclaim", pending, victim)
-    clock.now = NOW + timedelta(seconds=20)
-    assert passes(plugin, "reclaim", pending, victim)
+    plugin = make_plugin([pending, elastic, gang], clock=clock)
+    clock.now = NOW + delay
+    t = tasks_of(elastic)
+    preemptor = preemptor_of(pending)
+    assert answer_of(plugin.preemptable(preemptor, [t[2], *tasks_of(gang), t[0], t[1]])) == (
+        [t[2], t[0]],
+        Vote.PERMIT,
+    )
+
+
+@pytest.mark.parametrize("delay", CLOCK_AFTER_OPEN)
+def test_the_elastic_budget_does_not_depend_on_when_each_call_arrives(delay: timedelta) -> None:
+    """Volcano asks once per node: the first call takes the budget (two of three), the second,
+    arriving ``delay`` later in the same session, gets nothing, whatever the clock says then."""
+    pending = create_pod_group("pending-job", "prod-team2", None, 1, 1)
+    elastic = create_pod_group("elastic-job", "prod-team2", ago(14), 1, 3)
+    clock = Clock()
+    plugin = make_plugin([pending, elastic], clock=clock)
+    t = tasks_of(elastic)
+    preemptor = preemptor_of(pending)
+    assert answer_of(plugin.preemptable(preemptor, [t[0], t[1]])) == ([t[0], t[1]], Vote.PERMIT)
+    clock.now = NOW + delay
+    assert answer_of(plugin.preemptable(preemptor, [t[2]])) == ([], Vote.PERMIT)
 
 
 def test_resolve_methods_differ_between_30s_and_35s() -> None:

@@ -1,0 +1,9 @@
+"""The session's state from the cluster (issue 36): Caldera derives, from the Kubernetes objects
+Volcano's cache is built from, the same ``OnSessionOpenRequest`` Volcano would send.
+
+* :mod:`objects`: the watched objects, as far as the derivation reads them.
+* :mod:`derive`: objects in, snapshot out, following Volcano v1.14.1's cache.
+* :mod:`overlay`: what allocate/deallocate told Caldera and the cluster does not show yet.
+* :mod:`store`: the list+watch store and its per-session frozen view.
+* :mod:`compare`: the differences between Volcano's snapshot and the derived one.
+"""

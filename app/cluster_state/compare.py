@@ -1,0 +1,162 @@
+"""Compare mode: every difference between the snapshot Volcano sent and the derived one, in what
+the hosted plugins read.
+
+What a plugin can read is exactly what ``schemas.api``/``schemas.k8s`` declare, so the
+comparison walks those typed views field by field (the raw ``NodeInfo.Tasks`` bytes through
+their decoded property; the v1.6–v1.13 spellings folded into the canonical fields are skipped).
+A difference names its kind (``<section>.<field>``: ``job.Allocated``, ``task.Status``,
+``node.Idle``; ``<section>.missing`` for an object only Volcano sent, ``<section>.extra`` for one
+only the cluster shows), the object, the path below it, and both values. Kinds are bounded by
+the schemas' fields, so they can label a metric.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from schemas.api import NodeInfo, PodGroup, Queue, TaskInfo
+from schemas.requests import OnSessionOpenRequest
+
+_SKIPPED: dict[type, frozenset[str]] = {
+    NodeInfo: frozenset({"TasksRaw", "Capability"}),
+    PodGroup: frozenset(
+        {"name", "namespace", "uid", "creationTimestamp", "labels", "annotations", "Spec", "Status"}
+    ),
+    Queue: frozenset(
+        {"name", "uid", "creationTimestamp", "labels", "annotations", "Spec", "Status"}
+    ),
+}
+"""Fields that are not what a plugin reads: NodeInfo's raw task bytes (read through the
+``Tasks`` property instead) and v1.6–v1.13 aliases, and the legacy keys of PodGroup and Queue
+that ``__post_init__`` folds into ``metadata``/``spec``/``status``."""
+
+_EXTRA_FIELDS: dict[type, tuple[str, ...]] = {NodeInfo: ("Tasks",)}
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    kind: str
+    object: str
+    """``namespace/podgroup`` for jobs, ``job/taskUID`` for tasks, the node, queue or namespace."""
+    path: str
+    """Below the object's field (``.ScalarResources.pods``), empty for the field itself."""
+    sent: Any
+    derived: Any
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "object": self.object,
+            "path": self.path,
+            "sent": _plain(self.sent),
+            "derived": _plain(self.derived),
+        }
+
+
+def _plain(value: Any) -> Any:
+    return msgspec.to_builtins(value) if value is not None else None
+
+
+_MISSING = object()
+
+
+def _fields(obj: msgspec.Struct) -> Iterator[str]:
+    skipped = _SKIPPED.get(type(obj), frozenset())
+    for name in obj.__struct_fields__:
+        if name not in skipped:
+            yield name
+    yield from _EXTRA_FIELDS.get(type(obj), ())
+
+
+def _equal_numbers(a: float, b: float) -> bool:
+    # Sums taken in another order differ in the last bits; Volcano's own comparisons allow 0.1.
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
+
+
+def _walk(sent: Any, derived: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+    """(path, sent, derived) for every leaf that differs; None and an empty map or list are
+    the same to a plugin only where Go writes both (they are not: kept distinct)."""
+    if isinstance(sent, msgspec.Struct) and type(sent) is type(derived):
+        for name in _fields(sent):
+            yield from _walk(getattr(sent, name), getattr(derived, name), f"{path}.{name}")
+        return
+    if isinstance(sent, Mapping) and isinstance(derived, Mapping):
+        for key in sorted(set(sent) | set(derived), key=str):
+            yield from _walk(sent.get(key, _MISSING), derived.get(key, _MISSING), f"{path}.{key}")
+        return
+    if isinstance(sent, list) and isinstance(derived, list) and len(sent) == len(derived):
+        for index, (a, b) in enumerate(zip(sent, derived, strict=True)):
+            yield from _walk(a, b, f"{path}[{index}]")
+        return
+    numbers = (int, float)
+    if (
+        isinstance(sent, numbers)
+        and isinstance(derived, numbers)
+        and not isinstance(sent, bool)
+        and not isinstance(derived, bool)
+    ):
+        if not _equal_numbers(float(sent), float(derived)):
+            yield path, sent, derived
+        return
+    if sent != derived:
+        yield path, None if sent is _MISSING else sent, None if derived is _MISSING else derived
+
+
+def _object_differences(
+    section: str, name: str, sent: msgspec.Struct, derived: msgspec.Struct
+) -> Iterator[Difference]:
+    for field in _fields(sent):
+        a, b = getattr(sent, field), getattr(derived, field)
+        if section == "job" and field == "Tasks":
+            yield from _tasks(name, a or {}, b or {})
+            continue
+        for path, x, y in _walk(a, b, ""):
+            yield Difference(f"{section}.{field}", name, path, x, y)
+
+
+def _tasks(
+    job: str, sent: Mapping[str, TaskInfo], derived: Mapping[str, TaskInfo]
+) -> Iterator[Difference]:
+    yield from _collection("task", sent, derived, prefix=f"{job}/")
+
+
+def _collection(
+    section: str,
+    sent: Mapping[str, Any],
+    derived: Mapping[str, Any],
+    prefix: str = "",
+) -> Iterator[Difference]:
+    for key in sorted(set(sent) | set(derived)):
+        name = prefix + key
+        if key not in derived:
+            yield Difference(f"{section}.missing", name, "", "present", None)
+        elif key not in sent:
+            yield Difference(f"{section}.extra", name, "", None, "present")
+        else:
+            yield from _object_differences(section, name, sent[key], derived[key])
+
+
+def compare(sent: OnSessionOpenRequest, derived: OnSessionOpenRequest) -> list[Difference]:
+    """Every difference, jobs (and their tasks) first, then nodes, queues and namespaces."""
+    sections: tuple[tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None], ...] = (
+        ("job", sent.Jobs, derived.Jobs),
+        ("node", sent.Nodes, derived.Nodes),
+        ("queue", sent.Queues, derived.Queues),
+        ("namespace", sent.NamespaceInfo, derived.NamespaceInfo),
+    )
+    found: list[Difference] = []
+    for section, a, b in sections:
+        found.extend(_collection(section, a or {}, b or {}))
+    return found
+
+
+def counts_by_kind(differences: list[Difference]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for difference in differences:
+        counts[difference.kind] = counts.get(difference.kind, 0) + 1
+    return counts

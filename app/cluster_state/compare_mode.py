@@ -1,0 +1,202 @@
+"""Compare mode at run time: the watch, one comparison per session, and what it reports.
+
+At each onSessionOpen the store is frozen (O(1)) and the derivation and comparison run in a
+worker thread, off the verb's path, so Volcano's cycle does not wait for them; at most one runs
+at a time (a session opened while the previous comparison still runs is counted as skipped).
+Each comparison's differences are counted per kind in
+``caldera_session_state_differences_total{kind}``, logged one line per kind, and the last one is
+shown in ``/debug/session``. Values shown or logged are numbers only: a string of a pod or node
+(an annotation, a label) can hold a secret, and is reported as "differs".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from app.cluster_state.compare import Difference, compare, counts_by_kind
+from app.cluster_state.derive import Settings, derive
+from app.cluster_state.objects import ClusterObjects
+from app.cluster_state.overlay import Placement
+from app.cluster_state.store import ClusterStore
+from plugins.pdb.kube import ClusterConfig, Reflector, named_or_default_config
+from schemas.api import TaskInfo
+from schemas.requests import OnSessionOpenRequest
+
+logger = logging.getLogger("caldera.session_state")
+
+SHOWN_DIFFERENCES = 20
+"""Differences listed in /debug/session (all are counted)."""
+
+
+def shown(value: Any) -> Any:
+    """A value fit for a log line or /debug/session: numbers, booleans and absence as they
+    are, anything else only as "differs"."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return "differs" if value != "present" else "present"
+
+
+def _public(difference: Difference) -> dict[str, Any]:
+    return {
+        "kind": difference.kind,
+        "object": difference.object,
+        "path": difference.path,
+        "sent": shown(difference.sent),
+        "derived": shown(difference.derived),
+    }
+
+
+class SessionStateComparison:
+    """``sessionState: compare``: owns the store, its reflectors and the comparisons."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        kubeconfig: str | None = None,
+        count: Callable[[str, int], None] | None = None,
+        outcome: Callable[[str], None] | None = None,
+    ) -> None:
+        self.store = ClusterStore(settings)
+        self._kubeconfig = kubeconfig
+        self._count = count
+        """Adds to ``caldera_session_state_differences_total{kind}``."""
+        self._outcome = outcome
+        """Counts a session by what became of its comparison (compared, busy, not_synced)."""
+        self.reflectors: list[Reflector[Any]] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._running: asyncio.Future[tuple[list[Difference], set[str], float]] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.last: dict[str, Any] | None = None
+        self.outcomes: dict[str, int] = {}
+
+    def _load_config(self) -> ClusterConfig:
+        return named_or_default_config(self._kubeconfig)
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.reflectors = self.store.reflectors(self._load_config)
+        self._tasks = [asyncio.create_task(r.run(), name=r.name) for r in self.reflectors]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+
+    @property
+    def synced(self) -> bool:
+        return bool(self.reflectors) and all(r.status.synced for r in self.reflectors)
+
+    # --- the session's verbs ------------------------------------------------------------------
+
+    def session_opened(self, sent: OnSessionOpenRequest, number: int) -> None:
+        """onSessionOpen, once Volcano's snapshot is decoded: freeze now, compare off-path."""
+        if not self.synced:
+            self._note("not_synced")
+            return
+        if self._running is not None and not self._running.done():
+            self._note("busy")
+            return
+        objects = self.store.freeze()
+        placements = self.store.overlay.placements()
+        loop = self._loop or asyncio.get_running_loop()
+        future = loop.run_in_executor(
+            None, self._compare, sent, objects, self.store.settings, placements
+        )
+        self._running = future
+        future.add_done_callback(lambda done: self._finished(done, number))
+
+    @staticmethod
+    def _compare(
+        sent: OnSessionOpenRequest,
+        objects: ClusterObjects,
+        settings: Settings,
+        placements: dict[str, Placement],
+    ) -> tuple[list[Difference], set[str], float]:
+        started = time.perf_counter()
+        derived = derive(objects, settings, placements)
+        return compare(sent, derived.snapshot), derived.settled, time.perf_counter() - started
+
+    def _finished(self, done: asyncio.Future[Any], number: int) -> None:
+        if done.cancelled():
+            return
+        error = done.exception()
+        if error is not None:
+            logger.error("session %d: comparing the session state failed: %r", number, error)
+            self._note("failed")
+            return
+        differences, settled, seconds = done.result()
+        self.store.overlay.settle(settled)
+        self.record(number, differences, seconds)
+
+    def record(self, number: int, differences: list[Difference], seconds: float) -> None:
+        """Count, log and keep one comparison's result."""
+        self._note("compared")
+        kinds = counts_by_kind(differences)
+        examples: dict[str, Difference] = {}
+        for difference in differences:
+            examples.setdefault(difference.kind, difference)
+        for kind, n in sorted(kinds.items()):
+            if self._count is not None:
+                self._count(kind, n)
+            example = _public(examples[kind])
+            logger.info(
+                "session %d: %d difference(s) of kind %s between Volcano's snapshot and the"
+                " cluster's state, e.g. %s%s: sent %s, derived %s",
+                number,
+                n,
+                kind,
+                example["object"],
+                example["path"],
+                example["sent"],
+                example["derived"],
+            )
+        self.last = {
+            "session": number,
+            "seconds": round(seconds, 3),
+            "differences": len(differences),
+            "byKind": dict(sorted(kinds.items())),
+            "first": [_public(d) for d in differences[:SHOWN_DIFFERENCES]],
+        }
+
+    def _note(self, outcome: str) -> None:
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+        if self._outcome is not None:
+            self._outcome(outcome)
+
+    def allocate(self, task: TaskInfo) -> None:
+        self.store.allocate(task)
+
+    def deallocate(self, task: TaskInfo) -> None:
+        self.store.deallocate(task)
+
+    def session_closed(self) -> None:
+        self.store.close_session()
+
+    def describe(self) -> dict[str, Any]:
+        """The /debug/session section: the watch, the overlay and the last comparison."""
+        return {
+            "mode": "compare",
+            "synced": self.synced,
+            "objects": self.store.sizes(),
+            "watches": {
+                r.name: {
+                    "synced": r.status.synced,
+                    "resourceVersion": r.status.resource_version,
+                    "lists": r.status.lists,
+                    "lastError": r.status.last_error,
+                }
+                for r in self.reflectors
+            },
+            "placementsNotYetSeen": len(self.store.overlay),
+            "placementsExpired": self.store.overlay.expired,
+            "sessions": dict(sorted(self.outcomes.items())),
+            "lastComparison": self.last,
+        }

@@ -1,0 +1,205 @@
+"""The Kubernetes objects the derivation reads, decoded from their API JSON.
+
+Each watched object is kept as two parts: the typed view plugins read from a snapshot
+(``schemas.k8s.Pod``, ``schemas.k8s.Node``, ``schemas.api.PodGroup``/``Queue``), so a derived
+``TaskInfo.Pod`` is the same object a decoded snapshot holds, and the few fields Volcano's cache
+reads that no plugin does (``spec.nodeName``, ``spec.schedulerName``, ``deletionTimestamp``…),
+declared here rather than in ``schemas/k8s.py`` so the plugins' views stay what plugins read.
+Everything else in an object is skipped unbuilt, which is what keeps the store small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from msgspec import Struct
+
+from app.cluster_state.resources import pod_resource_request
+from plugins.support.resources import new_resource
+from schemas.api import PodGroup, Queue, Resource
+from schemas.k8s import Node, Pod, ResourceList, ResourceQuotaStatus
+
+# --- the cache-only fields --------------------------------------------------------------------
+
+
+class _Meta(Struct, gc=False):
+    name: str = ""
+    namespace: str = ""
+    deletionTimestamp: datetime | None = None
+
+
+class _ContainerStatus(Struct, gc=False):
+    name: str = ""
+    allocatedResources: ResourceList | None = None
+
+
+class _Condition(Struct, gc=False):
+    type: str = ""
+    reason: str = ""
+
+
+class _PodSpec(Struct, gc=False):
+    nodeName: str = ""
+    schedulerName: str = ""
+    priority: int | None = None
+
+
+class _PodStatus(Struct, gc=False):
+    conditions: list[_Condition] | None = None
+    containerStatuses: list[_ContainerStatus] | None = None
+    initContainerStatuses: list[_ContainerStatus] | None = None
+
+
+class _PodExtras(Struct, gc=False):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    spec: _PodSpec = msgspec.field(default_factory=_PodSpec)
+    status: _PodStatus = msgspec.field(default_factory=_PodStatus)
+
+
+class _NodeStatus(Struct, gc=False):
+    allocatable: ResourceList | None = None
+    capacity: ResourceList | None = None
+
+
+class _NodeExtras(Struct, gc=False):
+    status: _NodeStatus = msgspec.field(default_factory=_NodeStatus)
+
+
+class _QuotaMeta(Struct, gc=False):
+    name: str = ""
+    namespace: str = ""
+
+
+class _ResourceQuota(Struct, gc=False):
+    metadata: _QuotaMeta = msgspec.field(default_factory=_QuotaMeta)
+    status: ResourceQuotaStatus | None = None
+
+
+class _PriorityClass(Struct, gc=False):
+    metadata: _QuotaMeta = msgspec.field(default_factory=_QuotaMeta)
+    value: int = 0
+    globalDefault: bool = False
+
+
+# --- what the store keeps ---------------------------------------------------------------------
+
+
+class WatchedPod(Struct, gc=False):
+    pod: Pod
+    node_name: str
+    scheduler_name: str
+    priority: int | None
+    """``spec.priority`` (set by the Priority admission plugin); None when absent."""
+    deleting: bool
+    """``metadata.deletionTimestamp`` is set."""
+    resize_infeasible: bool
+    """A ``PodResizePending`` condition with reason ``Infeasible`` (``IsPodResizeInfeasible``)."""
+    allocated: dict[str, ResourceList] | None
+    """Container name to ``status.containerStatuses[].allocatedResources`` (init and regular)."""
+    resreq: Resource | None = None
+    """``GetPodResourceRequest``, computed once per object version when it is decoded (it
+    was most of a derivation's time): a derived task gets a copy."""
+
+
+class WatchedNode(Struct, gc=False):
+    node: Node
+    allocatable: ResourceList | None
+    capacity: ResourceList | None
+    allocatable_resource: Resource | None = None
+    capacity_resource: Resource | None = None
+    """``NewResource`` of ``allocatable`` and ``capacity``, computed when decoded."""
+
+
+class WatchedQuota(Struct, gc=False):
+    namespace: str
+    name: str
+    status: ResourceQuotaStatus
+
+
+class WatchedPriorityClass(Struct, gc=False):
+    name: str
+    value: int
+    global_default: bool
+
+
+def decode_pod(obj: Mapping[str, Any]) -> WatchedPod:
+    extras = msgspec.convert(obj, _PodExtras)
+    allocated: dict[str, ResourceList] = {}
+    for statuses in (extras.status.containerStatuses, extras.status.initContainerStatuses):
+        for cs in statuses or ():
+            if cs.allocatedResources is not None:
+                allocated[cs.name] = cs.allocatedResources
+    watched = WatchedPod(
+        pod=msgspec.convert(obj, Pod),
+        node_name=extras.spec.nodeName,
+        scheduler_name=extras.spec.schedulerName,
+        priority=extras.spec.priority,
+        deleting=extras.metadata.deletionTimestamp is not None,
+        resize_infeasible=any(
+            c.type == "PodResizePending" and c.reason == "Infeasible"
+            for c in extras.status.conditions or ()
+        ),
+        allocated=allocated or None,
+    )
+    watched.resreq = pod_resource_request(watched)
+    return watched
+
+
+def decode_node(obj: Mapping[str, Any]) -> WatchedNode:
+    extras = msgspec.convert(obj, _NodeExtras)
+    return WatchedNode(
+        node=msgspec.convert(obj, Node),
+        allocatable=extras.status.allocatable,
+        capacity=extras.status.capacity,
+        allocatable_resource=new_resource(extras.status.allocatable),
+        capacity_resource=new_resource(extras.status.capacity),
+    )
+
+
+def decode_podgroup(obj: Mapping[str, Any]) -> PodGroup:
+    """A ``scheduling.volcano.sh/v1beta1`` PodGroup as the cache holds it: ``Version`` is
+    ``v1beta1`` (``api.PodGroupVersionV1Beta1``)."""
+    pg = msgspec.convert(obj, PodGroup)
+    pg.Version = "v1beta1"
+    return pg
+
+
+def decode_queue(obj: Mapping[str, Any]) -> Queue:
+    return msgspec.convert(obj, Queue)
+
+
+def decode_quota(obj: Mapping[str, Any]) -> WatchedQuota:
+    quota = msgspec.convert(obj, _ResourceQuota)
+    return WatchedQuota(
+        namespace=quota.metadata.namespace,
+        name=quota.metadata.name,
+        status=quota.status or ResourceQuotaStatus(),
+    )
+
+
+def decode_priority_class(obj: Mapping[str, Any]) -> WatchedPriorityClass:
+    pc = msgspec.convert(obj, _PriorityClass)
+    return WatchedPriorityClass(
+        name=pc.metadata.name, value=pc.value, global_default=pc.globalDefault
+    )
+
+
+@dataclass(frozen=True)
+class ClusterObjects:
+    """One consistent view of the watched collections, keyed as client-go keys them
+    (``namespace/name``, or ``name`` for cluster-scoped objects)."""
+
+    pods: Mapping[str, WatchedPod] = field(default_factory=dict)
+    nodes: Mapping[str, WatchedNode] = field(default_factory=dict)
+    podgroups: Mapping[str, PodGroup] = field(default_factory=dict)
+    queues: Mapping[str, Queue] = field(default_factory=dict)
+    quotas: Mapping[str, WatchedQuota] = field(default_factory=dict)
+    priority_classes: Mapping[str, WatchedPriorityClass] = field(default_factory=dict)
+    quota_namespaces: frozenset[str] = frozenset()
+    """Every namespace that has had a ResourceQuota since the watch started: Volcano's cache
+    keeps a namespace's collection when its last quota goes (``deleteResourceQuota``), so its
+    snapshot still carries the namespace, with no quota."""

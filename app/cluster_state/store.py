@@ -1,0 +1,183 @@
+"""The watched collections in memory, and one frozen view of them per session.
+
+Each collection is listed and watched by the reflector pdb already runs
+(``plugins.pdb.kube.Reflector``: resourceVersion carried from the LIST into the WATCH and moved by
+every event, a relist from scratch on ``410 Gone``, backoff on other failures), which feeds a
+:class:`DecodingStore`: it decodes each object into the compact view the derivation reads
+(:mod:`app.cluster_state.objects`) and drops the rest of it.
+
+A session needs one consistent view (plugins keep per-session state; the decision record is per
+session), frozen at the session's first call. A freeze is O(1): the store hands out its current
+maps and copies a map only when the next event would change it (copy on write), so a session
+that starts while nothing changes costs nothing, and a busy one at most one copy per collection.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+from app.cluster_state.derive import Derived, Settings, derive
+from app.cluster_state.objects import (
+    ClusterObjects,
+    decode_node,
+    decode_pod,
+    decode_podgroup,
+    decode_priority_class,
+    decode_queue,
+    decode_quota,
+)
+from app.cluster_state.overlay import AllocationOverlay
+from plugins.pdb.kube import ClusterConfig, Reflector, namespaced_collection
+from schemas.api import TaskInfo
+
+logger = logging.getLogger("caldera.cluster_state")
+
+T = TypeVar("T")
+
+
+class DecodingStore(Generic[T]):
+    """One collection, keyed ``namespace/name`` (or ``name``): the reflector's ``Store``."""
+
+    def __init__(self, name: str, decode: Callable[[Mapping[str, Any]], T]) -> None:
+        self.name = name
+        self._decode = decode
+        self._items: dict[str, T] = {}
+        self._shared = False
+        """The current map was handed to a frozen view: copy it before the next change."""
+        self.undecodable = 0
+        self.seen: Callable[[T], None] | None = None
+        """Called with every object decoded (what outlives the object's deletion)."""
+
+    def _convert(self, obj: Mapping[str, Any]) -> T | None:
+        try:
+            value = self._decode(obj)
+        except msgspec.ValidationError as exc:  # one malformed object must not hide the others
+            self.undecodable += 1
+            logger.error("%s: skipping an undecodable object: %s", self.name, exc)
+            return None
+        if self.seen is not None:
+            self.seen(value)
+        return value
+
+    def _writable(self) -> dict[str, T]:
+        if self._shared:
+            self._items = dict(self._items)
+            self._shared = False
+        return self._items
+
+    def replace(self, items: Mapping[str, Mapping[str, Any]]) -> None:
+        decoded: dict[str, T] = {}
+        for key, obj in items.items():
+            value = self._convert(obj)
+            if value is not None:
+                decoded[key] = value
+        self._items, self._shared = decoded, False
+
+    def upsert(self, key: str, obj: Mapping[str, Any]) -> None:
+        value = self._convert(obj)
+        if value is None:
+            self._writable().pop(key, None)  # what the object was before is no longer true
+        else:
+            self._writable()[key] = value
+
+    def delete(self, key: str) -> None:
+        if key in self._items:
+            self._writable().pop(key)
+
+    def freeze(self) -> Mapping[str, T]:
+        self._shared = True
+        return MappingProxyType(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@dataclass(frozen=True)
+class Collection:
+    """A watched collection: API group, version, kind and plural (cluster-scoped ones are
+    listed through the same all-namespaces path, which has no namespace segment)."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+
+
+COLLECTIONS = {
+    "pods": Collection("", "v1", "Pod", "pods"),
+    "nodes": Collection("", "v1", "Node", "nodes"),
+    "podgroups": Collection("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"),
+    "queues": Collection("scheduling.volcano.sh", "v1beta1", "Queue", "queues"),
+    "quotas": Collection("", "v1", "ResourceQuota", "resourcequotas"),
+    "priority_classes": Collection("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses"),
+}
+"""What Volcano's cache informs on for the snapshot (cache.go ``addEventHandler``), which
+vc-scheduler's ClusterRole already lets it list and watch."""
+
+
+class ClusterStore:
+    """The six collections, the allocate/deallocate overlay, and the per-session view."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self.pods = DecodingStore("pods", decode_pod)
+        self.nodes = DecodingStore("nodes", decode_node)
+        self.podgroups = DecodingStore("podgroups", decode_podgroup)
+        self.queues = DecodingStore("queues", decode_queue)
+        self.quotas = DecodingStore("resourcequotas", decode_quota)
+        self.priority_classes = DecodingStore("priorityclasses", decode_priority_class)
+        self.overlay = AllocationOverlay()
+        self._quota_namespaces: set[str] = set()
+        """Every namespace a quota was seen in since the start (``ClusterObjects``)."""
+        self.quotas.seen = lambda quota: self._quota_namespaces.add(quota.namespace)
+
+    def stores(self) -> dict[str, DecodingStore[Any]]:
+        return {name: getattr(self, name) for name in COLLECTIONS}
+
+    def freeze(self) -> ClusterObjects:
+        """One consistent view of every collection as of now."""
+        return ClusterObjects(
+            quota_namespaces=frozenset(self._quota_namespaces),
+            pods=self.pods.freeze(),
+            nodes=self.nodes.freeze(),
+            podgroups=self.podgroups.freeze(),
+            queues=self.queues.freeze(),
+            quotas=self.quotas.freeze(),
+            priority_classes=self.priority_classes.freeze(),
+        )
+
+    def open_session(self) -> Derived:
+        """Freeze, derive with the committed placements, and forget those the cluster shows."""
+        derived = derive(self.freeze(), self.settings, self.overlay.placements())
+        self.overlay.settle(derived.settled)
+        return derived
+
+    def allocate(self, task: TaskInfo) -> None:
+        self.overlay.allocate(task)
+
+    def deallocate(self, task: TaskInfo) -> None:
+        self.overlay.deallocate(task)
+
+    def close_session(self) -> None:
+        self.overlay.close_session()
+
+    def reflectors(self, load_config: Callable[[], ClusterConfig]) -> list[Reflector[Any]]:
+        """One reflector per collection; each object reaches its store as a plain dict."""
+        return [
+            Reflector(
+                resource=namespaced_collection(c.group, c.version, c.kind, c.plural),
+                decode=dict,
+                store=self.stores()[name],
+                load_config=load_config,
+            )
+            for name, c in COLLECTIONS.items()
+        ]
+
+    def sizes(self) -> dict[str, int]:
+        return {name: len(store) for name, store in self.stores().items()}

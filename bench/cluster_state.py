@@ -1,0 +1,240 @@
+"""Memory of the cluster-state store (issue 36): the decoded views Caldera keeps per watched
+object, per 1,000 pods and per 1,000 nodes, and the cost of one session's freeze + derive
+(the minimum and median of ``--repeats`` sessions: the cores are shared).
+
+The objects are synthetic but shaped like an API server's (managedFields, env, probes, volumes,
+status conditions and container statuses on pods; images, conditions and addresses on nodes),
+because what the store drops matters as much as what it keeps. Memory is tracemalloc's count of
+what the store holds after the objects are fed in and the dicts themselves are released.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import time
+import tracemalloc
+from typing import Any
+
+from app.cluster_state.store import ClusterStore
+
+
+def synthetic_pod(i: int, nodes: int) -> dict[str, Any]:
+    name = f"job-{i // 10}-worker-{i % 10}"
+    bound = i % 4 != 0
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": f"team-{i % 20}",
+            "uid": f"8c6f3b1e-0000-4000-8000-{i:012d}",
+            "resourceVersion": str(100000 + i),
+            "creationTimestamp": "2026-11-27T05:00:00Z",
+            "labels": {
+                "app": f"job-{i // 10}",
+                "volcano.sh/job-name": f"job-{i // 10}",
+                "volcano.sh/task-spec": "worker",
+            },
+            "annotations": {
+                "scheduling.k8s.io/group-name": f"job-{i // 10}",
+                "volcano.sh/task-spec": "worker",
+                "volcano.sh/job-version": "0",
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch.volcano.sh/v1alpha1",
+                    "kind": "Job",
+                    "name": f"job-{i // 10}",
+                    "uid": "0c1d",
+                    "controller": True,
+                }
+            ],
+            "managedFields": [
+                {
+                    "manager": "vc-controller-manager",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": "2026-11-27T05:00:00Z",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:metadata": {"f:labels": {f"f:k{k}": {} for k in range(12)}}},
+                }
+            ],
+        },
+        "spec": {
+            "schedulerName": "volcano",
+            "priority": 0,
+            "nodeName": f"node-{i % nodes}" if bound else "",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.example/train:1.2.3",
+                    "command": ["python", "-m", "train", "--epochs", "10"],
+                    "env": [{"name": f"ENV_{k}", "value": f"value-{k}"} for k in range(10)],
+                    "resources": {
+                        "requests": {"cpu": "1", "memory": "2Gi"},
+                        "limits": {"cpu": "2", "memory": "4Gi"},
+                    },
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                    "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}},
+                }
+            ],
+            "volumes": [{"name": "data", "emptyDir": {}}],
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                }
+            ],
+        },
+        "status": {
+            "phase": "Running" if bound else "Pending",
+            "startTime": "2026-11-27T05:00:05Z" if bound else None,
+            "conditions": [
+                {"type": t, "status": "True", "lastTransitionTime": "2026-11-27T05:00:05Z"}
+                for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+            ],
+            "containerStatuses": [
+                {
+                    "name": "main",
+                    "ready": True,
+                    "restartCount": 0,
+                    "image": "registry.example/train:1.2.3",
+                    "imageID": "sha256:" + "a" * 64,
+                    "containerID": "containerd://" + "b" * 64,
+                    "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
+                }
+            ]
+            if bound
+            else None,
+        },
+    }
+
+
+def synthetic_node(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": f"node-{i}",
+            "uid": f"5a1e-{i:08d}",
+            "resourceVersion": str(200000 + i),
+            "labels": {
+                "kubernetes.io/hostname": f"node-{i}",
+                "kubernetes.io/os": "linux",
+                "topology.kubernetes.io/zone": f"zone-{i % 3}",
+                "node.kubernetes.io/instance-type": "m5.4xlarge",
+            },
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
+        },
+        "spec": {"podCIDR": f"10.{i // 256}.{i % 256}.0/24"},
+        "status": {
+            "capacity": {
+                "cpu": "16",
+                "memory": "64Gi",
+                "pods": "110",
+                "ephemeral-storage": "100Gi",
+            },
+            "allocatable": {
+                "cpu": "15",
+                "memory": "62Gi",
+                "pods": "110",
+                "ephemeral-storage": "95Gi",
+            },
+            "conditions": [
+                {
+                    "type": t,
+                    "status": "False",
+                    "reason": "Fine",
+                    "lastHeartbeatTime": "2026-11-27T05:00:00Z",
+                }
+                for t in ("MemoryPressure", "DiskPressure", "PIDPressure")
+            ],
+            "addresses": [{"type": "InternalIP", "address": f"10.0.{i // 256}.{i % 256}"}],
+            "images": [
+                {"names": [f"registry.example/image-{k}:v1"], "sizeBytes": 10**8 + k}
+                for k in range(50)
+            ],
+            "nodeInfo": {"kubeletVersion": "v1.34.1", "osImage": "Linux"},
+        },
+    }
+
+
+def _held(feed: Any) -> int:
+    """Bytes still allocated after ``feed()`` ran and its inputs were released."""
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    kept = feed()
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del kept
+    return after - before
+
+
+def measure(pods: int, nodes: int, repeats: int = 5) -> dict[str, Any]:
+    def feed_pods() -> ClusterStore:
+        store = ClusterStore()
+        for i in range(pods):
+            obj = synthetic_pod(i, nodes)
+            store.pods.upsert(f"{obj['metadata']['namespace']}/{obj['metadata']['name']}", obj)
+        return store
+
+    def feed_nodes() -> ClusterStore:
+        store = ClusterStore()
+        for i in range(nodes):
+            store.nodes.upsert(f"node-{i}", synthetic_node(i))
+        return store
+
+    pod_bytes = _held(feed_pods)
+    node_bytes = _held(feed_nodes)
+
+    store = feed_pods()
+    for i in range(nodes):
+        store.nodes.upsert(f"node-{i}", synthetic_node(i))
+    store.queues.upsert("default", {"metadata": {"name": "default"}, "spec": {"weight": 1}})
+    for j in range(pods // 10 + 1):
+        store.podgroups.upsert(
+            f"team-{(j * 10) % 20}/job-{j}",
+            {
+                "metadata": {"name": f"job-{j}", "namespace": f"team-{(j * 10) % 20}"},
+                "spec": {"minMember": 10, "queue": "default"},
+            },
+        )
+    times: list[float] = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        derived = store.open_session()
+        times.append((time.perf_counter() - start) * 1000)
+    json_pod = len(json.dumps(synthetic_pod(1, nodes), separators=(",", ":")))
+    json_node = len(json.dumps(synthetic_node(1), separators=(",", ":")))
+    return {
+        "pods": pods,
+        "nodes": nodes,
+        "store_mib_per_1000_pods": round(pod_bytes / pods * 1000 / 2**20, 2),
+        "store_mib_per_1000_nodes": round(node_bytes / nodes * 1000 / 2**20, 2),
+        "api_json_kib_per_pod": round(json_pod / 1024, 2),
+        "api_json_kib_per_node": round(json_node / 1024, 2),
+        "freeze_and_derive_ms_min": round(min(times), 1),
+        "freeze_and_derive_ms_median": round(statistics.median(times), 1),
+        "derived_jobs": len(derived.snapshot.Jobs or {}),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.cluster_state", description=__doc__)
+    parser.add_argument("--pods", type=int, default=10_000)
+    parser.add_argument("--nodes", type=int, default=1_000)
+    parser.add_argument("--repeats", type=int, default=5, help="sessions derived (min, median)")
+    args = parser.parse_args(argv)
+    print(json.dumps(measure(args.pods, args.nodes, args.repeats), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,37 @@
+"""The pytest fixture of Caldera's test kit, registered through the ``pytest11`` entry point:
+installing Caldera (with its ``testing`` extra) makes it available to any test suite.
+
+```python
+def test_my_plugin_is_served(caldera_serve):
+    server = caldera_serve("tiers: [{plugins: [{name: my-plugin}]}]\\n")
+    assert server.post("predicate", body).json() == {"status": "", "code": 0}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from plugins.api.testing import Server, serve
+
+ServeCaldera = Callable[..., Server]
+
+
+@pytest.fixture
+def caldera_serve(tmp_path: Path) -> Iterator[ServeCaldera]:
+    """``caldera_serve(config_text)`` starts a real ``caldera serve`` with the plugins installed
+    in the test's environment (None: the embedded configuration; keyword arguments as
+    :func:`plugins.api.testing.serve`); every server started is stopped at teardown."""
+    started: list[Server] = []
+
+    def start(config_text: str | None, **options: object) -> Server:
+        server = serve(config_text, tmp_path, **options)  # type: ignore[arg-type]
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()

@@ -1,0 +1,76 @@
+"""allocate/deallocate as Volcano's statements send them, and what survives the session."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.cluster_state.overlay import AllocationOverlay, Placement
+from schemas.api import TaskInfo, TaskStatus
+
+
+def task(status: TaskStatus, node: str = "n1") -> TaskInfo:
+    return TaskInfo(UID="u1", Status=status, NodeName=node)
+
+
+A, D = "allocate", "deallocate"
+
+CASES = [
+    (
+        "Statement.Allocate, committed",
+        [(A, TaskStatus.Allocated)],
+        Placement("n1", TaskStatus.Binding),
+    ),
+    ("unallocate (rollback)", [(A, TaskStatus.Allocated), (D, TaskStatus.Pending)], None),
+    ("Pipelined is never dispatched", [(A, TaskStatus.Pipelined)], None),
+    (
+        "Statement.Evict, committed",
+        [(D, TaskStatus.Releasing)],
+        Placement("n1", TaskStatus.Releasing),
+    ),
+    ("unevict (rollback)", [(D, TaskStatus.Releasing), (A, TaskStatus.Running)], None),
+]
+
+
+@pytest.mark.parametrize(("calls", "placement"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_a_session_commits_what_survived(
+    calls: list[tuple[str, TaskStatus]], placement: Placement | None
+) -> None:
+    overlay = AllocationOverlay(clock=lambda: 0.0)  # committed_at 0, as the expected ones
+    for verb, status in calls:
+        (overlay.allocate if verb == A else overlay.deallocate)(task(status))
+    assert overlay.placements() == {}  # pending until the session closes
+    overlay.close_session()
+    assert overlay.placements().get("u1") == placement
+
+
+def test_a_placement_lasts_until_the_cluster_shows_it() -> None:
+    overlay = AllocationOverlay()
+    overlay.allocate(task(TaskStatus.Allocated))
+    overlay.close_session()
+    overlay.close_session()  # a later session that said nothing about it
+    assert len(overlay) == 1
+    overlay.settle({"u1"})
+    assert overlay.placements() == {}
+
+
+def test_a_later_rollback_forgets_an_earlier_placement() -> None:
+    overlay = AllocationOverlay()
+    overlay.allocate(task(TaskStatus.Allocated))
+    overlay.close_session()
+    overlay.deallocate(task(TaskStatus.Pending))
+    overlay.close_session()
+    assert overlay.placements() == {}
+
+
+def test_a_placement_never_seen_expires() -> None:
+    """A failed bind is resynced by Volcano from the API server; Caldera cannot see it, so a
+    placement the cluster never shows is forgotten after the TTL."""
+    now = [0.0]
+    overlay = AllocationOverlay(ttl_seconds=120, clock=lambda: now[0])
+    overlay.allocate(task(TaskStatus.Allocated))
+    overlay.close_session()
+    now[0] = 119.0
+    assert "u1" in overlay.placements()
+    now[0] = 121.0
+    assert overlay.placements() == {}
+    assert overlay.expired == 1

@@ -1,0 +1,326 @@
+"""The failure policy (onError) and time budget of each tiers entry (app/plugin_faults.py)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from app import framework as framework_module
+from app.config import ConfigError, PluginOption, parse_config
+from app.errors import PluginFailure
+from app.explain import DecisionRecord
+from app.framework import Framework, Slot
+from app.metrics import Metrics
+from app.plugin_faults import (
+    DEFAULT_TIME_BUDGET,
+    OVERRUNS_BEFORE_POLICY,
+    Fault,
+    FaultKind,
+    OnError,
+    PluginFaults,
+    parse_duration,
+)
+from plugins.api import registry
+from plugins.api.arguments import Arguments
+from plugins.api.base import EvictResult, FitError, Plugin, Vote
+from plugins.api.extension_points import BY_VERB
+from plugins.api.release import Release
+from schemas.api import JobInfo, NodeInfo, QueueInfo, TaskInfo
+from tests.app.doubles import Answers, Evicts, Votes, task
+
+AT = datetime(2026, 11, 27, tzinfo=UTC)
+JOB = JobInfo(UID="j", Name="j", Namespace="ns", Queue="q")
+NODE = NodeInfo(Name="n1")
+ABC = [task("a"), task("b"), task("c")]
+
+
+class Broken(Plugin):
+    """Raises in every hook it implements."""
+
+    name = "broken"
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        raise RuntimeError("predicate broke")
+
+    def node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Mapping[str, float]:
+        raise RuntimeError("node_order broke")
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
+        raise RuntimeError("preemptable broke")
+
+    def job_enqueueable(self, job: JobInfo) -> Vote:
+        raise RuntimeError("job_enqueueable broke")
+
+    def overused(self, queue: QueueInfo) -> bool:
+        raise RuntimeError("overused broke")
+
+    def job_ready(self, job: JobInfo) -> bool:
+        raise RuntimeError("job_ready broke")
+
+    def allocate(self, task: TaskInfo) -> str | None:
+        raise RuntimeError("allocate broke")
+
+
+def build(
+    *tiers: Sequence[tuple[str, Plugin, str | None]],
+    metrics: Metrics | None = None,
+    faults: PluginFaults | None = None,
+    budget: float | None = None,
+) -> Framework:
+    """Tiers of (name, plugin, onError); the decision record is on."""
+    built = [
+        [
+            Slot(
+                PluginOption(name=name, onError=on_error, timeBudget=budget),
+                plugin,
+                plugin.hooks(),
+            )
+            for name, plugin, on_error in tier
+        ]
+        for tier in tiers
+    ]
+    log = DecisionRecord().open(1, AT)
+    return Framework(built, Release(1, 16), metrics, log, lambda: AT, None, faults)
+
+
+# Each verb with a broken plugin beside a working one: under abstain the working one's answer
+# is the answer; under fail the verb fails naming the broken one.
+ABSTAIN_CASES: list[tuple[str, Callable[[Framework], Any], Plugin, Any]] = [
+    (
+        "predicate",
+        lambda fw: fw.first_failure(BY_VERB["predicate"], task("t"), NODE),
+        Answers(fit=FitError("full")),
+        FitError("full"),
+    ),
+    (
+        "prioritize",
+        lambda fw: fw.score_sum(BY_VERB["prioritize"], task("t"), [NODE]),
+        Answers(scores={"n1": 7.0}),
+        {"n1": 7.0},
+    ),
+    (
+        "preemptable",
+        lambda fw: [t.UID for t in fw.victims(BY_VERB["preemptable"], task("x"), ABC).victims],
+        Evicts(["b"]),
+        ["b"],
+    ),
+    (
+        "jobEnqueueable",
+        lambda fw: fw.vote(BY_VERB["jobEnqueueable"], JOB),
+        Votes(Vote.REJECT),
+        Vote.REJECT,
+    ),
+    (
+        "queueOverused",
+        lambda fw: fw.any_true(BY_VERB["queueOverused"], QueueInfo(Name="q")),
+        Answers(overused_=True),
+        True,
+    ),
+    (
+        "jobReady",
+        lambda fw: fw.all_true(BY_VERB["jobReady"], JOB),
+        Answers(ready=False),
+        False,
+    ),
+    (
+        "allocate",
+        lambda fw: fw.event(BY_VERB["allocate"], task("t")),
+        Answers(error="no room"),
+        "no room",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("verb", "ask", "other", "expected"), ABSTAIN_CASES, ids=[c[0] for c in ABSTAIN_CASES]
+)
+def test_abstain_drops_only_the_failing_answer(
+    verb: str, ask: Callable[[Framework], Any], other: Plugin, expected: Any
+) -> None:
+    metrics = Metrics()
+    fw = build(
+        [("broken", Broken(Arguments()), "abstain"), ("other", other, None)], metrics=metrics
+    )
+    assert ask(fw) == expected
+    labels = {"plugin": "broken", "verb": verb, "kind": "raised"}
+    assert metrics.registry.get_sample_value("caldera_plugin_errors_total", labels) == 1
+    last = fw.faults.describe()["broken"]["last"]
+    assert last["consequence"] == "its answer was dropped (onError: abstain)"
+
+
+@pytest.mark.parametrize(
+    ("verb", "ask", "other", "expected"), ABSTAIN_CASES, ids=[c[0] for c in ABSTAIN_CASES]
+)
+def test_fail_answers_the_verb_with_an_attributed_error(
+    verb: str, ask: Callable[[Framework], Any], other: Plugin, expected: Any
+) -> None:
+    fw = build([("broken", Broken(Arguments()), "fail"), ("other", other, None)])
+    with pytest.raises(PluginFailure) as caught:
+        ask(fw)
+    assert (caught.value.plugin, caught.value.verb, caught.value.kind) == ("broken", verb, "raised")
+    assert caught.value.logged
+
+
+def test_abstaining_protective_plugin_frees_its_pods() -> None:
+    """Why pdb and min-runtime fail by default: under the victim intersection an answer
+    dropped is no veto, so the other plugins' victims, a protected pod among them, stand."""
+    offers_all = Evicts(["a", "b", "c"])
+    fw = build([("protective", Broken(Arguments()), "abstain"), ("offers", offers_all, None)])
+    victims = fw.victims(BY_VERB["preemptable"], task("x"), ABC).victims
+    assert [t.UID for t in victims] == ["a", "b", "c"]
+    guarded = build([("protective", Broken(Arguments()), "fail"), ("offers", offers_all, None)])
+    with pytest.raises(PluginFailure):
+        guarded.victims(BY_VERB["preemptable"], task("x"), ABC)
+
+
+def test_the_decision_record_says_the_answer_was_dropped() -> None:
+    fw = build([("broken", Broken(Arguments()), "abstain"), ("other", Answers(), None)])
+    fw.all_true(BY_VERB["jobReady"], JOB)
+    fw.first_failure(BY_VERB["predicate"], task("t", Job="ns/j"), NODE)
+    assert fw.log is not None
+    assert ("jobReady", "broken") not in fw.log.jobs["ns/j"]  # no verdict: its answer is gone
+    record = DecisionRecord()
+    record.logs.append(fw.log)
+    explained = record.explain_job("ns/j")
+    assert explained is not None
+    assert explained["summary"][0] == (
+        "plugin broken failed in jobReady (raised: RuntimeError: job_ready broke):"
+        " its answer was dropped (onError: abstain) (asked about job ns/j)"
+    )
+    assert explained["faults"][0]["plugin"] == "broken"
+    fault = fw.log.tasks["default/t"].faults[("predicate", "broken")]
+    assert fault.kind is FaultKind.RAISED and fault.dropped
+
+
+class Slow(Plugin):
+    name = "slow"
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return False
+
+
+@pytest.fixture
+def ticking(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
+    """The framework's call clock: each reading advances by the head of ``steps``."""
+    steps = [0.0]
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += steps[0]
+        return now[0]
+
+    monkeypatch.setattr(framework_module, "_clock", clock)
+    yield steps
+
+
+@pytest.mark.parametrize("policy", ["abstain", "fail"])
+def test_repeated_overruns_hand_the_plugin_to_its_policy(ticking: list[float], policy: str) -> None:
+    ticking[0] = 0.2  # every call takes 0.2 s against a 0.1 s budget
+    metrics = Metrics()
+    slow = Slow(Arguments())
+    fw = build([("slow", slow, policy)], metrics=metrics, budget=0.1)
+    ready = BY_VERB["jobReady"]
+    for _ in range(OVERRUNS_BEFORE_POLICY - 1):
+        assert fw.all_true(ready, JOB) is False  # over budget, still used
+    if policy == "abstain":
+        assert fw.all_true(ready, JOB) is True  # dropped: nobody objects
+        assert fw.all_true(ready, JOB) is True  # not asked for the rest of the session
+    else:
+        for _ in range(2):
+            with pytest.raises(PluginFailure) as caught:
+                fw.all_true(ready, JOB)
+            assert caught.value.kind == "over_budget"
+    labels = {"plugin": "slow", "verb": "jobReady", "kind": "over_budget"}
+    assert metrics.registry.get_sample_value("caldera_plugin_errors_total", labels) == 4
+    count = metrics.registry.get_sample_value(
+        "caldera_plugin_call_duration_seconds_count", {"plugin": "slow", "verb": "jobReady"}
+    )
+    assert count == OVERRUNS_BEFORE_POLICY  # the fourth call was not made
+
+
+def test_a_call_within_budget_resets_the_run(ticking: list[float]) -> None:
+    fw = build([("slow", Slow(Arguments()), "abstain")], budget=0.1)
+    ready = BY_VERB["jobReady"]
+    for step in [0.2, 0.2, 0.01, 0.2, 0.2]:
+        ticking[0] = step
+        assert fw.all_true(ready, JOB) is False
+
+
+def test_faults_are_logged_once_then_rate_limited(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    faults = PluginFaults(monotonic=lambda: now[0], log_interval=60)
+    fault = Fault("p", "predicate", FaultKind.WRONG_TYPE, "returned 1", OnError.ABSTAIN, True,
+                  False, AT)  # fmt: skip
+    with caplog.at_level(logging.ERROR, logger="caldera.plugins"):
+        for second in range(0, 130, 10):
+            now[0] = second
+            faults.record(fault)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 3  # at 0, at 60 and at 120
+    assert "logged once per plugin, verb and kind" in lines[0]
+    assert lines[1].endswith("(5 more like it since last logged)")
+    assert faults.describe()["p"]["count"] == 13
+
+
+CONFIG_CASES = [
+    ("abstain", {"onError": "abstain"}, None),
+    ("fail-and-budget", {"onError": "fail", "timeBudget": "250ms"}, None),
+    ("bad-policy", {"onError": "ignore"}, "tiers[0].plugins[0].onError: must be fail or abstain"),
+    ("bare-number", {"timeBudget": 5}, 'timeBudget: must be a duration such as "100ms"'),
+    ("zero", {"timeBudget": "0s"}, "timeBudget: must be more than zero"),
+    ("misspelt", {"onerror": "fail"}, "unknown plugin option (did you mean 'onError'?)"),
+]
+
+
+@pytest.mark.parametrize(
+    ("keys", "problem"), [c[1:] for c in CONFIG_CASES], ids=[c[0] for c in CONFIG_CASES]
+)
+def test_on_error_and_time_budget_in_the_tiers_entry(
+    keys: dict[str, Any], problem: str | None
+) -> None:
+    data = {"tiers": [{"plugins": [{"name": "priority", **keys}]}]}
+    if problem is not None:
+        with pytest.raises(ConfigError) as caught:
+            parse_config(data, "test.yaml")
+        assert problem in str(caught.value)
+        return
+    option = parse_config(data, "test.yaml").tiers[0].plugins[0]
+    assert option.onError == keys.get("onError")
+    if "timeBudget" in keys:
+        assert option.timeBudget == parse_duration(keys["timeBudget"])
+
+
+def test_the_default_policy_and_budget() -> None:
+    slot = Slot(PluginOption(name="x"), Slow(Arguments()))
+    assert (slot.on_error, slot.budget) == (OnError.FAIL, DEFAULT_TIME_BUDGET)
+
+
+BUILT_IN_POLICY = {
+    "cdp": "fail",
+    "conformance": "fail",
+    "min-runtime": "fail",
+    "nodegroup": "fail",
+    "overcommit": "fail",
+    "pdb": "fail",
+    "priority": "fail",
+    "resource-strategy-fit": "abstain",
+    "resourcequota": "fail",
+    "sla": "abstain",
+    "task-topology": "abstain",
+    "usage": "abstain",
+}
+"""The table of docs/plugin-author-guide.md, "When a plugin fails"."""
+
+
+def test_built_in_defaults_are_the_documented_ones() -> None:
+    from pathlib import Path
+
+    guide = (Path(__file__).parents[2] / "docs" / "plugin-author-guide.md").read_text()
+    for name, policy in BUILT_IN_POLICY.items():
+        cls = registry.get(name)
+        assert cls is not None and cls.on_error == policy, name
+        assert f"| {name} | `{policy}` |" in guide, name

@@ -1,0 +1,38 @@
+"""bench/cluster_state.py: the store's memory and the derivation's cost are measured."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from bench import cluster_state
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_command_bench_readme_shows_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/README's `bench.cluster_state` line as written, at a fiftieth of the size to be
+    quick; the figures must be present and plausible."""
+    [line] = [
+        line
+        for line in (ROOT / "bench" / "README.md").read_text().splitlines()
+        if line.startswith("uv run python -m bench.cluster_state")
+    ]
+    words = shlex.split(line)
+    argv = words[words.index("bench.cluster_state") + 1 :]
+    argv[argv.index("--pods") + 1] = "200"
+    argv[argv.index("--nodes") + 1] = "20"
+    assert cluster_state.main(argv) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["pods"] == 200 and figures["nodes"] == 20
+    # kept views cost about what the API's JSON does (Python objects are not compact), well
+    # under twice it: a view that kept every field would be several times it
+    pod_json_mib = figures["api_json_kib_per_pod"] * 1000 / 1024
+    node_json_mib = figures["api_json_kib_per_node"] * 1000 / 1024
+    assert 0.1 < figures["store_mib_per_1000_pods"] < 2 * pod_json_mib
+    assert 0.1 < figures["store_mib_per_1000_nodes"] < 2 * node_json_mib
+    assert 0 < figures["freeze_and_derive_ms_min"] <= figures["freeze_and_derive_ms_median"]
+    assert figures["derived_jobs"] == 21
