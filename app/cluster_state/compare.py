@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from schemas.api import NodeInfo, PodGroup, Queue, TaskInfo
+from schemas.k8s import ObjectMeta
 from schemas.requests import OnSessionOpenRequest
 
 _SKIPPED: dict[type, frozenset[str]] = {
@@ -30,6 +31,9 @@ _SKIPPED: dict[type, frozenset[str]] = {
     Queue: frozenset(
         {"name", "uid", "creationTimestamp", "labels", "annotations", "Spec", "Status"}
     ),
+    # An object's version bookkeeping: Volcano's informer and Caldera's watch see the same
+    # object at versions a few events apart, and no scheduling rule reads them.
+    ObjectMeta: frozenset({"resourceVersion", "generation", "managedFieldsRaw"}),
 }
 """Fields that are not what a plugin reads: NodeInfo's raw task bytes (read through the
 ``Tasks`` property instead) and v1.6–v1.13 aliases, and the legacy keys of PodGroup and Queue
@@ -81,6 +85,9 @@ def _equal_numbers(a: float, b: float) -> bool:
 def _walk(sent: Any, derived: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
     """(path, sent, derived) for every leaf that differs; None and an empty map or list are
     the same to a plugin only where Go writes both (they are not: kept distinct)."""
+    if isinstance(sent, msgspec.Raw) and isinstance(derived, msgspec.Raw):
+        # A field kept as its JSON until read (schemas/lazy.py): compared by its value.
+        sent, derived = msgspec.json.decode(sent), msgspec.json.decode(derived)
     if isinstance(sent, msgspec.Struct) and type(sent) is type(derived):
         for name in _fields(sent):
             yield from _walk(getattr(sent, name), getattr(derived, name), f"{path}.{name}")

@@ -126,15 +126,28 @@ class WatchedPriorityClass(Struct, gc=False):
     global_default: bool
 
 
+def _as_json(obj: Mapping[str, Any]) -> bytes:
+    """The object as API JSON again: the schema views keep the fields no plugin reads as raw
+    JSON, decoded when read (schemas/lazy.py), which ``msgspec.convert`` cannot fill from a
+    mapping. The views of the one object share these bytes."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, Mapping) and "managedFields" in metadata:
+        # The API server's field ownership: often the largest part of an object, read by no
+        # scheduling rule (compare mode skips it too), so not kept.
+        obj = {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
+    return msgspec.json.encode(obj)
+
+
 def decode_pod(obj: Mapping[str, Any]) -> WatchedPod:
-    extras = msgspec.convert(obj, _PodExtras)
+    body = _as_json(obj)
+    extras = msgspec.json.decode(body, type=_PodExtras)
     allocated: dict[str, ResourceList] = {}
     for statuses in (extras.status.containerStatuses, extras.status.initContainerStatuses):
         for cs in statuses or ():
             if cs.allocatedResources is not None:
                 allocated[cs.name] = cs.allocatedResources
     watched = WatchedPod(
-        pod=msgspec.convert(obj, Pod),
+        pod=msgspec.json.decode(body, type=Pod),
         node_name=extras.spec.nodeName,
         scheduler_name=extras.spec.schedulerName,
         priority=extras.spec.priority,
@@ -150,9 +163,10 @@ def decode_pod(obj: Mapping[str, Any]) -> WatchedPod:
 
 
 def decode_node(obj: Mapping[str, Any]) -> WatchedNode:
-    extras = msgspec.convert(obj, _NodeExtras)
+    body = _as_json(obj)
+    extras = msgspec.json.decode(body, type=_NodeExtras)
     return WatchedNode(
-        node=msgspec.convert(obj, Node),
+        node=msgspec.json.decode(body, type=Node),
         allocatable=extras.status.allocatable,
         capacity=extras.status.capacity,
         allocatable_resource=new_resource(extras.status.allocatable),
@@ -163,13 +177,13 @@ def decode_node(obj: Mapping[str, Any]) -> WatchedNode:
 def decode_podgroup(obj: Mapping[str, Any]) -> PodGroup:
     """A ``scheduling.volcano.sh/v1beta1`` PodGroup as the cache holds it: ``Version`` is
     ``v1beta1`` (``api.PodGroupVersionV1Beta1``)."""
-    pg = msgspec.convert(obj, PodGroup)
+    pg = msgspec.json.decode(_as_json(obj), type=PodGroup)
     pg.Version = "v1beta1"
     return pg
 
 
 def decode_queue(obj: Mapping[str, Any]) -> Queue:
-    return msgspec.convert(obj, Queue)
+    return msgspec.json.decode(_as_json(obj), type=Queue)
 
 
 def decode_quota(obj: Mapping[str, Any]) -> WatchedQuota:

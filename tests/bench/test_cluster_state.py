@@ -28,11 +28,12 @@ def test_the_command_bench_readme_shows_runs(capsys: pytest.CaptureFixture[str])
     assert cluster_state.main(argv) == 0
     figures = json.loads(capsys.readouterr().out)
     assert figures["pods"] == 200 and figures["nodes"] == 20
-    # kept views cost about what the API's JSON does (Python objects are not compact), well
-    # under twice it: a view that kept every field would be several times it
+    # The kept views hold every field a plugin may read (issue 36, item 4: the compound ones as
+    # their JSON, the rest decoded), less managedFields: about three times the API's JSON
+    # (Python objects are not compact), bounded at four.
     pod_json_mib = figures["api_json_kib_per_pod"] * 1000 / 1024
     node_json_mib = figures["api_json_kib_per_node"] * 1000 / 1024
-    assert 0.1 < figures["store_mib_per_1000_pods"] < 2 * pod_json_mib
-    assert 0.1 < figures["store_mib_per_1000_nodes"] < 2 * node_json_mib
+    assert 0.1 < figures["store_mib_per_1000_pods"] < 4 * pod_json_mib
+    assert 0.1 < figures["store_mib_per_1000_nodes"] < 4 * node_json_mib
     assert 0 < figures["freeze_and_derive_ms_min"] <= figures["freeze_and_derive_ms_median"]
     assert figures["derived_jobs"] == 21

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ from app.cluster_state.objects import (
     decode_quota,
 )
 from plugins.pdb.kube import object_key
+from tests.examples import example_bytes
 
 
 def pod(
@@ -85,9 +87,22 @@ def node(
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": meta,
-        "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
-        "status": {"allocatable": allocatable, "capacity": capacity or allocatable},
+        "spec": {},
+        # What the API server writes for a node whose kubelet reported nothing else: Go
+        # marshals these two structs even when zero, and so does Volcano's snapshot.
+        "status": {
+            "allocatable": allocatable,
+            "capacity": capacity or allocatable,
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+            "nodeInfo": dict.fromkeys(NODE_INFO_KEYS, ""),
+        },
     }
+
+
+NODE_INFO_KEYS = (
+    "machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion",
+    "kubeletVersion", "kubeProxyVersion", "operatingSystem", "architecture",
+)  # fmt: skip
 
 
 def podgroup(
@@ -195,3 +210,15 @@ def cluster(
         quotas={object_key(o): decode_quota(o) for o in quotas},
         priority_classes={object_key(o): decode_priority_class(o) for o in priority_classes},
     )
+
+
+def captured_in_a_cluster() -> bytes:
+    """The captured v1.14 onSessionOpen body as it reads where its pods exist: it comes from
+    Volcano's test cache, whose pods name no scheduler, while in a cluster a pending pod is in
+    Volcano's cache only when it names Volcano's scheduler (its informer's filter)."""
+    body = json.loads(example_bytes("volcano-1.14", "onSessionOpen.request.json"))
+    tasks = [t for job in body["Jobs"].values() for t in (job.get("Tasks") or {}).values()]
+    tasks += [t for node in body["Nodes"].values() for t in (node.get("Tasks") or {}).values()]
+    for task in tasks:
+        task["Pod"]["spec"]["schedulerName"] = "volcano"
+    return json.dumps(body).encode()

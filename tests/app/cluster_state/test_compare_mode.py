@@ -18,6 +18,7 @@ from app.config import load_config_text
 from app.main import create_app
 from plugins.pdb.kube import ClusterConfig, object_key
 from schemas.requests import OnSessionOpenRequest
+from tests.app.cluster_state.objects import captured_in_a_cluster
 from tests.app.cluster_state.test_compare import matching_objects
 from tests.examples import example_bytes
 
@@ -51,7 +52,7 @@ async def test_compare_mode_end_to_end(caplog: pytest.LogCaptureFixture) -> None
     _fill(comparison, matching_objects())
     _synced(comparison)
     transport = httpx.ASGITransport(app=app)
-    snapshot = example_bytes("volcano-1.14", "onSessionOpen.request.json")
+    snapshot = captured_in_a_cluster()
     async with httpx.AsyncClient(transport=transport, base_url="http://caldera") as client:
         # A quiet cluster: the derived state is Volcano's.
         assert (await client.post("/onSessionOpen", content=snapshot)).status_code == 200
