@@ -635,7 +635,7 @@ func testTaskTopologyPlugin(t *testing.T) {
 		{
 			// an annotation naming a task the job lacks: the plugin ignores the job.
 			Name:    "invalid annotation leaves the job alone",
-			Abstain: "an invalid annotation makes task-topology score nothing, as no plugin: placement is Volcano's own (random among ties)", Actions: allocBackfill, Plugin: "task-topology", Residual: true,
+			Abstain: abstain(controlNoPlugin, "an invalid annotation makes task-topology score nothing, as no plugin: placement is Volcano's own (random among ties); allocate asks no victim verb, so there is no other control"), Actions: allocBackfill, Plugin: "task-topology", Residual: true,
 			Tiers: tiers(""), Diff: diffIgnoringNodes,
 			Cluster: job(map[string]string{"volcano.sh/task-topology-affinity": "ps,chief"}, psWorkers[:3]...),
 		},
