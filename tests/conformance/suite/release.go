@@ -100,7 +100,7 @@ var groups = []group{
 	{"Differences", []string{"sla", "priority", "gang", "conformance"}, "", testDifferences},
 	{"NodeGroupPlugin", []string{"nodegroup", "priority"}, "1.13", testNodeGroupPlugin},
 	{"UsagePlugin", []string{"usage", "priority"}, "1.13", testUsagePlugin},
-	{"ResourceStrategyFitPlugin", []string{"resource-strategy-fit"}, "", testResourceStrategyFitPlugin},
+	{"ResourceStrategyFitPlugin", []string{"resource-strategy-fit", "binpack"}, "", testResourceStrategyFitPlugin},
 	{"TaskTopologyPlugin", []string{"task-topology", "gang"}, "1.13", testTaskTopologyPlugin},
 	{"CaptureFixtures", []string{"conformance", "priority"}, "", testCaptureFixtures},
 	{"MinRuntime", []string{"priority", "gang", "conformance", "capacity"}, "", testMinRuntime},

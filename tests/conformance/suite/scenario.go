@@ -88,6 +88,7 @@ func (s Scenario) calderaConfig(t *testing.T, under conf.PluginOption, cl Cluste
 		writePDBFile(t, path, cl.PDBs)
 		cp.Arguments = map[string]interface{}{"source": "file", "file": path}
 	}
+	cp.Arguments = mutatedArguments(s.Plugin, cp.Arguments)
 	return CalderaConfig{ManagedResources: s.Ext.ManagedResources, Tiers: [][]CalderaPlugin{{cp}}}
 }
 
@@ -151,7 +152,7 @@ func compare(t *testing.T, s Scenario) {
 	}
 	d := cmp(inTree, ext)
 	if d != "" && mutating(s.Plugin) {
-		t.Errorf("%s: the extender run differs from in-tree %s:\n%s", caughtMarker(s.Plugin), s.Plugin, d)
+		t.Errorf("%s: the extender run differs from in-tree %s:\n%s", caughtMarker(mutation()), s.Plugin, d)
 	} else if d != "" {
 		t.Errorf("extender run differs from in-tree %s:\n%s", s.Plugin, d)
 	}
