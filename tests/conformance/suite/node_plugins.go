@@ -617,6 +617,13 @@ func testTaskTopologyPlugin(t *testing.T) {
 	psWorkers := []*v1.Pod{task("ps-0", "ps"), task("ps-1", "ps"), task("worker-0", "worker"), task("worker-1", "worker"),
 		task("worker-2", "worker"), task("worker-3", "worker"), taskPod(bestEffort("ns1", "worker-be", "pg1"), "worker")}
 	tiers := func(args string) []conf.Tier { return []conf.Tier{tier(topologyOption(pluginArgs(t, args)))} }
+	// besideBinpack shares task-topology's tier with in-tree binpack (binpack.weight 3), which
+	// pulls each 1-CPU task toward fuller nodes by 56.25 per task already there, against
+	// task-topology's 100/3 per bucket point and weight unit.
+	besideBinpack := func(args string) []conf.Tier {
+		return []conf.Tier{tier(topologyOption(pluginArgs(t, args)),
+			conf.PluginOption{Name: "binpack", EnabledNodeOrder: &yes, Arguments: pluginArgs(t, "binpack.weight: 3\n")})}
+	}
 	// the first task of a bucket meets equal scores everywhere (Volcano picks a
 	// node at random); what the plugin decides is which tasks share a node.
 	// Upstream's remove-until-fits loop walks a Go map: with tasks of unequal
@@ -643,8 +650,13 @@ func testTaskTopologyPlugin(t *testing.T) {
 			Expect: colocated([]string{"ps-0", "worker-0", "worker-2", "worker-be"}, []string{"ps-1", "worker-1", "worker-3"}),
 		},
 		{
-			Name: "self-affine workers, ps anti-affine to workers, weight 3", Actions: allocBackfill, Plugin: "task-topology",
-			Residual: true, Tiers: tiers("task-topology.weight: 3"), Diff: diffColocation,
+			// Beside binpack at weight 3: whichever goes first, the anti-affinity keeping ps-0
+			// and the workers apart is worth 100 (one worker beside ps) or 300 (ps beside three
+			// workers) at weight 3 against binpack's 56.25 or 168.75 pull, and loses at
+			// task-topology's default weight 1 (33.3 or 100): a wrong weight changes the
+			// co-location.
+			Name: "self-affine workers, ps anti-affine to workers, weight 3, beside binpack", Actions: allocBackfill, Plugin: "task-topology",
+			Residual: true, Tiers: besideBinpack("task-topology.weight: 3"), Diff: diffColocation,
 			Cluster: job(map[string]string{"volcano.sh/task-topology-affinity": "worker",
 				"volcano.sh/task-topology-anti-affinity": "ps,worker"},
 				task("ps-0", "ps"), task("worker-0", "worker"), task("worker-1", "worker"), task("worker-2", "worker")),

@@ -101,7 +101,7 @@ var groups = []group{
 	{"NodeGroupPlugin", []string{"nodegroup", "priority"}, "1.13", testNodeGroupPlugin},
 	{"UsagePlugin", []string{"usage", "priority"}, "1.13", testUsagePlugin},
 	{"ResourceStrategyFitPlugin", []string{"resource-strategy-fit", "binpack"}, "", testResourceStrategyFitPlugin},
-	{"TaskTopologyPlugin", []string{"task-topology", "gang"}, "1.13", testTaskTopologyPlugin},
+	{"TaskTopologyPlugin", []string{"task-topology", "gang", "binpack"}, "1.13", testTaskTopologyPlugin},
 	{"CaptureFixtures", []string{"conformance", "priority"}, "", testCaptureFixtures},
 	{"MinRuntime", []string{"priority", "gang", "conformance", "capacity"}, "", testMinRuntime},
 	{"MergedConf", []string{"priority", "conformance", "gang", "drf", "proportion", "sla"}, "", testMergedConf},
