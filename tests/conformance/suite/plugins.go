@@ -123,6 +123,34 @@ func classDiff(classes map[string]string) func(a, b Outcome) string {
 
 func testConformancePlugin(t *testing.T) {
 	tiers := []conf.Tier{tier(priorityOrderOnly, evictFlags("conformance"))}
+	if !rel.AtLeast("1.9") {
+		// Before v1.9 "reclaim skips kube-system victim" cannot tell a granted kube-system pod
+		// from the other candidate (the order is the node's task map), so the kube-system pod
+		// stands alone here: conformance spares it and nothing is reclaimed, while a Caldera
+		// granting it (the conformance/reclaimable mutant) evicts it.
+		defer runAll(t, []Scenario{{
+			Name: "reclaim spares a lone kube-system victim",
+			Abstain: abstain(controlNoPlugin, "the only candidate is in kube-system: conformance grants none, the same as"+
+				" no victim vote; the granting control differs"),
+			Cluster: func() Cluster {
+				return Cluster{
+					Nodes:      []*v1.Node{node("node1", "4", "4G")},
+					PriClasses: classes(),
+					PodGroups: []*vcapisv1.PodGroup{
+						pgPrio("pg-sys", "kube-system", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"),
+						pgPrio("pg-q2", "ns2", "q2", 1, vcapisv1.PodGroupInqueue, "low-priority"),
+					},
+					Pods: []*v1.Pod{
+						running("kube-system", "sys-pod", "node1", "4", "4G", "pg-sys", preemptable()),
+						pending("ns2", "reclaimer", "2", "2G", "pg-q2"),
+					},
+					Queues: []*vcapisv1.Queue{queue("q1", "", ""), queue("q2", "", "")},
+				}
+			},
+			Actions: reclaimActions, Tiers: tiers, Plugin: "conformance",
+			Expect: expectEvicts(),
+		}})
+	}
 	runAll(t, []Scenario{
 		{
 			// The kube-system job is the newest: Volcano's own victim order (the newest job of
