@@ -39,6 +39,13 @@ SECTIONS: tuple[Section, ...] = (
         lambda docs: explain.readme_text(*docs),
     ),
     Section(
+        "workloads",
+        "<!-- workloads:begin -->",
+        "<!-- workloads:end -->",
+        ("latest.json",),
+        lambda docs: report.workloads_paragraph(docs[0]),
+    ),
+    Section(
         "results",
         "<!-- results:start -->",
         "<!-- results:end -->",

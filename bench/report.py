@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -652,12 +653,21 @@ def results_section(doc: dict[str, Any]) -> str:
     )
 
 
-def update_readme(path: Path, doc: dict[str, Any]) -> None:
-    """Replace the text between the results markers of bench/README.md with this run."""
-    text = path.read_text()
-    start, end = "<!-- results:start -->", "<!-- results:end -->"
-    if start not in text or end not in text:
-        return
-    head, rest = text.split(start, 1)
-    tail = rest.split(end, 1)[1]
-    path.write_text(f"{head}{start}\n{results_section(doc)}\n{end}{tail}")
+def workloads_paragraph(doc: dict[str, Any]) -> str:
+    """bench/README's list of the workloads a run measured, their bodies and concurrency, and
+    the replayed cycle (``python -m bench report`` renders it from bench/results/latest.json)."""
+    rows = [
+        f"- {w['workload']}: {w['description']}, {_size(w['body_bytes'])},"
+        f" {w['concurrency']} in flight"
+        for w in doc["workloads"]
+    ]
+    cycle = textwrap.fill(
+        f"- the replayed cycle: {doc['cycle']['description']}",
+        100,
+        subsequent_indent="  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return "\n".join(
+        [f'Workloads ({doc["mode"]} mode, the run of "Latest results" below):', "", *rows, cycle]
+    )

@@ -1001,7 +1001,10 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
         if mode != "smoke":
             traceback.print_exc()
     if mode == "full" and out_dir.resolve() == RESULTS.resolve():
-        report.update_readme(BENCH / "README.md", doc)
+        # Every generated section of bench/README from the files just written (bench/readme.py).
+        from bench import readme
+
+        readme.write()
     log(f"wrote {out_dir}/{stem}.json, {stem}.md")
     if failures:
         print("\nFAILURES:", file=sys.stderr)

@@ -134,7 +134,8 @@ async def test_victims_min_runtime_and_a_pdb_protect(
     caldera_server: StartCaldera, tmp_path: Path
 ) -> None:
     server = await caldera_server(min_runtime.config(min_runtime.PLUGIN, version="1.15"))
-    await min_runtime.open_session(server, min_runtime.JOBS, min_runtime.QUEUES)
+    jobs = min_runtime.cluster().jobs  # start times from the clock now, as the session opens
+    await min_runtime.open_session(server, jobs, min_runtime.QUEUES)
     answer = await evict(server, "reclaimable", min_runtime.NEW_A, min_runtime.TRAIN)
     assert answer == {"status": 1, "victims": []}
     spared = await get_explain(server, task="research/train-0")
@@ -143,7 +144,7 @@ async def test_victims_min_runtime_and_a_pdb_protect(
         "min-runtime spares it from research/new-a-0 (reclaimable): job research/train started "
     )
     # the gang's start is its KAI annotation; vision-b's reclaim minimum is 1h from it
-    [train] = [j for j in min_runtime.JOBS if j["Name"] == "train"]
+    [train] = [j for j in jobs if j["Name"] == "train"]
     started = datetime.fromisoformat(
         train["PodGroup"]["metadata"]["annotations"][min_runtime.LAST_START]
     )
