@@ -247,16 +247,41 @@ func checkControl(t *testing.T, s Scenario, ext Outcome, cmp func(a, b Outcome) 
 		}
 	}
 	// One "CONTROLS:" line per scenario, for counting (tests/conformance/README.md).
-	switch {
-	case len(equal) == 0 && s.Abstain == "":
-		t.Logf("CONTROLS: differs from every control")
-	case len(equal) > 0 && s.Abstain == "":
-		t.Errorf("CONTROLS: the outcome equals its control (%s) in %d runs: the scenario does not show that"+
-			" Caldera's %s decided it; rework it or mark it Abstain with the reason",
-			strings.Join(equal, "; "), controlRuns, s.Plugin)
-	case len(equal) > 0:
-		t.Logf("CONTROLS: ABSTAIN (equals %s): %s", strings.Join(equal, "; "), s.Abstain)
-	case s.Abstain != "":
-		t.Logf("CONTROLS: marked Abstain (%s), yet it differs from every control: check whether the mark still holds", s.Abstain)
+	var unnamed []string // controls the outcome equals that no Abstain mark names
+	for _, name := range equal {
+		if s.Abstain == nil || s.Abstain.Equals != name {
+			unnamed = append(unnamed, name)
+		}
 	}
+	switch {
+	case s.Abstain != nil && controls[s.Abstain.Equals] == nil:
+		t.Errorf("CONTROLS: the Abstain mark names the control %q, which this scenario does not run (controls: %s)",
+			s.Abstain.Equals, strings.Join(names, "; "))
+	case len(unnamed) > 0:
+		t.Errorf("CONTROLS: the outcome equals its control (%s) in %d runs: the scenario does not show that"+
+			" Caldera's %s decided it; rework it, or mark it Abstain naming the one control it may equal, with the reason",
+			strings.Join(unnamed, "; "), controlRuns, s.Plugin)
+	case s.Abstain == nil:
+		t.Logf("CONTROLS: differs from every control")
+	case len(equal) > 0:
+		t.Logf("CONTROLS: ABSTAIN (equals %s; differs from %s): %s", s.Abstain.Equals,
+			others(names, s.Abstain.Equals), s.Abstain.Why)
+	default:
+		t.Logf("CONTROLS: marked Abstain %s (%s), yet it differs from every control: check whether the mark still holds",
+			s.Abstain.Equals, s.Abstain.Why)
+	}
+}
+
+// others is names without skip, or "no other control".
+func others(names []string, skip string) string {
+	var out []string
+	for _, n := range names {
+		if n != skip {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return "no other control"
+	}
+	return strings.Join(out, "; ")
 }

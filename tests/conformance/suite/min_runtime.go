@@ -224,10 +224,10 @@ func runMinRuntimeCase(t *testing.T, c minRuntimeCase) {
 	caldera := startCaldera(t, CalderaConfig{Tiers: [][]CalderaPlugin{{{
 		Name:      "min-runtime",
 		Flags:     map[string]bool{"enablePreemptable": true, "enableReclaimable": true},
-		Arguments: c.args,
+		Arguments: mutatedArguments("min-runtime", c.args),
 	}}}})
 	upstream := caldera.URL
-	if mutating("min-runtime") { // its entry sends no predicate: no neutral Caldera needed
+	if mutating("min-runtime") { // its entry sends no predicate or allocate: no neutral Caldera needed
 		upstream = startMutator(t, caldera.URL, caldera.URL)
 	}
 	proxy := newRecorder(t, upstream, nil)
@@ -256,7 +256,7 @@ func runMinRuntimeCase(t *testing.T, c minRuntimeCase) {
 			failed := t.Failed()
 			r.want.check(t, o)
 			if mutating("min-runtime") && !failed && t.Failed() {
-				t.Logf("%s: the outcome misses the expectation", caughtMarker("min-runtime"))
+				t.Logf("%s: the outcome misses the expectation", caughtMarker(mutation()))
 			}
 			// A session whose onSessionOpen failed runs without the extender (its
 			// OnSessionOpen returns before registering anything), so an eviction

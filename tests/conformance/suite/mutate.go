@@ -1,21 +1,29 @@
 package suite
 
-// Mutations: proof that the suite fails when one plugin's answer is broken.
+// Mutations: proof that the suite fails when one verb of one plugin answers wrongly.
 //
-// CALDERA_CONFORMANCE_MUTATE=<plugin> puts a fault-injecting proxy between Volcano's extender
-// and the Caldera of every scenario about <plugin> (Scenario.Plugin; "min-runtime" for the
-// MinRuntime cases). Caldera still receives every call (its state follows the session as
-// usual); the proxy rewrites what it answers for the decision verbs:
+// CALDERA_CONFORMANCE_MUTATE=<mutant> (a name from mutants, as "pdb/preemptable") breaks one
+// thing in the Caldera of every scenario about the mutant's plugin (Scenario.Plugin;
+// "min-runtime" for the MinRuntime cases). A verb mutant puts a fault-injecting proxy between
+// Volcano's extender and Caldera that rewrites that one verb's answer and passes every other
+// verb through:
 //
 //   - preemptable, reclaimable: every evictee granted as a victim (the protection removed);
 //   - jobEnqueueable: the vote flipped (Permit <-> Reject; Abstain stays);
 //   - predicate: the neutral pass of a Caldera hosting no plugin (the filter removed);
-//   - prioritize: every score negated (the ranking reversed).
+//   - prioritize: every score negated (the ranking reversed);
+//   - allocate: answered by a Caldera hosting no plugin, never reaching the plugin (the
+//     session's allocations go unrecorded).
+//
+// An argument mutant starts Caldera with one plugin argument changed (a threshold off by one)
+// or dropped (an argument ignored), as a plugin that misreads it would behave.
 //
 // In that mode the controls are not run, and a scenario whose outcome then differs from the
-// in-tree run fails with "MUTATION CAUGHT (<plugin>)". RunMutations (go test -tags mutations
-// -run TestMutations, in a release module) runs the module's own test binary once per
-// mutation, on the plugin's group with -test.failfast, and requires such a failure.
+// in-tree run (or misses its expectation) fails with "MUTATION CAUGHT (<mutant>)".
+// RunMutations (go test -tags mutations -run TestMutations, in a release module) runs the
+// module's own test binary once per mutant, on the one scenario the mutant names (no two
+// mutants share one), and requires that scenario to fail with the mutant's marker: each
+// mutant is caught by a scenario of its own, and a run costs one scenario per mutant.
 
 import (
 	"bytes"
@@ -33,16 +41,50 @@ import (
 
 const mutateEnv = "CALDERA_CONFORMANCE_MUTATE"
 
-// mutation is the plugin whose answers are broken in this test binary ("" = none).
+// mutation is the mutant active in this test binary ("" = none).
 func mutation() string { return os.Getenv(mutateEnv) }
 
-// mutating reports whether plugin's answers are broken in this test binary.
-func mutating(plugin string) bool { return plugin != "" && mutation() == plugin }
+// activeMutant is the mutant named by CALDERA_CONFORMANCE_MUTATE, or nil.
+func activeMutant() *mutant {
+	name := mutation()
+	for i := range mutants {
+		if mutants[i].name == name {
+			return &mutants[i]
+		}
+	}
+	return nil
+}
 
-// startMutator is the fault-injecting proxy in front of caldera; predicate calls are answered
-// by neutral (a Caldera hosting no plugin: its pass in the release's dialect).
+// mutating reports whether plugin is broken in this test binary.
+func mutating(plugin string) bool {
+	m := activeMutant()
+	return plugin != "" && m != nil && m.plugin == plugin
+}
+
+// mutatedArguments is args as the active argument mutant of plugin gives them to Caldera (a
+// deep copy: the in-tree entry keeps its own), or args unchanged.
+func mutatedArguments(plugin string, args map[string]interface{}) map[string]interface{} {
+	m := activeMutant()
+	if m == nil || m.plugin != plugin || m.arguments == nil {
+		return args
+	}
+	out, _ := jsonable(args).(map[string]interface{})
+	if out == nil {
+		out = map[string]interface{}{}
+	}
+	m.arguments(out)
+	return out
+}
+
+// startMutator is the fault-injecting proxy in front of caldera for the active verb mutant
+// (caldera itself for an argument mutant); predicate and allocate calls are answered by
+// neutral (a Caldera hosting no plugin: its answers in the release's dialect).
 func startMutator(t *testing.T, caldera, neutral string) string {
 	t.Helper()
+	m := activeMutant()
+	if m == nil || m.verb == "" {
+		return caldera
+	}
 	client := &http.Client{Timeout: 30 * time.Second}
 	post := func(base, path string, body []byte) (int, []byte, error) {
 		resp, err := client.Post(base+path, "application/json", bytes.NewReader(body))
@@ -55,13 +97,18 @@ func startMutator(t *testing.T, caldera, neutral string) string {
 	}
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
-		code, answer, err := post(caldera, req.URL.Path, body)
+		verb := strings.TrimPrefix(req.URL.Path, "/")
+		upstream := caldera
+		if verb == m.verb && verb == "allocate" {
+			upstream = neutral // the plugin never hears of the allocation
+		}
+		code, answer, err := post(upstream, req.URL.Path, body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
-		if code == http.StatusOK {
-			switch verb := strings.TrimPrefix(req.URL.Path, "/"); verb {
+		if code == http.StatusOK && verb == m.verb {
+			switch verb {
 			case "preemptable", "reclaimable":
 				answer, err = grantEvery(body)
 			case "jobEnqueueable":
@@ -124,83 +171,185 @@ func negateScores(answer []byte) ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// caughtMarker is what a scenario reports when the mutation of its plugin changed its outcome.
-func caughtMarker(plugin string) string { return "MUTATION CAUGHT (" + plugin + ")" }
+// caughtMarker is what a scenario reports when the active mutant changed its outcome.
+func caughtMarker(name string) string { return "MUTATION CAUGHT (" + name + ")" }
 
-// A mutation: the plugin whose answers are broken, and the scenario group about it.
-type mutationCase struct{ plugin, group string }
-
-var mutationCases = []mutationCase{
-	{"conformance", "ConformancePlugin"},
-	{"priority", "PriorityPlugin"},
-	{"cdp", "CdpPlugin"},
-	{"sla", "SlaPlugin"},
-	{"overcommit", "OvercommitPlugin"},
-	{"resourcequota", "ResourceQuotaPlugin"},
-	{"pdb", "PdbPlugin"},
-	{"nodegroup", "NodeGroupPlugin"},
-	{"usage", "UsagePlugin"},
-	{"resource-strategy-fit", "ResourceStrategyFitPlugin"},
-	{"task-topology", "TaskTopologyPlugin"},
-	{"min-runtime", "MinRuntime"},
+// mutant is one fault: a verb's answer rewritten (verb) or one plugin argument changed
+// (arguments), and the one scenario of group that must fail with it.
+type mutant struct {
+	name      string // plugin/verb, or plugin/what the argument mutant does
+	plugin    string // Scenario.Plugin of the scenarios it breaks
+	verb      string // the verb whose answer is rewritten ("" for an argument mutant)
+	arguments func(args map[string]interface{})
+	group     string
+	scenario  string // t.Run name of the scenario (first level below the group) that must fail
+	since     string // first "major.minor" release where the mutant applies ("" = every one)
+	why       string // why it does not apply before since
+	// older replaces scenario on releases before olderBefore (where scenario cannot catch it).
+	older, olderBefore string
 }
 
-// RunMutations breaks one plugin's answers at a time (CALDERA_CONFORMANCE_MUTATE) and runs
-// that plugin's scenario group in a child process of this test binary with -test.failfast:
-// each mutation must make at least one scenario fail with the mutation's marker. A group the
-// release cannot run is logged as not applicable, as Run does.
+// scenarioOn is the scenario m must fail on release r.
+func (m mutant) scenarioOn(r *Release) string {
+	if m.older != "" && !r.AtLeast(m.olderBefore) {
+		return m.older
+	}
+	return m.scenario
+}
+
+// setArg sets args[path[0]][path[1]]... to f(old value); a missing section is created.
+func setArg(args map[string]interface{}, f func(interface{}) interface{}, path ...string) {
+	for _, key := range path[:len(path)-1] {
+		next, ok := args[key].(map[string]interface{})
+		if !ok {
+			next = map[string]interface{}{}
+			args[key] = next
+		}
+		args = next
+	}
+	args[path[len(path)-1]] = f(args[path[len(path)-1]])
+}
+
+// minusOne is a numeric argument off by one (down).
+func minusOne(v interface{}) interface{} {
+	switch x := v.(type) {
+	case int:
+		return x - 1
+	case float64:
+		return x - 1
+	}
+	return v
+}
+
+// mutants: one per verb each plugin implements (on the releases where it does), and argument
+// mutants (a threshold off by one, an argument ignored). Each names the scenario that must
+// fail; no two mutants share one.
+var mutants = []mutant{
+	{name: "conformance/preemptable", plugin: "conformance", verb: "preemptable", group: "ConformancePlugin",
+		scenario: "preempt skips kube-system victim"},
+	{name: "conformance/reclaimable", plugin: "conformance", verb: "reclaimable", group: "ConformancePlugin",
+		scenario: "reclaim skips kube-system victim", older: "reclaim spares a lone kube-system victim", olderBefore: "1.9"},
+	{name: "priority/preemptable", plugin: "priority", verb: "preemptable", group: "PriorityPlugin",
+		scenario: "a job of equal priority is not a victim"},
+	{name: "cdp/preemptable", plugin: "cdp", verb: "preemptable", group: "CdpPlugin", scenario: "preempt respects cooldown"},
+	{name: "cdp/reclaimable", plugin: "cdp", verb: "reclaimable", group: "CdpPlugin", scenario: "reclaim respects cooldown",
+		since: "1.12", why: "cdp registers no ReclaimableFn before v1.12: Caldera's cdp implements no reclaimable there"},
+	{name: "sla/jobEnqueueable", plugin: "sla", verb: "jobEnqueueable", group: "SlaPlugin",
+		scenario: "sla Permit in tier 1 hides proportion Reject in tier 2"},
+	{name: "overcommit/jobEnqueueable", plugin: "overcommit", verb: "jobEnqueueable", group: "OvercommitPlugin",
+		scenario: "required resources too large"},
+	{name: "overcommit/overcommit-factor ignored", plugin: "overcommit", group: "OvercommitPlugin", scenario: "integer factor",
+		arguments: func(a map[string]interface{}) { delete(a, "overcommit-factor") }},
+	{name: "resourcequota/jobEnqueueable", plugin: "resourcequota", verb: "jobEnqueueable", group: "ResourceQuotaPlugin",
+		scenario: "upstream: capacity can't match"},
+	{name: "pdb/preemptable", plugin: "pdb", verb: "preemptable", group: "PdbPlugin",
+		scenario: "preempt with pdb allowing 0, an unprotected pod beside"},
+	{name: "pdb/reclaimable", plugin: "pdb", verb: "reclaimable", group: "PdbPlugin",
+		scenario: "reclaim with pdb allowing 0, an unprotected pod beside"},
+	{name: "nodegroup/predicate", plugin: "nodegroup", verb: "predicate", group: "NodeGroupPlugin",
+		scenario: "preempt skips a node the queue may not use (code 3)"},
+	{name: "nodegroup/prioritize", plugin: "nodegroup", verb: "prioritize", group: "NodeGroupPlugin",
+		scenario: "scores required 100, preferred 50, anti-preferred -1"},
+	{name: "nodegroup/strict ignored", plugin: "nodegroup", group: "NodeGroupPlugin",
+		scenario:  "strict false: a queue without affinity may use unlabelled nodes",
+		arguments: func(a map[string]interface{}) { delete(a, "strict") }},
+	{name: "usage/predicate", plugin: "usage", verb: "predicate", group: "UsagePlugin",
+		scenario: "preempt skips an overloaded node (code 3)"},
+	{name: "usage/prioritize", plugin: "usage", verb: "prioritize", group: "UsagePlugin",
+		scenario: "cpu.weight 3 prefers the idle CPU"},
+	{name: "usage/thresholds.cpu off by one", plugin: "usage", group: "UsagePlugin",
+		scenario:  "thresholds cpu 90 mem 85 admit u1 and u5 (usage at the threshold passes)",
+		arguments: func(a map[string]interface{}) { setArg(a, minusOne, "thresholds", "cpu") }},
+	{name: "resource-strategy-fit/predicate", plugin: "resource-strategy-fit", verb: "predicate", group: "ResourceStrategyFitPlugin",
+		scenario: "preempt skips a node whose idle GPU reserves its CPU (code 3)"},
+	{name: "resource-strategy-fit/prioritize", plugin: "resource-strategy-fit", verb: "prioritize", group: "ResourceStrategyFitPlugin",
+		scenario: "wildcard nvidia.com/* MostAllocated packs GPUs"},
+	{name: "resource-strategy-fit/resourceStrategyFitWeight ignored", plugin: "resource-strategy-fit", group: "ResourceStrategyFitPlugin",
+		scenario:  "LeastAllocated cpu, weight 20, outweighs binpack weight 15",
+		arguments: func(a map[string]interface{}) { delete(a, "resourceStrategyFitWeight") }},
+	{name: "task-topology/prioritize", plugin: "task-topology", verb: "prioritize", group: "TaskTopologyPlugin",
+		scenario: "task order annotation builds one bucket"},
+	{name: "task-topology/task-topology.weight ignored", plugin: "task-topology", group: "TaskTopologyPlugin",
+		scenario:  "self-affine workers, ps anti-affine to workers, weight 3, beside binpack",
+		arguments: func(a map[string]interface{}) { delete(a, "task-topology.weight") }},
+	{name: "task-topology/allocate", plugin: "task-topology", verb: "allocate", group: "TaskTopologyPlugin",
+		scenario: "affinity ps,worker with anti-affinity ps"},
+	{name: "min-runtime/preemptable", plugin: "min-runtime", verb: "preemptable", group: "MinRuntime",
+		scenario: "preempt: queue preempt-min-runtime protects a young victim (KAI preemptFilterFn)"},
+	{name: "min-runtime/reclaimable", plugin: "min-runtime", verb: "reclaimable", group: "MinRuntime",
+		scenario: "reclaim lca: leaf1 from leaf3 resolves D's 60s (design doc)"},
+	{name: "min-runtime/reclaimResolveMethod ignored", plugin: "min-runtime", group: "MinRuntime",
+		scenario:  "reclaim queue: dev-team1 from prod-team2 resolves prod-team2's 35 (KAI reclaimResolveMethod queue)",
+		arguments: func(a map[string]interface{}) { delete(a, "reclaimResolveMethod") }},
+}
+
+// testName is name as the testing package rewrites a subtest's name (spaces to underscores),
+// which is what -test.run matches and --- lines print.
+func testName(name string) string { return strings.ReplaceAll(name, " ", "_") }
+
+// RunMutations runs, for each mutant, the one scenario it names in a child process of this test
+// binary with CALDERA_CONFORMANCE_MUTATE set, and requires that scenario to fail with the
+// mutant's marker. A mutant whose group the release cannot run, or that does not apply before
+// its since release, is logged as not applicable, as Run does.
 func RunMutations(t *testing.T, r *Release) {
 	rel = r
 	byName := map[string]group{}
 	for _, g := range groups {
 		byName[g.name] = g
 	}
-	var absent []string
+	owner := map[string]string{} // group/scenario -> mutant: each mutant needs a scenario of its own
+	for _, m := range mutants {
+		key := m.group + "/" + m.scenarioOn(r)
+		if other, taken := owner[key]; taken {
+			t.Errorf("mutants %s and %s name the same scenario %s: each needs one of its own", other, m.name, key)
+		}
+		owner[key] = m.name
+		if (m.verb == "") == (m.arguments == nil) {
+			t.Errorf("mutant %s: set exactly one of verb and arguments", m.name)
+		}
+	}
+	var absent, caught []string
 	start := time.Now()
-	for _, m := range mutationCases {
+	for _, m := range mutants {
 		g, ok := byName[m.group]
 		if !ok {
-			t.Errorf("mutation %s: no scenario group %s", m.plugin, m.group)
+			t.Errorf("mutant %s: no scenario group %s", m.name, m.group)
 			continue
 		}
 		if why := r.cannot(g); why != "" {
-			absent = append(absent, m.plugin+" ("+why+")")
+			absent = append(absent, m.name+" ("+why+")")
 			continue
 		}
-		t.Run(m.plugin, func(t *testing.T) {
+		if m.since != "" && !r.AtLeast(m.since) {
+			absent = append(absent, m.name+" ("+m.why+")")
+			continue
+		}
+		t.Run(m.name, func(t *testing.T) {
 			began := time.Now()
-			cmd := exec.Command(os.Args[0], "-test.run", "^TestVolcano$/^"+m.group+"$", "-test.v",
-				"-test.failfast", "-test.count=1", "-test.timeout=15m")
-			cmd.Env = append(os.Environ(), mutateEnv+"="+m.plugin)
+			scenario := m.scenarioOn(r)
+			path := "TestVolcano/" + m.group + "/" + testName(scenario)
+			cmd := exec.Command(os.Args[0], "-test.run",
+				"^TestVolcano$/^"+m.group+"$/^"+regexp.QuoteMeta(testName(scenario))+"$",
+				"-test.v", "-test.count=1", "-test.timeout=10m")
+			cmd.Env = append(os.Environ(), mutateEnv+"="+m.name)
 			out, err := cmd.CombinedOutput()
-			caught := regexp.MustCompile(regexp.QuoteMeta(caughtMarker(m.plugin))+`[^\n]*`).FindAllString(string(out), -1)
-			ran := map[string]bool{} // scenarios (first level below the group) that finished
-			for _, x := range regexp.MustCompile(`--- (?:PASS|FAIL|SKIP): TestVolcano/`+regexp.QuoteMeta(m.group)+`/([^/\s]+)`).FindAllSubmatch(out, -1) {
-				ran[string(x[1])] = true
-			}
+			ran := regexp.MustCompile(`--- (PASS|FAIL|SKIP): ` + regexp.QuoteMeta(path) + `( |\n)`).FindSubmatch(out)
+			marker := strings.Contains(string(out), caughtMarker(m.name))
 			switch {
-			case len(caught) == 0:
-				t.Errorf("breaking %s's answers failed none of the %d %s scenarios that ran (exit: %v):\n%s",
-					m.plugin, len(ran), m.group, err, tail(out))
-			case err == nil:
-				t.Errorf("the mutation was caught, yet the child test passed:\n%s", tail(out))
+			case ran == nil:
+				t.Errorf("mutant %s: its scenario %s did not run (exit: %v):\n%s", m.name, path, err, tail(out))
+			case string(ran[1]) != "FAIL" || !marker:
+				t.Errorf("mutant %s NOT caught: %s ended %s (marker %q shown: %v):\n%s",
+					m.name, path, ran[1], caughtMarker(m.name), marker, tail(out))
 			default:
-				t.Logf("%s broken: %s after %d scenario(s), %s", m.plugin, firstFailed(out, m.group),
-					len(ran), time.Since(began).Round(time.Second))
+				caught = append(caught, m.name)
+				t.Logf("%s caught by %s in %s", m.name, path, time.Since(began).Round(time.Second))
 			}
 		})
 	}
+	t.Logf("mutants on Volcano %s: %d caught (%s)", r.Volcano, len(caught), strings.Join(caught, ", "))
 	if len(absent) > 0 {
-		t.Logf("Volcano %s: mutations not applicable: %s", r.Volcano, strings.Join(absent, "; "))
+		t.Logf("Volcano %s: mutants not applicable: %s", r.Volcano, strings.Join(absent, "; "))
 	}
 	t.Logf("mutations on Volcano %s: %s", r.Volcano, time.Since(start).Round(time.Second))
-}
-
-// firstFailed names the first scenario of group that failed in a child's output.
-func firstFailed(out []byte, group string) string {
-	m := regexp.MustCompile(`--- FAIL: (TestVolcano/` + regexp.QuoteMeta(group) + `/\S+)`).FindSubmatch(out)
-	if m == nil {
-		return "no scenario named as failed"
-	}
-	return "failed " + string(m[1])
 }

@@ -367,9 +367,13 @@ func testUsagePlugin(t *testing.T) {
 		{Name: "cpu.weight 3 prefers the idle CPU", Actions: allocBackfill, Plugin: "usage",
 			Tiers: usage("cpu.weight: 3"), Cluster: cluster(5),
 			Expect: perNode(map[string]int{"u3": 3, "u2": 2, "u4": 1})},
-		{Name: "thresholds cpu 95 mem 90 admit u1 and u5", Actions: allocBackfill, Plugin: "usage",
-			Tiers: usage("thresholds:\n  cpu: 95\n  mem: 90\n"), Cluster: cluster(9),
-			Expect: perNode(map[string]int{"u2": 3, "u3": 2, "u1": 2, "u5": 2, "u4": 1})},
+		{
+			// usage passes a node whose usage equals the threshold (upstream compares with >):
+			// u1's CPU 90 and u5's memory 85 sit exactly on them.
+			Name: "thresholds cpu 90 mem 85 admit u1 and u5 (usage at the threshold passes)", Actions: allocBackfill, Plugin: "usage",
+			Tiers: usage("thresholds:\n  cpu: 90\n  mem: 85\n"), Cluster: cluster(9),
+			Expect: perNode(map[string]int{"u2": 3, "u3": 2, "u1": 2, "u5": 2, "u4": 1}),
+		},
 		{
 			// u1 (CPU 90%, memory 10%) passes a 95% CPU threshold and, with
 			// memory weighted 5, outscores u2: (0.1 + 0.9*5)/6 > (0.7 + 0.7*5)/6.
@@ -394,6 +398,14 @@ func testUsagePlugin(t *testing.T) {
 func testResourceStrategyFitPlugin(t *testing.T) {
 	rsf := func(args string) []conf.Tier {
 		return []conf.Tier{tier(nodeJudge("resource-strategy-fit", pluginArgs(t, args)))}
+	}
+	// rsfBeside shares rsf's tier with in-tree binpack (binpack.weight, cpu and memory 1 each
+	// unless args say otherwise), which prefers the fuller node where rsf's LeastAllocated
+	// prefers the emptier one: without rsf's scores the winner is binpack's (no random
+	// tie-break), and rsf's weight decides whether it outweighs binpack.
+	rsfBeside := func(args, binpackArgs string) []conf.Tier {
+		return []conf.Tier{tier(nodeJudge("resource-strategy-fit", pluginArgs(t, args)),
+			conf.PluginOption{Name: "binpack", EnabledNodeOrder: &yes, Arguments: pluginArgs(t, binpackArgs)})}
 	}
 	gpuNode := func(name, cpu, mem, gpus string) *v1.Node { return labelledNode(name, cpu, mem, nil, gpu(gpus)) }
 	// r1 runs a 4-CPU pod, r2 is empty.
@@ -449,6 +461,21 @@ func testResourceStrategyFitPlugin(t *testing.T) {
 			}
 		}
 	}
+	// proportionalCluster: g1 is half used by a CPU pod, so its free 8 CPUs and 16 GB are
+	// what its two idle GPUs reserve (4 CPUs and 8 GB each).
+	proportionalCluster := func() Cluster {
+		return Cluster{
+			Nodes:  []*v1.Node{gpuNode("g1", "16", "32G", "2"), labelledNode("c1", "4", "8G", nil)},
+			Queues: []*vcapisv1.Queue{queue("q1", "", "")},
+			PodGroups: []*vcapisv1.PodGroup{inqueue("pg-run", "ns1", "q1"), inqueue("pg-cpu", "ns1", "q1"),
+				inqueue("pg-gpu", "ns1", "q1")},
+			Pods: []*v1.Pod{
+				running("ns1", "run", "g1", "8", "16G", "pg-run", nil),
+				pending("ns1", "cpu-pod", "3", "1G", "pg-cpu"),
+				buildPod("ns1", "gpu-pod", "", v1.PodPending, rl("2", "2G", gpu("1")), "pg-gpu", map[string]string{}, nil),
+			},
+		}
+	}
 	mostCPU := annotate(annotate(pending("ns1", "most", "1", "1G", ""), "volcano.sh/resource-strategy-scoring-type", "MostAllocated"),
 		"volcano.sh/resource-strategy-weight", `{"cpu": 1}`)
 	// encoding/json stores a null map value as the element's zero value, no error: weight 0 for
@@ -469,12 +496,23 @@ func testResourceStrategyFitPlugin(t *testing.T) {
 	const proportional = "proportional:\n  enable: true\n  resources: nvidia.com/gpu\n  resourceProportion:\n" +
 		"    nvidia.com/gpu.cpu: 4\n    nvidia.com/gpu.memory: 8\n"
 	runAll(t, []Scenario{
-		{Name: "default LeastAllocated cpu and memory", Actions: allocBackfill, Plugin: "resource-strategy-fit",
-			Tiers: rsf(""), Cluster: cpuCluster(),
-			Expect: onNodes(map[string]string{"ns1/p-0": "r2", "ns1/p-1": "r2", "ns1/p-2": "r2"})},
-		{Name: "MostAllocated cpu, weight 20", Actions: allocBackfill, Plugin: "resource-strategy-fit",
-			Tiers: rsf("resourceStrategyFitWeight: 20\nresources:\n  cpu:\n    type: MostAllocated\n    weight: 1\n"), Cluster: cpuCluster(),
-			Expect: onNodes(map[string]string{"ns1/p-0": "r1", "ns1/p-1": "r1", "ns1/p-2": "r1"})},
+		{
+			// rsf (weight 10) prefers r2 by 375, 281 and 187.5 for the three pods; binpack
+			// prefers r1 by 37.5, 28.1 and 18.75: without rsf's scores all three go to r1.
+			Name: "default LeastAllocated cpu and memory, beside binpack", Actions: allocBackfill, Plugin: "resource-strategy-fit",
+			Tiers: rsfBeside("", "binpack.weight: 1\n"), Cluster: cpuCluster(),
+			Expect: onNodes(map[string]string{"ns1/p-0": "r2", "ns1/p-1": "r2", "ns1/p-2": "r2"}),
+		},
+		{
+			// CPU only. rsf at weight 20 prefers r2 by 1000, 750 and 500 for the three pods,
+			// binpack at weight 15 prefers r1 by 750, 562.5 and 375: rsf wins each. At the
+			// default weight 10 (the weight ignored) rsf's 500 loses the first pod to binpack's
+			// 750, and the rest follow it to r1.
+			Name: "LeastAllocated cpu, weight 20, outweighs binpack weight 15", Actions: allocBackfill, Plugin: "resource-strategy-fit",
+			Tiers: rsfBeside("resourceStrategyFitWeight: 20\nresources:\n  cpu:\n    type: LeastAllocated\n    weight: 1\n",
+				"binpack.weight: 15\nbinpack.cpu: 1\nbinpack.memory: 0\n"), Cluster: cpuCluster(),
+			Expect: onNodes(map[string]string{"ns1/p-0": "r2", "ns1/p-1": "r2", "ns1/p-2": "r2"}),
+		},
 		{Name: "pod annotations override the configured strategy", Actions: allocBackfill, Plugin: "resource-strategy-fit",
 			Tiers: rsf(""), Cluster: cpuCluster(mostCPU),
 			Expect: onNodes(map[string]string{"ns1/most": "r1", "ns1/p-0": "r2"})},
@@ -490,14 +528,22 @@ func testResourceStrategyFitPlugin(t *testing.T) {
 				"    weight: 2\n  cpu:\n    type: LeastAllocated\n    weight: 1\n"),
 			Cluster: gpuCluster,
 			Expect:  onNodes(map[string]string{"ns1/gp-0": "g2", "ns1/gp-1": "g2", "ns1/gp-2": "g1"})},
-		{Name: "without sra a CPU pod takes the GPU node", Actions: allocBackfill, Plugin: "resource-strategy-fit",
-			Tiers: rsf(""), Cluster: sraCluster("1"), Diff: diffBindsExceptBestEffort,
+		{
+			// rsf (weight 10) prefers g1 by 112.5 for cpu-pod, binpack prefers c1 by 11.25:
+			// without rsf's scores cpu-pod goes to c1.
+			Name: "without sra a CPU pod takes the GPU node, beside binpack", Actions: allocBackfill, Plugin: "resource-strategy-fit",
+			Tiers: rsfBeside("", "binpack.weight: 1\n"), Cluster: sraCluster("1"), Diff: diffBindsExceptBestEffort,
 			Expect: onNodes(map[string]string{"ns1/cpu-pod": "g1", "ns1/gpu-pod": "g1"})},
 		{Name: "sra keeps CPU and best-effort pods off GPU nodes", Actions: allocBackfill, Plugin: "resource-strategy-fit",
 			Tiers: rsf(sra), Cluster: sraCluster("1"),
 			Expect: onNodes(map[string]string{"ns1/cpu-pod": "c1", "ns1/gpu-pod": "g1", "ns1/be": "c1"})},
-		{Name: "proportional keeps 4 CPUs and 8 GB per idle GPU", Actions: allocBackfill, Plugin: "resource-strategy-fit",
-			Tiers: rsf(proportional), Cluster: sraCluster("3"), Diff: diffBindsExceptBestEffort,
+		{
+			// g1 (16 CPUs, 32 GB, two idle GPUs) keeps 16 CPUs and 32 GB for them: the 3-CPU pod
+			// fails proportional there. g1 is half full, so binpack prefers it for cpu-pod
+			// (0.61 against c1's 0.44) and so does nothing else: without the filter cpu-pod
+			// goes to g1, whatever rsf scores.
+			Name: "proportional keeps 4 CPUs and 8 GB per idle GPU", Actions: allocBackfill, Plugin: "resource-strategy-fit",
+			Tiers: rsfBeside(proportional, "binpack.weight: 1\n"), Cluster: proportionalCluster, Diff: diffBindsExceptBestEffort,
 			Expect: onNodes(map[string]string{"ns1/cpu-pod": "c1", "ns1/gpu-pod": "g1"})},
 		{Name: "proportional admits a small CPU pod", Actions: allocBackfill, Plugin: "resource-strategy-fit",
 			Tiers: rsf(proportional), Cluster: sraCluster("1"), Diff: diffBindsExceptBestEffort},
@@ -571,6 +617,13 @@ func testTaskTopologyPlugin(t *testing.T) {
 	psWorkers := []*v1.Pod{task("ps-0", "ps"), task("ps-1", "ps"), task("worker-0", "worker"), task("worker-1", "worker"),
 		task("worker-2", "worker"), task("worker-3", "worker"), taskPod(bestEffort("ns1", "worker-be", "pg1"), "worker")}
 	tiers := func(args string) []conf.Tier { return []conf.Tier{tier(topologyOption(pluginArgs(t, args)))} }
+	// besideBinpack shares task-topology's tier with in-tree binpack (binpack.weight 3), which
+	// pulls each 1-CPU task toward fuller nodes by 56.25 per task already there, against
+	// task-topology's 100/3 per bucket point and weight unit.
+	besideBinpack := func(args string) []conf.Tier {
+		return []conf.Tier{tier(topologyOption(pluginArgs(t, args)),
+			conf.PluginOption{Name: "binpack", EnabledNodeOrder: &yes, Arguments: pluginArgs(t, "binpack.weight: 3\n")})}
+	}
 	// the first task of a bucket meets equal scores everywhere (Volcano picks a
 	// node at random); what the plugin decides is which tasks share a node.
 	// Upstream's remove-until-fits loop walks a Go map: with tasks of unequal
@@ -597,8 +650,13 @@ func testTaskTopologyPlugin(t *testing.T) {
 			Expect: colocated([]string{"ps-0", "worker-0", "worker-2", "worker-be"}, []string{"ps-1", "worker-1", "worker-3"}),
 		},
 		{
-			Name: "self-affine workers, ps anti-affine to workers, weight 3", Actions: allocBackfill, Plugin: "task-topology",
-			Residual: true, Tiers: tiers("task-topology.weight: 3"), Diff: diffColocation,
+			// Beside binpack at weight 3: whichever goes first, the anti-affinity keeping ps-0
+			// and the workers apart is worth 100 (one worker beside ps) or 300 (ps beside three
+			// workers) at weight 3 against binpack's 56.25 or 168.75 pull, and loses at
+			// task-topology's default weight 1 (33.3 or 100): a wrong weight changes the
+			// co-location.
+			Name: "self-affine workers, ps anti-affine to workers, weight 3, beside binpack", Actions: allocBackfill, Plugin: "task-topology",
+			Residual: true, Tiers: besideBinpack("task-topology.weight: 3"), Diff: diffColocation,
 			Cluster: job(map[string]string{"volcano.sh/task-topology-affinity": "worker",
 				"volcano.sh/task-topology-anti-affinity": "ps,worker"},
 				task("ps-0", "ps"), task("worker-0", "worker"), task("worker-1", "worker"), task("worker-2", "worker")),
@@ -635,7 +693,7 @@ func testTaskTopologyPlugin(t *testing.T) {
 		{
 			// an annotation naming a task the job lacks: the plugin ignores the job.
 			Name:    "invalid annotation leaves the job alone",
-			Abstain: "an invalid annotation makes task-topology score nothing, as no plugin: placement is Volcano's own (random among ties)", Actions: allocBackfill, Plugin: "task-topology", Residual: true,
+			Abstain: abstain(controlNoPlugin, "an invalid annotation makes task-topology score nothing, as no plugin: placement is Volcano's own (random among ties); allocate asks no victim verb, so there is no other control"), Actions: allocBackfill, Plugin: "task-topology", Residual: true,
 			Tiers: tiers(""), Diff: diffIgnoringNodes,
 			Cluster: job(map[string]string{"volcano.sh/task-topology-affinity": "ps,chief"}, psWorkers[:3]...),
 		},

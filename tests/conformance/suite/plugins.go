@@ -92,12 +92,12 @@ func kubeSystemNewest(cl Cluster) Cluster {
 // reclaimOrderAbstain: before v1.9 the reclaim action evicts its victims in the order
 // ssn.Reclaimable returns them, which is the node's task map order (no victim queue), so the
 // granting control evicts either candidate at random and cannot be told apart reliably.
-func reclaimOrderAbstain() string {
+func reclaimOrderAbstain() *Abstention {
 	if rel.AtLeast("1.9") {
-		return ""
+		return nil
 	}
-	return "Volcano " + rel.Volcano + "'s reclaim has no victim queue: it evicts in the order Reclaimable returns" +
-		" (the node's task map), so the granting control picks either candidate at random"
+	return abstain(controlGranting, "Volcano "+rel.Volcano+"'s reclaim has no victim queue: it evicts in the order Reclaimable returns"+
+		" (the node's task map), so the granting control picks either candidate at random; the no-plugin control differs")
 }
 
 // classDiff compares outcomes after renaming the evicted pods of each class to the class's name:
@@ -123,6 +123,34 @@ func classDiff(classes map[string]string) func(a, b Outcome) string {
 
 func testConformancePlugin(t *testing.T) {
 	tiers := []conf.Tier{tier(priorityOrderOnly, evictFlags("conformance"))}
+	if !rel.AtLeast("1.9") {
+		// Before v1.9 "reclaim skips kube-system victim" cannot tell a granted kube-system pod
+		// from the other candidate (the order is the node's task map), so the kube-system pod
+		// stands alone here: conformance spares it and nothing is reclaimed, while a Caldera
+		// granting it (the conformance/reclaimable mutant) evicts it.
+		defer runAll(t, []Scenario{{
+			Name: "reclaim spares a lone kube-system victim",
+			Abstain: abstain(controlNoPlugin, "the only candidate is in kube-system: conformance grants none, the same as"+
+				" no victim vote; the granting control differs"),
+			Cluster: func() Cluster {
+				return Cluster{
+					Nodes:      []*v1.Node{node("node1", "4", "4G")},
+					PriClasses: classes(),
+					PodGroups: []*vcapisv1.PodGroup{
+						pgPrio("pg-sys", "kube-system", "q1", 1, vcapisv1.PodGroupRunning, "low-priority"),
+						pgPrio("pg-q2", "ns2", "q2", 1, vcapisv1.PodGroupInqueue, "low-priority"),
+					},
+					Pods: []*v1.Pod{
+						running("kube-system", "sys-pod", "node1", "4", "4G", "pg-sys", preemptable()),
+						pending("ns2", "reclaimer", "2", "2G", "pg-q2"),
+					},
+					Queues: []*vcapisv1.Queue{queue("q1", "", ""), queue("q2", "", "")},
+				}
+			},
+			Actions: reclaimActions, Tiers: tiers, Plugin: "conformance",
+			Expect: expectEvicts(),
+		}})
+	}
 	runAll(t, []Scenario{
 		{
 			// The kube-system job is the newest: Volcano's own victim order (the newest job of
@@ -134,7 +162,7 @@ func testConformancePlugin(t *testing.T) {
 		},
 		{
 			Name:    "preempt finds only critical victims",
-			Abstain: "every candidate is critical or in kube-system: conformance grants none, the same as no victim vote; the granting control differs",
+			Abstain: abstain(controlNoPlugin, "every candidate is critical or in kube-system: conformance grants none, the same as no victim vote; the granting control differs"),
 			Cluster: func() Cluster {
 				return Cluster{
 					Nodes:      []*v1.Node{node("node1", "4", "4G")},
@@ -231,9 +259,9 @@ func testPriorityPlugin(t *testing.T) {
 			// evicts preemptee1 (priority 0) first. The protection is decided in the two
 			// scenarios that follow.
 			Name: "upstream TestPreempt: enable preempt low priority",
-			Abstain: "upstream's case: priority grants both preemptees (their job's priority is below the preemptor's)," +
-				" as the granting control does; 'same-job victims compare task priority' and 'a job of equal priority is" +
-				" not a victim' show the protection",
+			Abstain: abstain(controlGranting, "upstream's case: priority grants both preemptees (their job's priority is below the preemptor's),"+
+				" as the granting control does; 'same-job victims compare task priority' and 'a job of equal priority is"+
+				" not a victim' show the protection"),
 			Cluster: priorityPreemptCluster1, Actions: preemptActions,
 			Tiers: []conf.Tier{tier(priorityEnableEvict)}, Plugin: "priority", Residual: true,
 			Expect: all(expectEvicts("ns1/preemptee1"), func(t *testing.T, o Outcome) {
@@ -280,9 +308,14 @@ func testPriorityPlugin(t *testing.T) {
 		},
 		{
 			// priority registers no ReclaimableFn: the service must abstain.
-			Name:    "reclaim: priority has no reclaimable function",
-			Abstain: "priority registers no ReclaimableFn upstream: Caldera's priority takes no part in reclaim, as no plugin; the scenario shows it does not protect there", Actions: reclaimActions,
-			Tiers: []conf.Tier{tier(priorityEnableEvict, evictFlags("conformance"))}, Plugin: "priority", Residual: true,
+			// priority alone in the tier: with no ReclaimableFn registered (upstream), no plugin
+			// votes and nothing is reclaimed. A Caldera granting the victim would evict busy, as
+			// the granting control does. (Beside conformance, which grants busy, the outcome
+			// equalled both controls: Caldera's answer could not show.)
+			Name: "reclaim: priority has no reclaimable function",
+			Abstain: abstain(controlNoPlugin, "priority registers no ReclaimableFn upstream: Caldera's priority takes no part in"+
+				" reclaim and nothing is reclaimed, as with no plugin; the granting control differs"), Actions: reclaimActions,
+			Tiers: []conf.Tier{tier(priorityEnableEvict)}, Plugin: "priority", Residual: true,
 			Cluster: func() Cluster {
 				return Cluster{
 					PriClasses: classes(),
@@ -298,7 +331,7 @@ func testPriorityPlugin(t *testing.T) {
 					Queues: []*vcapisv1.Queue{queue("q1", "", ""), queue("q2", "", "")},
 				}
 			},
-			Expect: expectEvicts("ns1/busy"),
+			Expect: expectEvicts(),
 		},
 	})
 }
@@ -371,11 +404,12 @@ func testCdpPlugin(t *testing.T) {
 
 // cdpReclaimAbstain: before v1.12 cdp registers no ReclaimableFn, so Caldera's cdp abstains
 // from reclaimable and nothing is reclaimed, as with no plugin.
-func cdpReclaimAbstain() string {
+func cdpReclaimAbstain() *Abstention {
 	if rel.AtLeast("1.12") {
-		return ""
+		return nil
 	}
-	return "cdp registers no ReclaimableFn before v1.12: Caldera abstains and nothing is reclaimed, as with no plugin"
+	return abstain(controlNoPlugin, "cdp registers no ReclaimableFn before v1.12: Caldera abstains and nothing is reclaimed,"+
+		" as with no plugin; the granting control differs")
 }
 
 // ---- sla ---------------------------------------------------------------------------------
@@ -436,8 +470,10 @@ func testSlaPlugin(t *testing.T) {
 			Expect: expectPhases(map[string]string{"c1/short": "Inqueue", "c1/long": "Pending", "c1/bad-prefixed": "Inqueue"}),
 		},
 		{
-			Name:    "non-string sla-waiting-time means no global sla",
-			Abstain: "the plugin permits or abstains here, the same outcome as no plugin: the scenario shows Caldera does not reject where Volcano would not (a wrong Reject fails it against in-tree)", Actions: enqueueActions,
+			Name: "non-string sla-waiting-time means no global sla",
+			Abstain: abstain(controlNoPlugin, "no global sla and no annotation: sla abstains, which is what no plugin"+
+				" answers (enqueue asks no victim verb, so there is no other control); the scenario shows Caldera does not"+
+				" reject where Volcano would not (a wrong Reject fails it against in-tree)"), Actions: enqueueActions,
 			Tiers: []conf.Tier{tier(slaEnq(1)), tier(drfEnq, proportionEnq)}, Plugin: "sla", Residual: true,
 			Cluster: func() Cluster {
 				return Cluster{
@@ -448,6 +484,23 @@ func testSlaPlugin(t *testing.T) {
 			Expect: expectPhases(map[string]string{"c1/pg1": "Pending"}),
 		},
 	})
+}
+
+// behindRejecter adds a tier below tiers whose test-rejecter rejects the job named job. Volcano's
+// JobEnqueueable stops at the first tier where a plugin permits, so a Permit from the plugin
+// under test admits the job, while an abstention (what a Caldera hosting no plugin answers)
+// lets the rejecter keep it Pending: the admission scenarios then differ from their control.
+func behindRejecter(tiers []conf.Tier, job string) []conf.Tier {
+	return append(append([]conf.Tier{}, tiers...), tier(conf.PluginOption{Name: rejecterName, EnabledJobEnqueued: &yes,
+		Arguments: map[string]interface{}{"rejectJob": job}}))
+}
+
+// rejecterBefore is behindRejecter(tiers, job) before the release from, tiers from it on.
+func rejecterBefore(from string, tiers []conf.Tier, job string) []conf.Tier {
+	if rel.AtLeast(from) {
+		return tiers
+	}
+	return behindRejecter(tiers, job)
 }
 
 // ---- overcommit ----------------------------------------------------------------------------
@@ -475,16 +528,13 @@ func testOvercommitPlugin(t *testing.T) {
 	}
 	ns := "test-namespace"
 	runAll(t, []Scenario{
-		{Name: "pg fits (factor 1.2)",
-			Abstain: "the plugin permits or abstains here, the same outcome as no plugin: the scenario shows Caldera does not reject where Volcano would not (a wrong Reject fails it against in-tree)", Actions: enqueueActions, Tiers: oc(1.2), Plugin: "overcommit",
+		{Name: "pg fits (factor 1.2)", Actions: enqueueActions, Tiers: behindRejecter(oc(1.2), "pg1"), Plugin: "overcommit",
 			Cluster: cl(pgMin("pg1", ns, "c1", 2, rl("2000m", "2G"), vcapisv1.PodGroupPending)),
 			Expect:  expectPhases(map[string]string{ns + "/pg1": "Inqueue"})},
-		{Name: "factor below 1 resets to 1.2",
-			Abstain: "the plugin permits or abstains here, the same outcome as no plugin: the scenario shows Caldera does not reject where Volcano would not (a wrong Reject fails it against in-tree)", Actions: enqueueActions, Tiers: oc(0.8), Plugin: "overcommit",
+		{Name: "factor below 1 resets to 1.2", Actions: enqueueActions, Tiers: behindRejecter(oc(0.8), "pg1"), Plugin: "overcommit",
 			Cluster: cl(pgMin("pg1", ns, "c1", 2, rl("7", "2G"), vcapisv1.PodGroupPending)),
 			Expect:  expectPhases(map[string]string{ns + "/pg1": "Inqueue"})},
-		{Name: "integer factor",
-			Abstain: "the plugin permits or abstains here, the same outcome as no plugin: the scenario shows Caldera does not reject where Volcano would not (a wrong Reject fails it against in-tree)", Actions: enqueueActions, Tiers: oc(2), Plugin: "overcommit",
+		{Name: "integer factor", Actions: enqueueActions, Tiers: behindRejecter(oc(2), "pg1"), Plugin: "overcommit",
 			Cluster: cl(pgMin("pg1", ns, "c1", 2, rl("11", "2G"), vcapisv1.PodGroupPending)),
 			Expect:  expectPhases(map[string]string{ns + "/pg1": "Inqueue"})},
 		{Name: "required resources too large", Actions: enqueueActions, Tiers: oc(1.2), Plugin: "overcommit",
@@ -510,9 +560,10 @@ func testOvercommitPlugin(t *testing.T) {
 			// v1.14.3/v1.15.1 it reserves 1 GPU and the new job waits.
 			// Caldera runs with the module's patch release as its
 			// volcanoVersion ("1.14.1", "1.15.1") and follows it.
-			Name:    "running job's GPU reservation (units fixed in v1.14.3 and v1.15.1)",
-			Abstain: "the plugin permits or abstains here, the same outcome as no plugin: the scenario shows Caldera does not reject where Volcano would not (a wrong Reject fails it against in-tree); the reservation units change the idle amount but not this job's admission", Actions: enqueueActions,
-			Tiers: oc(nil), Plugin: "overcommit",
+			Name: "running job's GPU reservation (units fixed in v1.14.3 and v1.15.1)", Actions: enqueueActions,
+			// Before v1.15 overcommit admits pg-new (a Permit the rejecter below shows); from
+			// v1.15.1 it rejects, which differs from no plugin without the rejecter.
+			Tiers: rejecterBefore("1.15", oc(nil), "pg-new"), Plugin: "overcommit",
 			Cluster: func() Cluster {
 				gpuNode := buildNode("n1", rl("8", "8Gi", gpu("4"), api.ScalarResource{Name: "pods", Value: "10"}), nil)
 				runner := buildPod(ns, "run-0", "n1", v1.PodRunning, rl("1", "1G", gpu("1")), "pg-run", map[string]string{}, nil)
@@ -550,15 +601,13 @@ func testResourceQuotaPlugin(t *testing.T) {
 		}
 	}
 	runAll(t, []Scenario{
-		{Name: "upstream: capacity can match",
-			Abstain: "the plugin permits or abstains here, the same outcome as no plugin: the scenario shows Caldera does not reject where Volcano would not (a wrong Reject fails it against in-tree)", Actions: enqueueActions, Tiers: tiers, Plugin: "resourcequota",
+		{Name: "upstream: capacity can match", Actions: enqueueActions, Tiers: behindRejecter(tiers, "pg1"), Plugin: "resourcequota",
 			Cluster: cl(true, pgMin("pg1", "default", "c1", 2, rl("2000m", "2G"), vcapisv1.PodGroupPending)),
 			Expect:  expectPhases(map[string]string{"default/pg1": "Inqueue"})},
 		{Name: "upstream: capacity can't match", Actions: enqueueActions, Tiers: tiers, Plugin: "resourcequota",
 			Cluster: cl(true, pgMin("pg2", "default", "c1", 2, rl("20000m", "20G"), vcapisv1.PodGroupPending)),
 			Expect:  expectPhases(map[string]string{"default/pg2": "Pending"})},
-		{Name: "upstream: no ResourceQuota object",
-			Abstain: "the plugin permits or abstains here, the same outcome as no plugin: the scenario shows Caldera does not reject where Volcano would not (a wrong Reject fails it against in-tree)", Actions: enqueueActions, Tiers: tiers, Plugin: "resourcequota",
+		{Name: "upstream: no ResourceQuota object", Actions: enqueueActions, Tiers: behindRejecter(tiers, "pg2"), Plugin: "resourcequota",
 			Cluster: cl(false, pgMin("pg2", "default", "c1", 2, rl("20000m", "20G"), vcapisv1.PodGroupPending)),
 			Expect:  expectPhases(map[string]string{"default/pg2": "Inqueue"})},
 		// upstream "MinResources not set" is not compared: the enqueue action admits a PodGroup
@@ -658,14 +707,14 @@ func testPdbPlugin(t *testing.T) {
 	sel := map[string]string{"app": "web"}
 	runAll(t, []Scenario{
 		{Name: "preempt without pdbs",
-			Abstain: "no budget applies: pdb grants every evictee, as the granting control does; the no-plugin control differs", Cluster: preemptCl(), Actions: preemptActions, Tiers: tiers, Plugin: "pdb",
+			Abstain: abstain(controlGranting, "no budget applies: pdb grants every evictee, as the granting control does; the no-plugin control differs"), Cluster: preemptCl(), Actions: preemptActions, Tiers: tiers, Plugin: "pdb",
 			Expect: func(t *testing.T, o Outcome) {
 				if len(o.Evicts) != 1 {
 					t.Fatalf("in-tree: want one eviction, got %v", o.Evicts)
 				}
 			}},
 		{Name: "preempt with pdb allowing 0",
-			Abstain: "pdb protects every candidate: no victim, as no victim vote at all; the granting control differs", Cluster: preemptCl(pdbObj("web", "default", 0, sel)), Actions: preemptActions,
+			Abstain: abstain(controlNoPlugin, "pdb protects every candidate: no victim, as no victim vote at all; the granting control differs"), Cluster: preemptCl(pdbObj("web", "default", 0, sel)), Actions: preemptActions,
 			Tiers: tiers, Plugin: "pdb", Expect: expectEvicts()},
 		// Both web pods protected: the newest job's pods would go first, plain goes instead.
 		{Name: "preempt with pdb allowing 0, an unprotected pod beside", Actions: preemptActions, Tiers: tiers, Plugin: "pdb",
@@ -679,17 +728,17 @@ func testPdbPlugin(t *testing.T) {
 				}
 			}},
 		{Name: "preempt with pdb allowing 1, preemptor needs 2 victims",
-			Abstain: "one disruption cannot free two victims' room: nothing is evicted, as with no victim vote; the granting control differs", Actions: preemptActions, Tiers: tiers, Plugin: "pdb",
+			Abstain: abstain(controlNoPlugin, "one disruption cannot free two victims' room: nothing is evicted, as with no victim vote; the granting control differs"), Actions: preemptActions, Tiers: tiers, Plugin: "pdb",
 			Cluster: func() Cluster {
 				c := preemptCl(pdbObj("web", "default", 1, sel))()
 				c.Pods[2] = pending("default", "preemptor", "2", "2G", "pg-hi")
 				return c
 			}},
 		{Name: "preempt with pdb in another namespace",
-			Abstain: "the budget is in another namespace: pdb grants every evictee, as the granting control does; the no-plugin control differs", Cluster: preemptCl(pdbObj("web", "other", 0, sel)), Actions: preemptActions,
+			Abstain: abstain(controlGranting, "the budget is in another namespace: pdb grants every evictee, as the granting control does; the no-plugin control differs"), Cluster: preemptCl(pdbObj("web", "other", 0, sel)), Actions: preemptActions,
 			Tiers: tiers, Plugin: "pdb"},
 		{Name: "reclaim with pdb allowing 0",
-			Abstain: "pdb protects every candidate: no victim, as no victim vote at all; the granting control differs", Cluster: reclaimCl(pdbObj("web", "default", 0, sel)), Actions: reclaimActions,
+			Abstain: abstain(controlNoPlugin, "pdb protects every candidate: no victim, as no victim vote at all; the granting control differs"), Cluster: reclaimCl(pdbObj("web", "default", 0, sel)), Actions: reclaimActions,
 			Tiers: tiers, Plugin: "pdb", Expect: expectEvicts()},
 		{Name: "reclaim with pdb allowing 0, an unprotected pod beside", Actions: reclaimActions, Tiers: tiers, Plugin: "pdb",
 			Cluster: plainCl(reclaimCl, "1", pdbObj("web", "default", 0, sel)), Expect: expectEvicts("default/plain")},

@@ -36,11 +36,26 @@ type Scenario struct {
 	Expect func(t *testing.T, o Outcome)
 	// Diff overrides the comparison (default: diff, exact).
 	Diff func(a, b Outcome) string
-	// Abstain: why this scenario's outcome equals one of its controls (Caldera hosting no
-	// plugin, or every evictee granted: control.go) and it is kept anyway. Empty: it must
-	// differ from every control.
-	Abstain string
+	// Abstain, if set, names the one control this scenario's outcome may equal (Caldera
+	// hosting no plugin, or every evictee granted: control.go) and why it is kept anyway; it
+	// must still differ from every other control. Nil: it must differ from every control.
+	Abstain *Abstention
 }
+
+// The controls' names (control.go).
+const (
+	controlNoPlugin = "no plugin"
+	controlGranting = "every evictee a victim"
+)
+
+// Abstention is a scenario's leave to equal one named control.
+type Abstention struct {
+	Equals string // controlNoPlugin or controlGranting
+	Why    string
+}
+
+// abstain is the mark for a scenario that may equal the control named equals.
+func abstain(equals, why string) *Abstention { return &Abstention{Equals: equals, Why: why} }
 
 // extenderTiers replaces the entry named s.Plugin.
 func (s Scenario) extenderTiers(url string) ([]conf.Tier, conf.PluginOption) {
@@ -73,6 +88,7 @@ func (s Scenario) calderaConfig(t *testing.T, under conf.PluginOption, cl Cluste
 		writePDBFile(t, path, cl.PDBs)
 		cp.Arguments = map[string]interface{}{"source": "file", "file": path}
 	}
+	cp.Arguments = mutatedArguments(s.Plugin, cp.Arguments)
 	return CalderaConfig{ManagedResources: s.Ext.ManagedResources, Tiers: [][]CalderaPlugin{{cp}}}
 }
 
@@ -123,20 +139,20 @@ func compare(t *testing.T, s Scenario) {
 		neutral := neutralCaldera(t, s.Ext.ManagedResources)
 		abstaining, _ := s.extenderTiers(neutral)
 		controls := map[string]func() Outcome{
-			"no plugin": func() Outcome { return runSession(t, s.Cluster(), abstaining, s.Actions()) },
+			controlNoPlugin: func() Outcome { return runSession(t, s.Cluster(), abstaining, s.Actions()) },
 		}
 		if asksVictims(s, extenderArgs(abstaining)) {
 			// Only the victim verbs answer differently from "no plugin" in the granting control:
 			// where no action asks them it is "no plugin" again, whose random tie-breaks it can
 			// match by chance in every run without telling anything.
 			granting, _ := s.extenderTiers(startPermissive(t, neutral))
-			controls["every evictee a victim"] = func() Outcome { return runSession(t, s.Cluster(), granting, s.Actions()) }
+			controls[controlGranting] = func() Outcome { return runSession(t, s.Cluster(), granting, s.Actions()) }
 		}
 		checkControl(t, s, ext, cmp, controls)
 	}
 	d := cmp(inTree, ext)
 	if d != "" && mutating(s.Plugin) {
-		t.Errorf("%s: the extender run differs from in-tree %s:\n%s", caughtMarker(s.Plugin), s.Plugin, d)
+		t.Errorf("%s: the extender run differs from in-tree %s:\n%s", caughtMarker(mutation()), s.Plugin, d)
 	} else if d != "" {
 		t.Errorf("extender run differs from in-tree %s:\n%s", s.Plugin, d)
 	}

@@ -18,6 +18,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/cache"
 	"volcano.sh/volcano/pkg/scheduler/framework"
+	"volcano.sh/volcano/pkg/scheduler/plugins/binpack"
 	"volcano.sh/volcano/pkg/scheduler/plugins/capacity"
 	"volcano.sh/volcano/pkg/scheduler/plugins/cdp"
 	"volcano.sh/volcano/pkg/scheduler/plugins/conformance"
@@ -48,7 +49,7 @@ var release = &suite.Release{
 	Builders: map[string]framework.PluginBuilder{
 		sla.PluginName: sla.New, priority.PluginName: priority.New, conformance.PluginName: conformance.New,
 		cdp.PluginName: cdp.New, overcommit.PluginName: overcommit.New, resourcequota.PluginName: resourcequota.New,
-		pdb.PluginName: pdb.New, gang.PluginName: gang.New, drf.PluginName: drf.New,
+		pdb.PluginName: pdb.New, gang.PluginName: gang.New, binpack.PluginName: binpack.New, drf.PluginName: drf.New,
 		proportion.PluginName: proportion.New, capacity.PluginName: capacity.New, extender.PluginName: extender.New,
 		nodegroup.PluginName: nodegroup.New, usage.PluginName: usage.New, tasktopology.PluginName: tasktopology.New,
 	},

@@ -33,6 +33,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/cache"
 	"volcano.sh/volcano/pkg/scheduler/framework"
+	"volcano.sh/volcano/pkg/scheduler/plugins/binpack"
 	"volcano.sh/volcano/pkg/scheduler/plugins/cdp"
 	"volcano.sh/volcano/pkg/scheduler/plugins/conformance"
 	"volcano.sh/volcano/pkg/scheduler/plugins/drf"
@@ -60,7 +61,7 @@ var release = &suite.Release{
 	Builders: map[string]framework.PluginBuilder{
 		sla.PluginName: sla.New, priority.PluginName: priority.New, conformance.PluginName: conformance.New,
 		cdp.PluginName: cdp.New, overcommit.PluginName: overcommit.New, resourcequota.PluginName: resourcequota.New,
-		gang.PluginName: gang.New, drf.PluginName: drf.New,
+		gang.PluginName: gang.New, binpack.PluginName: binpack.New, drf.PluginName: drf.New,
 		proportion.PluginName: proportion.New, extender.PluginName: extender.New,
 		usage.PluginName: usage.New, tasktopology.PluginName: tasktopology.New,
 	},
