@@ -25,16 +25,17 @@ def default_url(host: str, port: int, tls: bool) -> str:
     return f"{'https' if tls else 'http'}://{reachable}:{port}"
 
 
-def fetch(url: str, kind: str, key: str, timeout: float = 5.0) -> dict[str, Any]:
-    """The explanation of ``kind`` (job or task) ``key`` from the Caldera at ``url``.
+def get_debug(url: str, path: str, query: dict[str, str], timeout: float = 5.0) -> dict[str, Any]:
+    """``GET <url><path>?<query>`` of a running Caldera's debug endpoint, as a JSON object.
 
     The standard library's client, not httpx: this runs from the installed wheel and the image,
     whose runtime dependencies carry no HTTP client of their own (httpx is a test dependency).
     """
-    query = urllib.parse.urlencode({kind: key})
-    target = f"{url.rstrip('/')}/debug/explain?{query}"
-    if not target.startswith(("http://", "https://")):
+    if not url.startswith(("http://", "https://")):
         raise ExplainError(f"--url must be an http:// or https:// URL, not {url!r}")
+    target = f"{url.rstrip('/')}{path}"
+    if query:
+        target += "?" + urllib.parse.urlencode(query)
     try:
         with urllib.request.urlopen(target, timeout=timeout) as response:
             status, raw = response.status, response.read()
@@ -47,14 +48,19 @@ def fetch(url: str, kind: str, key: str, timeout: float = 5.0) -> dict[str, Any]
         body = json.loads(raw)
     except ValueError:
         raise ExplainError(
-            f"{url}/debug/explain answered {status} without JSON"
-            " (is this Caldera, and a version with /debug/explain?)"
+            f"{url}{path} answered {status} without JSON (is this Caldera, and a version"
+            f" with {path}?)"
         ) from None
     if status != 200:
         raise ExplainError(str(body.get("error", body) if isinstance(body, dict) else body))
     if not isinstance(body, dict):
-        raise ExplainError(f"{url}/debug/explain answered {body!r}")
+        raise ExplainError(f"{url}{path} answered {body!r}")
     return body
+
+
+def fetch(url: str, kind: str, key: str, timeout: float = 5.0) -> dict[str, Any]:
+    """The explanation of ``kind`` (job or task) ``key`` from the Caldera at ``url``."""
+    return get_debug(url, "/debug/explain", {kind: key}, timeout)
 
 
 def render(document: dict[str, Any]) -> list[str]:

@@ -3,41 +3,14 @@ configuration would decide differently (``GET /debug/shadow``), and print it for
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.parse
-import urllib.request
 from typing import Any
 
-from app.explain_client import ExplainError
+from app.explain_client import get_debug
 
 
 def fetch(url: str, query: dict[str, str], timeout: float = 5.0) -> dict[str, Any]:
-    """``/debug/shadow`` of the Caldera at ``url``; the standard library's client, as
-    ``caldera explain`` (app/explain_client.py)."""
-    if not url.startswith(("http://", "https://")):
-        raise ExplainError(f"--url must be an http:// or https:// URL, not {url!r}")
-    target = f"{url.rstrip('/')}/debug/shadow"
-    if query:
-        target += "?" + urllib.parse.urlencode(query)
-    try:
-        with urllib.request.urlopen(target, timeout=timeout) as response:
-            status, raw = response.status, response.read()
-    except urllib.error.HTTPError as exc:
-        status, raw = exc.code, exc.read()
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise ExplainError(
-            f"cannot reach Caldera at {url}: {getattr(exc, 'reason', exc)}"
-        ) from None
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        raise ExplainError(
-            f"{url}/debug/shadow answered {status} without JSON (a Caldera with /debug/shadow?)"
-        ) from None
-    if status != 200 or not isinstance(body, dict):
-        raise ExplainError(str(body.get("error", body) if isinstance(body, dict) else body))
-    return body
+    """``/debug/shadow`` of the Caldera at ``url``."""
+    return get_debug(url, "/debug/shadow", query, timeout)
 
 
 def _side(side: dict[str, str]) -> str:
