@@ -133,8 +133,13 @@ func mergedTiers(t *testing.T, dir, original string, cfg CalderaConfig, url stri
 	if err != nil {
 		t.Fatalf("caldera volcano-config --merge: %v\n%s", err, stderr.String())
 	}
-	if strings.Contains(stderr.String(), "warning") {
-		t.Errorf("--merge warns about a layout that changes a decision:\n%s", stderr.String())
+	// A verb no configured action asks is warned about too (the action to add is named); these
+	// scenarios run one action each on purpose, and such a verb changes no decision.
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, "warning") && !strings.Contains(line, "no action of this conf") {
+			t.Errorf("--merge warns about a layout that changes a decision:\n%s", stderr.String())
+			break
+		}
 	}
 	return parseSchedulerConf(t, out)
 }
