@@ -12,16 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-import pytest
+from typing import Any
 
 from plugins.api.testing import Server, serve
 
 ServeCaldera = Callable[..., Server]
 
 
-@pytest.fixture
-def caldera_serve(tmp_path: Path) -> Iterator[ServeCaldera]:
+def caldera_serve_fixture(tmp_path: Path) -> Iterator[ServeCaldera]:
     """``caldera_serve(config_text)`` starts a real ``caldera serve`` with the plugins installed
     in the test's environment (None: the embedded configuration; keyword arguments as
     :func:`plugins.api.testing.serve`); every server started is stopped at teardown."""
@@ -35,3 +33,17 @@ def caldera_serve(tmp_path: Path) -> Iterator[ServeCaldera]:
     yield start
     for server in started:
         server.stop()
+
+
+def pytest_configure(config: Any) -> None:
+    """Register the fixture when pytest loads this plugin. pytest is imported here, by pytest
+    itself, and not at the module's top: the module ships in the wheel, whose runtime
+    dependencies do not include pytest (the ``testing`` extra does)."""
+    import pytest
+
+    fixtures = type(
+        "CalderaFixtures",
+        (),
+        {"caldera_serve": pytest.fixture(name="caldera_serve")(caldera_serve_fixture)},
+    )
+    config.pluginmanager.register(fixtures, "caldera-fixtures")

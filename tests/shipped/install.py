@@ -12,9 +12,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("app", "plugins", "schemas")  # what pyproject's wheel target ships
-# Modules of an optional extra: they import only with it (``pip install caldera-volcano[X]``),
-# and the tier imports them after installing it.
-EXTRA_MODULES = {"plugins.api.pytest_plugin": "testing"}
 
 
 def uv() -> list[str]:
@@ -58,15 +55,6 @@ def install_wheel(work: Path) -> Installed:
         check=True, capture_output=True, text=True,
     )  # fmt: skip
     return Installed(venv, wheel)
-
-
-def install_extra(installed: Installed, extra: str) -> None:
-    """Add an optional extra of the installed wheel, as a plugin author's test setup does."""
-    subprocess.run(
-        [*uv(), "pip", "install", "--quiet", "--python", str(installed.python),
-         f"{installed.wheel}[{extra}]"],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
 
 
 # Run by the installed interpreter in isolated mode (-I: no checkout, no PYTHONPATH, no user

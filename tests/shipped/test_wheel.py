@@ -16,12 +16,10 @@ import pytest
 
 from app.cli import parser
 from tests.shipped.install import (
-    EXTRA_MODULES,
     IMPORT_EVERY_MODULE,
     PACKAGES,
     ROOT,
     Installed,
-    install_extra,
     install_wheel,
 )
 from tests.shipped.walkthrough import Walkthrough, documented_commands
@@ -53,10 +51,10 @@ def imports(installed: Installed, cwd: Path, skip: set[str]) -> dict[str, Any]:
 def test_every_shipped_module_imports_with_runtime_dependencies_only(
     shipped: Installed, tmp_path: Path
 ) -> None:
-    report = imports(shipped, tmp_path, set(EXTRA_MODULES))
+    report = imports(shipped, tmp_path, set())
     assert report["failed"] == {}
     # The wheel holds every module of the checkout: none is left out of the package list.
-    assert set(report["imported"]) | set(EXTRA_MODULES) == source_modules()
+    assert set(report["imported"]) == source_modules()
 
 
 def test_every_subcommand_answers_from_the_wheel(shipped: Installed, tmp_path: Path) -> None:
@@ -83,12 +81,3 @@ def test_the_documents_caldera_commands_run_from_the_wheel(
     walk.walk(commands)
     assert walk.problems == [], "\n\n".join(walk.problems)
     assert len(walk.outcomes) >= len(commands)
-
-
-def test_an_extras_modules_import_once_it_is_installed(shipped: Installed, tmp_path: Path) -> None:
-    """Last in this module: it adds the extras to the shared virtualenv."""
-    for extra in sorted(set(EXTRA_MODULES.values())):
-        install_extra(shipped, extra)
-    report = imports(shipped, tmp_path, set())
-    assert report["failed"] == {}
-    assert set(report["imported"]) == source_modules()
