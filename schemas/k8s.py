@@ -19,13 +19,16 @@ unless a built-in plugin reads it for every object of a snapshot.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec import Struct, field
 
 from schemas.lazy import ABSENT, JSON, Lazy
+
+T = TypeVar("T")
 
 ResourceList = dict[str, str]
 """``v1.ResourceList``: resource name to canonical quantity string (``{"cpu": "500m"}``)."""
@@ -493,3 +496,21 @@ class PodDisruptionBudget(Struct, omit_defaults=True):
     metadata: ObjectMeta | None = None
     spec: PodDisruptionBudgetSpec | None = None
     status: PodDisruptionBudgetStatus | None = None
+
+
+def api_json(obj: Mapping[str, Any]) -> bytes:
+    """An object the API server sent (a list item, a watch event's object, as a mapping) as API
+    JSON again, for :func:`decode_api_object`. ``metadata.managedFields``, the API server's field
+    ownership, is dropped: often the largest part of an object, read by no scheduling rule."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, Mapping) and "managedFields" in metadata:
+        obj = {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
+    return msgspec.json.encode(obj)
+
+
+def decode_api_object(obj: Mapping[str, Any], kind: type[T]) -> T:
+    """A mapping from the API server decoded into one of these views. Not ``msgspec.convert``:
+    the lazy fields are ``msgspec.Raw``, which only a JSON decode fills (``convert`` refuses any
+    object that carries one, e.g. every object with ``managedFields``). Raises
+    ``msgspec.ValidationError`` for an object that does not fit the view."""
+    return msgspec.json.decode(api_json(obj), type=kind)

@@ -21,7 +21,7 @@ from msgspec import Struct
 from app.cluster_state.resources import pod_resource_request
 from plugins.support.resources import new_resource
 from schemas.api import PodGroup, Queue, Resource
-from schemas.k8s import Node, Pod, ResourceList, ResourceQuotaStatus
+from schemas.k8s import Node, Pod, ResourceList, ResourceQuotaStatus, api_json
 
 # --- the cache-only fields --------------------------------------------------------------------
 
@@ -126,20 +126,8 @@ class WatchedPriorityClass(Struct, gc=False):
     global_default: bool
 
 
-def _as_json(obj: Mapping[str, Any]) -> bytes:
-    """The object as API JSON again: the schema views keep the fields no plugin reads as raw
-    JSON, decoded when read (schemas/lazy.py), which ``msgspec.convert`` cannot fill from a
-    mapping. The views of the one object share these bytes."""
-    metadata = obj.get("metadata")
-    if isinstance(metadata, Mapping) and "managedFields" in metadata:
-        # The API server's field ownership: often the largest part of an object, read by no
-        # scheduling rule (compare mode skips it too), so not kept.
-        obj = {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
-    return msgspec.json.encode(obj)
-
-
 def decode_pod(obj: Mapping[str, Any]) -> WatchedPod:
-    body = _as_json(obj)
+    body = api_json(obj)
     extras = msgspec.json.decode(body, type=_PodExtras)
     allocated: dict[str, ResourceList] = {}
     for statuses in (extras.status.containerStatuses, extras.status.initContainerStatuses):
@@ -163,7 +151,7 @@ def decode_pod(obj: Mapping[str, Any]) -> WatchedPod:
 
 
 def decode_node(obj: Mapping[str, Any]) -> WatchedNode:
-    body = _as_json(obj)
+    body = api_json(obj)
     extras = msgspec.json.decode(body, type=_NodeExtras)
     return WatchedNode(
         node=msgspec.json.decode(body, type=Node),
@@ -177,13 +165,13 @@ def decode_node(obj: Mapping[str, Any]) -> WatchedNode:
 def decode_podgroup(obj: Mapping[str, Any]) -> PodGroup:
     """A ``scheduling.volcano.sh/v1beta1`` PodGroup as the cache holds it: ``Version`` is
     ``v1beta1`` (``api.PodGroupVersionV1Beta1``)."""
-    pg = msgspec.json.decode(_as_json(obj), type=PodGroup)
+    pg = msgspec.json.decode(api_json(obj), type=PodGroup)
     pg.Version = "v1beta1"
     return pg
 
 
 def decode_queue(obj: Mapping[str, Any]) -> Queue:
-    return msgspec.json.decode(_as_json(obj), type=Queue)
+    return msgspec.json.decode(api_json(obj), type=Queue)
 
 
 def decode_quota(obj: Mapping[str, Any]) -> WatchedQuota:

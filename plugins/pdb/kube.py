@@ -296,7 +296,7 @@ class Reflector(Generic[T]):
         self,
         *,
         resource: type[GenericNamespacedResource],
-        decode: type[T],
+        decode: Callable[[Mapping[str, Any]], T],
         store: Store[T],
         load_config: Callable[[], ClusterConfig],
         page_limit: int = 500,
@@ -384,7 +384,7 @@ class Reflector(Generic[T]):
 
     def _ingest(self, obj: Mapping[str, Any], into: dict[str, T]) -> None:
         try:
-            into[object_key(obj)] = msgspec.convert(obj, self._decode)
+            into[object_key(obj)] = self._decode(obj)
         except msgspec.ValidationError as exc:  # one malformed object must not hide the others
             logger.error("%s: skipping an undecodable object: %s", self.name, exc)
 
@@ -406,7 +406,7 @@ class Reflector(Generic[T]):
     def _apply(self, kind: str, obj: Mapping[str, Any]) -> None:
         if kind in ("ADDED", "MODIFIED"):
             try:
-                decoded = msgspec.convert(obj, self._decode)
+                decoded = self._decode(obj)
             except msgspec.ValidationError as exc:
                 logger.error("%s: skipping an undecodable %s event: %s", self.name, kind, exc)
             else:

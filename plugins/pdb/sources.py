@@ -25,7 +25,7 @@ from plugins.pdb.kube import (
     named_or_default_config,
     namespaced_collection,
 )
-from schemas.k8s import PodDisruptionBudget
+from schemas.k8s import PodDisruptionBudget, decode_api_object
 
 logger = logging.getLogger("caldera.plugins.pdb")
 
@@ -130,7 +130,7 @@ class KubePdbSource(PdbSource):
         self._compiled: dict[str, CompiledPdb | None] = {}
         self.reflector: Reflector[PodDisruptionBudget] = Reflector(
             resource=PDB_RESOURCE,
-            decode=PodDisruptionBudget,
+            decode=partial(decode_api_object, kind=PodDisruptionBudget),
             store=self,
             load_config=load_config,
             page_limit=page_limit,
@@ -216,7 +216,7 @@ def parse_pdb_file(text: str) -> list[PodDisruptionBudget]:
         if kind != "PodDisruptionBudget":
             raise PdbFileError(f"item {i} is a {kind}, not a PodDisruptionBudget")
         try:
-            pdb = msgspec.convert(item, PodDisruptionBudget)
+            pdb = decode_api_object(item, PodDisruptionBudget)
         except msgspec.ValidationError as exc:
             raise PdbFileError(f"item {i}: {exc}") from exc
         if pdb.metadata is None or not pdb.metadata.name:

@@ -207,7 +207,23 @@ def pdb(name: str, rv: str, allowed: int, namespace: str = "default") -> dict[st
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": namespace, "resourceVersion": rv},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "resourceVersion": rv,
+            # As the API server sends every object: the lazy managedFields must decode from a
+            # list item and from a watch event alike (msgspec.convert cannot fill a Raw field).
+            "managedFields": [
+                {
+                    "manager": "kubectl-create",
+                    "operation": "Update",
+                    "apiVersion": "policy/v1",
+                    "time": "2026-11-27T08:44:50Z",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:spec": {"f:minAvailable": {}}},
+                }
+            ],
+        },
         "spec": {"selector": {"matchLabels": {"app": name}}, "minAvailable": 1},
         "status": {"disruptionsAllowed": allowed, "currentHealthy": 1, "observedGeneration": 1},
     }

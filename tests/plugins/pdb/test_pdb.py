@@ -516,6 +516,22 @@ def test_file_formats() -> None:
     assert [p.metadata.name for p in parse_pdb_file(multi) if p.metadata] == ["a", "b"]
     typed_list = '{"kind": "PodDisruptionBudgetList", "items": null}'
     assert parse_pdb_file(typed_list) == []
+    # `kubectl get pdb -o yaml` as it prints: managedFields (with an unquoted timestamp, which
+    # YAML loads as a datetime) and a creationTimestamp.
+    kubectl = (
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "- apiVersion: policy/v1\n  kind: PodDisruptionBudget\n"
+        "  metadata:\n    name: web\n    namespace: shop\n"
+        "    creationTimestamp: 2026-11-27T08:00:00Z\n"
+        "    managedFields:\n    - manager: kubectl-create\n      operation: Update\n"
+        "      time: 2026-11-27T08:00:00Z\n      fieldsType: FieldsV1\n"
+        "      fieldsV1: {f:spec: {f:minAvailable: {}}}\n"
+        "  spec: {minAvailable: 1, selector: {matchLabels: {app: web}}}\n"
+        "  status: {disruptionsAllowed: 0}\n"
+    )
+    (web,) = parse_pdb_file(kubectl)
+    assert web.metadata is not None and web.metadata.name == "web"
+    assert web.status is not None and web.status.disruptionsAllowed == 0
     assert parse_pdb_file("") == []
 
 
