@@ -37,7 +37,6 @@ import multiprocessing
 import queue
 import threading
 from collections import Counter as Tally
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -60,10 +59,19 @@ DEFAULT_MAX_QUEUED_BYTES = 256 << 20
 DIFFERENCES_PER_SESSION = 10_000
 """Differences kept per session (more are counted, not kept)."""
 SESSIONS_KEPT = 3
+"""The newest sessions kept, whatever they found."""
+SESSIONS_WITH_DIFFERENCES_KEPT = 3
+"""The newest sessions with differences, kept also once :data:`SESSIONS_KEPT` newer ones came:
+Volcano asks jobEnqueueable about a job only while it is Pending, so the one session where the
+shadow would have held a job the live configuration admitted is the only one that says so; at a
+schedule period of 1 s it would otherwise be gone three seconds later, before an operator could
+run ``caldera explain NAME --shadow``."""
 OPEN = "onSessionOpen"
 FAILURE_STAGES = ("load", "open", "verb", "compare")
 """``caldera_shadow_failures_total``'s ``stage``: the file (loading, validating, building the
-plugins), a session's onSessionOpen, a verb's answer, comparing the two answers."""
+plugins), a session's onSessionOpen, a verb's answer (a plugin's fault under either ``onError``:
+under ``abstain`` the shadow's answer goes on without that plugin, and the fault is still
+counted), comparing the two answers."""
 
 
 class ShadowMetrics:
@@ -93,8 +101,8 @@ class ShadowMetrics:
         self.failures = Counter(
             "caldera_shadow_failures_total",
             "Shadow failures, by stage: load (the file did not validate or build), open (a"
-            " plugin failed onSessionOpen: the session is skipped), verb (a plugin raised),"
-            " compare. The live configuration is never affected.",
+            " plugin failed onSessionOpen: the session is skipped), verb (a plugin raised, answered"
+            " a wrong type or ran over its budget, whatever its onError), compare. The live configuration is never affected.",
             ["stage"],
             registry=registry,
         )
@@ -182,7 +190,8 @@ class Shadow:
         """The latest failure to load the file (None once a load succeeds)."""
         self.last_failure: dict[str, str] | None = None
         self.failures: Tally[str] = Tally()
-        self.sessions: deque[ShadowSession] = deque(maxlen=SESSIONS_KEPT)
+        self.sessions: list[ShadowSession] = []
+        """Oldest first: see :data:`SESSIONS_KEPT` and :data:`SESSIONS_WITH_DIFFERENCES_KEPT`."""
         self._lock = threading.Lock()
         """Guards what the receiving thread writes and the routes read."""
         # The event loop's side (offer): written there only.
@@ -315,7 +324,7 @@ class Shadow:
                 number, self.clock(), self._live_logs.get(number), skipped=skipped
             )
             with self._lock:
-                self.sessions.append(session)
+                self._keep(session)
         elif kind == "skipped":
             _, number, why = message
             with self._lock:
@@ -344,6 +353,15 @@ class Shadow:
             )  # fmt: skip
             self.sha256, self.plugins, self.loaded_at = sha256, plugins, self.clock()
             self.problem = None
+
+    def _keep(self, session: ShadowSession) -> None:
+        """Add ``session``; keep the newest :data:`SESSIONS_KEPT` and the newest
+        :data:`SESSIONS_WITH_DIFFERENCES_KEPT` that found differences (called with the lock)."""
+        self.sessions.append(session)
+        newest = self.sessions[-SESSIONS_KEPT:]
+        differing = [s for s in self.sessions if s.differences or s.not_kept]
+        kept = {id(s) for s in (*newest, *differing[-SESSIONS_WITH_DIFFERENCES_KEPT:])}
+        self.sessions = [s for s in self.sessions if id(s) in kept]
 
     def _session(self, number: int) -> ShadowSession | None:
         for session in reversed(self.sessions):

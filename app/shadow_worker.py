@@ -11,7 +11,10 @@ Reads from ``inbox``: a header ``(session, verb, live answer, size)`` and, unles
 - ``("session", number, skipped)``: a session begins (``skipped``: why it is not evaluated);
 - ``("skipped", number, why)``: the rest of a session is not evaluated;
 - ``("compared", number, verb, differences)``;
-- ``("failure", stage, verb, message)``;
+- ``("failure", stage, verb, message)``: also for a plugin's fault whose policy let the verb be
+  answered (``onError: abstain``, or a call over its budget whose answer was used), which the
+  shadow's :class:`ForwardedFaults` reports: a fault that fails the verb raises, and is
+  reported once, where the verb's exception is caught;
 - ``("done", size)``: the bytes of every call handled so far, when it has caught up (and every
   :data:`ACK_EVERY` calls): the parent's memory bound counts a call until then.
 """
@@ -33,6 +36,7 @@ from app.config import CalderaConfig, ConfigError
 from app.config_watch import Backgrounds, build_backgrounds, load_with_origin
 from app.explain import DecisionRecord
 from app.extender import Extender
+from app.plugin_faults import Fault, PluginFaults
 from app.session import SessionManager
 from app.shadow_diff import COMPARES, compare
 
@@ -50,6 +54,23 @@ def describe(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
 
 
+class ForwardedFaults(PluginFaults):
+    """The shadow's plugin faults: counted and logged here as the live ones are, and each one
+    that did not fail the verb sent to the parent as a ``verb`` failure. A fault under
+    ``onError: fail`` raises out of the verb (:meth:`Evaluator.handle` reports it), one under
+    ``abstain`` only drops the plugin's answer: without this, a shadow plugin that raises on
+    every call under ``abstain`` would show no failure at all."""
+
+    def __init__(self, send: Send) -> None:
+        super().__init__()
+        self.send = send
+
+    def record(self, fault: Fault, cause: BaseException | None = None) -> None:
+        super().record(fault, cause)
+        if not fault.failed:
+            self.send(("failure", "verb", fault.verb, fault.line()))
+
+
 class Evaluator:
     """The shadow's side of every call, one at a time."""
 
@@ -59,6 +80,8 @@ class Evaluator:
         self.extender: Extender | None = None
         self.record: DecisionRecord | None = None
         self.backgrounds: Backgrounds = {}
+        self.faults = ForwardedFaults(send)
+        """Kept across reloads, as the live process keeps its own."""
         self.sha: str | None = None
         self.stat: tuple[int, int] | None = None
         self.session = -1
@@ -84,7 +107,7 @@ class Evaluator:
                 return
             backgrounds = self._start(config)
             record = DecisionRecord(config.explainSessions, config.explainEntries)
-            sessions = SessionManager(config, None, backgrounds, record=record)
+            sessions = SessionManager(config, None, backgrounds, record=record, faults=self.faults)
             extender = Extender(config, sessions, None)
         except Exception as exc:
             self.send(("problem", describe(exc)))

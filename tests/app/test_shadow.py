@@ -11,7 +11,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from app.shadow import Shadow
+from app.shadow import SESSIONS_KEPT, Shadow
 
 CONFIG = """\
 volcanoVersion: "1.15"
@@ -83,5 +83,25 @@ def test_a_file_that_does_not_load_is_a_counted_failure(tmp_path: Path) -> None:
         s.offer("jobEnqueueable", JOB, b'{"status":1}')
         settled(s, lambda: s.queued_bytes() == 0)
         assert s.findings()[1] == []
+    finally:
+        s.stop()
+
+
+def test_a_session_with_differences_outlives_the_quiet_sessions_after_it(tmp_path: Path) -> None:
+    """Volcano asks about a job only while it is Pending: the one session where the shadow would
+    have held it stays kept while the sessions after it find nothing."""
+    s = shadow(tmp_path)
+    try:
+        s.offer("onSessionOpen", SNAPSHOT, b"{}")
+        s.offer("jobEnqueueable", JOB, b'{"status":1}')
+        for _ in range(SESSIONS_KEPT + 2):
+            s.offer("onSessionOpen", SNAPSHOT, b"{}")
+        settled(s, lambda: s.sessions and s.sessions[-1].number == SESSIONS_KEPT + 3)
+        sessions, newest = s.findings()
+        assert [d["session"] for d in sessions] == [1, 4, 5, 6]
+        assert [d.subject for d in newest] == ["a/big"]
+        assert [(n, d.change) for n, d in s.differences_of("job", "a/big")] == [
+            (1, "would hold it")
+        ]
     finally:
         s.stop()

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_asyncio
 
 from tests.service.conftest import CalderaProcess, caldera_command, start_caldera
@@ -37,6 +38,8 @@ tiers:
 - plugins:
   - name: test-raises
 """
+RAISES_ABSTAINING = RAISES + "    onError: abstain\n"
+"""The same broken plugin, its answer dropped rather than the verb failed."""
 SLEEPS = """\
 volcanoVersion: "1.15"
 tiers:
@@ -195,6 +198,37 @@ async def test_a_shadow_that_raises_or_sleeps_changes_no_live_answer(servers: Se
     assert metric(metrics, "caldera_shadow_dropped_sessions_total") >= 1
     for server in (raising, sleeping):
         assert (await server.client.get("/readyz")).json()["status"] == "ready"
+
+
+@pytest.mark.parametrize(
+    ("shadow", "consequence"),
+    [
+        pytest.param(RAISES, "PluginFailure: plugin test-raises failed in", id="onError-fail"),
+        pytest.param(RAISES_ABSTAINING, "its answer was dropped (onError: abstain)", id="abstain"),
+    ],
+)
+async def test_a_shadow_plugins_faults_are_counted_whatever_its_on_error(
+    servers: Servers, shadow: str, consequence: str
+) -> None:
+    """Under ``abstain`` a fault fails no verb (the shadow answers without that plugin), and is
+    counted, shown and exported just as one under ``fail`` is."""
+    server, _ = await servers.start(shadow, prefix=FAULTS)
+    for _ in range(2):
+        assert await post(server, "onSessionOpen", SNAPSHOT) == {}
+        for job in (BIG, SMALL):
+            assert (await post(server, "jobEnqueueable", {"job": job}))["status"] != -1
+            assert (await post(server, "jobReady", {"job": job}))["status"] is True
+        assert await post(server, "onSessionClose", {}) == {}
+
+    body = await until(server, lambda b: b["shadow"]["failures"]["verb"] >= 8)
+    assert body["shadow"]["failures"]["verb"] == 8  # 2 verbs x 2 jobs x 2 sessions
+    last = body["shadow"]["lastFailure"]
+    assert "RuntimeError: scripted failure on" in last["error"], last
+    assert consequence in last["error"], last
+    assert any("8 verb" in line for line in body["summary"]), body["summary"]
+    metrics = (await server.client.get("/metrics")).text
+    assert metric(metrics, 'caldera_shadow_failures_total{stage="verb"}') == 8
+    assert (await server.client.get("/readyz")).json()["shadow"]["failures"]["verb"] == 8
 
 
 async def test_a_shadow_file_that_does_not_load_is_shown_and_watched(servers: Servers) -> None:
