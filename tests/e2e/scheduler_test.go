@@ -54,6 +54,7 @@ type Caldera struct {
 	URL       string
 	HealthURL string // the health listener: /healthz, /readyz, /metrics only
 	Config    string
+	Args      []string // more `caldera serve` arguments (a scenario's --shadow FILE)
 	port      int
 	health    int
 	container string // the docker container's name when Caldera runs from CALDERA_E2E_IMAGE
@@ -85,13 +86,14 @@ func (c *Cluster) writeCalderaConfig(t testing.TB, name, config string) string {
 	return path
 }
 
-// StartCaldera runs `caldera serve --config FILE --host 127.0.0.1 --port P` and waits for /readyz.
-func (c *Cluster) StartCaldera(t testing.TB, name, configPath string) *Caldera {
+// StartCaldera runs `caldera serve --config FILE --host 127.0.0.1 --port P ARGS...` and waits for
+// /readyz.
+func (c *Cluster) StartCaldera(t testing.TB, name, configPath string, args ...string) *Caldera {
 	t.Helper()
 	port, health := freePort(t), freePort(t)
 	cal := &Caldera{
 		URL: fmt.Sprintf("http://127.0.0.1:%d", port), HealthURL: fmt.Sprintf("http://127.0.0.1:%d", health),
-		Config: configPath, port: port, health: health, c: c, name: name,
+		Config: configPath, Args: args, port: port, health: health, c: c, name: name,
 	}
 	cal.Start(t)
 	return cal
@@ -104,6 +106,7 @@ func (cal *Caldera) Start(t testing.TB) {
 	args := append([]string{"serve"}, cal.configArgs()...)
 	args = append(args, "--host", "127.0.0.1", "--port", fmt.Sprint(cal.port),
 		"--health-host", "127.0.0.1", "--health-port", fmt.Sprint(cal.health))
+	args = append(args, cal.Args...)
 	bin := calderaBin(t)
 	if image := os.Getenv("CALDERA_E2E_IMAGE"); image != "" {
 		bin, args = cal.inContainer(t, image, args)
@@ -236,15 +239,15 @@ type Scenario struct {
 // NewScenario creates the namespace and nodes, starts Caldera with config and vc-scheduler with
 // Caldera's printed extender entry. The test's cleanup stops both and deletes what it created.
 func (c *Cluster) NewScenario(t *testing.T, name, calderaConfig, actions string, ignorable bool, nodes ...NodeSpec) *Scenario {
-	return c.newScenario(t, name, calderaConfig, actions, ignorable, false, nodes...)
+	return c.newScenario(t, name, calderaConfig, actions, ignorable, false, nil, nodes...)
 }
 
 // NewScenarioWithProxy is NewScenario with a FaultyProxy between vc-scheduler and Caldera.
 func (c *Cluster) NewScenarioWithProxy(t *testing.T, name, calderaConfig, actions string, ignorable bool, nodes ...NodeSpec) *Scenario {
-	return c.newScenario(t, name, calderaConfig, actions, ignorable, true, nodes...)
+	return c.newScenario(t, name, calderaConfig, actions, ignorable, true, nil, nodes...)
 }
 
-func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string, ignorable, viaProxy bool, nodes ...NodeSpec) *Scenario {
+func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string, ignorable, viaProxy bool, calderaArgs []string, nodes ...NodeSpec) *Scenario {
 	t.Helper()
 	ctx := context.Background()
 	s := &Scenario{C: c, NS: name}
@@ -257,7 +260,7 @@ func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string,
 	t.Cleanup(func() { s.cleanup(t) })
 	c.CreateNodes(t, nodes...)
 	cfg := c.writeCalderaConfig(t, name, calderaConfig)
-	s.Caldera = c.StartCaldera(t, name, cfg)
+	s.Caldera = c.StartCaldera(t, name, cfg, calderaArgs...)
 	target := s.Caldera.URL
 	if viaProxy {
 		s.Proxy = StartFaultyProxy(t, s.Caldera.URL)
@@ -523,7 +526,14 @@ func (cal *Caldera) Decisions(t testing.TB, plugin, verb, outcome string) float6
 // its standard output, its standard error and its exit code.
 func (cal *Caldera) Explain(t testing.TB, key string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	bin, argv := calderaBin(t), append([]string{"explain", key, "--url", cal.URL}, args...)
+	return cal.CLI(t, append([]string{"explain", key, "--url", cal.URL}, args...)...)
+}
+
+// CLI runs `caldera ARGS...` as an operator would: inside the serving container when Caldera
+// runs from CALDERA_E2E_IMAGE, else the repository's console script.
+func (cal *Caldera) CLI(t testing.TB, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	bin, argv := calderaBin(t), args
 	if cal.container != "" {
 		// From the image: the image's own CLI, run inside the serving container as an operator
 		// runs `kubectl exec ... -c caldera -- caldera explain` (issue 34: it crashed there).
@@ -535,7 +545,7 @@ func (cal *Caldera) Explain(t testing.TB, key string, args ...string) (stdout, s
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("caldera explain %s: %v", key, err)
+		t.Fatalf("caldera %s: %v", strings.Join(args, " "), err)
 	}
 	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
