@@ -350,6 +350,7 @@ def create_app(
             shadow_max_queued_bytes or DEFAULT_MAX_QUEUED_BYTES,
             live_path=origin.path,
             clock=clock,
+            live_sources=lambda: (watch.served.config, watch.served.backgrounds),
         )
         answers = ShadowedAnswers(answers, shadow, record)
     runtime.shadow = shadow

@@ -5,7 +5,9 @@ off the hot path, so an operator sees what a policy would change before it decid
 answer are handed to :meth:`Shadow.offer` after the live answer is computed; a process of its
 own (``app/shadow_worker.py``) answers the same body with the shadow's
 :class:`~app.extender.Extender` (its own sessions, decision record, plugins and plugin data
-sources, built per session from the shadow file as the live ones are) and compares the two
+sources, built per session from the shadow file as the live ones are; a data source the live
+configuration has too, pdb's watch, is read from the live one: ``app/shadow_sources.py``) and
+compares the two
 answers (``app/shadow_diff.py``); the differences come back here, where the live side's reasons
 are read from the live decision record. Only the live answer ever goes to Volcano.
 
@@ -50,6 +52,7 @@ from app.config import ConfigError
 from app.explain import DecisionRecord, SessionLog
 from app.extender import Body
 from app.shadow_diff import Difference, with_live_reasons
+from app.shadow_sources import SHARE, LiveSources, ServedConfig
 from plugins.api.base import utc_now
 
 logger = logging.getLogger("caldera.shadow")
@@ -176,6 +179,7 @@ class Shadow:
         max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
         live_path: Path | None = None,
         clock: Callable[[], datetime] = utc_now,
+        live_sources: ServedConfig | None = None,
     ) -> None:
         self.path = Path(path)
         self.live_path = live_path
@@ -186,6 +190,11 @@ class Shadow:
         self.sha256: str | None = None
         self.loaded_at: datetime | None = None
         self.plugins: list[str] = []
+        self.data_sources: dict[str, str] = {}
+        """Per shadow tier entry with a data source: its own, or shared with the live one."""
+        self._live_sources = LiveSources(live_sources) if live_sources is not None else None
+        """``live_sources`` returns the live configuration and its data sources as served now:
+        the shadow reads the ones it shares from there (app/shadow_sources.py)."""
         self.problem: str | None = None
         """The latest failure to load the file (None once a load succeeds)."""
         self.last_failure: dict[str, str] | None = None
@@ -215,7 +224,12 @@ class Shadow:
         self._from_child, outbox = context.Pipe(duplex=False)
         self._process = context.Process(
             target=shadow_worker.main,
-            args=(str(self.path), inbox, outbox),
+            args=(
+                str(self.path),
+                inbox,
+                outbox,
+                self._live_sources.keys if self._live_sources is not None else frozenset(),
+            ),
             name="caldera-shadow",
             daemon=True,
         )
@@ -276,6 +290,8 @@ class Shadow:
                 if item is None:
                     to_child.send(None)
                     return
+                if item.verb == OPEN:
+                    self._share(to_child)
                 to_child.send((item.session, item.verb, item.answer, item.size))
                 if item.verb:
                     to_child.send_bytes(item.body)
@@ -286,6 +302,20 @@ class Shadow:
                     self._gone = True
                     self._count_failure("verb", item.verb, "the shadow's process ended")
                 self._lost += item.size  # never acknowledged by the process
+
+    def _share(self, to_child: Any) -> None:
+        """Before a session: the live data sources' states the shadow mirrors, when changed."""
+        if self._live_sources is None:
+            return
+        try:
+            changes = self._live_sources.changes()
+            if changes is not None:
+                to_child.send((SHARE, *changes))
+        except (OSError, ValueError):
+            raise
+        except Exception as exc:  # a state that does not pickle: counted, the session goes on
+            logger.exception("the live data sources could not be shared with the shadow")
+            self._count_failure("open", OPEN, f"sharing the live data sources: {exc!r}")
 
     def _receive(self) -> None:
         while True:
@@ -342,7 +372,7 @@ class Shadow:
                 self.path, message[1],
             )  # fmt: skip
         elif kind == "loaded":
-            _, sha256, plugins = message
+            _, sha256, plugins, sources = message
             if self.sha256 is not None:
                 self.metrics.info.remove(str(self.path), self.sha256)
             self.metrics.info.labels(str(self.path), sha256).set(1)
@@ -352,6 +382,7 @@ class Shadow:
                 ", ".join(plugins) or "none",
             )  # fmt: skip
             self.sha256, self.plugins, self.loaded_at = sha256, plugins, self.clock()
+            self.data_sources = sources
             self.problem = None
 
     def _keep(self, session: ShadowSession) -> None:
@@ -390,6 +421,8 @@ class Shadow:
             out["sha256"] = self.sha256
             out["loadedAt"] = self.loaded_at.isoformat()
             out["plugins"] = list(self.plugins)
+            if self.data_sources:
+                out["dataSources"] = dict(self.data_sources)
         if self.problem is not None:
             out["status"] = "failing"
             out["problem"] = self.problem

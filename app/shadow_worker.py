@@ -1,13 +1,16 @@
 """The shadow configuration's own process (``app/shadow.py`` starts it): it answers every call
 the live configuration answered with the shadow's :class:`~app.extender.Extender` (its own
-sessions, decision record, plugins and plugin data sources) and reports what it would decide
-differently.
+sessions, decision record, plugins and plugin data sources, but for those it shares with the
+live configuration: ``app/shadow_sources.py``) and reports what it would decide differently.
 
 Reads from ``inbox``: a header ``(session, verb, live answer, size)`` and, unless ``verb`` is empty
-(the parent dropped the rest of that session), the request body; None ends it. Writes to
+(the parent dropped the rest of that session), the request body; or ``(SHARE, keys, states)``,
+the live configuration's shareable data sources and their changed states
+(``app/shadow_sources.py``), sent before a session's onSessionOpen; None ends it. Writes to
 ``outbox`` tuples the parent applies (:meth:`app.shadow.Shadow._apply`):
 
-- ``("loaded", sha256, plugins)``; ``("problem", message)`` when the file does not load;
+- ``("loaded", sha256, plugins, sources)``: ``sources``, per tier entry with a data source,
+  whether it is its own or shared with the live configuration (``app/shadow_sources.py``); ``("problem", message)`` when the file does not load;
 - ``("session", number, skipped)``: a session begins (``skipped``: why it is not evaluated);
 - ``("skipped", number, why)``: the rest of a session is not evaluated;
 - ``("compared", number, verb, differences)``;
@@ -39,6 +42,7 @@ from app.extender import Extender
 from app.plugin_faults import Fault, PluginFaults
 from app.session import SessionManager
 from app.shadow_diff import COMPARES, compare
+from app.shadow_sources import SHARE, Mirror, MirroredSources
 
 logger = logging.getLogger("caldera.shadow")
 OPEN = "onSessionOpen"
@@ -74,9 +78,11 @@ class ForwardedFaults(PluginFaults):
 class Evaluator:
     """The shadow's side of every call, one at a time."""
 
-    def __init__(self, path: Path, send: Send) -> None:
+    def __init__(self, path: Path, send: Send, live_keys: frozenset[str] = frozenset()) -> None:
         self.path = path
         self.send = send
+        self.sources = MirroredSources(live_keys)
+        """The live configuration's data sources this shadow reads instead of its own."""
         self.extender: Extender | None = None
         self.record: DecisionRecord | None = None
         self.backgrounds: Backgrounds = {}
@@ -105,7 +111,7 @@ class Evaluator:
             config, origin = load_with_origin(self.path)
             if origin.sha256 == self.sha:
                 return
-            backgrounds = self._start(config)
+            backgrounds, mirrors, chosen, described = self._start(config)
             record = DecisionRecord(config.explainSessions, config.explainEntries)
             sessions = SessionManager(config, None, backgrounds, record=record, faults=self.faults)
             extender = Extender(config, sessions, None)
@@ -116,20 +122,34 @@ class Evaluator:
             self.extender.sessions.close()
         self._stop(self.backgrounds)
         self.extender, self.record, self.backgrounds = extender, record, backgrounds
+        self.sources.use(mirrors, chosen)
         self.sha = origin.sha256
-        self.send(("loaded", origin.sha256, [o.name for o in config.plugin_options()]))
+        plugins = [o.name for o in config.plugin_options()]
+        self.send(("loaded", origin.sha256, plugins, described))
 
-    def _start(self, config: CalderaConfig) -> Backgrounds:
-        """The shadow's own plugin data sources (pdb's budgets, usage's metrics), on an event
-        loop of this process's own."""
-        backgrounds, _ = build_backgrounds(config)
-        if backgrounds:
+    def _start(
+        self, config: CalderaConfig
+    ) -> tuple[Backgrounds, dict[str, list[Mirror]], dict[str, bool], dict[str, str]]:
+        """The shadow's plugin data sources: a mirror of the live configuration's where it reads
+        the same (pdb's budgets: no second watch), else its own (usage's metrics), started on an
+        event loop of this process's own."""
+        built, _ = build_backgrounds(config)
+        backgrounds, mirrors, chosen, described = self.sources.adopt(config, built)
+        own = [b for b in backgrounds.values() if not isinstance(b, Mirror)]
+        if own:
             loop = self._event_loop()
-            for background in backgrounds.values():
+            for background in own:
                 asyncio.run_coroutine_threadsafe(background.start(), loop).result(
                     BACKGROUND_START_SECONDS
                 )
-        return backgrounds
+        return backgrounds, mirrors, chosen, described
+
+    def share(self, keys: frozenset[str], states: dict[str, bytes]) -> None:
+        """The live configuration's shareable data sources changed: feed the mirrors; when this
+        configuration mirrors a source the live one dropped (or watches one the live one now
+        has), build it again at the next session boundary."""
+        if self.sources.receive(keys, states):
+            self.stat = self.sha = None
 
     def _stop(self, backgrounds: Backgrounds) -> None:
         if backgrounds and self._loop is not None:
@@ -187,12 +207,15 @@ class Evaluator:
         self.send(("compared", session, verb, found))
 
 
-def main(path: str, inbox: Connection, outbox: Connection) -> None:
-    """The process's entry point: answer until the parent says stop or goes away."""
+def main(
+    path: str, inbox: Connection, outbox: Connection, live_keys: frozenset[str] = frozenset()
+) -> None:
+    """The process's entry point: answer until the parent says stop or goes away.
+    ``live_keys``: the live configuration's shareable data sources at start."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the parent, which ends us
     with contextlib.suppress(OSError):
         os.nice(19)  # the live configuration's process wins the CPU when both want it
-    evaluator = Evaluator(Path(path), outbox.send)
+    evaluator = Evaluator(Path(path), outbox.send, live_keys)
     evaluator.reload()
     done = unacknowledged = 0
     while True:
@@ -200,6 +223,13 @@ def main(path: str, inbox: Connection, outbox: Connection) -> None:
             header = inbox.recv()
             if header is None:
                 return
+            if header[0] == SHARE:
+                try:
+                    evaluator.share(header[1], header[2])
+                except Exception as exc:  # a bug here must not end the shadow either
+                    logger.exception("the shadow failed to take the live data sources")
+                    evaluator.send(("failure", "open", OPEN, describe(exc)))
+                continue
             session, verb, live, size = header
             if not verb:
                 evaluator.dropped(session)

@@ -29,6 +29,8 @@ from schemas.k8s import PodDisruptionBudget, decode_api_object
 
 logger = logging.getLogger("caldera.plugins.pdb")
 
+_encode = msgspec.json.Encoder().encode
+_decode_list = msgspec.json.Decoder(list[PodDisruptionBudget]).decode
 PDB_RESOURCE = namespaced_collection("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets")
 
 
@@ -39,7 +41,14 @@ class PdbSource:
 
     def __init__(self) -> None:
         self._snapshot: PdbSnapshot | None = None
+        self._objects: tuple[PodDisruptionBudget, ...] = ()
+        """What ``_snapshot`` was built from, for a shadow's mirror: set before it, replaced
+        whole (another thread reads it, app/shadow_sources.py)."""
         self.last_error: str | None = None
+
+    def _publish(self, objects: Iterable[PodDisruptionBudget], snapshot: PdbSnapshot) -> None:
+        self._objects = tuple(objects)
+        self._snapshot = snapshot
 
     def error(self) -> str | None:
         """The last failure to read the budgets, if the last attempt failed."""
@@ -78,6 +87,39 @@ class PdbSource:
             "relists": 0.0,
         }
 
+    # A shadow configuration's pdb reads these budgets instead of a watch of its own
+    # (app/shadow_sources.py): the snapshot is replaced whole on every change; what is sent is
+    # the objects as JSON, which the shadow's process compiles (far cheaper here than pickling
+    # the compiled budgets).
+    def shared_version(self) -> PdbSnapshot | None:
+        return self._snapshot
+
+    def shared_state(self) -> bytes:
+        return _encode(self._objects)
+
+    def mirror(self) -> MirroredPdbSource:
+        return MirroredPdbSource(self.kind)
+
+
+class MirroredPdbSource(PdbSource):
+    """The budgets of another process's source, as it last sent them: a shadow configuration's
+    pdb beside a live one reading the same PodDisruptionBudgets (app/shadow_sources.py)."""
+
+    kind = "shared"
+
+    def __init__(self, origin: str) -> None:
+        super().__init__()
+        self.origin = origin
+        self.received = 0
+
+    def receive(self, state: bytes) -> None:
+        objects = _decode_list(state)
+        self._publish(objects, PdbSnapshot.of(objects))
+        self.received += 1
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "sharedFrom": self.origin, "received": self.received}
+
 
 class StaticPdbSource(PdbSource):
     """A fixed set of budgets (tests, or an embedding application that manages them itself)."""
@@ -89,7 +131,8 @@ class StaticPdbSource(PdbSource):
         self.set(pdbs)
 
     def set(self, pdbs: Iterable[PodDisruptionBudget]) -> None:
-        self._snapshot = PdbSnapshot.of(pdbs)
+        objects = tuple(pdbs)
+        self._publish(objects, PdbSnapshot.of(objects))
 
 
 class MisconfiguredPdbSource(PdbSource):
@@ -128,6 +171,7 @@ class KubePdbSource(PdbSource):
         if load_config is None:
             load_config = partial(named_or_default_config, kubeconfig)
         self._compiled: dict[str, CompiledPdb | None] = {}
+        self._by_key: dict[str, PodDisruptionBudget] = {}
         self.reflector: Reflector[PodDisruptionBudget] = Reflector(
             resource=PDB_RESOURCE,
             decode=partial(decode_api_object, kind=PodDisruptionBudget),
@@ -141,16 +185,19 @@ class KubePdbSource(PdbSource):
 
     # Store protocol: called from the reflector's task only; readers see whole snapshots.
     def replace(self, items: Mapping[str, PodDisruptionBudget]) -> None:
+        self._by_key = dict(items)
         self._compiled = {key: compile_pdb(pdb) for key, pdb in items.items()}
-        self._snapshot = PdbSnapshot.build(self._compiled.values())
+        self._publish(self._by_key.values(), PdbSnapshot.build(self._compiled.values()))
 
     def upsert(self, key: str, obj: PodDisruptionBudget) -> None:
+        self._by_key[key] = obj
         self._compiled[key] = compile_pdb(obj)
-        self._snapshot = PdbSnapshot.build(self._compiled.values())
+        self._publish(self._by_key.values(), PdbSnapshot.build(self._compiled.values()))
 
     def delete(self, key: str) -> None:
+        self._by_key.pop(key, None)
         if self._compiled.pop(key, 0) != 0:
-            self._snapshot = PdbSnapshot.build(self._compiled.values())
+            self._publish(self._by_key.values(), PdbSnapshot.build(self._compiled.values()))
 
     async def start(self) -> None:
         if self._task is None:
@@ -263,7 +310,7 @@ class FilePdbSource(PdbSource):
             logger.error("pdb: %s; keeping the last good budgets", self.last_error)
             return False
         by_key = {f"{p.metadata.namespace}/{p.metadata.name}": p for p in pdbs if p.metadata}
-        self._snapshot = PdbSnapshot.of(by_key.values())
+        self._publish(by_key.values(), PdbSnapshot.of(by_key.values()))
         self.last_error = None
         self.loads += 1
         logger.info("pdb: loaded %d PodDisruptionBudgets from %s", len(by_key), self.path)

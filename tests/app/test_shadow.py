@@ -67,6 +67,8 @@ def test_the_shadow_compares_a_session_it_can_hold(tmp_path: Path) -> None:
             "would hold it",
             "overcommit",
         )
+        # The process says it caught up ("done") after it reports the comparison.
+        settled(s, lambda: s.queued_bytes() == 0)
         assert s.queued_bytes() == 0
     finally:
         s.stop()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import subprocess
 import sys
 import time
@@ -17,9 +18,11 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from tests.plugins.pdb.test_kube import FakeApiServer, Stream, page, pdb, write_kubeconfig
 from tests.service.conftest import CalderaProcess, caldera_command, start_caldera
-from tests.service.plugin_bodies import admission_job, post
+from tests.service.plugin_bodies import admission_job, evict, open_session, post
 from tests.service.test_plugin_overcommit import node
+from tests.service.test_plugin_pdb import EVICTOR, WEB1, WEB2
 
 GI = 2**30
 FAULTS = [sys.executable, "-m", "tests.service.fault_server"]
@@ -65,14 +68,14 @@ class Servers:
         self.started: list[CalderaProcess] = []
 
     async def start(
-        self, shadow: str | None, *extra: str, prefix: list[str] | None = None
+        self, shadow: str | None, *extra: str, prefix: list[str] | None = None, live: str = LIVE
     ) -> tuple[CalderaProcess, Path]:
         path = self.workdir / f"shadow-{len(self.started)}.yaml"
         args = list(extra)
         if shadow is not None:
             path.write_text(shadow)
             args = ["--shadow", str(path), *args]
-        server = await start_caldera(LIVE, self.workdir, command_prefix=prefix, extra_args=args)
+        server = await start_caldera(live, self.workdir, command_prefix=prefix, extra_args=args)
         self.started.append(server)
         return server, path
 
@@ -258,3 +261,62 @@ async def test_without_a_shadow_debug_shadow_says_how_to_start_one(servers: Serv
     assert "shadow" not in (await server.client.get("/readyz")).json()
     printed = cli(server, "shadow")
     assert printed.returncode == 1 and "--shadow FILE" in printed.stderr
+
+
+def with_pdb(kubeconfig: Path, shadow: bool) -> str:
+    """pdb watching the API server through ``kubeconfig``; the shadow's also at overcommit 1.0
+    (the change under trial is another plugin's: pdb's entry is the live one's)."""
+    text = f"""\
+volcanoVersion: "1.15"
+tiers:
+- plugins:
+  - name: pdb
+    arguments: {{source: kubernetes, kubeconfig: {json.dumps(str(kubeconfig))}}}
+"""
+    return text + (
+        "  - name: overcommit\n    arguments: {overcommit-factor: 1.0}\n" if shadow else ""
+    )
+
+
+@pytest.mark.parametrize(
+    ("same_kubeconfig", "source", "lists"),
+    [
+        pytest.param(True, "shared with the live configuration", 1, id="the live entry: shared"),
+        pytest.param(False, "its own", 2, id="another kubeconfig: its own watch"),
+    ],
+)
+async def test_a_shadow_hosting_pdb_shares_the_live_watch_of_the_budgets(
+    servers: Servers, tmp_path: Path, same_kubeconfig: bool, source: str, lists: int
+) -> None:
+    """One sidecar with a shadow lists and watches the PodDisruptionBudgets once: the shadow's
+    pdb reads the live one's budgets, sent at each session (app/shadow_sources.py). Only a pdb
+    entry the live configuration does not have (here, another kubeconfig) watches on its own."""
+    api = FakeApiServer()
+    url = await api.start()
+    try:
+        for _ in range(2):  # room for a second list and watch: the test counts them
+            api.lists.put_nowait(page([pdb("web", "10", 1)], "100"))
+            api.watches.put_nowait(Stream([], end="hang"))
+        kubeconfig = Path(write_kubeconfig(tmp_path / "kc", url, {"token": "t"}, {}))
+        other = tmp_path / "kc-other"
+        other.write_text(kubeconfig.read_text())
+        shadow_text = with_pdb(kubeconfig if same_kubeconfig else other, shadow=True)
+        server, _ = await servers.start(shadow_text, live=with_pdb(kubeconfig, shadow=False))
+        body = await until(server, lambda b: b["shadow"]["status"] != "starting")
+        assert body["shadow"]["dataSources"] == {"tiers[0].plugins[0]:pdb": source}, body
+        if lists == 2:
+            await api.wait_requests("list", 2)
+            await api.wait_requests("watch", 2)
+
+        await open_session(server, [])
+        live = await evict(server, "preemptable", EVICTOR, [WEB1, WEB2])
+        assert live == {"status": 1, "victims": [WEB1]}  # the one disruption the PDB allows
+        body = await until(
+            server, lambda b: b["sessions"] and b["sessions"][-1]["compared"].get("preemptable")
+        )
+        if lists == 1:
+            # The budgets reached the shadow: unsynced, its pdb would have spared both pods.
+            assert body["tasks"] == {} and body["sessions"][-1]["differences"] == {}, body
+        assert (len(api.of("list")), len(api.of("watch"))) == (lists, lists)
+    finally:
+        await api.stop()
