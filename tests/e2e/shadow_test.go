@@ -21,14 +21,23 @@ type shadowSide struct{ Answer, Plugin, Reason string }
 type shadowDoc struct {
 	Summary []string
 	Shadow  struct {
-		Status   string
-		Sha256   string
-		Failures map[string]float64
+		Status      string
+		Sha256      string
+		Failures    map[string]float64
+		DataSources map[string]string
 	}
 	Jobs map[string][]struct {
 		Verb, Change string
 		Live, Shadow shadowSide
 	}
+}
+
+// shadowConfig is overcommit at factor, beside pdb watching the cluster's PodDisruptionBudgets:
+// an entry the live file and the shadow share, so the shadow reads the live watch's budgets.
+func shadowConfig(factor string) string {
+	return liveConfig(factor) + `  - name: pdb
+    arguments: {source: kubernetes, kubeconfig: "{{KUBECONFIG}}"}
+`
 }
 
 // shadow: a shadow configuration beside the live one (`caldera serve --shadow FILE`, issue 38).
@@ -37,10 +46,11 @@ type shadowDoc struct {
 // that it would hold that job, with overcommit's reason; the live decision stands (the job runs).
 // Then the operator guide's promotion: the shadow file copied over the live one, which the live
 // reload applies at the next session boundary; a new job of the same shape now waits, and
-// `caldera explain` gives the reason the shadow gave.
+// `caldera explain` gives the reason the shadow gave. Both files host pdb with the same
+// arguments: the shadow reads the live watch's budgets rather than watching the API server again.
 func testShadow(t *testing.T, c *Cluster) {
-	shadowFile := c.writeCalderaConfig(t, "shadow-next", liveConfig("1.0"))
-	s := c.NewScenarioWithShadow(t, "shadow", liveConfig("2.0"), shadowFile, "enqueue, allocate, backfill",
+	shadowFile := c.writeCalderaConfig(t, "shadow-next", shadowConfig("1.0"))
+	s := c.NewScenarioWithShadow(t, "shadow", shadowConfig("2.0"), shadowFile, "enqueue, allocate, backfill",
 		NodeSpec{Name: "shadow-a", CPU: "8", Memory: "16Gi"},
 		NodeSpec{Name: "shadow-b", CPU: "8", Memory: "16Gi"},
 	)
@@ -86,6 +96,9 @@ func testShadow(t *testing.T, c *Cluster) {
 	liveSum := fileDigest(t, cal.Config)
 	if doc.Shadow.Status != "evaluating" || doc.Shadow.Sha256 != fileDigest(t, shadowFile) {
 		t.Errorf("caldera shadow: status %q sha256 %q, want evaluating %s", doc.Shadow.Status, doc.Shadow.Sha256, fileDigest(t, shadowFile))
+	}
+	if got := doc.Shadow.DataSources["tiers[0].plugins[1]:pdb"]; got != "shared with the live configuration" {
+		t.Errorf("the shadow's pdb reads %q, want the live watch shared: %v", got, doc.Shadow.DataSources)
 	}
 	if failed := doc.Shadow.Failures["load"] + doc.Shadow.Failures["open"] + doc.Shadow.Failures["verb"]; failed != 0 {
 		t.Errorf("the shadow failed %v times: %v", failed, doc.Shadow.Failures)
