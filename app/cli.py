@@ -334,6 +334,9 @@ def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
             wanted.update(("onSessionOpen", "onSessionClose"))
     if config.sessionState == "compare":  # the snapshot to compare, and Volcano's placements
         wanted.update(("onSessionOpen", "onSessionClose", "allocate", "deallocate"))
+    if config.sessionState == "cluster":  # the session's end and Volcano's placements only
+        wanted.update(("onSessionClose", "allocate", "deallocate"))
+        wanted.discard("onSessionOpen")
     notes: list[str] = []
     verbs: list[str] = []
     for verb in VERBS:

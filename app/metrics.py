@@ -325,6 +325,13 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.session_state_derive = Histogram(
+            "caldera_session_state_derive_seconds",
+            "sessionState cluster: time to derive a session's state from the watched objects,"
+            " at the session's first call (that call waits for it).",
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
         self.background_ready = Gauge(
             "caldera_plugin_background_ready",
             "1 when a plugin's background data source is synced (e.g. pdb's watch).",
