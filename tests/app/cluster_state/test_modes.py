@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from app.config import ConfigError, load_config_text
@@ -123,3 +125,16 @@ def test_the_refusal_is_the_plugin_class_own() -> None:
         ), name
     usage = registry.get("usage")
     assert usage is not None and usage.snapshot_only is not None
+
+
+def test_check_config_refuses_cluster_mode_with_every_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.cli import main
+
+    path = tmp_path / "caldera.yaml"
+    path.write_text('volcanoVersion: "1.12"\nsessionState: cluster\n' + USAGE)
+    assert main(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "sessionState: Volcano 1.12 sends no allocateFunc/deallocateFunc" in err
+    assert "tiers[0].plugins[0].name: plugin 'usage' cannot run with sessionState cluster" in err
