@@ -138,3 +138,19 @@ def test_check_config_refuses_cluster_mode_with_every_reason(
     err = capsys.readouterr().err
     assert "sessionState: Volcano 1.12 sends no allocateFunc/deallocateFunc" in err
     assert "tiers[0].plugins[0].name: plugin 'usage' cannot run with sessionState cluster" in err
+
+
+def test_volcano_config_sizes_no_snapshot_in_cluster_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.cli import main
+
+    path = tmp_path / "caldera.yaml"
+    path.write_text('volcanoVersion: "1.14"\nsessionState: cluster\n' + SLA)
+    assert (
+        main(["volcano-config", "--config", str(path), "--nodes", "1000", "--pods", "10000"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "# sizing: no snapshot: Volcano does not marshal or send one" in out
+    assert "163.9 MiB" not in out and "onSessionOpenVerb" not in out
+    assert "extender.onSessionCloseVerb: onSessionClose" in out
