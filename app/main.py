@@ -249,7 +249,10 @@ def create_app(
         app.state.config = config
         app.state.sessions = sessions
         app.state.backgrounds = runtime.backgrounds
-        metrics_.snapshot_expected.set(1 if extender.snapshot_bound else 0)
+        # sessionState cluster: Volcano posts no snapshot, and a cycle that calls nothing but
+        # onSessionClose opens no session, so no session is expected every period.
+        expected = extender.snapshot_bound and config.sessionState != "cluster"
+        metrics_.snapshot_expected.set(1 if expected else 0)
 
     watch = ConfigWatch(
         origin,

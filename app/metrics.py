@@ -241,7 +241,8 @@ class Metrics:
         self.snapshot_expected = Gauge(
             "caldera_snapshot_expected",
             "1 when a configured plugin reads the onSessionOpen snapshot, so Volcano is expected"
-            " to open a session every scheduling period; 0 when none does (no onSessionOpen verb).",
+            " to open a session every scheduling period; 0 when none does (no onSessionOpen verb)"
+            " or with sessionState cluster (no snapshot: a session opens at a cycle's first call).",
             registry=r,
         )
         self.snapshot_taken = Gauge(

@@ -298,6 +298,14 @@ async def test_not_ready_and_sessionless_until_every_collection_listed_once() ->
     assert "caldera_session_state_derive_seconds_count 1.0" in scraped
 
 
+async def test_no_session_is_expected_every_period() -> None:
+    """An idle cycle calls nothing but onSessionClose, so CalderaNoSessionOpened (sessions
+    opened, where a snapshot is expected) must not page in cluster mode."""
+    async with client(cluster_app(matching_objects())) as c:
+        scraped = (await c.get("/metrics")).text
+    assert "caldera_snapshot_expected 0.0" in scraped
+
+
 async def test_snapshot_and_compare_modes_keep_readiness_off_the_watch() -> None:
     for mode in ("snapshot", "compare"):
         app = create_app(load_config_text(config(mode), "c.yaml"), watch_interval=0)
