@@ -324,3 +324,19 @@ async def test_a_podgroup_deleted_between_sessions_leaves_the_next() -> None:
         await c.post("/jobEnqueueable", content=job)
         jobs = app.state.extender.sessions.current.ssn.jobs
     assert set(jobs) == {"ns1/pg-running"}  # no PodGroup: no job, as Volcano's snapshot
+
+
+async def test_a_staged_configuration_takes_over_at_a_sessions_first_call() -> None:
+    """The session boundary a live reload waits for (app/config_watch.py) is, in cluster mode,
+    each session's first call: once per session, before the session opens."""
+    app = cluster_app(matching_objects())
+    extender = app.state.extender
+    seen: list[object] = []
+    extender.at_session_boundary = lambda: seen.append(extender.sessions.current)
+    job = example_bytes(CAPTURED, "jobEnqueueable.request.json")
+    async with client(app) as c:
+        for _ in range(2):
+            await c.post("/jobEnqueueable", content=job)
+            await c.post("/jobEnqueueable", content=job)
+            await c.post("/onSessionClose", content=b"{}")
+    assert seen == [None, None]  # twice, each time with no session open yet
