@@ -334,6 +334,9 @@ def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
             wanted.update(("onSessionOpen", "onSessionClose"))
     if config.sessionState == "compare":  # the snapshot to compare, and Volcano's placements
         wanted.update(("onSessionOpen", "onSessionClose", "allocate", "deallocate"))
+    if config.sessionState == "cluster":  # the session's end and Volcano's placements only
+        wanted.update(("onSessionClose", "allocate", "deallocate"))
+        wanted.discard("onSessionOpen")
     notes: list[str] = []
     verbs: list[str] = []
     for verb in VERBS:
@@ -416,17 +419,23 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
         cluster = sizing.Cluster(
             args.nodes, args.pods, args.pending_tasks, args.snapshot_bytes, args.bytes_per_pod
         )
-        print(
-            f"# sizing: a snapshot of about {sizing.mib(cluster.body_bytes('onSessionOpen'))}"
-            f" and {cluster.extender_open_seconds():.2f}s of Volcano's OnSessionOpen at"
-            f" {args.nodes} nodes / {args.pods} pods, from {cluster.snapshot_source()}."
-            + (
-                ""
-                if measured
-                else " Pods larger than those: --bytes-per-pod or --snapshot-bytes from"
-                ' caldera_request_body_bytes{verb="onSessionOpen"}.'
+        if config.sessionState == "cluster":
+            print(
+                "# sizing: no snapshot: Volcano does not marshal or send one; Caldera derives"
+                " each session's state from the cluster at the session's first call"
             )
-        )
+        else:
+            print(
+                f"# sizing: a snapshot of about {sizing.mib(cluster.body_bytes('onSessionOpen'))}"
+                f" and {cluster.extender_open_seconds():.2f}s of Volcano's OnSessionOpen at"
+                f" {args.nodes} nodes / {args.pods} pods, from {cluster.snapshot_source()}."
+                + (
+                    ""
+                    if measured
+                    else " Pods larger than those: --bytes-per-pod or --snapshot-bytes from"
+                    ' caldera_request_body_bytes{verb="onSessionOpen"}.'
+                )
+            )
         for warning in sizing.warnings(cluster, verbs, timeout, config.body_limit, period):
             print(f"# warning: {warning}")
     print(yaml.safe_dump([entry], sort_keys=False), end="")

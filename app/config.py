@@ -133,9 +133,9 @@ class CalderaConfig(BaseModel):
     sessionState: Literal["snapshot", "cluster", "compare"] = "snapshot"
     """Where a session's state comes from: Volcano's onSessionOpen body (``snapshot``), the
     body and a comparison with the state derived from the cluster (``compare``), or the
-    cluster alone (``cluster``, not served yet); ``app/cluster_state/``."""
+    cluster alone (``cluster``: Volcano without onSessionOpenVerb); ``app/cluster_state/``."""
     sessionStateKubeconfig: str | None = None
-    """The cluster watched in compare mode (default: the pod's service account, else
+    """The cluster watched in compare and cluster mode (default: the pod's service account, else
     $KUBECONFIG or ~/.kube/config, as pdb's ``kubernetes`` source)."""
     sessionStateSchedulerNames: list[str] = Field(default_factory=lambda: ["volcano"])
     """vc-scheduler's ``--scheduler-name`` values: whose pending pods its cache keeps."""
@@ -350,7 +350,9 @@ def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) 
             cls = registry.get(option.name)
             if cls is not None:
                 installed.append((f"tiers[{t}].plugins[{i}]", option.name, cls))
-    problems.extend(session_state_problems(config.sessionState, release, installed))
+    problems.extend(
+        session_state_problems(config.sessionState, release, installed, config.infers_release)
+    )
     if problems:
         raise ConfigError.of(source, problems)
     return config
@@ -474,6 +476,16 @@ def effective_config(config: CalderaConfig, all_flags: bool = False) -> dict[str
         "explainEntries": config.explainEntries,
         "explainEvents": config.explainEvents,
         "explainEventsKubeconfig": config.explainEventsKubeconfig,
+        "sessionState": config.sessionState,
+        **(
+            {
+                "sessionStateKubeconfig": config.sessionStateKubeconfig,
+                "sessionStateSchedulerNames": list(config.sessionStateSchedulerNames),
+                "sessionStateDefaultQueue": config.sessionStateDefaultQueue,
+            }
+            if config.sessionState != "snapshot"
+            else {}
+        ),
         "tiers": [
             {
                 "plugins": [

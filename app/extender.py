@@ -12,12 +12,14 @@ neutral answer is sent: parts of a body that no configured plugin reads are neve
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 
 from app import shared_path
+from app.cluster_state.cluster_mode import ClusterSessionState
 from app.cluster_state.compare_mode import SessionStateComparison
 from app.config import CalderaConfig
 from app.errors import AnswerError, PluginFailure, RequestError
@@ -50,6 +52,8 @@ from schemas.responses import (
     PrioritizeResponse,
     QueueOverusedResponse,
 )
+
+logger = logging.getLogger("caldera.extender")
 
 MAX_RESPONSE_BYTES = 10 << 20
 """Volcano wraps every response in ``http.MaxBytesReader(10 << 20)``."""
@@ -164,8 +168,13 @@ class Extender:
         """Called when a plugin failed to open a session; True: the configuration that failed
         was just switched to and the previous one is back, so the session is opened again
         with it (the cycle is answered, not refused)."""
-        self.session_state: SessionStateComparison | None = None
-        """``sessionState: compare``: told of each session's snapshot, allocations and close."""
+        self.session_state: SessionStateComparison | ClusterSessionState | None = None
+        """``sessionState: compare``: told of each session's snapshot, allocations and close;
+        ``cluster``: also the source of each session's state (:meth:`_open_from_cluster`)."""
+        self._between_sessions = True
+        """Cluster mode: onSessionClose ended the last session (or none opened yet), so the
+        next call opens one."""
+        self._snapshot_unread_warned = False
         self._sessionless: str | None = None
         """The verb of the call being answered when no session was open for it."""
         self.snapshot_gc = SnapshotGC()
@@ -205,6 +214,11 @@ class Extender:
         release = self.release
         if not release.has_verb(verb):
             self.sessions.set_release(self.release_watch.check_verb(verb))
+        if isinstance(self.session_state, ClusterSessionState):
+            if verb == "onSessionOpen":
+                return self._snapshot_unread()
+            if verb != "onSessionClose" and self._between_sessions:
+                self._open_from_cluster(self.session_state)
         if verb == "reclaimable" and release.shares_reclaimable_path:
             answer = self.shared_reclaimable_path(body)
         else:
@@ -258,15 +272,56 @@ class Extender:
                 opened = self.sessions.open(request)
         if self.session_opened is not None:
             self.session_opened()
-        if self.session_state is not None:
+        if isinstance(self.session_state, SessionStateComparison):
             self.session_state.session_opened(request, opened.number)
         return EMPTY
 
     def close(self, point: ExtensionPoint, body: Body) -> bytes:
         _DECODERS[point.request](body)
         self.sessions.close()
+        self._between_sessions = True
         if self.session_state is not None:
             self.session_state.session_closed()
+        return EMPTY
+
+    # --- sessionState: cluster ----------------------------------------------------------------
+
+    def _open_from_cluster(self, source: ClusterSessionState) -> None:
+        """The session's first call: freeze the watched state and open the session on it, as
+        :meth:`open` does on Volcano's snapshot. Before the watch has listed once the session
+        stays without state (its calls are answered as sessionless) until onSessionClose."""
+        self._between_sessions = False
+        if self.at_session_boundary is not None:
+            self.at_session_boundary()
+        self.sessions.close()
+        with self.snapshot_gc.building():
+            request = source.open_session()
+            if request is None:
+                return
+            release = self.sessions.release
+            try:
+                self.sessions.open(request)
+            except PluginFailure as exc:
+                if self.session_open_failed is None or not self.session_open_failed(exc):
+                    raise
+                self.sessions.set_release(release)
+                self.sessions.open(request)
+        if self.session_opened is not None:
+            self.session_opened()
+
+    def _snapshot_unread(self) -> bytes:
+        """An onSessionOpen in cluster mode: Volcano is still configured with the verb. The
+        call is a session boundary (the session opens now, from the cluster); its body is not
+        read, and Volcano marshalled it for nothing: said once."""
+        if not self._snapshot_unread_warned:
+            self._snapshot_unread_warned = True
+            logger.warning(
+                "Volcano posts onSessionOpen's snapshot, which sessionState cluster does not"
+                " read: regenerate its extender entry with `caldera volcano-config` (no"
+                " onSessionOpenVerb) to spare the scheduler marshalling it every cycle"
+            )
+        assert isinstance(self.session_state, ClusterSessionState)
+        self._open_from_cluster(self.session_state)
         return EMPTY
 
     def first_failure(self, point: ExtensionPoint, body: Body) -> bytes:
@@ -370,7 +425,7 @@ class Extender:
     def event(self, point: ExtensionPoint, body: Body) -> bytes:
         framework = self._answering(point, body)
         request: EventHandlerRequest | None = None
-        if self.session_state is not None:  # compare mode follows Volcano's placements
+        if self.session_state is not None:  # the derived state follows Volcano's placements
             request = _DECODERS[point.request](body)
             assert request is not None
             if point.verb == "allocate":

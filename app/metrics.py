@@ -241,7 +241,8 @@ class Metrics:
         self.snapshot_expected = Gauge(
             "caldera_snapshot_expected",
             "1 when a configured plugin reads the onSessionOpen snapshot, so Volcano is expected"
-            " to open a session every scheduling period; 0 when none does (no onSessionOpen verb).",
+            " to open a session every scheduling period; 0 when none does (no onSessionOpen verb)"
+            " or with sessionState cluster (no snapshot: a session opens at a cycle's first call).",
             registry=r,
         )
         self.snapshot_taken = Gauge(
@@ -323,6 +324,13 @@ class Metrics:
             " busy: the previous one still ran; not_synced: the watch has not listed yet;"
             " failed).",
             ["outcome"],
+            registry=r,
+        )
+        self.session_state_derive = Histogram(
+            "caldera_session_state_derive_seconds",
+            "sessionState cluster: time to derive a session's state from the watched objects,"
+            " at the session's first call (that call waits for it).",
+            buckets=DURATION_BUCKETS,
             registry=r,
         )
         self.background_ready = Gauge(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
+from app.cluster_state.cluster_mode import ClusterSessionState
 from app.cluster_state.compare_mode import SessionStateComparison
 from app.config import CalderaConfig
 from app.config_watch import ConfigWatch
@@ -51,7 +52,7 @@ class Runtime:
     config_watch: ConfigWatch
     served: Serving
     features: Features
-    session_state: SessionStateComparison | None
+    session_state: SessionStateComparison | ClusterSessionState | None
     shadow: Shadow | None = None
     """``serve --shadow FILE``: the shadow configuration and its findings (app/shadow.py)."""
 

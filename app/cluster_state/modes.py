@@ -4,41 +4,42 @@
 * ``compare``: the body still, and Caldera also derives the state from the cluster and reports
   every difference (:mod:`app.cluster_state.compare_mode`): how an operator trusts the cluster
   mode on their own cluster before turning Volcano's snapshot off.
-* ``cluster``: the state from the cluster only. Refused for now: answering without
-  onSessionOpen's body is not wired yet. The other reasons it can be refused are checked already,
-  so a configuration learns all of them at once.
+* ``cluster``: the state from the cluster only (:mod:`app.cluster_state.cluster_mode`);
+  Volcano is configured without onSessionOpenVerb and never marshals its snapshot.
+
+Every reason a mode cannot be served is checked at once, so a configuration learns all of them
+together: the release must send allocate/deallocate (the extension-point table's row says from
+which release), the release must be named rather than inferred from a snapshot that cluster mode
+never receives, and each hosted plugin must read nothing that only the snapshot carries (its
+class's ``snapshot_only``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
+from plugins.api.extension_points import BY_VERB
 from plugins.api.release import Release
 
 SESSION_STATES = ("snapshot", "cluster", "compare")
 
-CLUSTER_NOT_SERVED = (
-    "sessionState cluster is not served yet: Caldera does not answer without onSessionOpen's"
-    " body (issue 36); use compare to check the derived state against Volcano's on this cluster"
+AUTO_RELEASE = (
+    "volcanoVersion auto infers the release from onSessionOpen's body, which Volcano does not"
+    " send with sessionState cluster; name the release"
 )
 
-SNAPSHOT_ONLY: Mapping[str, str] = {
-    "usage": (
-        "it reads each node's ResourceUsage, which Volcano's metrics source fills in the"
-        " snapshot; no Kubernetes object Caldera can watch carries it"
-    ),
-}
-"""Plugins whose session state cannot come from the cluster, with the reason. A plugin class
-may say so itself with a ``session_state_from_cluster_refusal`` string attribute."""
 
-
-def refusal(plugin: str, cls: type) -> str | None:
-    reason = getattr(cls, "session_state_from_cluster_refusal", None)
-    return reason if isinstance(reason, str) else SNAPSHOT_ONLY.get(plugin)
+def refusal(cls: type) -> str | None:
+    """Why ``cls``'s session state cannot come from the cluster, or None."""
+    reason = getattr(cls, "snapshot_only", None)
+    return reason if isinstance(reason, str) else None
 
 
 def problems(
-    mode: str, release: Release, plugins: Iterable[tuple[str, str, type]]
+    mode: str,
+    release: Release,
+    plugins: Iterable[tuple[str, str, type]],
+    infers_release: bool = False,
 ) -> list[tuple[str, str]]:
     """(key path, problem) for each reason ``mode`` cannot be served; ``plugins`` are (where,
     name, class) of the configured entries."""
@@ -46,20 +47,22 @@ def problems(
     if mode == "snapshot":
         return found
     if not release.has_verb("allocate"):
+        since = ".".join(map(str, BY_VERB["allocate"].since))
         found.append(
             (
                 "sessionState",
-                f"Volcano {release} sends no allocateFunc/deallocateFunc (they exist from 1.13),"
+                f"Volcano {release} sends no allocateFunc/deallocateFunc (they exist from {since}),"
                 " so Caldera cannot tell which tasks Volcano is binding and would count them"
-                " Pending on no node until their pods are bound; the derived state needs 1.13"
+                f" Pending on no node until their pods are bound; the derived state needs {since}"
                 " or later",
             )
         )
     if mode != "cluster":
         return found
-    found.append(("sessionState", CLUSTER_NOT_SERVED))
+    if infers_release:
+        found.append(("volcanoVersion", AUTO_RELEASE))
     for where, name, cls in plugins:
-        reason = refusal(name, cls)
+        reason = refusal(cls)
         if reason is not None:
             found.append(
                 (f"{where}.name", f"plugin {name!r} cannot run with sessionState cluster: {reason}")

@@ -1,6 +1,7 @@
 """GET /livez and /healthz (the process answers) and /readyz (configuration loaded, plugins
-built, every plugin's background data source synced, and the last session snapshot Volcano sent
-taken: ``app/snapshot_health.py``).
+built, every plugin's background data source synced, the last session snapshot Volcano sent
+taken: ``app/snapshot_health.py``, and with ``sessionState: cluster`` every watched collection
+listed once).
 
 Each answers HEAD as well as GET: load balancers and ``curl -I`` probe with HEAD, and a 405
 there reads as "down". ``/livez`` is the name Kubernetes' own components use for liveness;
@@ -18,6 +19,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from app import __version__
+from app.cluster_state.cluster_mode import ClusterSessionState
 from app.routes.json import json_response
 from app.runtime import runtime_of
 
@@ -56,6 +58,11 @@ async def readyz(request: Request) -> Response:
         ok = background.ready()
         backgrounds[key] = {"ready": ok, **background.describe()}
         ready = ready and (ok or not waiting)
+    # sessionState cluster: without the watched state every session would be answered
+    # sessionless, so the watches' first LIST holds readiness back (no grace: it is the state).
+    cluster = state.session_state
+    if isinstance(cluster, ClusterSessionState):
+        ready = ready and cluster.ready
     features = state.features.describe()
     status = ("degraded" if features else "ready") if ready else "not ready"
     body = {
@@ -71,6 +78,13 @@ async def readyz(request: Request) -> Response:
         # A plugin's faults never make the pod unready: its onError decides what they cost.
         "pluginErrors": state.faults.describe(),
     }
+    if isinstance(cluster, ClusterSessionState):
+        body["sessionState"] = {
+            "mode": cluster.mode,
+            "synced": cluster.synced,
+            "objects": cluster.store.sizes(),
+            "watches": cluster.watch.describe(),
+        }
     if state.shadow is not None:  # shown, never part of readiness: it cannot affect serving
         body["shadow"] = state.shadow.describe()
     return json_response(body, status_code=200 if ready else 503)
@@ -84,9 +98,10 @@ probe(
     summary="Readiness: configuration loaded, plugins built, data synced, last snapshot taken",
     responses={
         503: {
-            "description": "Not ready: a plugin's data source has not synced, or the last"
+            "description": "Not ready: a plugin's data source has not synced, the last"
             " onSessionOpen snapshot was not taken (Volcano then schedules without Caldera's"
-            " plugins); the body says which"
+            " plugins), or with sessionState cluster the watches have not listed yet; the body"
+            " says which"
         }
     },
 )

@@ -151,6 +151,9 @@ class Plugin:
     with an error, ``"abstain"`` drops only this plugin's answer (``app/plugin_faults.py``).
     ``"fail"`` unless dropping the answer is safe: a plugin that protects pods from eviction
     or jobs from admission must fail, since without its answer the others' decide.
+    ``snapshot_only`` says why the plugin's session state cannot come from the cluster (what it
+    reads is in Volcano's snapshot only): ``sessionState: cluster`` refuses the plugin with that
+    reason; None, the default, when the derived state carries everything it reads.
     """
 
     name: ClassVar[str] = ""
@@ -160,6 +163,7 @@ class Plugin:
     ported_from: ClassVar[Change | None] = None
     upstream: ClassVar[Upstream | None] = None
     on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
+    snapshot_only: ClassVar[str | None] = None
 
     @classmethod
     def required_verbs(cls, release: Release) -> tuple[str, ...]:

@@ -302,6 +302,10 @@ class UsagePlugin(Plugin):
     )
     needs_snapshot: ClassVar[bool] = True
     requires_verbs: ClassVar[tuple[str, ...]] = ("allocate", "deallocate")
+    snapshot_only: ClassVar[str | None] = (
+        "it reads each node's ResourceUsage, which Volcano's metrics source fills in the"
+        " snapshot; no Kubernetes object Caldera can watch carries it"
+    )
     ported_from = USAGE_AS_PORTED
 
     @classmethod

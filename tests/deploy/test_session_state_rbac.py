@@ -1,7 +1,9 @@
-"""Compare mode (and later cluster mode) watches what Volcano's cache watches with the scheduler
-pod's service account, which the sidecar shares: each release overlay from 1.13 on (the modes
-need allocate/deallocate) must install a vc-scheduler ClusterRole that lists and watches every
-collection Caldera watches, so Caldera needs no role of its own for it."""
+"""Compare and cluster mode watch what Volcano's cache watches with the scheduler pod's service
+account, which the sidecar shares: each release overlay whose release sends allocate/deallocate
+(the modes need them) must install a vc-scheduler ClusterRole that lists and watches every
+collection Caldera watches (nodes, pods, podgroups, queues, resourcequotas, priorityclasses),
+bound to the service account the scheduler's pod runs as, so Caldera needs no role of its own
+for it."""
 
 from __future__ import annotations
 
@@ -10,12 +12,15 @@ from pathlib import Path
 import pytest
 
 from app.cluster_state.store import COLLECTIONS
+from plugins.api.release import Release
 from tests.deploy.kustomize import load_documents, overlay_urls
 from tests.deploy.test_kubernetes import OVERLAYS, release_of
 from tests.deploy.upstream import volcano_file
 
 SESSION_STATE_OVERLAYS = [
-    o for o in OVERLAYS if tuple(map(int, release_of(o).split("."))) >= (1, 13)
+    o
+    for o in OVERLAYS
+    if Release.of(tuple(map(int, release_of(o).split(".")))).has_verb("allocate")  # type: ignore[arg-type]
 ]
 
 
@@ -30,6 +35,12 @@ def _grants(rules: list[dict[str, list[str]]], group: str, plural: str) -> set[s
 
 def test_there_is_an_overlay_to_check() -> None:
     assert SESSION_STATE_OVERLAYS
+
+
+def test_the_collections_are_the_ones_volcanos_cache_builds_the_snapshot_from() -> None:
+    assert {c.plural for c in COLLECTIONS.values()} == {
+        "nodes", "pods", "podgroups", "queues", "resourcequotas", "priorityclasses",
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("overlay", SESSION_STATE_OVERLAYS, ids=lambda o: o.name)
@@ -48,3 +59,35 @@ def test_the_scheduler_role_lists_and_watches_every_collection(overlay: Path) ->
         if lacking:
             missing[f"{c.group or 'core'}/{c.plural}"] = sorted(lacking)
     assert missing == {}
+
+
+@pytest.mark.parametrize("overlay", SESSION_STATE_OVERLAYS, ids=lambda o: o.name)
+def test_the_role_is_bound_to_the_account_the_sidecar_runs_as(overlay: Path) -> None:
+    """The sidecar is a container of vc-scheduler's pod (sidecar/scheduler-sidecar.yaml), so
+    it runs as the pod's service account: the one the role must be bound to."""
+    [url] = overlay_urls(overlay)
+    documents = load_documents(volcano_file(url))
+    [deployment] = [
+        d
+        for d in documents
+        if d["kind"] == "Deployment" and d["metadata"]["name"] == "volcano-scheduler"
+    ]
+    pod = deployment["spec"]["template"]["spec"]
+    account = pod.get("serviceAccountName") or pod["serviceAccount"]  # Volcano's: the old key
+    namespace = deployment["metadata"]["namespace"]
+    bound = [
+        d
+        for d in documents
+        if d["kind"] == "ClusterRoleBinding"
+        and d["roleRef"]["kind"] == "ClusterRole"
+        and d["roleRef"]["name"] == "volcano-scheduler"
+    ]
+    subjects = [s for b in bound for s in b.get("subjects", [])]
+    assert {"kind": "ServiceAccount", "name": account, "namespace": namespace} in [
+        {k: s.get(k) for k in ("kind", "name", "namespace")} for s in subjects
+    ]
+
+
+def test_the_sidecar_patch_keeps_the_scheduler_pods_account() -> None:
+    patch = (OVERLAYS[0].parent / "sidecar" / "scheduler-sidecar.yaml").read_text()
+    assert "serviceAccount" not in patch

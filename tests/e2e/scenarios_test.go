@@ -181,8 +181,10 @@ tiers:
 // admission: a namespace ResourceQuota of 4 CPU. A job whose PodGroup asks for 6 CPU stays
 // Pending (resourcequota rejects it at enqueue); a small job is admitted and bound; a 6-CPU job
 // whose PodGroup carries volcano.sh/sla-waiting-time: 3s is admitted once it has waited that long.
-func testAdmission(t *testing.T, c *Cluster) {
-	s := c.NewScenario(t, "admission", admissionConfig, "enqueue, allocate, backfill", false,
+// mode is Caldera's sessionState (cluster_mode_test.go): the same decisions in every mode.
+func testAdmission(t *testing.T, c *Cluster, mode string) {
+	s := c.NewScenario(t, scenarioName("admission", mode), withSessionState(admissionConfig, mode),
+		"enqueue, allocate, backfill", false,
 		NodeSpec{Name: "adm-a", CPU: "8", Memory: "16Gi"},
 		NodeSpec{Name: "adm-b", CPU: "8", Memory: "16Gi"},
 	)
@@ -214,6 +216,7 @@ func testAdmission(t *testing.T, c *Cluster) {
 	}
 	checkExplainOverQuota(t, s)
 	checkVerdictEvents(t, s)
+	checkSessionState(t, s, mode)
 }
 
 // checkVerdictEvents: with explainEvents on, Caldera records a Warning CalderaRejected on the

@@ -1,0 +1,104 @@
+"""``sessionState: cluster``: each session's state derived from the watched cluster, with no
+snapshot from Volcano.
+
+Volcano is configured without onSessionOpenVerb, so it never marshals and posts its snapshot;
+it still sends onSessionClose (body ``{}``) and allocate/deallocate. The session boundary is
+then: onSessionClose ends a session, and the session's first call after it opens the next one,
+which freezes the watched objects (O(1), copy on write) and derives from them, with the
+placements Volcano committed and the cluster does not show yet
+(:mod:`app.cluster_state.overlay`), the ``OnSessionOpenRequest`` Volcano would have sent. The
+plugins open on it as on a snapshot, so per-session plugin state and the decision record work
+as before. The extender (``app/extender.py``) drives the boundary; this object owns the watch.
+
+Until every collection has been listed once there is no state to derive: a session whose first
+call comes earlier is answered without a session (the plugins that need one abstain, and
+``caldera_sessionless_calls_total`` counts it), and ``/readyz`` answers 503 so the startupProbe
+holds vc-scheduler back meanwhile.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from app.cluster_state.derive import Settings
+from app.cluster_state.watch import ClusterWatch
+from schemas.api import TaskInfo
+from schemas.requests import OnSessionOpenRequest
+
+
+class ClusterSessionState:
+    """The watch, the overlay fed by allocate/deallocate/onSessionClose, and each session's
+    derived state."""
+
+    mode = "cluster"
+
+    def __init__(
+        self,
+        settings: Settings,
+        kubeconfig: str | None = None,
+        derived: Callable[[float], None] | None = None,
+    ) -> None:
+        self.watch = ClusterWatch(settings, kubeconfig)
+        self.store = self.watch.store
+        self._derived = derived
+        """Observes each derivation's seconds (``caldera_session_state_derive_seconds``)."""
+        self.sessions_derived = 0
+        self.sessions_before_sync = 0
+        """Sessions whose first call came before every collection was listed once."""
+        self.last_derive_seconds: float | None = None
+
+    async def start(self) -> None:
+        await self.watch.start()
+
+    async def stop(self) -> None:
+        await self.watch.stop()
+
+    @property
+    def synced(self) -> bool:
+        return self.watch.synced
+
+    @property
+    def ready(self) -> bool:
+        """Whether sessions can be served: the watch has listed every collection once."""
+        return self.watch.synced
+
+    def open_session(self) -> OnSessionOpenRequest | None:
+        """The session's state, frozen now; None before the watch has listed once."""
+        if not self.watch.synced:
+            self.sessions_before_sync += 1
+            return None
+        started = time.perf_counter()
+        derived = self.store.open_session()
+        seconds = time.perf_counter() - started
+        self.sessions_derived += 1
+        self.last_derive_seconds = seconds
+        if self._derived is not None:
+            self._derived(seconds)
+        return derived.snapshot
+
+    def allocate(self, task: TaskInfo) -> None:
+        self.store.allocate(task)
+
+    def deallocate(self, task: TaskInfo) -> None:
+        self.store.deallocate(task)
+
+    def session_closed(self) -> None:
+        self.store.close_session()
+
+    def describe(self) -> dict[str, Any]:
+        """The /debug/session and /readyz section: the mode, the watch and the store's sizes."""
+        return {
+            "mode": self.mode,
+            "synced": self.watch.synced,
+            "objects": self.store.sizes(),
+            "watches": self.watch.describe(),
+            "placementsNotYetSeen": len(self.store.overlay),
+            "placementsExpired": self.store.overlay.expired,
+            "sessionsDerived": self.sessions_derived,
+            "sessionsBeforeSync": self.sessions_before_sync,
+            "lastDeriveSeconds": (
+                round(self.last_derive_seconds, 4) if self.last_derive_seconds is not None else None
+            ),
+        }

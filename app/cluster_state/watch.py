@@ -1,0 +1,53 @@
+"""The running watch of the six collections: the store, one reflector per collection, and
+their start, stop and status. Compare mode and cluster mode each own one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from app.cluster_state.derive import Settings
+from app.cluster_state.store import ClusterStore
+from plugins.pdb.kube import ClusterConfig, Reflector, named_or_default_config
+
+
+class ClusterWatch:
+    def __init__(self, settings: Settings, kubeconfig: str | None = None) -> None:
+        self.store = ClusterStore(settings)
+        self._kubeconfig = kubeconfig
+        self.reflectors: list[Reflector[Any]] = []
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def _load_config(self) -> ClusterConfig:
+        return named_or_default_config(self._kubeconfig)
+
+    async def start(self) -> None:
+        self.reflectors = self.store.reflectors(self._load_config)
+        self._tasks = [asyncio.create_task(r.run(), name=r.name) for r in self.reflectors]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+
+    @property
+    def synced(self) -> bool:
+        """Every collection listed once (a reflector stays synced through relists: its store
+        keeps the last known set)."""
+        return bool(self.reflectors) and all(r.status.synced for r in self.reflectors)
+
+    def describe(self) -> dict[str, Any]:
+        """Each collection's watch, for /debug/session and /readyz."""
+        return {
+            r.name: {
+                "synced": r.status.synced,
+                "resourceVersion": r.status.resource_version,
+                "lists": r.status.lists,
+                "lastError": r.status.last_error,
+            }
+            for r in self.reflectors
+        }
