@@ -355,6 +355,7 @@ def main(
     slack_ms: float,
     out: Path,
     cmd_prefix: list[str] | None = None,
+    summary_copy: Path | None = None,
 ) -> int:
     warmup = min(30.0, duration / 10)
     if (os.cpu_count() or 1) > 1 and servers.taskset(servers.LOADGEN_CPU):
@@ -377,6 +378,8 @@ def main(
     finally:
         server.stop()
     failures, summary = verdict(record, duration, warmup, slack_ms)
+    from bench.run import machine_info  # bench.run imports the whole suite: only here
+
     summary.update(
         {
             "duration_seconds": duration,
@@ -385,10 +388,15 @@ def main(
             "onSessionOpen_bytes": len(bodies.open),
             "load_average_before_after": [load_before[0], os.getloadavg()[0]],
             "cpus": os.cpu_count(),
+            # bench/README's soak section is rendered from this file: say what ran, and when
+            "commit": machine_info().get("commit"),
+            "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "failures": failures,
         }
     )
-    (out / f"soak-{duration:.0f}s.json").write_text(json.dumps(summary, indent=2) + "\n")
+    for path in (out / f"soak-{duration:.0f}s.json", summary_copy):
+        if path is not None:
+            path.write_text(json.dumps(summary, indent=2) + "\n")
     for line in render(summary, failures):
         print(line)
     return 1 if failures else 0
