@@ -101,6 +101,13 @@ SECTIONS: tuple[Section, ...] = (
         lambda docs: readme_sections.targets_notes(docs[0]),
     ),
     Section(
+        "cluster-state",
+        "<!-- cluster-state:begin -->",
+        "<!-- cluster-state:end -->",
+        ("cluster-state.json", "cluster.json"),
+        lambda docs: readme_sections.cluster_state_table(*docs),
+    ),
+    Section(
         "cluster-cost",
         "<!-- cluster-cost:begin -->",
         "<!-- cluster-cost:end -->",

@@ -380,3 +380,38 @@ def targets_notes(doc: dict[str, Any]) -> str:
             f" {_ms(opened['floor']['p50_ms'])} ms."
         )
     return "\n".join(notes)
+
+
+# ------------------------------------------------------------------- the cluster-state store
+
+
+def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
+    """The store's memory and one session's derivation, from bench/results/cluster-state.json,
+    against the snapshot Volcano posts at that size (bench/results/cluster.json)."""
+    before, after = doc["load_average_before_after"]
+    pods, nodes = doc["pods"], doc["nodes"]
+    lines = [
+        _generated("cluster-state.json", by="python -m bench.cluster_state"),
+        "",
+        f"| what | measured ({doc['cpus']} CPUs, load average {before:.1f} → {after:.1f}) |",
+        "|---|---|",
+        f"| store, per 1,000 pods | {doc['store_mib_per_1000_pods']:.2f} MiB (API JSON of such a"
+        f" pod: {doc['api_json_kib_per_pod']:.2f} KiB) |",
+        f"| store, per 1,000 nodes | {doc['store_mib_per_1000_nodes']:.2f} MiB (API JSON of such"
+        f" a node: {doc['api_json_kib_per_node']:.2f} KiB) |",
+        f"| freeze + derive, {pods:,} pods / {nodes:,} nodes / {doc['derived_jobs']:,} jobs |"
+        f" min {doc['freeze_and_derive_ms_min']:.0f} ms, median"
+        f" {doc['freeze_and_derive_ms_median']:.0f} ms |",
+    ]
+    store = (pods * doc["store_mib_per_1000_pods"] + nodes * doc["store_mib_per_1000_nodes"]) / 1000  # fmt: skip
+    size = f"{nodes} / {pods}"
+    runs = {r["scheduler"]: r for r in cluster["rows"] if r["size"] == size and r["group"] == "job"}
+    caldera, intree = runs.get("caldera"), runs.get("intree")
+    line = f"At {nodes:,} nodes / {pods:,} pods the store holds ~{store:.0f} MiB"
+    if caldera and intree:
+        line += (
+            f", against the {caldera['snapshot_MiB']:.1f} MiB snapshot Volcano posts every cycle"
+            f" at that size (results/cluster.json), whose in-tree cycle takes"
+            f" {intree['idle_p50_ms']:.0f} ms (p50)"
+        )
+    return "\n".join([*lines, "", line + "."])

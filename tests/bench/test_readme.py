@@ -103,6 +103,19 @@ def test_the_report_command_bench_readme_shows_writes_a_new_figure(
             ["shadow-nice19"],
         ),
         ("a soak figure typed over", ("| allocate | 2404 |", "| allocate | 2400 |"), ["soak"]),
+        (
+            "a store's size typed over",
+            ("| store, per 1,000 pods | 7.69 MiB", "| store, per 1,000 pods | 2.62 MiB"),
+            ["cluster-state"],
+        ),
+        (
+            "a note's figure typed over",
+            (
+                "Caldera's first 75.0 MiB snapshot grows RSS by 111 MiB",
+                "Caldera's first 75.0 MiB snapshot grows RSS by 70 MiB",
+            ),
+            ["targets-notes"],
+        ),
         ("text outside the markers", ("## Soak", "## Soak test"), []),
     ],
 )
