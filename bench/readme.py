@@ -15,8 +15,13 @@ from bench import explain, readme_sections, report
 BENCH = Path(__file__).resolve().parent
 README = BENCH / "README.md"
 OPERATOR_GUIDE = BENCH.parent / "docs" / "operator-guide.md"
+PLUGIN_AUTHOR_GUIDE = BENCH.parent / "docs" / "plugin-author-guide.md"
 RESULTS = BENCH / "results"
-LABELS = {"README": "bench/README.md", "OPERATOR_GUIDE": "docs/operator-guide.md"}
+LABELS = {
+    "README": "bench/README.md",
+    "OPERATOR_GUIDE": "docs/operator-guide.md",
+    "PLUGIN_AUTHOR_GUIDE": "docs/plugin-author-guide.md",
+}
 """A section's ``document``: the file it names, as the commands' messages call it."""
 
 
@@ -33,7 +38,7 @@ class Section:
     """The text between the markers (without them), from the sources in order: a ``.json``
     file's document, any other file's text."""
     document: str = "README"
-    """The file the section is in: ``README`` (bench/README.md) or ``OPERATOR_GUIDE``."""
+    """The file the section is in: a key of ``LABELS``, the name of this module's path to it."""
 
 
 SECTIONS: tuple[Section, ...] = (
@@ -114,6 +119,14 @@ SECTIONS: tuple[Section, ...] = (
         ("cluster.json",),
         lambda docs: readme_sections.cluster_cost_table(docs[0]),
         document="OPERATOR_GUIDE",
+    ),
+    Section(
+        "cluster-verbs",
+        "<!-- cluster-verbs:begin -->",
+        "<!-- cluster-verbs:end -->",
+        ("cluster.json",),
+        lambda docs: readme_sections.cluster_verbs_table(docs[0]),
+        document="PLUGIN_AUTHOR_GUIDE",
     ),
     Section(
         "results",

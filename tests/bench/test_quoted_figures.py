@@ -54,9 +54,19 @@ def explain_bound_mib() -> float:
     return float(DEFAULT_ENTRIES * DEFAULT_SESSIONS * per_entry / MiB)
 
 
+def cluster_run(size: str, group: str, scheduler: str, key: str) -> float:
+    row = next(
+        r
+        for r in results("cluster.json")["rows"]
+        if (r["size"], r["group"], r["scheduler"]) == (size, group, scheduler)
+    )
+    return float(row[key])
+
+
 FULL = "full-7edf20e.json"
 """The full run the operator guide's rules of thumb (and app/sizing.py's margin) come from."""
 GUIDE = "docs/operator-guide.md"
+AUTHORS = "docs/plugin-author-guide.md"
 
 CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     # (name, document, pattern with the figure as its first group, the value from the results)
@@ -77,6 +87,13 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("100-node p50", GUIDE, r"\(([\d.]+) ms\s+p50 in the 7edf20e run\)", lambda: caldera(FULL, "onSessionOpen-100n", "p50_ms")),
     ("preemptable p50", GUIDE, r"preemptable with 30 evictees: ([\d.]+) ms p50", lambda: caldera(FULL, "preemptable-c1", "p50_ms")),
     ("cycle time", GUIDE, r"needs ([\d.]+) s of Caldera time per cycle", lambda: results(FULL)["cycle"]["caldera"]["total_ms_median"] / 1000),
+    ("binding cycle through Caldera", GUIDE, r"the binding cycle took ([\d.]+) s through Caldera", lambda: cluster_run("100 / 1000", "node", "caldera", "cycle_p99_ms") / 1000),
+    ("binding cycle through neutral", GUIDE, r"and ([\d.]+) s through the\s+neutral server", lambda: cluster_run("100 / 1000", "node", "neutral", "cycle_p99_ms") / 1000),
+    ("binding cycle in-tree", GUIDE, r"neutral server against ([\d.]+) s in-tree", lambda: cluster_run("100 / 1000", "node", "intree", "cycle_p99_ms") / 1000),
+    ("node plugins bind in-tree", AUTHORS, r"the 1,000 pods that bind in ([\d.]+) s\s+in-tree", lambda: cluster_run("100 / 1000", "node", "intree", "bind_s")),
+    ("node plugins bind through Caldera", AUTHORS, r"in-tree take ([\d.]+) s when every", lambda: cluster_run("100 / 1000", "node", "caldera", "bind_s")),
+    ("snapshot at 100 nodes", AUTHORS, r"the snapshot \((\d+) MiB at 100 nodes", lambda: cluster_run("100 / 1000", "job", "caldera", "snapshot_MiB")),
+    ("snapshot at 1,000 nodes", AUTHORS, r"MiB at 100 nodes, (\d+) MiB at 1,000\)", lambda: cluster_run("1000 / 10000", "job", "caldera", "snapshot_MiB")),
     ("explain bytes an entry", "README.md", r"An entry costs (\d+–\d+) bytes", explain_bytes_per_entry),
     ("explain bound", "README.md", r"holds at most about (\d+) MiB at the defaults", explain_bound_mib),
     ("explain per 1,000 jobs", "README.md", r"asked about 100 nodes takes (\d+) MiB", lambda: results("explain.json")["memory"]["MiB_per_1000_jobs"]),

@@ -28,8 +28,8 @@ def test_the_check_command_passes_on_the_committed_readme() -> None:
 
 @pytest.fixture
 def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """A copy of bench/README.md, of docs/operator-guide.md and of every results file a section
-    reads, put in place of the real ones."""
+    """A copy of bench/README.md, of the guides in docs/ with generated sections and of every
+    results file a section reads, put in place of the real ones."""
     results = tmp_path / "results"
     results.mkdir()
     for section in readme.SECTIONS:
@@ -38,9 +38,10 @@ def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]
     copy = tmp_path / "README.md"
     shutil.copy(readme.README, copy)
     monkeypatch.setattr(readme, "README", copy)
-    guide = tmp_path / "operator-guide.md"
-    shutil.copy(readme.OPERATOR_GUIDE, guide)
-    monkeypatch.setattr(readme, "OPERATOR_GUIDE", guide)
+    for name in ("OPERATOR_GUIDE", "PLUGIN_AUTHOR_GUIDE"):
+        guide = tmp_path / getattr(readme, name).name
+        shutil.copy(getattr(readme, name), guide)
+        monkeypatch.setattr(readme, name, guide)
     monkeypatch.setattr(readme, "RESULTS", results)
     return copy, results
 
@@ -142,6 +143,17 @@ def test_a_figure_typed_over_in_the_operator_guide_fails_the_check(
     assert main(["report"]) == 0
     assert "| 22 ms | 177 ms |" in guide.read_text()
     assert main(["report", "--check"]) == 0
+
+
+def test_a_figure_typed_over_in_the_plugin_author_guide_fails_the_check(
+    copies: tuple[Path, Path],
+) -> None:
+    guide = readme.PLUGIN_AUTHOR_GUIDE
+    text = guide.read_text()
+    assert "| 19.9 s | 1.7 s |" in text
+    guide.write_text(text.replace("| 19.9 s | 1.7 s |", "| 9.9 s | 1.7 s |", 1))
+    assert readme.stale() == ["cluster-verbs"]
+    assert main(["report", "--check"]) == 1
 
 
 def test_a_readme_without_a_sections_markers_is_refused(copies: tuple[Path, Path]) -> None:
