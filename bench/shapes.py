@@ -1,7 +1,7 @@
 """The sizes of the objects bench/workloads.py puts in its bodies (a pod by phase, a TaskInfo
 around it, a node, a JobInfo's copies of each task), measured on the cluster of the full run's
 onSessionOpen-100n. ``python -m bench shapes`` writes bench/results/workload-shapes.json, which
-bench/README's "What is measured" quotes (bench/readme.py renders it); the bodies are seeded, so
+bench/README.md, "What is measured", quotes (bench/readme.py renders it); the bodies are seeded, so
 tests/bench/test_shapes.py checks the committed file is what the workloads build today."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import hotpath
+from bench import hotpath, hotpath_output
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,49 +76,9 @@ def test_the_command_bench_readme_shows_runs(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert "in process, after / before, paired by round" in out
     # what bench/readme renders a saved output from reads this very output back
-    saved = hotpath.parse_output(out)
+    saved = hotpath_output.parse_output(out)
     assert saved.rounds == 1
     assert set(saved.medians) == {("jobEnqueueable-c1", "before"), ("jobEnqueueable-c1", "after")}
     assert set(saved.medians["jobEnqueueable-c1", "after"]) == {"asgi_p50_ms", "asgi_steady_ms"}
     assert set(saved.paired["jobEnqueueable-c1"]) == {"p50", "steady"}
     assert all(figure > 0 for figure in saved.load)
-
-
-SAVED = """load average (3.5, 3.0, 2.5)
-round 1 a [x]: {}
-round 2 a [x]: {}
-
-load average at end (4.25, 3.0, 2.5); medians over 2 rounds
-| workload | checkout | p50_ms | p99_ms | growth_MiB | asgi_p50_ms | asgi_steady_ms |
-|---|---|---|---|---|---|---|
-| predicate-c1 | live | 0.500 | 2.000 | 0.016 | 0.201 | 0.190 |
-| predicate-c1 | shadowed | 0.750 | 3.000 | 30.000 | – | 0.216 |
-
-in process, shadowed / live, paired by round (median, quartiles)
-| workload | p50 ratio | quartiles | steady p50 ratio | quartiles |
-|---|---|---|---|---|
-| predicate-c1 | 1.048 | 1.025–1.106 | 1.000 | 0.901–1.068 |
-"""
-
-
-def test_a_saved_output_reads_back_as_its_tables() -> None:
-    saved = hotpath.parse_output(SAVED)
-    assert saved.rounds == 2
-    assert saved.load == (3.5, 4.25)
-    assert saved.medians == {
-        ("predicate-c1", "live"): {
-            "p50_ms": 0.5, "p99_ms": 2.0, "growth_MiB": 0.016, "asgi_p50_ms": 0.201,
-            "asgi_steady_ms": 0.19,
-        },
-        ("predicate-c1", "shadowed"): {
-            "p50_ms": 0.75, "p99_ms": 3.0, "growth_MiB": 30.0, "asgi_steady_ms": 0.216,
-        },
-    }  # fmt: skip
-    assert saved.paired == {
-        "predicate-c1": {"p50": (1.048, 1.025, 1.106), "steady": (1.0, 0.901, 1.068)}
-    }
-
-
-def test_text_that_is_not_a_hotpath_output_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"not the output of python -m bench\.hotpath"):
-        hotpath.parse_output("soak: 600 s\nPASS")
