@@ -113,6 +113,13 @@ SECTIONS: tuple[Section, ...] = (
         lambda docs: readme_sections.cluster_state_table(*docs),
     ),
     Section(
+        "offloop",
+        "<!-- offloop:begin -->",
+        "<!-- offloop:end -->",
+        ("offloop.json", "latest.json"),
+        lambda docs: readme_sections.offloop_paragraph(*docs),
+    ),
+    Section(
         "cluster-cost",
         "<!-- cluster-cost:begin -->",
         "<!-- cluster-cost:end -->",

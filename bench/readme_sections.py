@@ -455,3 +455,30 @@ def cluster_verbs_table(doc: dict[str, Any]) -> str:
             f" {intree['idle_p50_ms']:,.0f} ms |"
         )
     return "\n".join(lines)
+
+
+# -------------------------------------------------------- probes during a slow hook: offloop
+
+
+def offloop_paragraph(doc: dict[str, Any], latest: dict[str, Any]) -> str:
+    """What handing each verb's plugin work to a thread would add, from bench/results/offloop.json,
+    against the verbs' p50s of the latest run (bench/results/latest.json)."""
+    added_ms = (doc["handed_over_us"] - doc["in_place_us"]) / 1000
+    before, after = doc["load_average_before_after"]
+    rows = [r for r in latest["workloads"] if r["concurrency"] == 1 and r["caldera"]]
+    over = [r["workload"] for r in rows if added_ms / r["caldera"]["p50_ms"] > 0.05]
+    predicate = next(r for r in rows if r["workload"] == "predicate-c1")
+    in_process, http = predicate["caldera_asgi"]["p50_ms"], predicate["caldera"]["p50_ms"]
+    spared = [r["workload"] for r in rows if r["workload"] not in over]
+    return (
+        _generated("offloop.json", by="python -m bench.offloop")
+        + f"\n\nFor {doc['work_us']:g} µs of work (a predicate over four plugins):"
+        f" {doc['in_place_us']:.1f} µs in place, {doc['handed_over_us']:.1f} µs handed over,"
+        f" **+{added_ms * 1000:.0f} µs a verb** (load average {before:.1f} → {after:.1f}, uvloop)."
+        f" Against the in-process p50 of predicate ({_ms(in_process)} ms) that is"
+        f" +{added_ms / in_process:.0%}, against its HTTP p50 ({_ms(http)} ms)"
+        f" +{added_ms / http:.0%}; over the 5 % allowed on {len(over)} of the {len(rows)}"
+        " one-in-flight workloads' HTTP p50"
+        + (f" (all but {', '.join(spared)})" if spared else "")
+        + "."
+    )

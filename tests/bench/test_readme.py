@@ -117,6 +117,11 @@ def test_the_report_command_bench_readme_shows_writes_a_new_figure(
             ),
             ["targets-notes"],
         ),
+        (
+            "a hand-off's price typed over",
+            ("**+33 µs a verb**", "**+20 µs a verb**"),
+            ["offloop"],
+        ),
         ("text outside the markers", ("## Soak", "## Soak test"), []),
     ],
 )
