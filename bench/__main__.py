@@ -81,13 +81,18 @@ def main(argv: list[str] | None = None) -> int:
     g2.add_argument("--quick", action="store_true")
     g2.add_argument("--smoke", action="store_true")
     k = sub.add_parser("soak", help="fixed-rate soak of every verb (see bench/soak.py)")
+    from bench import soak
+
     k.add_argument("--duration", type=float, default=600, help="seconds (default 600)")
     k.add_argument("--period", type=float, default=1.0, help="seconds per cycle (default 1)")
     k.add_argument("--nodes", type=int, default=10, help="cluster nodes (default 10)")
     k.add_argument("--pods", type=int, default=100, help="cluster pods (default 100)")
     k.add_argument("--tasks", type=int, default=4, help="pending tasks per cycle (default 4)")
     k.add_argument(
-        "--p99-slack-ms", type=float, default=4.0, help="absolute p99 allowance (default 4)"
+        "--p99-slack-ms",
+        type=float,
+        default=soak.P99_SLACK_MS,
+        help="absolute p99 allowance (default %(default)g)",
     )
     k.add_argument("--out", default=str(runmod.TMP / "soak"), help="results directory")
     k.add_argument("--caldera-cmd", default=None, help="default: 'uv run --no-sync caldera'")
@@ -142,8 +147,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{ld.name}: {ld.body} ({ld.body_bytes / 1024:.0f} KiB)")
         return 0
     if a.cmd == "soak":
-        from bench import soak
-
         cmd = shlex.split(a.caldera_cmd) if a.caldera_cmd else None
         return soak.main(
             a.duration,

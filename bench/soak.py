@@ -63,6 +63,10 @@ PREDICATES_IN_FLIGHT = 16
 RSS_GROWTH_LIMIT = 0.10
 P99_RATIO_LIMIT = 1.5
 MIN_CALLS_FOR_P99 = 100
+WARMUP_SECONDS = 30.0
+"""At most this much of the start is left out (a tenth of a short run)."""
+P99_SLACK_MS = 4.0
+"""The default absolute allowance on top of the ratio (``--p99-slack-ms``)."""
 
 
 # --------------------------------------------------------------------------------- HTTP client
@@ -357,7 +361,7 @@ def main(
     cmd_prefix: list[str] | None = None,
     summary_copy: Path | None = None,
 ) -> int:
-    warmup = min(30.0, duration / 10)
+    warmup = min(WARMUP_SECONDS, duration / 10)
     if (os.cpu_count() or 1) > 1 and servers.taskset(servers.LOADGEN_CPU):
         os.sched_setaffinity(0, {int(servers.LOADGEN_CPU)})  # the server has the other core
     print(f"soak: building a {nodes}-node, {pods}-pod cluster ...", flush=True)

@@ -1,5 +1,6 @@
-"""Figures README.md and docs/operator-guide.md quote from committed benchmark runs equal what
-those runs' results files hold (bench/README's own figures are generated: test_readme.py).
+"""Figures README.md and the guides quote from committed benchmark runs equal what those runs'
+results files hold, and bench/README's soak criteria are the soak's own constants (bench/README's
+measured figures are generated: test_readme.py).
 
 Each case finds a figure by the words around it and computes it from a results file; the figure
 as written must be that value rounded to the digits written (a range must contain it)."""
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from bench import soak
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results"
@@ -66,6 +69,7 @@ def cluster_run(size: str, group: str, scheduler: str, key: str) -> float:
 FULL = "full-7edf20e.json"
 """The full run the operator guide's rules of thumb (and app/sizing.py's margin) come from."""
 GUIDE = "docs/operator-guide.md"
+BENCH = "bench/README.md"
 AUTHORS = "docs/plugin-author-guide.md"
 
 CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
@@ -94,6 +98,11 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("node plugins bind through Caldera", AUTHORS, r"in-tree take ([\d.]+) s when every", lambda: cluster_run("100 / 1000", "node", "caldera", "bind_s")),
     ("snapshot at 100 nodes", AUTHORS, r"the snapshot \((\d+) MiB at 100 nodes", lambda: cluster_run("100 / 1000", "job", "caldera", "snapshot_MiB")),
     ("snapshot at 1,000 nodes", AUTHORS, r"MiB at 100 nodes, (\d+) MiB at 1,000\)", lambda: cluster_run("1000 / 10000", "job", "caldera", "snapshot_MiB")),
+    ("soak ratio", BENCH, r"the last minute within ([\d.]+)× \(or", lambda: soak.P99_RATIO_LIMIT),
+    ("soak slack", BENCH, r"within [\d.]+× \(or (\d+) ms\) of the first", lambda: soak.P99_SLACK_MS),
+    ("soak warm-up", BENCH, r"of the first after a (\d+) s warm-up", lambda: soak.WARMUP_SECONDS),
+    ("soak calls for a p99", BENCH, r"by p99 where a window\s+has (\d+)\+ calls", lambda: soak.MIN_CALLS_FOR_P99),
+    ("soak RSS growth", BENCH, r"RSS growth under (\d+)%", lambda: soak.RSS_GROWTH_LIMIT * 100),
     ("explain bytes an entry", "README.md", r"An entry costs (\d+–\d+) bytes", explain_bytes_per_entry),
     ("explain bound", "README.md", r"holds at most about (\d+) MiB at the defaults", explain_bound_mib),
     ("explain per 1,000 jobs", "README.md", r"asked about 100 nodes takes (\d+) MiB", lambda: results("explain.json")["memory"]["MiB_per_1000_jobs"]),
