@@ -120,6 +120,13 @@ SECTIONS: tuple[Section, ...] = (
         lambda docs: readme_sections.offloop_paragraph(*docs),
     ),
     Section(
+        "fields-decode",
+        "<!-- fields-decode:begin -->",
+        "<!-- fields-decode:end -->",
+        ("fields-readable-decode.txt",),
+        lambda docs: readme_sections.fields_decode_table("fields-readable-decode.txt", docs[0]),
+    ),
+    Section(
         "cluster-cost",
         "<!-- cluster-cost:begin -->",
         "<!-- cluster-cost:end -->",

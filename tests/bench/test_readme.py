@@ -122,6 +122,11 @@ def test_the_report_command_bench_readme_shows_writes_a_new_figure(
             ("**+33 µs a verb**", "**+20 µs a verb**"),
             ["offloop"],
         ),
+        (
+            "a decode ratio typed over",
+            ("| 1.072 (1.055–1.128) |", "| 1.050 (1.055–1.128) |"),
+            ["fields-decode"],
+        ),
         ("text outside the markers", ("## Soak", "## Soak test"), []),
     ],
 )
