@@ -186,8 +186,11 @@ def replace(text: str, section: Section, body: str) -> str:
     return f"{head}{section.begin}\n{body}\n{section.end}{tail}"
 
 
-def document_path(section: Section) -> Path:
-    """Where the section is, read at call time (tests put copies in place of the files)."""
+def document_path(section: Section, readme: Path | None = None) -> Path:
+    """Where the section is, read at call time (tests put copies in place of the files);
+    ``readme``, when given, stands for bench/README.md."""
+    if readme is not None and section.document == "README":
+        return readme
     path: Path = globals()[section.document]
     return path
 
@@ -198,7 +201,7 @@ def stale(readme: Path | None = None, results: Path | None = None) -> list[str]:
     texts: dict[Path, str] = {}
     names = []
     for section in SECTIONS:
-        path = readme if readme is not None and section.document == "README" else document_path(section)  # fmt: skip
+        path = document_path(section, readme)
         text = texts.setdefault(path, path.read_text())
         if current(text, section) != rendered(section, results).strip("\n"):
             names.append(section.name)
@@ -208,7 +211,7 @@ def stale(readme: Path | None = None, results: Path | None = None) -> list[str]:
 def write(readme: Path | None = None, results: Path | None = None) -> None:
     texts: dict[Path, str] = {}
     for section in SECTIONS:
-        path = readme if readme is not None and section.document == "README" else document_path(section)  # fmt: skip
+        path = document_path(section, readme)
         text = texts.get(path, path.read_text())
         texts[path] = replace(text, section, rendered(section, results))
     for path, text in texts.items():

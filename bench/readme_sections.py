@@ -77,7 +77,8 @@ def decoders_table(doc: dict[str, Any]) -> str:
         if row["body_bytes"] >= MiB:
             orjson_big.append(libs["orjson"]["p50_ms"] / fast)
         cells.append(f"{_ms(go['p50_ms'])} ms" if go else "–")
-        lines.append(f"| {row['verb']}, {report._size(row['body_bytes'])} | " + " | ".join(cells) + " |")  # fmt: skip
+        body = f"{row['verb']}, {report._size(row['body_bytes'])}"
+        lines.append(f"| {body} | " + " | ".join(cells) + " |")
     snapshots = _rows(doc, SNAPSHOTS)
     if snapshots:
         sizes = " / ".join(report._size(r["body_bytes"]).removesuffix(" MiB") for r in snapshots)
@@ -86,7 +87,8 @@ def decoders_table(doc: dict[str, Any]) -> str:
             for lib in ("msgspec", "pydantic", "orjson")
         ]
         go = " / ".join(f"{r['go']['ingest_MBps']:.0f}" if r["go"] else "–" for r in snapshots)
-        lines.append(f"| onSessionOpen, {sizes} MiB | " + " | ".join(f"{c} MB/s" for c in cells) + f" | {go} MB/s |")  # fmt: skip
+        rates = " | ".join(f"{cell} MB/s" for cell in cells)
+        lines.append(f"| onSessionOpen, {sizes} MiB | {rates} | {go} MB/s |")
         for r in snapshots:
             libs = r["floor_libs"]
             pydantic.append(libs["pydantic"]["p50_ms"] / libs["msgspec"]["p50_ms"])
@@ -161,7 +163,9 @@ def http_split_table(doc: dict[str, Any]) -> str:
         http = f"{_ms(cal['p50_ms'])} ms"
         if row["verb"] == "onSessionClose" and go:
             http += f" (Go server: {_ms(go['p50_ms'])} ms)"
-        shown_floor = "–" if row["verb"] == "onSessionClose" or not floor else f"{_ms(floor['p50_ms'])} ms"  # fmt: skip
+        shown_floor = "–"
+        if floor and row["verb"] != "onSessionClose":
+            shown_floor = f"{_ms(floor['p50_ms'])} ms"
         lines.append(
             f"| {row['verb']}, {body} | {http} | {_ms(app['p50_ms'])} ms |"
             f" {row['http_share']:.0%} | {shown_floor} |"
@@ -403,7 +407,8 @@ def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
         f" min {doc['freeze_and_derive_ms_min']:.0f} ms, median"
         f" {doc['freeze_and_derive_ms_median']:.0f} ms |",
     ]
-    store = (pods * doc["store_mib_per_1000_pods"] + nodes * doc["store_mib_per_1000_nodes"]) / 1000  # fmt: skip
+    per_pod, per_node = doc["store_mib_per_1000_pods"], doc["store_mib_per_1000_nodes"]
+    store = (pods * per_pod + nodes * per_node) / 1000
     size = f"{nodes} / {pods}"
     runs = {r["scheduler"]: r for r in cluster["rows"] if r["size"] == size and r["group"] == "job"}
     caldera, intree = runs.get("caldera"), runs.get("intree")
