@@ -19,6 +19,7 @@ HELP = """Caldera benchmark.
   python -m bench cluster [--smoke]          vc-scheduler's own cycle with plugins in-tree, through
                                              Caldera, and through a neutral extender, at scale
   python -m bench report [--check]           bench/README's generated sections from bench/results
+  python -m bench shapes                     the workloads' object sizes (bench/results/workload-shapes.json)
 """
 
 
@@ -80,16 +81,27 @@ def main(argv: list[str] | None = None) -> int:
     g2.add_argument("--quick", action="store_true")
     g2.add_argument("--smoke", action="store_true")
     k = sub.add_parser("soak", help="fixed-rate soak of every verb (see bench/soak.py)")
+    from bench import soak
+
     k.add_argument("--duration", type=float, default=600, help="seconds (default 600)")
     k.add_argument("--period", type=float, default=1.0, help="seconds per cycle (default 1)")
     k.add_argument("--nodes", type=int, default=10, help="cluster nodes (default 10)")
     k.add_argument("--pods", type=int, default=100, help="cluster pods (default 100)")
     k.add_argument("--tasks", type=int, default=4, help="pending tasks per cycle (default 4)")
     k.add_argument(
-        "--p99-slack-ms", type=float, default=4.0, help="absolute p99 allowance (default 4)"
+        "--p99-slack-ms",
+        type=float,
+        default=soak.P99_SLACK_MS,
+        help="absolute p99 allowance (default %(default)g)",
     )
     k.add_argument("--out", default=str(runmod.TMP / "soak"), help="results directory")
     k.add_argument("--caldera-cmd", default=None, help="default: 'uv run --no-sync caldera'")
+    k.add_argument(
+        "--summary",
+        type=Path,
+        default=None,
+        help="also write the summary here (bench/results/soak.json: bench/README renders it)",
+    )
     cl = sub.add_parser("cluster", help="Volcano's cycle at cluster scale (bench/cluster.py)")
     from bench import cluster
 
@@ -106,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     rp.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 where the README differs"
     )
+    sh = sub.add_parser("shapes", help="the object sizes of the workloads' bodies")
+    from bench import shapes
+
+    sh.add_argument("--out", type=Path, default=shapes.RESULTS, help="default: %(default)s")
     f2 = sub.add_parser("asgi", help=argparse.SUPPRESS)
     f2.add_argument("plan")
     f2.add_argument("out")
@@ -131,12 +147,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{ld.name}: {ld.body} ({ld.body_bytes / 1024:.0f} KiB)")
         return 0
     if a.cmd == "soak":
-        from bench import soak
-
         cmd = shlex.split(a.caldera_cmd) if a.caldera_cmd else None
         return soak.main(
-            a.duration, a.period, a.nodes, a.pods, a.tasks, a.p99_slack_ms, Path(a.out), cmd
+            a.duration,
+            a.period,
+            a.nodes,
+            a.pods,
+            a.tasks,
+            a.p99_slack_ms,
+            Path(a.out),
+            cmd,
+            summary_copy=a.summary,
         )
+    if a.cmd == "shapes":
+        return shapes.main(a.out)
     if a.cmd == "explain":
         return explain.main(a)
     if a.cmd == "report":

@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import time
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
 from app.cluster_state.store import ClusterStore
@@ -231,8 +233,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--nodes", type=int, default=1_000)
     parser.add_argument("--repeats", type=int, default=5, help="sessions derived (min, median)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="also write the figures here (bench/results/cluster-state.json: bench/README"
+        " renders it)",
+    )
     args = parser.parse_args(argv)
-    print(json.dumps(measure(args.pods, args.nodes, args.repeats), indent=2))
+    load_before = os.getloadavg()[0]
+    figures = measure(args.pods, args.nodes, args.repeats)
+    # the derivation's time moves with the machine's load: the figures say what it was
+    figures["load_average_before_after"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]
+    figures["cpus"] = os.cpu_count()
+    text = json.dumps(figures, indent=2)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n")
     return 0
 
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 
 def _work(microseconds: float) -> None:
@@ -50,13 +53,30 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--calls", type=int, default=20_000)
     ap.add_argument("--work-us", type=float, default=20.0)
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="also write the figures here (bench/results/offloop.json: bench/README renders it)",
+    )
     a = ap.parse_args(argv)
+    load_before = os.getloadavg()[0]
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         inline, handed = runner.run(_measure(a.calls, a.work_us))
     print(
         f"work {a.work_us:g} µs: in place {inline * 1e6:.1f} µs, handed to a worker thread"
         f" {handed * 1e6:.1f} µs (+{(handed - inline) * 1e6:.1f} µs a verb)"
     )
+    if a.out is not None:
+        figures = {
+            "calls": a.calls,
+            "work_us": a.work_us,
+            "in_place_us": round(inline * 1e6, 1),
+            "handed_over_us": round(handed * 1e6, 1),
+            # a hand-off's price moves with the machine's load: say what it was
+            "load_average_before_after": [round(load_before, 1), round(os.getloadavg()[0], 1)],
+        }
+        a.out.write_text(json.dumps(figures, indent=2) + "\n")
     return 0
 
 

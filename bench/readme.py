@@ -10,11 +10,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import explain, report
+from bench import explain, readme_sections, report
 
 BENCH = Path(__file__).resolve().parent
 README = BENCH / "README.md"
+OPERATOR_GUIDE = BENCH.parent / "docs" / "operator-guide.md"
+PLUGIN_AUTHOR_GUIDE = BENCH.parent / "docs" / "plugin-author-guide.md"
 RESULTS = BENCH / "results"
+LABELS = {
+    "README": "bench/README.md",
+    "OPERATOR_GUIDE": "docs/operator-guide.md",
+    "PLUGIN_AUTHOR_GUIDE": "docs/plugin-author-guide.md",
+}
+"""A section's ``document``: the file it names, as the commands' messages call it."""
 
 
 @dataclass(frozen=True)
@@ -26,8 +34,11 @@ class Section:
     end: str
     sources: tuple[str, ...]
     """Files under bench/results the text is rendered from."""
-    render: Callable[[list[dict[str, Any]]], str]
-    """The text between the markers (without them), from the sources' JSON, in order."""
+    render: Callable[[list[Any]], str]
+    """The text between the markers (without them), from the sources in order: a ``.json``
+    file's document, any other file's text."""
+    document: str = "README"
+    """The file the section is in: a key of ``LABELS``, the name of this module's path to it."""
 
 
 SECTIONS: tuple[Section, ...] = (
@@ -46,6 +57,92 @@ SECTIONS: tuple[Section, ...] = (
         lambda docs: report.workloads_paragraph(docs[0]),
     ),
     Section(
+        "shapes",
+        "<!-- shapes:begin -->",
+        "<!-- shapes:end -->",
+        ("workload-shapes.json",),
+        lambda docs: readme_sections.workload_shapes(docs[0]),
+    ),
+    Section(
+        "decoders",
+        "<!-- decoders:begin -->",
+        "<!-- decoders:end -->",
+        ("latest.json",),
+        lambda docs: readme_sections.decoders_table(docs[0]),
+    ),
+    Section(
+        "http-split",
+        "<!-- http-split:begin -->",
+        "<!-- http-split:end -->",
+        ("latest.json",),
+        lambda docs: readme_sections.http_split_table(docs[0]),
+    ),
+    *(
+        Section(
+            name,
+            f"<!-- {name}:begin -->",
+            f"<!-- {name}:end -->",
+            (source,),
+            lambda docs, source=source: readme_sections.shadow_table(source, docs[0]),
+        )
+        for name, source in (
+            ("shadow-thread", "shadow-thread-hotpath.txt"),
+            ("shadow-process", "shadow-process-hotpath.txt"),
+            ("shadow-nice19", "shadow-process-nice19-hotpath.txt"),
+        )
+    ),
+    Section(
+        "soak",
+        "<!-- soak:begin -->",
+        "<!-- soak:end -->",
+        ("soak.json",),
+        lambda docs: readme_sections.soak_section(docs[0]),
+    ),
+    Section(
+        "targets-notes",
+        "<!-- targets-notes:begin -->",
+        "<!-- targets-notes:end -->",
+        ("latest.json",),
+        lambda docs: readme_sections.targets_notes(docs[0]),
+    ),
+    Section(
+        "cluster-state",
+        "<!-- cluster-state:begin -->",
+        "<!-- cluster-state:end -->",
+        ("cluster-state.json", "cluster.json"),
+        lambda docs: readme_sections.cluster_state_table(*docs),
+    ),
+    Section(
+        "offloop",
+        "<!-- offloop:begin -->",
+        "<!-- offloop:end -->",
+        ("offloop.json", "latest.json"),
+        lambda docs: readme_sections.offloop_paragraph(*docs),
+    ),
+    Section(
+        "fields-decode",
+        "<!-- fields-decode:begin -->",
+        "<!-- fields-decode:end -->",
+        ("fields-readable-decode.txt",),
+        lambda docs: readme_sections.fields_decode_table("fields-readable-decode.txt", docs[0]),
+    ),
+    Section(
+        "cluster-cost",
+        "<!-- cluster-cost:begin -->",
+        "<!-- cluster-cost:end -->",
+        ("cluster.json",),
+        lambda docs: readme_sections.cluster_cost_table(docs[0]),
+        document="OPERATOR_GUIDE",
+    ),
+    Section(
+        "cluster-verbs",
+        "<!-- cluster-verbs:begin -->",
+        "<!-- cluster-verbs:end -->",
+        ("cluster.json",),
+        lambda docs: readme_sections.cluster_verbs_table(docs[0]),
+        document="PLUGIN_AUTHOR_GUIDE",
+    ),
+    Section(
         "results",
         "<!-- results:start -->",
         "<!-- results:end -->",
@@ -61,8 +158,15 @@ class MarkersMissing(ValueError):
 
 def rendered(section: Section, results: Path | None = None) -> str:
     folder = RESULTS if results is None else results
-    docs = [json.loads((folder / name).read_text()) for name in section.sources]
+    docs = [load(folder / name) for name in section.sources]
     return section.render(docs)
+
+
+def load(path: Path) -> Any:
+    """A results file's content: the document of a ``.json``, the text of anything else (the
+    saved output of a command that prints, such as ``bench.hotpath``)."""
+    text = path.read_text()
+    return json.loads(text) if path.suffix == ".json" else text
 
 
 def current(text: str, section: Section) -> str:
@@ -70,7 +174,8 @@ def current(text: str, section: Section) -> str:
     _, found, rest = text.partition(section.begin)
     body, closed, _ = rest.partition(section.end)
     if not found or not closed:
-        raise MarkersMissing(f"bench/README.md has no {section.begin} ... {section.end} block")
+        where = LABELS[section.document]
+        raise MarkersMissing(f"{where} has no {section.begin} ... {section.end} block")
     return body.strip("\n")
 
 
@@ -81,28 +186,46 @@ def replace(text: str, section: Section, body: str) -> str:
     return f"{head}{section.begin}\n{body}\n{section.end}{tail}"
 
 
+def document_path(section: Section, readme: Path | None = None) -> Path:
+    """Where the section is, read at call time (tests put copies in place of the files);
+    ``readme``, when given, stands for bench/README.md."""
+    if readme is not None and section.document == "README":
+        return readme
+    path: Path = globals()[section.document]
+    return path
+
+
 def stale(readme: Path | None = None, results: Path | None = None) -> list[str]:
-    """The names of the sections whose README text differs from their results files."""
-    text = (README if readme is None else readme).read_text()
-    return [s.name for s in SECTIONS if current(text, s) != rendered(s, results).strip("\n")]
+    """The names of the sections whose text differs from their results files (``readme``: a
+    bench/README to read instead of the committed one)."""
+    texts: dict[Path, str] = {}
+    names = []
+    for section in SECTIONS:
+        path = document_path(section, readme)
+        text = texts.setdefault(path, path.read_text())
+        if current(text, section) != rendered(section, results).strip("\n"):
+            names.append(section.name)
+    return names
 
 
 def write(readme: Path | None = None, results: Path | None = None) -> None:
-    path = README if readme is None else readme
-    text = path.read_text()
+    texts: dict[Path, str] = {}
     for section in SECTIONS:
-        text = replace(text, section, rendered(section, results))
-    path.write_text(text)
+        path = document_path(section, readme)
+        text = texts.get(path, path.read_text())
+        texts[path] = replace(text, section, rendered(section, results))
+    for path, text in texts.items():
+        path.write_text(text)
 
 
 def main(check: bool) -> int:
     if check:
         differ = stale()
         for name in differ:
-            print(f"bench/README.md: the {name} section differs from its results files;"
+            print(f"{name}: the section differs from its results files;"
                   " run `python -m bench report`")  # fmt: skip
         return 1 if differ else 0
     write()
     for section in SECTIONS:
-        print(f"bench/README.md: {section.name} from {', '.join(section.sources)}")
+        print(f"{LABELS[section.document]}: {section.name} from {', '.join(section.sources)}")
     return 0

@@ -63,6 +63,10 @@ PREDICATES_IN_FLIGHT = 16
 RSS_GROWTH_LIMIT = 0.10
 P99_RATIO_LIMIT = 1.5
 MIN_CALLS_FOR_P99 = 100
+WARMUP_SECONDS = 30.0
+"""At most this much of the start is left out (a tenth of a short run)."""
+P99_SLACK_MS = 4.0
+"""The default absolute allowance on top of the ratio (``--p99-slack-ms``)."""
 
 
 # --------------------------------------------------------------------------------- HTTP client
@@ -355,8 +359,9 @@ def main(
     slack_ms: float,
     out: Path,
     cmd_prefix: list[str] | None = None,
+    summary_copy: Path | None = None,
 ) -> int:
-    warmup = min(30.0, duration / 10)
+    warmup = min(WARMUP_SECONDS, duration / 10)
     if (os.cpu_count() or 1) > 1 and servers.taskset(servers.LOADGEN_CPU):
         os.sched_setaffinity(0, {int(servers.LOADGEN_CPU)})  # the server has the other core
     print(f"soak: building a {nodes}-node, {pods}-pod cluster ...", flush=True)
@@ -377,6 +382,8 @@ def main(
     finally:
         server.stop()
     failures, summary = verdict(record, duration, warmup, slack_ms)
+    from bench.run import machine_info  # bench.run imports the whole suite: only here
+
     summary.update(
         {
             "duration_seconds": duration,
@@ -385,10 +392,15 @@ def main(
             "onSessionOpen_bytes": len(bodies.open),
             "load_average_before_after": [load_before[0], os.getloadavg()[0]],
             "cpus": os.cpu_count(),
+            # bench/README's soak section is rendered from this file: say what ran, and when
+            "commit": machine_info().get("commit"),
+            "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "failures": failures,
         }
     )
-    (out / f"soak-{duration:.0f}s.json").write_text(json.dumps(summary, indent=2) + "\n")
+    for path in (out / f"soak-{duration:.0f}s.json", summary_copy):
+        if path is not None:
+            path.write_text(json.dumps(summary, indent=2) + "\n")
     for line in render(summary, failures):
         print(line)
     return 1 if failures else 0

@@ -13,7 +13,9 @@ from bench import cluster_state
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_command_bench_readme_shows_runs(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_bench_readme_shows_runs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """bench/README's `bench.cluster_state` line as written, at a fiftieth of the size to be
     quick; the figures must be present and plausible."""
     [line] = [
@@ -25,8 +27,11 @@ def test_the_command_bench_readme_shows_runs(capsys: pytest.CaptureFixture[str])
     argv = words[words.index("bench.cluster_state") + 1 :]
     argv[argv.index("--pods") + 1] = "200"
     argv[argv.index("--nodes") + 1] = "20"
+    argv[argv.index("--out") + 1] = str(tmp_path / "cluster-state.json")
     assert cluster_state.main(argv) == 0
     figures = json.loads(capsys.readouterr().out)
+    assert json.loads((tmp_path / "cluster-state.json").read_text()) == figures
+    assert figures["cpus"] and len(figures["load_average_before_after"]) == 2
     assert figures["pods"] == 200 and figures["nodes"] == 20
     # The kept views hold every field a plugin may read (issue 36, item 4: the compound ones as
     # their JSON, the rest decoded), less managedFields: about three times the API's JSON

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import hotpath
+from bench import hotpath, hotpath_output
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,4 +73,12 @@ def test_the_command_bench_readme_shows_runs(capsys: pytest.CaptureFixture[str])
     argv = [f"{w.split('=')[0]}={ROOT}" if "=" in w and not w.startswith("-") else w for w in argv]
     argv[argv.index("--loads") + 1] = "jobEnqueueable-c1"  # one of them, to be quick
     assert hotpath.main([*argv, "--rounds", "1", "--scale", "0.02"]) == 0
-    assert "in process, after / before, paired by round" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "in process, after / before, paired by round" in out
+    # what bench/readme renders a saved output from reads this very output back
+    saved = hotpath_output.parse_output(out)
+    assert saved.rounds == 1
+    assert set(saved.medians) == {("jobEnqueueable-c1", "before"), ("jobEnqueueable-c1", "after")}
+    assert set(saved.medians["jobEnqueueable-c1", "after"]) == {"asgi_p50_ms", "asgi_steady_ms"}
+    assert set(saved.paired["jobEnqueueable-c1"]) == {"p50", "steady"}
+    assert all(figure > 0 for figure in saved.load)

@@ -4,7 +4,10 @@ renders from the committed results files, and the command rewrites them."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,8 +28,8 @@ def test_the_check_command_passes_on_the_committed_readme() -> None:
 
 @pytest.fixture
 def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """A copy of bench/README.md and of every results file a section reads, put in place of
-    the real ones."""
+    """A copy of bench/README.md, of the guides in docs/ with generated sections and of every
+    results file a section reads, put in place of the real ones."""
     results = tmp_path / "results"
     results.mkdir()
     for section in readme.SECTIONS:
@@ -35,6 +38,10 @@ def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]
     copy = tmp_path / "README.md"
     shutil.copy(readme.README, copy)
     monkeypatch.setattr(readme, "README", copy)
+    for name in ("OPERATOR_GUIDE", "PLUGIN_AUTHOR_GUIDE"):
+        guide = tmp_path / getattr(readme, name).name
+        shutil.copy(getattr(readme, name), guide)
+        monkeypatch.setattr(readme, name, guide)
     monkeypatch.setattr(readme, "RESULTS", results)
     return copy, results
 
@@ -70,6 +77,56 @@ def test_the_report_command_bench_readme_shows_writes_a_new_figure(
             ("allocated task, 6 KiB", "allocated task, 7 KiB"),
             ["workloads"],
         ),
+        (
+            "a pod's size typed over",
+            ("running Volcano pod ≈ 6.4 KiB", "running Volcano pod ≈ 6.0 KiB"),
+            ["shapes"],
+        ),
+        (
+            "a decoder's time typed over",
+            ("| predicate, 241 KiB | 0.207 ms", "| predicate, 241 KiB | 0.2 ms"),
+            ["decoders"],
+        ),
+        ("an HTTP share typed over", ("| 51% |", "| 50% |"), ["http-split"]),
+        (
+            "a shadow's p50 typed over",
+            ("| predicate-c1 | 2.176 |", "| predicate-c1 | 2.000 |"),
+            ["shadow-thread"],
+        ),
+        (
+            "a shadow's ratio typed over",
+            ("1.095 (1.093–1.122)", "1.050 (1.093–1.122)"),
+            ["shadow-process"],
+        ),
+        (
+            "a shadow's load typed over",
+            ("load average 6.5 at the start", "load average 1.0 at the start"),
+            ["shadow-nice19"],
+        ),
+        ("a soak figure typed over", ("| allocate | 2404 |", "| allocate | 2400 |"), ["soak"]),
+        (
+            "a store's size typed over",
+            ("| store, per 1,000 pods | 7.69 MiB", "| store, per 1,000 pods | 2.62 MiB"),
+            ["cluster-state"],
+        ),
+        (
+            "a note's figure typed over",
+            (
+                "Caldera's first 75.0 MiB snapshot grows RSS by 111 MiB",
+                "Caldera's first 75.0 MiB snapshot grows RSS by 70 MiB",
+            ),
+            ["targets-notes"],
+        ),
+        (
+            "a hand-off's price typed over",
+            ("**+33 µs a verb**", "**+20 µs a verb**"),
+            ["offloop"],
+        ),
+        (
+            "a decode ratio typed over",
+            ("| 1.072 (1.055–1.128) |", "| 1.050 (1.055–1.128) |"),
+            ["fields-decode"],
+        ),
         ("text outside the markers", ("## Soak", "## Soak test"), []),
     ],
 )
@@ -81,6 +138,32 @@ def test_an_edit_inside_a_section_makes_it_stale(
     assert edit[0] in text, name
     copy.write_text(text.replace(edit[0], edit[1], 1))
     assert readme.stale() == stale, name
+    assert main(["report", "--check"]) == (1 if stale else 0), name
+
+
+def test_a_figure_typed_over_in_the_operator_guide_fails_the_check(
+    copies: tuple[Path, Path],
+) -> None:
+    guide = readme.OPERATOR_GUIDE
+    text = guide.read_text()
+    assert "| 22 ms | 177 ms |" in text
+    guide.write_text(text.replace("| 22 ms | 177 ms |", "| 22 ms | 150 ms |", 1))
+    assert readme.stale() == ["cluster-cost"]
+    assert main(["report", "--check"]) == 1
+    assert main(["report"]) == 0
+    assert "| 22 ms | 177 ms |" in guide.read_text()
+    assert main(["report", "--check"]) == 0
+
+
+def test_a_figure_typed_over_in_the_plugin_author_guide_fails_the_check(
+    copies: tuple[Path, Path],
+) -> None:
+    guide = readme.PLUGIN_AUTHOR_GUIDE
+    text = guide.read_text()
+    assert "| 19.9 s | 1.7 s |" in text
+    guide.write_text(text.replace("| 19.9 s | 1.7 s |", "| 9.9 s | 1.7 s |", 1))
+    assert readme.stale() == ["cluster-verbs"]
+    assert main(["report", "--check"]) == 1
 
 
 def test_a_readme_without_a_sections_markers_is_refused(copies: tuple[Path, Path]) -> None:
@@ -90,3 +173,26 @@ def test_a_readme_without_a_sections_markers_is_refused(copies: tuple[Path, Path
         readme.stale()
     with pytest.raises(readme.MarkersMissing):
         readme.write()
+
+
+RENDER_ALL = (
+    "import json; from bench import readme;"
+    " print(json.dumps({s.name: readme.rendered(s) for s in readme.SECTIONS}))"
+)
+
+
+def test_the_render_is_deterministic() -> None:
+    """Twice in this process and in two others with different hash seeds (set and dict
+    iteration), every section renders the same text from the same files."""
+    here = {s.name: readme.rendered(s) for s in readme.SECTIONS}
+    assert here == {s.name: readme.rendered(s) for s in readme.SECTIONS}
+    for seed in ("1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-c", RENDER_ALL],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=readme.BENCH.parent,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        assert json.loads(done.stdout) == here, seed

@@ -3,7 +3,14 @@ The soak itself runs in CI (.ci/run, 30 s) and on demand (10 minutes)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from bench import readme_sections
+from bench.__main__ import main
 from bench.soak import Record, Sample, p99, verdict, windows
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def steady(duration: int = 30, latency: float = 1.0, rss: float = 100.0, fds: int = 20) -> Record:
@@ -103,3 +110,24 @@ def test_a_median_drift_of_a_verb_with_few_calls_still_fails() -> None:
     latencies = [1.0] * 21 + [3.0] * 9
     failures, _ = verdict(once_a_cycle(latencies), 30, 3, slack_ms=0.5)
     assert any(f.startswith("onSessionClose: p50") for f in failures)
+
+
+def test_the_summary_option_writes_what_bench_readme_renders(tmp_path: Path) -> None:
+    """bench/README's soak command, `--summary` writing the file its soak section is rendered
+    from, at a few seconds against a real `caldera serve` (a verdict under load may fail: the
+    summary is written either way)."""
+    [line] = [
+        line.strip("`")
+        for line in (ROOT / "bench" / "README.md").read_text().split("`")
+        if line.startswith("python -m bench soak") and "--summary" in line
+    ]
+    argv = line.split()[3:]
+    argv[argv.index("--duration") + 1] = "6"
+    argv[argv.index("--summary") + 1] = str(tmp_path / "soak.json")
+    status = main([*argv, "--out", str(tmp_path / "out")])
+    summary = json.loads((tmp_path / "soak.json").read_text())
+    assert summary == json.loads((tmp_path / "out" / "soak-6s.json").read_text())
+    assert status == (1 if summary["failures"] else 0)
+    assert summary["cycles"] >= 5 and summary["errors"] == 0
+    assert summary["commit"] and summary["generated"]
+    assert "6 s on commit" in readme_sections.soak_section(summary)

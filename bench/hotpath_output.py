@@ -1,0 +1,67 @@
+"""A saved ``python -m bench.hotpath`` output (its stdout, committed under bench/results) read
+back into its tables: bench/readme renders bench/README's shadow tables from such files.
+Importing nothing of bench/ keeps the README's renderers clear of the measuring code."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """What a saved ``bench.hotpath`` output (its stdout, committed under bench/results) holds:
+    the medians table and the paired in-process ratios, as the command printed them."""
+
+    rounds: int
+    load: tuple[float, float]
+    """The one-minute load average when the run started and when it ended."""
+    medians: dict[tuple[str, str], dict[str, float]]
+    """(workload, checkout) -> column (p50_ms, p99_ms, ...) -> median over the rounds."""
+    paired: dict[str, dict[str, tuple[float, float, float]]]
+    """workload -> "p50" / "steady" -> (median, first quartile, third quartile)."""
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _spread(median: str, quartiles: str) -> tuple[float, float, float]:
+    low, high = quartiles.split("–")
+    return float(median), float(low), float(high)
+
+
+def parse_output(text: str) -> SavedRun:
+    """The tables ``main`` prints, read back (bench/readme renders bench/README from them)."""
+    rounds = 0
+    load_average = [math.nan, math.nan]
+    header: list[str] = []
+    medians: dict[tuple[str, str], dict[str, float]] = {}
+    paired: dict[str, dict[str, tuple[float, float, float]]] = {}
+    part = ""
+    for line in text.splitlines():
+        if line.startswith("load average"):
+            at_end = line.startswith("load average at end")
+            load_average[at_end] = float(line.split("(", 1)[1].split(",", 1)[0])
+            if at_end:
+                rounds = int(line.rsplit("medians over ", 1)[1].split()[0])
+                part = "medians"
+        elif line.startswith("in process,"):
+            part = "paired"
+        elif not line.startswith("| ") or line.startswith("|---"):
+            continue
+        elif line.startswith("| workload |"):
+            header = _cells(line)
+        elif part == "medians":
+            row = dict(zip(header, _cells(line), strict=True))
+            medians[(row["workload"], row["checkout"])] = {
+                k: float(v)
+                for k, v in row.items()
+                if k not in ("workload", "checkout") and v != "–"
+            }
+        elif part == "paired":
+            load, p50, p50_q, steady, steady_q = _cells(line)
+            paired[load] = {"p50": _spread(p50, p50_q), "steady": _spread(steady, steady_q)}
+    if not medians:
+        raise ValueError("no medians table: not the output of python -m bench.hotpath")
+    return SavedRun(rounds, (load_average[0], load_average[1]), medians, paired)

@@ -1,0 +1,47 @@
+"""bench/hotpath_output.py: a saved bench.hotpath output reads back as the tables it printed
+(tests/bench/test_hotpath.py reads the real command's output back too)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.hotpath_output import parse_output
+
+SAVED = """load average (3.5, 3.0, 2.5)
+round 1 a [x]: {}
+round 2 a [x]: {}
+
+load average at end (4.25, 3.0, 2.5); medians over 2 rounds
+| workload | checkout | p50_ms | p99_ms | growth_MiB | asgi_p50_ms | asgi_steady_ms |
+|---|---|---|---|---|---|---|
+| predicate-c1 | live | 0.500 | 2.000 | 0.016 | 0.201 | 0.190 |
+| predicate-c1 | shadowed | 0.750 | 3.000 | 30.000 | – | 0.216 |
+
+in process, shadowed / live, paired by round (median, quartiles)
+| workload | p50 ratio | quartiles | steady p50 ratio | quartiles |
+|---|---|---|---|---|
+| predicate-c1 | 1.048 | 1.025–1.106 | 1.000 | 0.901–1.068 |
+"""
+
+
+def test_a_saved_output_reads_back_as_its_tables() -> None:
+    saved = parse_output(SAVED)
+    assert saved.rounds == 2
+    assert saved.load == (3.5, 4.25)
+    assert saved.medians == {
+        ("predicate-c1", "live"): {
+            "p50_ms": 0.5, "p99_ms": 2.0, "growth_MiB": 0.016, "asgi_p50_ms": 0.201,
+            "asgi_steady_ms": 0.19,
+        },
+        ("predicate-c1", "shadowed"): {
+            "p50_ms": 0.75, "p99_ms": 3.0, "growth_MiB": 30.0, "asgi_steady_ms": 0.216,
+        },
+    }  # fmt: skip
+    assert saved.paired == {
+        "predicate-c1": {"p50": (1.048, 1.025, 1.106), "steady": (1.0, 0.901, 1.068)}
+    }
+
+
+def test_text_that_is_not_a_hotpath_output_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"not the output of python -m bench\.hotpath"):
+        parse_output("soak: 600 s\nPASS")

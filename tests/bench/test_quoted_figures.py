@@ -1,0 +1,153 @@
+"""Figures README.md and the guides quote from committed benchmark runs equal what those runs'
+results files hold, and bench/README's soak criteria are the soak's own constants (bench/README's
+measured figures are generated: test_readme.py).
+
+Each case finds a figure by the words around it and computes it from a results file; the figure
+as written must be that value rounded to the digits written (a range must contain it)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import soak
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "bench" / "results"
+MiB = 2**20
+
+
+@cache
+def results(name: str) -> Any:
+    return json.loads((RESULTS / name).read_text())
+
+
+def workload(run: str, name: str) -> dict[str, Any]:
+    row: dict[str, Any] = next(r for r in results(run)["workloads"] if r["workload"] == name)
+    return row
+
+
+def caldera(run: str, name: str, key: str) -> float:
+    return float(workload(run, name)["caldera"][key])
+
+
+def body_mib(name: str) -> float:
+    return workload("latest.json", name)["body_bytes"] / MiB
+
+
+def explain_bytes_per_entry() -> list[float]:
+    at_100, at_1000 = results("explain.json"), results("explain-1000-nodes.json")
+    return [
+        at_100["memory"]["bytes_per_entry"],
+        at_100["evictions"]["bytes_per_entry"],
+        at_1000["memory"]["bytes_per_entry"],
+    ]
+
+
+def explain_bound_mib() -> float:
+    from bench.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
+
+    per_entry = results("explain.json")["memory"]["bytes_per_entry"]
+    return float(DEFAULT_ENTRIES * DEFAULT_SESSIONS * per_entry / MiB)
+
+
+def cluster_run(size: str, group: str, scheduler: str, key: str) -> float:
+    row = next(
+        r
+        for r in results("cluster.json")["rows"]
+        if (r["size"], r["group"], r["scheduler"]) == (size, group, scheduler)
+    )
+    return float(row[key])
+
+
+FULL = "full-7edf20e.json"
+"""The full run the operator guide's rules of thumb (and app/sizing.py's margin) come from."""
+GUIDE = "docs/operator-guide.md"
+BENCH = "bench/README.md"
+AUTHORS = "docs/plugin-author-guide.md"
+
+CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
+    # (name, document, pattern with the figure as its first group, the value from the results)
+    ("10-node body", GUIDE, r"\| 10 nodes, 100 pods \| ([\d.]+) MiB", lambda: body_mib("onSessionOpen-10n")),
+    ("10-node p99", GUIDE, r"\| 10 nodes, 100 pods \| [^|]+\| ([\d.]+) ms", lambda: caldera(FULL, "onSessionOpen-10n", "p99_ms")),
+    ("10-node peak RSS", GUIDE, r"\| 10 nodes, 100 pods \|[^|]+\|[^|]+\| ([\d.]+) MiB", lambda: caldera(FULL, "onSessionOpen-10n", "peak_rss_MiB")),
+    ("100-node body", GUIDE, r"\| 100 nodes, 2,000 pods \| ([\d.]+) MiB", lambda: body_mib("onSessionOpen-100n")),
+    ("100-node p99", GUIDE, r"\| 100 nodes, 2,000 pods \| [^|]+\| ([\d.]+) ms", lambda: caldera(FULL, "onSessionOpen-100n", "p99_ms")),
+    ("100-node peak RSS", GUIDE, r"\| 100 nodes, 2,000 pods \|[^|]+\|[^|]+\| ([\d.]+) MiB", lambda: caldera(FULL, "onSessionOpen-100n", "peak_rss_MiB")),
+    ("cycle peak RSS", GUIDE, r"\(([\d.]+) MiB with predicate and prioritize\)", lambda: float(results(FULL)["cycle"]["caldera"]["peak_rss_MiB"])),
+    ("500-node body", GUIDE, r"\| 500 nodes, 10,000 pods \| ([\d.]+) MiB", lambda: body_mib("onSessionOpen-500n")),
+    ("500-node p99", GUIDE, r"\| 500 nodes, 10,000 pods \| [^|]+\| ([\d.]+) s", lambda: caldera(FULL, "onSessionOpen-500n", "p99_ms") / 1000),
+    ("500-node peak RSS", GUIDE, r"\| 500 nodes, 10,000 pods \|[^|]+\|[^|]+\| ([\d.]+) MiB", lambda: caldera(FULL, "onSessionOpen-500n", "peak_rss_MiB")),
+    ("running pod size", GUIDE, r"([\d.]+) KiB pods, ten DaemonSet pods", lambda: results("workload-shapes.json")["pod_KiB"]["running"]),
+    ("published 75 MiB p99", GUIDE, r"measures 75 MiB in ([\d.]+) ms p99", lambda: caldera("latest.json", "onSessionOpen-100n", "p99_ms")),
+    ("published 375 MiB p99", GUIDE, r"and 375 MiB in ([\d.]+) ms\)", lambda: caldera("latest.json", "onSessionOpen-500n", "p99_ms")),
+    ("first snapshot growth", GUIDE, r"\(([\d.]+) × for the first snapshot", lambda: caldera("latest.json", "onSessionOpen-100n", "first_snapshot_growth_MiB") * MiB / workload("latest.json", "onSessionOpen-100n")["body_bytes"]),
+    ("100-node p50", GUIDE, r"\(([\d.]+) ms\s+p50 in the 7edf20e run\)", lambda: caldera(FULL, "onSessionOpen-100n", "p50_ms")),
+    ("preemptable p50", GUIDE, r"preemptable with 30 evictees: ([\d.]+) ms p50", lambda: caldera(FULL, "preemptable-c1", "p50_ms")),
+    ("cycle time", GUIDE, r"needs ([\d.]+) s of Caldera time per cycle", lambda: results(FULL)["cycle"]["caldera"]["total_ms_median"] / 1000),
+    ("binding cycle through Caldera", GUIDE, r"the binding cycle took ([\d.]+) s through Caldera", lambda: cluster_run("100 / 1000", "node", "caldera", "cycle_p99_ms") / 1000),
+    ("binding cycle through neutral", GUIDE, r"and ([\d.]+) s through the\s+neutral server", lambda: cluster_run("100 / 1000", "node", "neutral", "cycle_p99_ms") / 1000),
+    ("binding cycle in-tree", GUIDE, r"neutral server against ([\d.]+) s in-tree", lambda: cluster_run("100 / 1000", "node", "intree", "cycle_p99_ms") / 1000),
+    ("node plugins bind in-tree", AUTHORS, r"the 1,000 pods that bind in ([\d.]+) s\s+in-tree", lambda: cluster_run("100 / 1000", "node", "intree", "bind_s")),
+    ("node plugins bind through Caldera", AUTHORS, r"in-tree take ([\d.]+) s when every", lambda: cluster_run("100 / 1000", "node", "caldera", "bind_s")),
+    ("snapshot at 100 nodes", AUTHORS, r"the snapshot \((\d+) MiB at 100 nodes", lambda: cluster_run("100 / 1000", "job", "caldera", "snapshot_MiB")),
+    ("snapshot at 1,000 nodes", AUTHORS, r"MiB at 100 nodes, (\d+) MiB at 1,000\)", lambda: cluster_run("1000 / 10000", "job", "caldera", "snapshot_MiB")),
+    ("soak ratio", BENCH, r"the last minute within ([\d.]+)× \(or", lambda: soak.P99_RATIO_LIMIT),
+    ("soak slack", BENCH, r"within [\d.]+× \(or (\d+) ms\) of the first", lambda: soak.P99_SLACK_MS),
+    ("soak warm-up", BENCH, r"of the first after a (\d+) s warm-up", lambda: soak.WARMUP_SECONDS),
+    ("soak calls for a p99", BENCH, r"by p99 where a window\s+has (\d+)\+ calls", lambda: soak.MIN_CALLS_FOR_P99),
+    ("soak RSS growth", BENCH, r"RSS growth under (\d+)%", lambda: soak.RSS_GROWTH_LIMIT * 100),
+    ("explain bytes an entry", "README.md", r"An entry costs (\d+–\d+) bytes", explain_bytes_per_entry),
+    ("explain bound", "README.md", r"holds at most about (\d+) MiB at the defaults", explain_bound_mib),
+    ("explain per 1,000 jobs", "README.md", r"asked about 100 nodes takes (\d+) MiB", lambda: results("explain.json")["memory"]["MiB_per_1000_jobs"]),
+    ("prioritize marshal", "README.md", r"prioritize body\s+takes about ([\d.]+) s on one core", lambda: workload("latest.json", "prioritize-c1")["marshal"]["p50_ms"] / 1000),
+    ("cycle marshal", "README.md", r"cost the scheduler (\d+–\d+) s of marshalling per cycle", lambda: [results("latest.json")["cycle"]["marshal_estimate_ms"] / 1000]),
+]  # fmt: skip
+
+
+def written_as(text: str, value: float | list[float]) -> bool:
+    """``text`` ("253", "1.49", "60–130") says ``value``: rounded to the digits written, or for
+    a range, every value inside it once rounded like its bounds."""
+    if "–" in text:
+        low, high = text.split("–")
+        values = value if isinstance(value, list) else [value]
+        digits = len(low.partition(".")[2])
+        return all(float(low) <= round(v, digits) <= float(high) for v in values)
+    assert not isinstance(value, list)
+    digits = len(text.partition(".")[2])
+    return round(value, digits) == float(text)
+
+
+@pytest.mark.parametrize(
+    ("name", "document", "pattern", "value"), CASES, ids=[case[0] for case in CASES]
+)
+def test_a_quoted_figure_is_what_its_results_file_holds(
+    name: str, document: str, pattern: str, value: Callable[[], float | list[float]]
+) -> None:
+    found = re.search(pattern, (ROOT / document).read_text())
+    assert found, f"{document}: {name} ({pattern}) not found"
+    assert written_as(found[1], value()), (name, found[1], value())
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "says"),
+    [
+        ("253", 252.918, True),
+        ("253", 252.4, False),
+        ("1.49", 1.488, True),
+        ("1.5", 1.488, True),
+        ("60–130", [59.8, 125.1, 100.7], True),
+        ("60–120", [59.8, 125.1], False),
+        ("5–10", [7.86], True),
+    ],
+)
+def test_a_figure_is_written_as_its_value_rounded(
+    text: str, value: float | list[float], says: bool
+) -> None:
+    assert written_as(text, value) is says
