@@ -2,11 +2,9 @@
 time budget (``timeBudget``) of each tiers entry.
 
 A fault of a hook is one of three kinds: the hook ``raised``, answered a ``wrong_type``
-(app/contract.py), or ran ``over_budget``. A plugin that cannot open a session is counted too,
-under the verb ``onSessionOpen``: its constructor raised (``build``) or its ``on_session_open``
-did (``raised``); no policy applies there (there is no answer to drop), the session is not
-opened with that configuration (app/session.py). What follows is the plugin's policy, ``onError`` in its tiers entry (its
-class's :attr:`~plugins.api.base.Plugin.on_error` when the entry does not say):
+(app/contract.py), or ran ``over_budget``. What follows is the plugin's policy, ``onError`` in
+its tiers entry (its class's :attr:`~plugins.api.base.Plugin.on_error` when the entry does not
+say):
 
 - ``fail``: the verb is answered with an error naming the plugin and the verb (HTTP 500), and
   Volcano applies ``extender.ignorable`` — what Caldera did for every fault before.
@@ -17,6 +15,11 @@ Dropping an answer is not neutral for every verb: under the eviction rule a plug
 answer takes no part in the intersection, so the pods only it protected become victims. A
 protective plugin (pdb, min-runtime, priority, …) therefore fails rather than abstains; the
 table of built-in defaults and why is in docs/plugin-author-guide.md, "When a plugin fails".
+
+A plugin that cannot open a session is counted too, under the verb ``onSessionOpen``: its
+constructor raised (``build``) or its ``on_session_open`` did (``raised``). No policy applies
+there (there is no answer to drop): no session is opened with that configuration
+(app/session.py).
 
 Every fault is counted in ``caldera_plugin_errors_total{plugin,verb,kind}``, logged once per
 (plugin, verb, kind) and then at most once a minute with the count since, recorded in the
