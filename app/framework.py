@@ -360,7 +360,7 @@ class Framework:
         victims: list[TaskInfo] | None = None
         blocked = False
         told = self.stream
-        given: set[int] | None = None  # the evictees' identities, at the first victims
+        given: set[int] | None = None  # the evictees' identities, once an answer has victims
         for tier in self._active[point.verb]:
             for slot in tier:
                 result = self._call(slot, point, evictor, evictees)
@@ -371,7 +371,10 @@ class Framework:
                 if vote == Vote.ABSTAIN:
                     told.answered(slot.name, point.verb, ABSTAIN)
                     continue
-                if candidates:
+                if victims is None and candidates:
+                    # This answer starts the victim list: its objects are what Caldera sends
+                    # back, so each must be an evictee it was given. A later answer only
+                    # filters that list by UID, as Volcano's intersection does.
                     if given is None:
                         given = set(map(id, evictees))
                     if not given.issuperset(map(id, candidates)):

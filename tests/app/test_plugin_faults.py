@@ -237,6 +237,20 @@ def test_a_foreign_victim_is_its_plugins_fault(copy: bool, detail: str) -> None:
     assert str(failure) == f"plugin foreign failed in preemptable: (wrong_type) {detail}"
 
 
+def test_a_later_answer_filters_by_uid_whatever_its_objects() -> None:
+    """Only the answer that starts the victim list is sent back; a later one filters it by
+    UID, as Volcano's intersection does, so copies there are no fault."""
+    metrics = Metrics()
+    fw = build(
+        [("offers", Evicts(["a", "b", "c"]), None), ("foreign", Foreign(True), "fail")],
+        metrics=metrics,
+    )
+    victims = fw.victims(BY_VERB["preemptable"], task("x"), ABC).victims
+    assert [t.UID for t in victims] == ["a", "b"]
+    assert victims[0] is ABC[0]  # the evictee given, not the copy
+    assert fw.faults.describe() == {}
+
+
 def test_the_decision_record_says_the_answer_was_dropped() -> None:
     fw = build([("broken", Broken(Arguments()), "abstain"), ("other", Answers(), None)])
     fw.all_true(BY_VERB["jobReady"], JOB)
