@@ -360,8 +360,8 @@ class Extender:
         raw_of = {id(task): raw for task, raw in zip(evictees, raws, strict=True)}
         try:
             victims = [msgspec.Raw(raw_of[id(task)]) for task in decision.victims]
-        except KeyError:
-            raise AnswerError(f"a {point.verb} plugin returned a task it was not given") from None
+        except KeyError:  # never: the framework makes a foreign victim its plugin's fault
+            raise AnswerError(f"the {point.verb} answer has a task Caldera was not given") from None
         return _encode(EvictResponse(status=int(Vote.PERMIT), victims=victims))
 
     @staticmethod

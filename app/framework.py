@@ -360,6 +360,7 @@ class Framework:
         victims: list[TaskInfo] | None = None
         blocked = False
         told = self.stream
+        given: set[int] | None = None  # the evictees' identities, once an answer has victims
         for tier in self._active[point.verb]:
             for slot in tier:
                 result = self._call(slot, point, evictor, evictees)
@@ -370,6 +371,15 @@ class Framework:
                 if vote == Vote.ABSTAIN:
                     told.answered(slot.name, point.verb, ABSTAIN)
                     continue
+                if victims is None and candidates:
+                    # This answer starts the victim list: its objects are what Caldera sends
+                    # back, so each must be an evictee it was given. A later answer only
+                    # filters that list by UID, as Volcano's intersection does.
+                    if given is None:
+                        given = set(map(id, evictees))
+                    if not given.issuperset(map(id, candidates)):
+                        self._foreign(slot, point, evictor, evictees, candidates, given)
+                        continue  # dropped (abstain); fail has raised
                 answers.append((slot.name, len(candidates), vetoes))
                 if vetoes:
                     # once per answer and reason code: "this answer spared evictees because…"
@@ -395,6 +405,32 @@ class Framework:
             if victims is not None:
                 return EvictDecision(victims, True)
         return EvictDecision([], blocked)
+
+    def _foreign(
+        self,
+        slot: Slot,
+        point: ExtensionPoint,
+        evictor: TaskInfo,
+        evictees: Sequence[TaskInfo],
+        candidates: Sequence[TaskInfo],
+        given: set[int],
+    ) -> None:
+        """A victim that is not one of the evictees the plugin was given (a copy, or a TaskInfo
+        it made): Volcano evicts the objects Caldera echoes, and Caldera has the bytes of the
+        evictees only. The plugin's fault, as a wrong type is: its answer is dropped, or the
+        verb fails."""
+        stranger = next(c for c in candidates if id(c) not in given)
+        offered = (
+            " (its UID is an evictee's: a copy)"
+            if any(e.UID == stranger.UID for e in evictees)
+            else ""
+        )
+        detail = (
+            f"returned a victim that is not one of the evictees it was given: TaskInfo"
+            f" {stranger.Namespace}/{stranger.Name} UID {stranger.UID!r}{offered}; expected"
+            " some of the evictees themselves"
+        )
+        self._fault(slot, point, (evictor,), FaultKind.WRONG_TYPE, detail)
 
     def vote(self, point: ExtensionPoint, job: JobInfo) -> Vote:
         """``Session.JobEnqueueable``: a Reject ends everything; a tier with a Permit ends the

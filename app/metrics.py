@@ -182,8 +182,10 @@ class Metrics:
         self.plugin_errors = Counter(
             "caldera_plugin_errors_total",
             "Faults of hosted plugins, per plugin, verb and kind: raised (an exception),"
-            " wrong_type (an answer outside the hook's declared type), over_budget (a call"
-            " longer than the entry's timeBudget). The entry's onError says what followed.",
+            " wrong_type (an answer outside the hook's declared type, or a victim it was not"
+            " given), over_budget (a call longer than the entry's timeBudget), build (its"
+            " constructor raised; verb onSessionOpen, as does a raising on_session_open). The"
+            " entry's onError says what followed a hook's fault.",
             ["plugin", "verb", "kind"],
             registry=r,
         )

@@ -1,9 +1,10 @@
 """A plugin's faults and what they cost the others: the failure policy (``onError``) and the
 time budget (``timeBudget``) of each tiers entry.
 
-A fault is one of three kinds: the hook ``raised``, answered a ``wrong_type`` (app/contract.py),
-or ran ``over_budget``. What follows is the plugin's policy, ``onError`` in its tiers entry (its
-class's :attr:`~plugins.api.base.Plugin.on_error` when the entry does not say):
+A fault of a hook is one of three kinds: the hook ``raised``, answered a ``wrong_type``
+(app/contract.py), or ran ``over_budget``. What follows is the plugin's policy, ``onError`` in
+its tiers entry (its class's :attr:`~plugins.api.base.Plugin.on_error` when the entry does not
+say):
 
 - ``fail``: the verb is answered with an error naming the plugin and the verb (HTTP 500), and
   Volcano applies ``extender.ignorable`` — what Caldera did for every fault before.
@@ -14,6 +15,11 @@ Dropping an answer is not neutral for every verb: under the eviction rule a plug
 answer takes no part in the intersection, so the pods only it protected become victims. A
 protective plugin (pdb, min-runtime, priority, …) therefore fails rather than abstains; the
 table of built-in defaults and why is in docs/plugin-author-guide.md, "When a plugin fails".
+
+A plugin that cannot open a session is counted too, under the verb ``onSessionOpen``: its
+constructor raised (``build``) or its ``on_session_open`` did (``raised``). No policy applies
+there (there is no answer to drop): no session is opened with that configuration
+(app/session.py).
 
 Every fault is counted in ``caldera_plugin_errors_total{plugin,verb,kind}``, logged once per
 (plugin, verb, kind) and then at most once a minute with the count since, recorded in the
@@ -68,6 +74,8 @@ class FaultKind(enum.StrEnum):
     RAISED = "raised"
     WRONG_TYPE = "wrong_type"
     OVER_BUDGET = "over_budget"
+    BUILD = "build"
+    """Its constructor raised, as a session was opened or a configuration switched to."""
 
 
 class Contract(Exception):
@@ -87,8 +95,12 @@ class Fault:
     failed: bool
     """Whether the verb was answered with an error."""
     at: datetime
+    outcome: str = ""
+    """What followed, when no onError decided it (a plugin that could not open a session)."""
 
     def consequence(self) -> str:
+        if self.outcome:
+            return self.outcome
         if self.failed:
             return f"the verb was answered with an error (onError: {self.policy})"
         if self.dropped:
@@ -170,7 +182,7 @@ class PluginFaults:
                 "%s (logged once per plugin, verb and kind, then at most every %g s)",
                 fault.line(),
                 self.log_interval,
-                exc_info=cause if fault.kind is FaultKind.RAISED else None,
+                exc_info=cause if fault.kind in (FaultKind.RAISED, FaultKind.BUILD) else None,
             )
             return
         if now - logged.last < self.log_interval:

@@ -21,7 +21,7 @@ from app.events import PodGroupEvents
 from app.explain import DecisionRecord
 from app.framework import Framework, Slot
 from app.metrics import Metrics
-from app.plugin_faults import PluginFaults
+from app.plugin_faults import Fault, FaultKind, OnError, PluginFaults
 from plugins.api.arguments import warn_once
 from plugins.api.base import Background, Session, utc_now
 from plugins.api.release import Release
@@ -86,6 +86,10 @@ class SessionManager:
         self.config = config
         self.faults = faults if faults is not None else PluginFaults(metrics, clock)
         """Every plugin's faults (kept across sessions and configuration switches)."""
+        self.counts_open_failures = faults is not None
+        """Whether a plugin that cannot be built or opened is counted in ``faults``: the
+        server's managers are given theirs; the ones check-config and volcano-config build to
+        look at a configuration report such a plugin themselves (app/config_checks.py)."""
         self.metrics = metrics
         self.record = record
         self.events = events
@@ -132,11 +136,19 @@ class SessionManager:
         for entry in self.config.entries:
             if entry.cls.needs_snapshot and not snapshot:
                 continue
+            kind = FaultKind.BUILD
             try:
                 plugin = entry.cls(entry.arguments, self.backgrounds.get((entry.tier, entry.index)))
+                kind = FaultKind.RAISED
                 plugin.on_session_open(ssn)
             except Exception as exc:
-                raise PluginFailure(entry.name, "onSessionOpen", exc) from exc
+                failure = PluginFailure(entry.name, "onSessionOpen", exc)
+                if self.counts_open_failures:
+                    self._open_failed(
+                        entry.name, OnError(entry.option.onError or entry.cls.on_error), kind, exc
+                    )
+                    failure.logged = True
+                raise failure from exc
             # Asked after opening: some plugins register hooks per Volcano release.
             tiers[entry.tier].append(Slot(entry.option, plugin, plugin.hooks()))
         log = (
@@ -146,6 +158,18 @@ class SessionManager:
             tiers, self.release, self.metrics, log, self.clock, self.events if snapshot else None,
             self.faults,
         )  # fmt: skip
+
+    def _open_failed(self, plugin: str, policy: OnError, kind: FaultKind, exc: Exception) -> None:
+        """Count, log and show in ``/readyz`` a plugin that could not be built or opened. What
+        follows is the caller's: a configuration just switched to gives way to the one served
+        before it (app/config_watch.py), otherwise onSessionOpen is answered with the error."""
+        step = "building it" if kind is FaultKind.BUILD else "opening the session"
+        fault = Fault(
+            plugin, "onSessionOpen", kind, f"{step} raised {type(exc).__name__}: {exc}", policy,
+            dropped=False, failed=True, at=self.clock(),
+            outcome="no session was opened with its configuration",
+        )  # fmt: skip
+        self.faults.record(fault, exc)
 
     def open(self, request: OnSessionOpenRequest) -> OpenSession:
         """Replace the open session with one built from ``request``."""

@@ -40,6 +40,19 @@ class SnapshotBuildFails(BuildFails):
     needs_snapshot = True
 
 
+class BuildFailsWithout(Plugin):
+    """Raises in its constructor when its ``file`` argument names no file (a sessionless
+    plugin): built when a configuration is staged, with the file there, and again at the
+    switch, the file gone by then."""
+
+    name = "test-build-fails-without"
+
+    def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
+        super().__init__(arguments, background)
+        if not Path(arguments.get_string("file", "")).is_file():
+            raise RuntimeError("no licence file")
+
+
 class OpenFails(Plugin):
     """Raises as its session opens: on every snapshot, or only on one with a ``poison`` queue."""
 
@@ -57,7 +70,7 @@ def installed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The misbehaving plugins, installed for this module's tests only (the registry's other
     tests walk every registered plugin)."""
     registry.get("priority")  # the built-ins first: the registry loads them on first lookup
-    for plugin in (BuildFails, SnapshotBuildFails, OpenFails):
+    for plugin in (BuildFails, SnapshotBuildFails, BuildFailsWithout, OpenFails):
         monkeypatch.setitem(registry._registry, plugin.name, plugin)
 
 
@@ -236,3 +249,91 @@ async def test_a_proven_configuration_failing_later_is_its_own_error(tmp_path: P
         assert failed.status_code == 500
         assert failed.json()["plugin"] == "test-open-fails-on"
         assert "rejected" not in readyz_config(client)
+
+
+# --- counted as the plugin's faults -------------------------------------------------------
+
+
+def open_faults(client: TestClient, plugin: str, kind: str) -> float:
+    """``caldera_plugin_errors_total{plugin, verb="onSessionOpen", kind}`` (0 when absent)."""
+    prefix = f'caldera_plugin_errors_total{{kind="{kind}",plugin="{plugin}",verb="onSessionOpen"}} '
+    lines = [line for line in client.get("/metrics").text.splitlines() if line.startswith(prefix)]
+    return float(lines[0][len(prefix) :]) if lines else 0.0
+
+
+async def test_a_switch_whose_plugin_cannot_be_built_is_counted_as_its_fault(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Built when staged, not at the switch (its licence file went away meanwhile): the switch
+    is rejected and the cycle answered by the running configuration, and the plugin's failure
+    is counted, logged and shown in /readyz as any fault of a plugin is."""
+    licence = tmp_path / "licence"
+    licence.write_text("ok")
+    path = tmp_path / "caldera.yaml"
+    path.write_text(config_text())
+    config, origin = load_with_origin(path)
+    app = create_app(config, origin=origin, watch_interval=0)
+    with TestClient(app) as client:
+        served = readyz_config(client)["sha256"]
+        assert client.post("/onSessionOpen", content=snapshot(False)).status_code == 200
+        path.write_text(
+            config_text(f"name: test-build-fails-without\n    arguments: {{file: {licence}}}")
+        )
+        client.portal.call(app.state.config_watch.check)  # type: ignore[union-attr]
+        assert "pending" in readyz_config(client)  # a session is open: staged, not switched
+        licence.unlink()
+        with caplog.at_level(logging.ERROR, logger="caldera.plugins"):
+            assert client.post("/onSessionOpen", content=snapshot(False)).status_code == 200
+        document = readyz_config(client)
+        assert document["sha256"] == served
+        assert "switching to it failed" in document["rejected"]["error"]
+        assert open_faults(client, "test-build-fails-without", "build") == 1
+        shown = client.get("/readyz").json()["pluginErrors"]["test-build-fails-without"]
+        assert shown["count"] == 1
+        assert (shown["last"]["kind"], shown["last"]["error"], shown["last"]["consequence"]) == (
+            "build",
+            "building it raised RuntimeError: no licence file",
+            "no session was opened with its configuration",
+        )
+        said = [r.getMessage() for r in caplog.records if r.name == "caldera.plugins"]
+        assert said == [
+            "plugin test-build-fails-without failed in onSessionOpen (build: building it raised"
+            " RuntimeError: no licence file): no session was opened with its configuration"
+            " (logged once per plugin, verb and kind, then at most every 60 s)"
+        ]
+
+
+@pytest.mark.parametrize("proven", [False, True], ids=["first-session", "later-session"])
+async def test_a_session_open_that_raises_is_counted_as_the_plugins_fault(
+    tmp_path: Path, proven: bool
+) -> None:
+    """Its first session (answered by the configuration served before) or a later one
+    (answered 500): either way the failure is counted once per open, as ``raised``."""
+    path = tmp_path / "caldera.yaml"
+    path.write_text(config_text())
+    config, origin = load_with_origin(path)
+    app = create_app(config, origin=origin, watch_interval=0)
+    with TestClient(app) as client:
+        path.write_text(config_text("name: test-open-fails-on\n    arguments: {when: poison}"))
+        client.portal.call(app.state.config_watch.check)  # type: ignore[union-attr]
+        if proven:
+            assert client.post("/onSessionOpen", content=snapshot(False)).status_code == 200
+        answer = client.post("/onSessionOpen", content=snapshot(True))
+        assert answer.status_code == (500 if proven else 200), answer.text
+        assert open_faults(client, "test-open-fails-on", "raised") == 1
+        assert open_faults(client, "test-open-fails-on", "build") == 0
+        last = client.get("/readyz").json()["pluginErrors"]["test-open-fails-on"]["last"]
+        assert last["error"] == "opening the session raised ValueError: cannot open (poison)"
+
+
+def test_check_config_counts_and_logs_nothing_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The managers check-config builds to look at a file report a failing plugin as a
+    configuration error, once, not also as a plugin's fault with a traceback."""
+    path = tmp_path / "caldera.yaml"
+    path.write_text(config_text("name: test-build-fails", "name: test-open-fails-on"))
+    with caplog.at_level(logging.ERROR, logger="caldera.plugins"):
+        assert main(["check-config", str(path)]) == 2
+    assert [r.getMessage() for r in caplog.records if r.name == "caldera.plugins"] == []
+    assert "failed in onSessionOpen" not in capsys.readouterr().err

@@ -177,6 +177,80 @@ def test_abstaining_protective_plugin_frees_its_pods() -> None:
         guarded.victims(BY_VERB["preemptable"], task("x"), ABC)
 
 
+class Foreign(Plugin):
+    """Preemptable: a victim that is not one of the evictees (a copy of the first, or one of
+    its own making), beside one that is."""
+
+    name = "foreign"
+
+    def __init__(self, copy: bool) -> None:
+        super().__init__(Arguments())
+        self.copy = copy
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
+        first = preemptees[0]
+        made = task(first.UID) if self.copy else TaskInfo(UID="z", Name="z", Namespace="elsewhere")
+        return [preemptees[1], made], Vote.PERMIT
+
+
+FOREIGN_CASES = [
+    pytest.param(
+        True,
+        "returned a victim that is not one of the evictees it was given: TaskInfo default/a"
+        " UID 'a' (its UID is an evictee's: a copy); expected some of the evictees themselves",
+        id="copy",
+    ),
+    pytest.param(
+        False,
+        "returned a victim that is not one of the evictees it was given: TaskInfo elsewhere/z"
+        " UID 'z'; expected some of the evictees themselves",
+        id="made",
+    ),
+]
+
+
+@pytest.mark.parametrize(("copy", "detail"), FOREIGN_CASES)
+def test_a_foreign_victim_is_its_plugins_fault(copy: bool, detail: str) -> None:
+    """Volcano evicts the objects Caldera echoes, and Caldera has the bytes of the evictees
+    only: a victim it was not given is named, counted and handled by onError, as a wrong type
+    is (not an unattributed 500)."""
+    metrics = Metrics()
+    fw = build(
+        [("foreign", Foreign(copy), "abstain"), ("offers", Evicts(["b", "c"]), None)],
+        metrics=metrics,
+    )
+    victims = fw.victims(BY_VERB["preemptable"], task("x"), ABC).victims
+    assert [t.UID for t in victims] == ["b", "c"]  # only the other plugin's answer stands
+    labels = {"plugin": "foreign", "verb": "preemptable", "kind": "wrong_type"}
+    assert metrics.registry.get_sample_value("caldera_plugin_errors_total", labels) == 1
+    last = fw.faults.describe()["foreign"]["last"]
+    assert (last["error"], last["consequence"]) == (
+        detail,
+        "its answer was dropped (onError: abstain)",
+    )
+
+    failing = build([("foreign", Foreign(copy), "fail"), ("offers", Evicts(["b"]), None)])
+    with pytest.raises(PluginFailure) as caught:
+        failing.victims(BY_VERB["preemptable"], task("x"), ABC)
+    failure = caught.value
+    assert (failure.plugin, failure.verb, failure.kind) == ("foreign", "preemptable", "wrong_type")
+    assert str(failure) == f"plugin foreign failed in preemptable: (wrong_type) {detail}"
+
+
+def test_a_later_answer_filters_by_uid_whatever_its_objects() -> None:
+    """Only the answer that starts the victim list is sent back; a later one filters it by
+    UID, as Volcano's intersection does, so copies there are no fault."""
+    metrics = Metrics()
+    fw = build(
+        [("offers", Evicts(["a", "b", "c"]), None), ("foreign", Foreign(True), "fail")],
+        metrics=metrics,
+    )
+    victims = fw.victims(BY_VERB["preemptable"], task("x"), ABC).victims
+    assert [t.UID for t in victims] == ["a", "b"]
+    assert victims[0] is ABC[0]  # the evictee given, not the copy
+    assert fw.faults.describe() == {}
+
+
 def test_the_decision_record_says_the_answer_was_dropped() -> None:
     fw = build([("broken", Broken(Arguments()), "abstain"), ("other", Answers(), None)])
     fw.all_true(BY_VERB["jobReady"], JOB)

@@ -30,25 +30,45 @@ tiers:
     arguments: {source: kubernetes, kubeconfig: "{{KUBECONFIG}}"}
 `
 
+// preemptionRun names what one run of the preemption scenario creates: its scenario (and
+// namespace), its Queue and its two nodes, so that the runs with a faulty plugin beside pdb
+// (plugin_faults_test.go) take the same decisions in a namespace of their own.
+type preemptionRun struct {
+	name, queue string
+	nodes       [2]string
+	config      string
+	ignorable   bool
+	env         []string // the caldera commands' environment (a faulty plugin's PYTHONPATH)
+}
+
 // preemption: two 2-CPU nodes full with four 1-CPU low-priority jobs. On pre-a one is protected by
 // a PDB (disruptionsAllowed 0); on pre-b one started just now in a queue with preempt-min-runtime
 // 10m; the other two started two hours ago. A high-priority 2-pod job must evict exactly the two old ones.
 func testPreemption(t *testing.T, c *Cluster) {
+	run := preemptionRun{name: "preemption", queue: "e2e-preempt", nodes: [2]string{"pre-a", "pre-b"}, config: preemptionConfig}
+	s := preemptionSetup(t, c, run)
+	checkPreempted(t, s)
+	checkDisruptionAllowed(t, c, s)
+}
+
+// preemptionSetup creates the scenario of run with its PDB and the four low-priority jobs, each
+// bound and running.
+func preemptionSetup(t *testing.T, c *Cluster, run preemptionRun) *Scenario {
 	ctx := context.Background()
 	c.EnsurePriorityClass(t, "e2e-low", 10)
 	c.EnsurePriorityClass(t, "e2e-high", 1000)
 	q := &vcsched.Queue{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-preempt", Annotations: map[string]string{"preempt-min-runtime": "10m"}},
+		ObjectMeta: metav1.ObjectMeta{Name: run.queue, Annotations: map[string]string{"preempt-min-runtime": "10m"}},
 		Spec:       vcsched.QueueSpec{Weight: 1},
 	}
 	if _, err := c.VC.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.VC.SchedulingV1beta1().Queues().Delete(ctx, "e2e-preempt", metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = c.VC.SchedulingV1beta1().Queues().Delete(ctx, run.queue, metav1.DeleteOptions{}) })
 
-	s := c.NewScenario(t, "preemption", preemptionConfig, "enqueue, allocate, preempt, backfill", false,
-		NodeSpec{Name: "pre-a", CPU: "2", Memory: "8Gi"},
-		NodeSpec{Name: "pre-b", CPU: "2", Memory: "8Gi"},
+	s := c.NewScenarioWithEnv(t, run.name, run.config, "enqueue, allocate, preempt, backfill", run.ignorable, run.env,
+		NodeSpec{Name: run.nodes[0], CPU: "2", Memory: "8Gi"},
+		NodeSpec{Name: run.nodes[1], CPU: "2", Memory: "8Gi"},
 	)
 	// The PDB and its status as the disruption controller (not run here) would write it for one
 	// healthy pod and minAvailable 1.
@@ -63,6 +83,10 @@ func testPreemption(t *testing.T, c *Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// pdb watches every namespace: the next run's Caldera must see only its own PDB.
+	t.Cleanup(func() {
+		_ = c.Kube.PolicyV1().PodDisruptionBudgets(s.NS).Delete(ctx, "protect", metav1.DeleteOptions{})
+	})
 	pdb.Status = policyv1.PodDisruptionBudgetStatus{
 		ObservedGeneration: pdb.Generation, DisruptionsAllowed: 0,
 		CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1,
@@ -76,27 +100,43 @@ func testPreemption(t *testing.T, c *Cluster) {
 	// decided by the protection, not by the order in which Volcano looks at nodes.
 	low := func(name, node string, ann map[string]string, labels map[string]string) {
 		s.CreateJob(t, JobSpec{Name: name, Pods: 1, Request: Res("1", "1Gi"), PriorityClass: "e2e-low",
-			Queue: "e2e-preempt", PGAnnotations: ann, PodLabels: labels, Node: node})
+			Queue: run.queue, PGAnnotations: ann, PodLabels: labels, Node: node})
 	}
 	// The protected jobs are created last, two seconds later (PodGroup creation times have
 	// one-second resolution): among jobs of equal priority Volcano's own victim order
 	// (BuildVictimsPriorityQueue: !JobOrderFn, creation time then UID) evicts the newest job
 	// first, so without Caldera's protection the protected pod of each node would be the one
 	// evicted, every run.
-	low("low-old1", "pre-a", old, nil)
-	low("low-old2", "pre-b", old, nil)
+	low("low-old1", run.nodes[0], old, nil)
+	low("low-old2", run.nodes[1], old, nil)
 	for _, j := range []string{"low-old1", "low-old2"} {
 		t.Logf("%s: %v", j, s.WaitBound(t, j, 1, 60*time.Second))
 	}
 	time.Sleep(2 * time.Second)
-	low("low-pdb", "pre-a", old, map[string]string{"app": "protected"})
-	low("low-fresh", "pre-b", nil, nil) // start time: its pod's PodScheduled transition, i.e. now
+	low("low-pdb", run.nodes[0], old, map[string]string{"app": "protected"})
+	low("low-fresh", run.nodes[1], nil, nil) // start time: its pod's PodScheduled transition, i.e. now
 	for _, j := range []string{"low-pdb", "low-fresh"} {
 		t.Logf("%s: %v", j, s.WaitBound(t, j, 1, 60*time.Second))
 	}
+	s.CreateJob(t, JobSpec{Name: "high", Pods: 2, Request: Res("1", "1Gi"), PriorityClass: "e2e-high", Queue: run.queue})
+	return s
+}
 
-	s.CreateJob(t, JobSpec{Name: "high", Pods: 2, Request: Res("1", "1Gi"), PriorityClass: "e2e-high", Queue: "e2e-preempt"})
-	got := s.WaitBound(t, "high", 2, 90*time.Second)
+// checkPreempted: the high job is placed by evicting exactly the two old pods; the pods pdb and
+// min-runtime protect still run.
+func checkPreempted(t *testing.T, s *Scenario) {
+	ctx := context.Background()
+	c := s.C
+	got, err := s.tryBound("high", 2, 90*time.Second)
+	if err != nil {
+		for _, low := range []string{"low-old1-0", "low-old2-0", "low-pdb-0", "low-fresh-0"} {
+			if c.Deleted(s.NS, low) {
+				t.Fatalf("job high: %v", err) // a victim went: the cluster is slow
+			}
+		}
+		s.Wrong(t, "high was not placed and no pod was evicted for it: %v", err)
+		t.FailNow()
+	}
 	t.Logf("high: %v", got)
 	for _, victim := range []string{"low-old1-0", "low-old2-0"} {
 		if !c.Deleted(s.NS, victim) {
@@ -126,15 +166,18 @@ func testPreemption(t *testing.T, c *Cluster) {
 			t.Errorf("%s decided no preemptable call (%v)", plugin, n)
 		}
 	}
+}
 
-	// pdb's client (lightkube under Caldera's reflector): the PDB was created after Caldera's
-	// first list (StartCaldera waits for /readyz), so it and its status came through the watch,
-	// with no relist. Now the disruption controller would allow one disruption: the watch
-	// delivers the new status and the next preemption takes the protected pod.
+// checkDisruptionAllowed: pdb's client (lightkube under Caldera's reflector): the PDB was
+// created after Caldera's first list (StartCaldera waits for /readyz), so it and its status
+// came through the watch, with no relist. Now the disruption controller would allow one
+// disruption: the watch delivers the new status and the next preemption takes the protected pod.
+func checkDisruptionAllowed(t *testing.T, c *Cluster, s *Scenario) {
+	ctx := context.Background()
 	if bg := pdbBackground(t, s.Caldera); bg["count"] != 1.0 || bg["relists"] != 0.0 || bg["lastError"] != nil {
 		t.Errorf("pdb's background after the watch delivered the PDB: %v", bg)
 	}
-	pdb, err = c.Kube.PolicyV1().PodDisruptionBudgets(s.NS).Get(ctx, "protect", metav1.GetOptions{})
+	pdb, err := c.Kube.PolicyV1().PodDisruptionBudgets(s.NS).Get(ctx, "protect", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +185,8 @@ func testPreemption(t *testing.T, c *Cluster) {
 	if _, err := c.Kube.PolicyV1().PodDisruptionBudgets(s.NS).UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.CreateJob(t, JobSpec{Name: "high2", Pods: 1, Request: Res("1", "1Gi"), PriorityClass: "e2e-high", Queue: "e2e-preempt"})
+	queue := s.podGroupQueue(t, "high")
+	s.CreateJob(t, JobSpec{Name: "high2", Pods: 1, Request: Res("1", "1Gi"), PriorityClass: "e2e-high", Queue: queue})
 	t.Logf("high2: %v", s.WaitBound(t, "high2", 1, 90*time.Second))
 	if !c.Deleted(s.NS, "low-pdb-0") {
 		s.Wrong(t, "low-pdb-0 was not evicted once its PDB allowed a disruption")
@@ -150,6 +194,16 @@ func testPreemption(t *testing.T, c *Cluster) {
 	if c.Deleted(s.NS, "low-fresh-0") {
 		s.Wrong(t, "low-fresh-0 was evicted (protected by min-runtime)")
 	}
+}
+
+// podGroupQueue is the queue of the scenario's PodGroup name.
+func (s *Scenario) podGroupQueue(t testing.TB, name string) string {
+	t.Helper()
+	pg, err := s.C.VC.SchedulingV1beta1().PodGroups(s.NS).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pg.Spec.Queue
 }
 
 // pdbBackground is the pdb plugin's entry in Caldera's /readyz backgrounds.

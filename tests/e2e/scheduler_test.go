@@ -57,7 +57,8 @@ type Caldera struct {
 	Args      []string // more `caldera serve` arguments (a scenario's --shadow FILE)
 	port      int
 	health    int
-	container string // the docker container's name when Caldera runs from CALDERA_E2E_IMAGE
+	container string   // the docker container's name when Caldera runs from CALDERA_E2E_IMAGE
+	env       []string // KEY=VALUE added to the environment of serve (inside the container too)
 	proc      *proc
 	c         *Cluster
 	name      string
@@ -68,8 +69,18 @@ type Caldera struct {
 // the embedded default configuration an operator following the README gets.
 const EmbeddedConfig = ""
 
-// writeCalderaConfig writes a Caldera configuration; {{KUBECONFIG}} becomes the cluster's kubeconfig.
-func (c *Cluster) writeCalderaConfig(t testing.TB, name, config string) string {
+// calderaCommand is `caldera ARGS` on this machine with env (KEY=VALUE) added to its environment.
+func calderaCommand(t testing.TB, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(calderaBin(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// writeCalderaConfig writes a Caldera configuration; {{KUBECONFIG}} becomes the cluster's
+// kubeconfig. It is checked with `caldera check-config`, run with env (KEY=VALUE: a PYTHONPATH
+// for plugins installed beside Caldera) added to its environment.
+func (c *Cluster) writeCalderaConfig(t testing.TB, name, config string, env ...string) string {
 	t.Helper()
 	if config == EmbeddedConfig {
 		return EmbeddedConfig
@@ -79,7 +90,7 @@ func (c *Cluster) writeCalderaConfig(t testing.TB, name, config string) string {
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(calderaBin(t), "check-config", path).CombinedOutput()
+	out, err := calderaCommand(t, env, "check-config", path).CombinedOutput()
 	if err != nil {
 		t.Fatalf("caldera check-config %s: %v\n%s", path, err, out)
 	}
@@ -89,11 +100,17 @@ func (c *Cluster) writeCalderaConfig(t testing.TB, name, config string) string {
 // StartCaldera runs `caldera serve --config FILE --host 127.0.0.1 --port P ARGS...` and waits for
 // /readyz.
 func (c *Cluster) StartCaldera(t testing.TB, name, configPath string, args ...string) *Caldera {
+	return c.startCaldera(t, name, configPath, nil, args...)
+}
+
+// startCaldera is StartCaldera with env (KEY=VALUE) added to the environment it serves with, in a
+// container too.
+func (c *Cluster) startCaldera(t testing.TB, name, configPath string, env []string, args ...string) *Caldera {
 	t.Helper()
 	port, health := freePort(t), freePort(t)
 	cal := &Caldera{
 		URL: fmt.Sprintf("http://127.0.0.1:%d", port), HealthURL: fmt.Sprintf("http://127.0.0.1:%d", health),
-		Config: configPath, Args: args, port: port, health: health, c: c, name: name,
+		Config: configPath, Args: args, port: port, health: health, c: c, name: name, env: env,
 	}
 	cal.Start(t)
 	return cal
@@ -111,8 +128,8 @@ func (cal *Caldera) Start(t testing.TB) {
 	if image := os.Getenv("CALDERA_E2E_IMAGE"); image != "" {
 		bin, args = cal.inContainer(t, image, args)
 	}
-	cal.proc = cal.c.start(t, fmt.Sprintf("%s-caldera-%d", cal.name, cal.n), []string{"CALDERA_LOG_FORMAT=text"},
-		bin, args...)
+	cal.proc = cal.c.start(t, fmt.Sprintf("%s-caldera-%d", cal.name, cal.n),
+		append([]string{"CALDERA_LOG_FORMAT=text"}, cal.env...), bin, args...)
 	if err := waitFor(60*time.Second, func() (bool, error) {
 		if !cal.proc.running() {
 			return false, fmt.Errorf("caldera exited")
@@ -133,6 +150,8 @@ func (cal *Caldera) Start(t testing.TB) {
 // 127.0.0.1 ports, with the cluster directory mounted read-only at its own path (the config
 // file, and the kubeconfig and CA pdb reads). `docker run` forwards SIGTERM to the container;
 // a kill goes through `docker kill` (Kill), since killing the client leaves the container.
+// The Caldera's env is set in the container: a PYTHONPATH naming a site directory under the
+// cluster directory (installPlugins) reaches the same files there through that mount.
 func (cal *Caldera) inContainer(t testing.TB, image string, args []string) (string, []string) {
 	t.Helper()
 	for path, mode := range map[string]os.FileMode{cal.c.Dir: 0o755, cal.c.Kubeconfig: 0o644, cal.c.CAFile: 0o644} {
@@ -143,9 +162,13 @@ func (cal *Caldera) inContainer(t testing.TB, image string, args []string) (stri
 	cal.container = fmt.Sprintf("caldera-e2e-%s-%d-%d", cal.name, os.Getpid(), cal.n)
 	name := cal.container
 	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
-	return "docker", append([]string{"run", "--rm", "--name", name, "--network", "host",
+	run := []string{"run", "--rm", "--name", name, "--network", "host",
 		"--read-only", "--user", "10001:10001", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-		"-e", "CALDERA_LOG_FORMAT=text", "-v", cal.c.Dir + ":" + cal.c.Dir + ":ro", image}, args...)
+		"-e", "CALDERA_LOG_FORMAT=text", "-v", cal.c.Dir + ":" + cal.c.Dir + ":ro"}
+	for _, kv := range cal.env {
+		run = append(run, "-e", kv)
+	}
+	return "docker", append(append(run, image), args...)
 }
 
 // Kill ends Caldera at once, with no drain (SIGKILL, or `docker kill` for a container).
@@ -177,7 +200,7 @@ func (cal *Caldera) VolcanoConfig(t testing.TB, url string, ignorable bool) stri
 	if ignorable {
 		args = append(args, "--ignorable")
 	}
-	out, err := exec.Command(calderaBin(t), args...).Output()
+	out, err := calderaCommand(t, cal.env, args...).Output()
 	if err != nil {
 		t.Fatalf("caldera %s: %v", strings.Join(args, " "), err)
 	}
@@ -239,15 +262,29 @@ type Scenario struct {
 // NewScenario creates the namespace and nodes, starts Caldera with config and vc-scheduler with
 // Caldera's printed extender entry. The test's cleanup stops both and deletes what it created.
 func (c *Cluster) NewScenario(t *testing.T, name, calderaConfig, actions string, ignorable bool, nodes ...NodeSpec) *Scenario {
-	return c.newScenario(t, name, calderaConfig, actions, ignorable, false, nil, nodes...)
+	return c.newScenario(t, name, calderaConfig, actions, scenarioOptions{ignorable: ignorable}, nodes...)
 }
 
 // NewScenarioWithProxy is NewScenario with a FaultyProxy between vc-scheduler and Caldera.
 func (c *Cluster) NewScenarioWithProxy(t *testing.T, name, calderaConfig, actions string, ignorable bool, nodes ...NodeSpec) *Scenario {
-	return c.newScenario(t, name, calderaConfig, actions, ignorable, true, nil, nodes...)
+	return c.newScenario(t, name, calderaConfig, actions, scenarioOptions{ignorable: ignorable, viaProxy: true}, nodes...)
 }
 
-func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string, ignorable, viaProxy bool, calderaArgs []string, nodes ...NodeSpec) *Scenario {
+// NewScenarioWithEnv is NewScenario with env (KEY=VALUE) added to the environment of every
+// caldera command of the scenario: check-config, serve (in its container too) and
+// volcano-config. installPlugins gives the PYTHONPATH of plugins installed beside Caldera.
+func (c *Cluster) NewScenarioWithEnv(t *testing.T, name, calderaConfig, actions string, ignorable bool, env []string, nodes ...NodeSpec) *Scenario {
+	return c.newScenario(t, name, calderaConfig, actions, scenarioOptions{ignorable: ignorable, env: env}, nodes...)
+}
+
+type scenarioOptions struct {
+	ignorable bool     // the extender entry's extender.ignorable
+	viaProxy  bool     // a FaultyProxy between vc-scheduler and Caldera
+	env       []string // added to the environment of the scenario's caldera commands
+	args      []string // more `caldera serve` arguments (a scenario's --shadow FILE)
+}
+
+func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string, opts scenarioOptions, nodes ...NodeSpec) *Scenario {
 	t.Helper()
 	ctx := context.Background()
 	s := &Scenario{C: c, NS: name}
@@ -259,10 +296,10 @@ func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string,
 	}
 	t.Cleanup(func() { s.cleanup(t) })
 	c.CreateNodes(t, nodes...)
-	cfg := c.writeCalderaConfig(t, name, calderaConfig)
-	s.Caldera = c.StartCaldera(t, name, cfg, calderaArgs...)
+	cfg := c.writeCalderaConfig(t, name, calderaConfig, opts.env...)
+	s.Caldera = c.startCaldera(t, name, cfg, opts.env, opts.args...)
 	target := s.Caldera.URL
-	if viaProxy {
+	if opts.viaProxy {
 		s.Proxy = StartFaultyProxy(t, s.Caldera.URL)
 		target = s.Proxy.URL
 	}
@@ -276,7 +313,7 @@ func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string,
 		}
 		target = startMutator(t, verb, target, neutral)
 	}
-	conf := SchedulerConf(actions, s.Caldera.VolcanoConfig(t, target, ignorable))
+	conf := SchedulerConf(actions, s.Caldera.VolcanoConfig(t, target, opts.ignorable))
 	t.Logf("volcano-scheduler.conf:\n%s", conf)
 	s.Scheduler = c.StartScheduler(t, name, conf)
 	return s

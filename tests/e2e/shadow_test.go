@@ -150,7 +150,7 @@ func testShadow(t *testing.T, c *Cluster) {
 // NewScenarioWithShadow is NewScenario with `caldera serve --shadow shadowFile` (a file in the
 // cluster's directory, which the image mode mounts at its own path).
 func (c *Cluster) NewScenarioWithShadow(t *testing.T, name, calderaConfig, shadowFile, actions string, nodes ...NodeSpec) *Scenario {
-	return c.newScenario(t, name, calderaConfig, actions, false, false, []string{"--shadow", shadowFile}, nodes...)
+	return c.newScenario(t, name, calderaConfig, actions, scenarioOptions{args: []string{"--shadow", shadowFile}}, nodes...)
 }
 
 // promoteShadow copies the shadow file over the live one, whole (written beside it, then renamed

@@ -17,7 +17,8 @@
 #     same checks;
 #  6. a derived image with a third-party plugin (docs/plugin-author-guide.md, "In the container
 #     image"), serving it;
-#  7. the end-to-end scenarios with Caldera running from the image (CALDERA_E2E_IMAGE).
+#  7. the end-to-end scenarios with Caldera running from the image (CALDERA_E2E_IMAGE), among
+#     them a faulty plugin installed beside it (mounted, on the container's PYTHONPATH).
 # Exit status: 0 when every step passed; 77 when no Docker engine answers and none can be started
 # here (not root, or dockerd installed but failing: its log is printed), which .ci/run reports
 # as not run; 1 for any failed build or check. Each step prints its duration.
@@ -245,6 +246,6 @@ if [ "${1:-}" = "--no-e2e" ]; then
   step "7. end to end from the image: left out (--no-e2e)"
 else
   step "7. end to end with Caldera from the image"
-  CALDERA_E2E_IMAGE="$image" "$root/tests/e2e/run.sh" -run 'TestE2E/(placement|preemption|admission|restart)$'
+  CALDERA_E2E_IMAGE="$image" "$root/tests/e2e/run.sh" -run 'TestE2E/(placement|preemption|preemption-faulty-abstain|preemption-faulty-fail|admission|restart)$'
 fi
 printf '    (step: %d s)\n\nimage test passed in %d s\n' $((SECONDS - t_step)) $((SECONDS - t0))

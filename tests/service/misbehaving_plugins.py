@@ -3,9 +3,14 @@ entry points (tests/service/test_misbehaving_plugins.py copies this module into 
 beside a ``dist-info`` naming it): the framework must name, count, explain and contain each
 fault, whatever the plugin does.
 
-- ``misbehave-raise`` raises in every hook;
+- ``misbehave-raise`` raises in every hook, or only in those its ``hooks`` argument names
+  (comma-separated, as ``Plugin`` names them: ``"preemptable,reclaimable"``), so that it can
+  stand beside other plugins in a scenario whose set-up needs the other verbs to work
+  (tests/e2e: the ``preemption-faulty-*`` scenarios);
 - ``misbehave-wrong-type`` answers every hook with a value of another type than it declares;
 - ``misbehave-slow`` sleeps ``seconds`` (3 by default) in jobReady for a job named ``slow``;
+- ``misbehave-foreign-victim`` answers preemptable and reclaimable with a TaskInfo it made
+  itself, not one of the evictees it was given: Volcano would evict an object it never offered;
 - ``steady`` answers every hook plainly: the answers that must stand beside the others.
 """
 
@@ -14,7 +19,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
-from plugins.api.base import EvictResult, FitError, Plugin, Vote
+from plugins.api.arguments import Arguments
+from plugins.api.base import Background, EvictResult, FitError, Plugin, Vote
 from schemas.api import JobInfo, NodeInfo, QueueInfo, TaskInfo
 
 WRONG: dict[str, object] = {
@@ -34,6 +40,15 @@ WRONG: dict[str, object] = {
 
 class Raises(Plugin):
     name = "misbehave-raise"
+
+    def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
+        super().__init__(arguments, background)
+        named = arguments.get_string("hooks", "")
+        self._hooks = frozenset(h.strip() for h in named.split(",") if h.strip())
+
+    def hooks(self) -> frozenset[str]:
+        every = super().hooks()
+        return every & self._hooks if self._hooks else every
 
     def _broke(self, hook: str) -> RuntimeError:
         return RuntimeError(f"{hook} broke")
@@ -101,6 +116,23 @@ class WrongType(Plugin):
 
     def deallocate(self, task: TaskInfo) -> str | None:
         return WRONG["deallocate"]  # type: ignore[return-value]
+
+
+class ForeignVictim(Plugin):
+    name = "misbehave-foreign-victim"
+
+    def _stranger(self, evictees: Sequence[TaskInfo]) -> EvictResult:
+        # The same UID as an evictee, but not the object Caldera was given: Caldera echoes the
+        # evictees' own bytes, and has none for this one.
+        return [TaskInfo(UID=evictees[0].UID if evictees else "stranger", Name="stranger")], (
+            Vote.PERMIT
+        )
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
+        return self._stranger(preemptees)
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> EvictResult:
+        return self._stranger(reclaimees)
 
 
 class Slow(Plugin):

@@ -96,6 +96,15 @@ async def test_a_reload_that_cannot_build_or_open_keeps_the_running_configuratio
         metrics = (await server.client.get("/metrics")).text
         assert 'caldera_config_reloads_total{outcome="rejected"} 2.0' in metrics
         assert "caldera_config_rejected 1.0" in metrics
+        # The plugin's own failure, counted and shown as any fault of a plugin is.
+        assert (
+            'caldera_plugin_errors_total{kind="raised",plugin="test-open-fails",'
+            'verb="onSessionOpen"} 1.0'
+        ) in metrics
+        shown = (await server.client.get("/readyz")).json()["pluginErrors"]["test-open-fails"]
+        assert (
+            shown["last"]["error"] == "opening the session raised RuntimeError: poisoned snapshot"
+        )
         log = server.log()
         assert log.count('"level":"error","logger":"caldera.config"') == 2, log
     finally:

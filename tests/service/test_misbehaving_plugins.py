@@ -27,6 +27,7 @@ PLUGINS = {
     "misbehave-raise": "Raises",
     "misbehave-wrong-type": "WrongType",
     "misbehave-slow": "Slow",
+    "misbehave-foreign-victim": "ForeignVictim",
     "steady": "Steady",
 }
 
@@ -57,6 +58,8 @@ tiers:
     onError: {policy}
   - name: misbehave-slow
     onError: {policy}
+  - name: misbehave-foreign-victim
+    onError: {policy}
   - name: steady
 """
 
@@ -71,6 +74,7 @@ def node(name: str) -> dict[str, Any]:
 
 JOB = job("ns", "j")
 HOLD = job("ns", "hold")
+EVICTING = ("preemptable", "reclaimable")
 EVICT = {"evictor": task("evictor"), "evictees": [task("keep"), task("go")]}
 
 # (case, verb, body, the answer steady alone gives, the subject explain is asked about)
@@ -139,6 +143,13 @@ async def test_each_fault_is_named_counted_explained_and_its_answer_dropped(
             assert f"plugin misbehave-raise failed in {verb} (raised: RuntimeError:" in text, case
             assert f"plugin misbehave-wrong-type failed in {verb} (wrong_type: returned" in text
             assert "its answer was dropped (onError: abstain)" in text, case
+        if verb in EVICTING:  # a victim it was not given: its fault, not an unattributed 500
+            assert errors(metrics, "misbehave-foreign-victim", verb, "wrong_type") == 1, case
+            assert (
+                f"plugin misbehave-foreign-victim failed in {verb} (wrong_type: returned a"
+                " victim that is not one of the evictees it was given: TaskInfo /stranger"
+                " UID 'uid-keep' (its UID is an evictee's: a copy)"
+            ) in json.dumps(explained), case
 
     summary = (await client.get("/debug/explain?job=ns/hold")).json()["summary"]
     assert (
