@@ -13,9 +13,11 @@ OnSessionOpen, the allocate action), the pods bound (a watch), both processes' p
 (``VmHWM``) and the server's CPU seconds (``/proc``), and Caldera's per-verb time.
 
 Full runs write ``bench/results/cluster.json`` and the table between the markers in
-bench/README.md; ``--smoke`` (one small size, the job and evict groups, under 3 minutes warm) writes
+bench/README.md; ``--smoke`` (one small size, every group, under 5 minutes warm) writes
 ``bench/results/cluster-smoke.json`` and fails when a run errs or Caldera's decisions differ
-from in-tree ones.
+from in-tree ones. ``--smoke --mutant PLUGIN`` runs the smoke of the group hosting PLUGIN with
+Caldera serving its configuration without that plugin (vc-scheduler still asks Caldera for it):
+it succeeds only when the smoke fails on that plugin's own decision (``MUTANT_FACTS``).
 """
 
 from __future__ import annotations
@@ -66,9 +68,7 @@ def parse_names(allowed: tuple[str, ...]) -> Any:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--smoke", action="store_true", help="20 nodes, 200 pods, the job and evict groups"
-    )
+    p.add_argument("--smoke", action="store_true", help="20 nodes, 200 pods, every group")
     p.add_argument("--sizes", type=parse_sizes, default=None, help="e.g. 100x1000,500x5000")
     p.add_argument("--groups", type=parse_names(GROUPS), default=None, help="job,node,evict")
     p.add_argument(
@@ -94,6 +94,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--out", type=Path, default=None, help="results JSON")
     p.add_argument(
+        "--mutant",
+        choices=sorted(MUTANT_FACTS),
+        default=None,
+        help="with --smoke: Caldera serves its configuration without this plugin; succeeds"
+        " only when the smoke fails on the plugin's own decision",
+    )
+    p.add_argument(
         "--report",
         action="store_true",
         help="only render the table, plot and README block again from the results JSON",
@@ -102,8 +109,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def plan_of(a: argparse.Namespace) -> dict[str, Any]:
     sizes = a.sizes or (SMOKE_SIZES if a.smoke else FULL_SIZES)
-    groups = a.groups or (["job", "evict"] if a.smoke else list(GROUPS))
+    groups = a.groups or list(GROUPS)
     out = a.out or RESULTS / ("cluster-smoke.json" if a.smoke else "cluster.json")
+    mutant = getattr(a, "mutant", None)
+    if mutant:
+        if not a.smoke:
+            raise SystemExit("bench cluster: --mutant runs with --smoke only")
+        group = MUTANT_FACTS[mutant][0]
+        # Only the group hosting the plugin, in-tree against the mutant: the neutral server's
+        # run would not change the verdict.
+        return {
+            **plan_of(argparse.Namespace(**{**vars(a), "mutant": None, "groups": [group]})),
+            "schedulers": ["intree", "caldera"],
+            "mutant": mutant,
+            "out": str(Path(a.out or RESULTS / f"cluster-smoke-mutant-{mutant}.json").resolve()),
+        }
     return {
         "sizes": [{"nodes": n, "pods": p} for n, p in sizes],
         "groups": groups,
@@ -164,6 +184,25 @@ def compare_decisions(runs: list[dict[str, Any]]) -> list[str]:
     return [line for lines in differences_by_case(runs).values() for line in lines]
 
 
+# The node group's placement facts (tests/e2e/scale_node_test.go computes them from the final
+# pod -> node bindings): the plugin deciding each, and what it counts.
+PLACEMENT_FACTS = {
+    "podsOutsideNodeGroups": ("nodegroup", "pods outside their queue's node groups"),
+    "spreadWithinNodeGroup": (
+        "resource-strategy-fit",
+        "largest difference in pods between two nodes of a spread queue's node group",
+    ),
+    "affinityJobsSplit": ("task-topology", "task-topology affinity jobs split over nodes"),
+}
+# What a Caldera without the plugin (``--mutant``) must be caught on: the plugin's group and the
+# words of the difference its own decision makes.
+MUTANT_FACTS = {
+    **{plugin: ("node", words) for plugin, words in PLACEMENT_FACTS.values()},
+    "pdb": ("evict", "that a PodDisruptionBudget protects"),
+}
+NO_CONTROL = "no control"  # the words of a fact in-tree shares with the neutral server
+
+
 def differences_by_case(runs: list[dict[str, Any]]) -> dict[Case, list[str]]:
     """Where Caldera's run decided otherwise than the in-tree run of the same size and group.
     Volcano's node choice among equal scores is random, and so is its victim choice among equal
@@ -171,7 +210,9 @@ def differences_by_case(runs: list[dict[str, Any]]) -> dict[Case, list[str]]:
     pods and how many pods each queue got; for the evict group how many preemptors were bound
     and how many pods were evicted, and neither run may evict a pod its PDB protects (the
     neutral server protects nothing by design: its evictions of protected pods show what the
-    protection saves)."""
+    protection saves). The node group's placement facts (``PLACEMENT_FACTS``) do not depend on
+    Volcano's random choices: Caldera must equal in-tree on each, and in-tree must differ from
+    the neutral server on each, or the fact proves nothing (``NO_CONTROL``)."""
     differences: dict[Case, list[str]] = {}
     by_key = {(r["nodes"], r["group"], r["scheduler"]): r for r in runs}
     for (nodes, group, scheduler), run in by_key.items():
@@ -181,9 +222,11 @@ def differences_by_case(runs: list[dict[str, Any]]) -> dict[Case, list[str]]:
                 f"{nodes} nodes, evict, {scheduler}: {run['protectedEvicted']} pods evicted"
                 " that a PodDisruptionBudget protects"
             )
-        if scheduler != "caldera" or (nodes, group, "intree") not in by_key:
+        intree = by_key.get((nodes, group, "intree"))
+        if scheduler == "neutral" and intree is not None:
+            case_differences += no_control(nodes, group, intree, run)
+        if scheduler != "caldera" or intree is None:
             continue
-        intree = by_key[(nodes, group, "intree")]
         if group == "evict":
             for key in ("bound", "evicted"):
                 if run[key] != intree[key]:
@@ -203,7 +246,36 @@ def differences_by_case(runs: list[dict[str, Any]]) -> dict[Case, list[str]]:
                 f"{nodes} nodes, {group}: {len(ours - theirs)} jobs bound only through Caldera,"
                 f" {len(theirs - ours)} only in-tree (e.g. {sorted(ours ^ theirs)[:3]})"
             )
+        case_differences += placement_differences(nodes, group, intree, run)
     return {case: lines for case, lines in differences.items() if lines}
+
+
+def placement_differences(
+    nodes: int, group: str, intree: dict[str, Any], caldera: dict[str, Any]
+) -> list[str]:
+    """The placement facts on which Caldera's run differs from the in-tree one (a run of a
+    version before the facts carries none: nothing to compare)."""
+    ours, theirs = caldera.get("placement") or {}, intree.get("placement") or {}
+    return [
+        f"{nodes} nodes, {group}: {words} ({plugin}) {ours[key]} through Caldera,"
+        f" {theirs[key]} in-tree"
+        for key, (plugin, words) in PLACEMENT_FACTS.items()
+        if key in ours and key in theirs and ours[key] != theirs[key]
+    ]
+
+
+def no_control(
+    nodes: int, group: str, intree: dict[str, Any], neutral: dict[str, Any]
+) -> list[str]:
+    """The placement facts in-tree shares with the neutral server, which answers nothing: such
+    a fact would not tell a Caldera that answers nothing from a right one."""
+    ours, theirs = intree.get("placement") or {}, neutral.get("placement") or {}
+    return [
+        f"{nodes} nodes, {group}: {words} ({plugin}) {ours[key]} in-tree and through the neutral"
+        f" server alike: {NO_CONTROL}, the fact proves nothing"
+        for key, (plugin, words) in PLACEMENT_FACTS.items()
+        if key in ours and key in theirs and ours[key] == theirs[key]
+    ]
 
 
 COLUMNS = (
@@ -363,7 +435,6 @@ def render(document: dict[str, Any], write: bool) -> None:
     if not write:
         return
     plot(rows, RESULTS / "cluster.png")
-    differences = document["decision_differences"]
     write_readme(
         f"Commit {machine.get('commit')}, {machine.get('cpus')} CPUs ({machine.get('cpu', '?')}),"
         f" load {machine['loadavg_before'][0]:.1f} before and"
@@ -377,15 +448,84 @@ def render(document: dict[str, Any], write: bool) -> None:
         + "\n".join(f"- {line}" for line in document["targets"])
         + "\n\nLargest size whose idle cycle p50 stays inside the 1 s period:\n"
         + "\n".join(f"- {line}" for line in inside_period(rows))
-        + "\n\nDecisions: "
-        + (
-            "; ".join(differences)
-            if differences
-            else "identical to in-tree (job and node groups: jobs bound, pods per queue;"
-            " evict: preemptors bound, pods evicted, none under a PDB)."
-        )
-        + "".join(f"\n- {line}" for line in rerun_lines(document))
+        + f"\n\n{DECISIONS_BEGIN}\n{decisions_block(document)}\n{DECISIONS_END}"
     )
+
+
+# bench/README's decision line, inside the cluster block: `python -m bench report` renders it
+# from bench/results/cluster.json alone (bench/readme.py), and `--check` keeps the two equal.
+DECISIONS_BEGIN, DECISIONS_END = (
+    "<!-- cluster-decisions:begin -->",
+    "<!-- cluster-decisions:end -->",
+)
+
+
+def decisions_block(document: dict[str, Any]) -> str:
+    """The decision line of a results document, the differences settled by the rules of this
+    version (``settle_differences``), and what each rerun made of a first run's difference."""
+    settled = {**document}
+    settle_differences(settled)
+    differences = settled["decision_differences"]
+    verdict = (
+        "differ from in-tree: " + "; ".join(differences) + "."
+        if differences
+        else "identical to in-tree in everything compared."
+    )
+    return f"Decisions: {verdict} Compared: {compared_text(document['runs'])}" + "".join(
+        f"\n- {line}" for line in rerun_lines(settled)
+    )
+
+
+def compared_text(runs: list[dict[str, Any]]) -> str:
+    """What the first runs compared, per group at the sizes it ran: the figures, and for the
+    placement facts and the PDB the values that make them proof (in-tree, Caldera, neutral)."""
+    by_key = {(r["nodes"], r["group"], r["scheduler"]): r for r in runs}
+    parts = []
+    for group in GROUPS:
+        cases = sorted(
+            (nodes, run["pods"])
+            for (nodes, g, scheduler), run in by_key.items()
+            if g == group and scheduler == "caldera" and (nodes, g, "intree") in by_key
+        )
+        if not cases:
+            continue
+        sizes = ", ".join(f"{n} / {p}" for n, p in cases)
+        if group == "evict":
+            neutral = [
+                str(by_key[(n, group, "neutral")].get("protectedEvicted", 0))
+                for n, _ in cases
+                if (n, group, "neutral") in by_key
+            ]
+            parts.append(
+                f"evict ({sizes}): preemptors bound, pods evicted, no PDB-protected pod evicted"
+                " in-tree or through Caldera"
+                + (f" (through the neutral server: {', '.join(neutral)})" if neutral else "")
+                + "; not which jobs keep all their pods (Volcano's choice among equal victims)"
+            )
+            continue
+        text = f"{group} ({sizes}): jobs bound, pods per queue"
+        if group == "node":
+            text += ", " + placement_text(by_key, cases)
+        parts.append(text)
+    return "; ".join(parts) + "."
+
+
+def placement_text(by_key: dict[tuple[int, str, str], dict[str, Any]], cases: list[Any]) -> str:
+    facts = []
+    for nodes, _ in cases:
+        intree = by_key[(nodes, "node", "intree")].get("placement") or {}
+        caldera = by_key[(nodes, "node", "caldera")].get("placement") or {}
+        neutral = (by_key.get((nodes, "node", "neutral")) or {}).get("placement") or {}
+        for key, (plugin, words) in PLACEMENT_FACTS.items():
+            if key not in intree or key not in caldera:
+                continue
+            against = f", neutral {neutral[key]}" if key in neutral else ""
+            facts.append(
+                f"{words} ({plugin}) in-tree {intree[key]}, Caldera {caldera[key]}{against}"
+            )
+    if not facts:
+        return "no placement fact (the run predates them: tests/e2e/scale_node_test.go)"
+    return "placement: " + ", ".join(facts)
 
 
 def run_scale_test(plan: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
@@ -431,7 +571,9 @@ PROTECTION = "that a PodDisruptionBudget protects"  # the words of a protection 
 
 
 def protection_violations(lines: list[str]) -> list[str]:
-    return [line for line in lines if PROTECTION in line]
+    """The lines no rerun forgives: a protected pod evicted, and a placement fact without its
+    control (a rerun runs in-tree and Caldera only, so it could not show the control again)."""
+    return [line for line in lines if PROTECTION in line or NO_CONTROL in line]
 
 
 def reruns_of(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -470,12 +612,16 @@ def settle_differences(document: dict[str, Any]) -> None:
     standing: list[str] = []
     for case, lines in first.items():
         standing += protection_violations(lines)
-        others = [line for line in lines if PROTECTION not in line]
+        others = [line for line in lines if line not in protection_violations(lines)]
         clean = outcomes.get(case, [])
         forgiven = len(clean) >= RERUNS and all(again == [] for again in clean)
         if others and not forgiven:
             repeated = [
-                line for again in clean if again for line in again if PROTECTION not in line
+                line
+                for again in clean
+                if again
+                for line in again
+                if line not in protection_violations(again)
             ]
             standing += repeated or others
     for rerun in reruns_of(document):
@@ -548,6 +694,24 @@ def main(a: argparse.Namespace) -> int:
         r for r in rows + [run for rerun in reruns_of(document) for run in rerun["runs"]]
         if r.get("error")
     ]  # fmt: skip
+    if plan.get("mutant"):
+        return mutant_verdict(plan["mutant"], document, returncode != 0 or bool(errors))
     if returncode != 0 or errors or document["decision_differences"]:
         return 1
     return 0
+
+
+def mutant_verdict(mutant: str, document: dict[str, Any], failed_otherwise: bool) -> int:
+    """0 when the smoke failed on the mutant plugin's own decision (caught), else 1: a run that
+    erred proves nothing, and neither does a failure on another plugin's decision."""
+    group, words = MUTANT_FACTS[mutant]
+    own = [line for line in document["decision_differences"] if words in line]
+    if own and not failed_otherwise:
+        print(f"bench cluster: the mutant (Caldera without {mutant}) is caught: {own[0]}")
+        return 0
+    print(
+        f"bench cluster: the mutant (Caldera without {mutant}) is NOT caught: the {group}"
+        f" group's smoke " + ("erred" if failed_otherwise else f"did not fail on {words!r}"),
+        file=sys.stderr,
+    )
+    return 1

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import explain, report
+from bench import cluster, explain, report
 
 BENCH = Path(__file__).resolve().parent
 README = BENCH / "README.md"
@@ -51,6 +51,13 @@ SECTIONS: tuple[Section, ...] = (
         "<!-- results:end -->",
         ("latest.json",),
         lambda docs: report.results_section(docs[0]),
+    ),
+    Section(
+        "cluster-decisions",
+        cluster.DECISIONS_BEGIN,
+        cluster.DECISIONS_END,
+        ("cluster.json",),
+        lambda docs: cluster.decisions_block(docs[0]),
     ),
 )
 

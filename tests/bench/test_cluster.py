@@ -42,7 +42,8 @@ def run(scheduler: str, **over: Any) -> dict[str, Any]:
     [
         pytest.param((), [(100, 1000), (500, 5000), (1000, 10000)], ["job", "node", "evict"],
                      "cluster.json", id="full"),
-        pytest.param(("--smoke",), [(20, 200)], ["job", "evict"], "cluster-smoke.json", id="smoke"),
+        pytest.param(("--smoke",), [(20, 200)], ["job", "node", "evict"], "cluster-smoke.json",
+                     id="smoke"),
         pytest.param(("--sizes", "50x500", "--groups", "node"), [(50, 500)], ["node"],
                      "cluster.json", id="chosen"),
     ],
@@ -309,3 +310,192 @@ def test_identical_decisions_run_nothing_again(
     monkeypatch.setattr(cluster, "run_scale_test", lambda plan: (plans.append(plan), (0, runs))[1])
     assert cluster.main(parse("--smoke", "--out", str(tmp_path / "c.json"))) == 0
     assert len(plans) == 1
+
+
+# --- the node group's placement facts, the mutant smoke, the decision line ---------------------
+
+PLACED = {"podsOutsideNodeGroups": 0, "spreadWithinNodeGroup": 0, "affinityJobsSplit": 0}
+RANDOM = {"podsOutsideNodeGroups": 147, "spreadWithinNodeGroup": 9, "affinityJobsSplit": 10}
+
+
+def node_run(
+    scheduler: str, placement: dict[str, int] | None = None, **over: Any
+) -> dict[str, Any]:
+    placed = {**(RANDOM if scheduler == "neutral" else PLACED), **(placement or {})}
+    return run(
+        scheduler,
+        **{"nodes": 20, "pods": 200, "group": "node", "bound": 200, "placement": placed, **over},
+    )
+
+
+def unplaced(node_run: dict[str, Any]) -> dict[str, Any]:
+    """A node group run as TestScale wrote it before the placement facts."""
+    return {key: value for key, value in node_run.items() if key != "placement"}
+
+
+@pytest.mark.parametrize(
+    ("runs", "expected"),
+    [
+        pytest.param([node_run("intree"), node_run("caldera"), node_run("neutral")], [],
+                     id="caldera-equals-in-tree-neutral-differs"),
+        pytest.param([node_run("intree"), node_run("caldera", {"podsOutsideNodeGroups": 52})],
+                     ["20 nodes, node: pods outside their queue's node groups (nodegroup) 52"
+                      " through Caldera, 0 in-tree"], id="nodegroup-broken"),
+        pytest.param([node_run("intree"), node_run("caldera", {"spreadWithinNodeGroup": 4})],
+                     ["(resource-strategy-fit) 4 through Caldera, 0 in-tree"],
+                     id="resource-strategy-fit-broken"),
+        pytest.param([node_run("intree"), node_run("caldera", {"affinityJobsSplit": 3})],
+                     ["task-topology affinity jobs split over nodes (task-topology) 3 through"
+                      " Caldera, 0 in-tree"], id="task-topology-broken"),
+        pytest.param([node_run("intree"), node_run("caldera"),
+                      node_run("neutral", {"affinityJobsSplit": 0})],
+                     ["split over nodes (task-topology) 0 in-tree and through the neutral server"
+                      " alike: no control"], id="no-control"),
+        pytest.param([unplaced(node_run("intree")), node_run("caldera"),
+                      unplaced(node_run("neutral"))], [],
+                     id="a-run-before-the-facts-compares-none"),
+    ],
+)  # fmt: skip
+def test_placement_facts(runs: list[dict[str, Any]], expected: list[str]) -> None:
+    differences = cluster.compare_decisions(runs)
+    assert len(differences) == len(expected), differences
+    for line, words in zip(differences, expected, strict=True):
+        assert words in line
+
+
+def fake_scale_test(
+    monkeypatch: pytest.MonkeyPatch, results: list[list[dict[str, Any]]], code: int = 0
+) -> list[dict[str, Any]]:
+    """TestScale replaced: each call answers the next list of runs; the plans it got."""
+    plans: list[dict[str, Any]] = []
+
+    def scale_test(plan: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+        plans.append(plan)
+        return code, results[min(len(plans), len(results)) - 1]
+
+    monkeypatch.setattr(cluster, "run_scale_test", scale_test)
+    return plans
+
+
+def test_a_fact_without_its_control_is_never_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    same = [node_run("intree"), node_run("caldera"), node_run("neutral", PLACED)]
+    plans = fake_scale_test(monkeypatch, [same])
+    out = tmp_path / "c.json"
+    assert cluster.main(parse("--smoke", "--groups", "node", "--out", str(out))) == 1
+    assert len(plans) == 1
+    assert len(json.loads(out.read_text())["decision_differences"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("argv", "group", "out"),
+    [
+        (("--mutant", "nodegroup"), "node", "cluster-smoke-mutant-nodegroup.json"),
+        (("--mutant", "task-topology", "--groups", "job"), "node",
+         "cluster-smoke-mutant-task-topology.json"),
+        (("--mutant", "pdb"), "evict", "cluster-smoke-mutant-pdb.json"),
+    ],
+)  # fmt: skip
+def test_the_mutant_plan_runs_the_group_hosting_the_plugin(
+    argv: tuple[str, ...], group: str, out: str
+) -> None:
+    plan = cluster.plan_of(parse("--smoke", *argv))
+    assert plan["groups"] == [group]
+    assert plan["schedulers"] == ["intree", "caldera"]
+    assert plan["mutant"] == argv[1]
+    assert Path(plan["out"]).name == out
+    assert plan["sizes"] == [{"nodes": 20, "pods": 200}]
+    assert "mutant" not in cluster.plan_of(parse("--smoke"))
+
+
+@pytest.mark.parametrize("argv", [("--mutant", "nodegroup"), ("--smoke", "--mutant", "gang")])
+def test_a_mutant_needs_the_smoke_and_a_hosted_plugin(argv: tuple[str, ...]) -> None:
+    with pytest.raises(SystemExit):
+        cluster.plan_of(parse(*argv))
+
+
+OUTSIDE = {"podsOutsideNodeGroups": 61}
+MUTANT_CASES = [
+    pytest.param([[node_run("intree"), node_run("caldera", OUTSIDE)]] * 2, 0, 0,
+                 "is caught: 20 nodes, node: pods outside their queue's node groups",
+                 id="caught-on-its-own-fact"),
+    pytest.param([[node_run("intree"), node_run("caldera")]], 0, 1, "is NOT caught",
+                 id="no-difference"),
+    pytest.param([[node_run("intree"), node_run("caldera", {"affinityJobsSplit": 2})]] * 2, 0, 1,
+                 "did not fail on \"pods outside their queue's node groups\"",
+                 id="another-plugins-fact-only"),
+    pytest.param([[node_run("intree"), node_run("caldera", OUTSIDE, error="vc-scheduler exited")]],
+                 0, 1, "erred", id="a-run-erred"),
+    pytest.param([[node_run("intree"), node_run("caldera", OUTSIDE)]], 1, 1, "erred",
+                 id="the-test-failed"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("results", "code", "exit_code", "said"), MUTANT_CASES)
+def test_the_mutant_smoke_succeeds_only_when_caught_on_the_plugins_own_fact(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    results: list[list[dict[str, Any]]],
+    code: int,
+    exit_code: int,
+    said: str,
+) -> None:
+    plans = fake_scale_test(monkeypatch, results, code)
+    out = tmp_path / "mutant.json"
+    argv = ("--smoke", "--mutant", "nodegroup", "--out", str(out))
+    assert cluster.main(parse(*argv)) == exit_code
+    assert plans[0]["mutant"] == "nodegroup"
+    captured = capsys.readouterr()
+    assert said in captured.out + captured.err
+    if said.startswith("is caught"):
+        # the difference repeated in the rerun: it stands, no second rerun
+        assert len(plans) == 2 and plans[1]["mutant"] == "nodegroup"
+
+
+def test_the_decision_line_says_what_was_compared() -> None:
+    runs = [
+        node_run("intree"), node_run("caldera"), node_run("neutral"),
+        evict_run("intree"), evict_run("caldera"), evict_run("neutral", protectedEvicted=7),
+    ]  # fmt: skip
+    document = {"runs": runs}
+    text = cluster.decisions_block(document)
+    assert text.startswith("Decisions: identical to in-tree in everything compared. Compared: ")
+    assert (
+        "node (20 / 200): jobs bound, pods per queue, placement: pods outside their queue's node"
+        " groups (nodegroup) in-tree 0, Caldera 0, neutral 147, " in text
+    )
+    assert "(task-topology) in-tree 0, Caldera 0, neutral 10" in text
+    assert "evict (20 / 200): preemptors bound, pods evicted, no PDB-protected pod" in text
+    assert "(through the neutral server: 7)" in text
+    assert "decision_differences" not in document  # the document itself is left as it was
+    runs[1] = node_run("caldera", OUTSIDE)
+    text = cluster.decisions_block({"runs": runs})
+    assert text.startswith(
+        "Decisions: differ from in-tree: 20 nodes, node: pods outside their queue's node groups"
+        " (nodegroup) 61 through Caldera, 0 in-tree."
+    )
+    assert "(nodegroup) in-tree 0, Caldera 61, neutral 147" in text
+
+
+def test_the_readme_decision_line_is_generated_from_the_committed_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m bench report --check` holds bench/README's decision line to cluster.json."""
+    from bench import readme
+
+    [section] = [s for s in readme.SECTIONS if s.name == "cluster-decisions"]
+    assert section.sources == ("cluster.json",)
+    text = readme.README.read_text()
+    assert readme.current(text, section) == cluster.decisions_block(
+        json.loads((cluster.RESULTS / "cluster.json").read_text())
+    )
+    # the line sits inside the block `bench cluster` writes, which carries its markers
+    inside = text.partition(cluster.BEGIN)[2].partition(cluster.END)[0]
+    assert cluster.DECISIONS_BEGIN in inside and cluster.DECISIONS_END in inside
+    copy = tmp_path / "README.md"
+    copy.write_text(
+        text.replace("identical to in-tree in everything", "identical to in-tree in all")
+    )
+    assert readme.stale(readme=copy) == ["cluster-decisions"]
