@@ -705,7 +705,11 @@ def mutant_verdict(mutant: str, document: dict[str, Any], failed_otherwise: bool
     """0 when the smoke failed on the mutant plugin's own decision (caught), else 1: a run that
     erred proves nothing, and neither does a failure on another plugin's decision."""
     group, words = MUTANT_FACTS[mutant]
-    own = [line for line in document["decision_differences"] if words in line]
+    own = [
+        line
+        for line in document["decision_differences"]
+        if words in line and NO_CONTROL not in line
+    ]
     if own and not failed_otherwise:
         print(f"bench cluster: the mutant (Caldera without {mutant}) is caught: {own[0]}")
         return 0
