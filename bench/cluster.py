@@ -432,6 +432,7 @@ def render(document: dict[str, Any], write: bool) -> None:
         print(line)
     for line in document["decision_differences"]:
         print(f"DECISIONS DIFFER: {line}")
+    print(decisions_block(document).partition("\n")[0])
     if not write:
         return
     plot(rows, RESULTS / "cluster.png")

@@ -449,6 +449,7 @@ def test_the_mutant_smoke_succeeds_only_when_caught_on_the_plugins_own_fact(
     assert plans[0]["mutant"] == "nodegroup"
     captured = capsys.readouterr()
     assert said in captured.out + captured.err
+    assert "Compared: node (20 / 200): jobs bound, pods per queue, placement: " in captured.out
     if said.startswith("is caught"):
         # the difference repeated in the rerun: it stands, no second rerun
         assert len(plans) == 2 and plans[1]["mutant"] == "nodegroup"
