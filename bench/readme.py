@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import cluster, explain, report
+from bench import cluster_decisions, explain, report
 
 BENCH = Path(__file__).resolve().parent
 README = BENCH / "README.md"
@@ -54,10 +54,10 @@ SECTIONS: tuple[Section, ...] = (
     ),
     Section(
         "cluster-decisions",
-        cluster.DECISIONS_BEGIN,
-        cluster.DECISIONS_END,
+        cluster_decisions.DECISIONS_BEGIN,
+        cluster_decisions.DECISIONS_END,
         ("cluster.json",),
-        lambda docs: cluster.decisions_block(docs[0]),
+        lambda docs: cluster_decisions.decisions_block(docs[0]),
     ),
 )
 

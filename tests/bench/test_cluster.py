@@ -1,5 +1,6 @@
 """bench/cluster.py's side of the cluster-scale benchmark: the plan it hands TestScale, the
-figures it reads back, the decision comparison and the targets it reports. (The run itself is
+figures it reads back, the decision comparison (bench/cluster_decisions.py) and the targets it
+reports. (The run itself is
 ``python -m bench cluster --smoke`` in .ci/run.)"""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from bench import cluster
+from bench import cluster_decisions as decisions
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -84,15 +86,15 @@ def test_summary_figures() -> None:
 
 
 def test_decisions_identical_and_different() -> None:
-    assert cluster.compare_decisions([run("intree"), run("caldera"), run("neutral")]) == []
+    assert decisions.compare_decisions([run("intree"), run("caldera"), run("neutral")]) == []
     fewer = run("caldera", bound=890, boundPerQueue={"default": 890})
     fewer["boundJobs"] = fewer["boundJobs"][:-1]
-    differences = cluster.compare_decisions([run("intree"), fewer])
+    differences = decisions.compare_decisions([run("intree"), fewer])
     assert len(differences) == 2
     assert "pods per queue" in differences[0]
     assert "0 jobs bound only through Caldera, 1 only in-tree" in differences[1]
     # The neutral server answers nothing: its decisions are not Caldera's and are not compared.
-    assert cluster.compare_decisions([run("intree"), run("neutral", boundJobs=[])]) == []
+    assert decisions.compare_decisions([run("intree"), run("neutral", boundJobs=[])]) == []
 
 
 def test_evict_decisions_compare_counts_and_never_a_protected_victim() -> None:
@@ -101,17 +103,17 @@ def test_evict_decisions_compare_counts_and_never_a_protected_victim() -> None:
             scheduler, **{"group": "evict", "bound": 100, "preemptors": 100, "evicted": 100, **over}
         )
 
-    assert cluster.compare_decisions([evict("intree"), evict("caldera")]) == []
+    assert decisions.compare_decisions([evict("intree"), evict("caldera")]) == []
     # which pods were evicted is Volcano's random choice among equals: not compared
-    assert cluster.compare_decisions([evict("intree"), evict("caldera", boundJobs=[])]) == []
-    differences = cluster.compare_decisions(
+    assert decisions.compare_decisions([evict("intree"), evict("caldera", boundJobs=[])]) == []
+    differences = decisions.compare_decisions(
         [evict("intree"), evict("caldera", evicted=103, protectedEvicted=3)]
     )
     assert "3 pods evicted that a PodDisruptionBudget protects" in differences[0]
     assert "evicted 103 through Caldera, 100 in-tree" in differences[1]
-    protected_in_tree = cluster.compare_decisions([evict("intree", protectedEvicted=1)])
+    protected_in_tree = decisions.compare_decisions([evict("intree", protectedEvicted=1)])
     assert protected_in_tree and "intree" in protected_in_tree[0]
-    assert cluster.compare_decisions([evict("neutral", protectedEvicted=27)]) == []
+    assert decisions.compare_decisions([evict("neutral", protectedEvicted=27)]) == []
     row = cluster.summarize(evict("caldera", protectedEvicted=2))
     assert "100 of 100 preemptors" in cluster.table([row])
     assert "| 100 (2) |" in cluster.table([row])
@@ -198,6 +200,9 @@ def test_report_renders_the_published_run_again(
     assert "| 1000 / 10000 | job | caldera |" in text and "results/cluster.png" in text
     assert plotted == [(15, tmp_path / "cluster.png")]
     assert "Largest size whose idle cycle p50" in text
+    # the decision line, between the markers `python -m bench report --check` holds it by
+    line = decisions.decisions_block(json.loads(published.read_text()))
+    assert f"{decisions.DECISIONS_BEGIN}\n{line}\n{decisions.DECISIONS_END}\n{cluster.END}" in text
 
 
 def evict_run(scheduler: str, **over: Any) -> dict[str, Any]:
@@ -357,7 +362,7 @@ def unplaced(node_run: dict[str, Any]) -> dict[str, Any]:
     ],
 )  # fmt: skip
 def test_placement_facts(runs: list[dict[str, Any]], expected: list[str]) -> None:
-    differences = cluster.compare_decisions(runs)
+    differences = decisions.compare_decisions(runs)
     assert len(differences) == len(expected), differences
     for line, words in zip(differences, expected, strict=True):
         assert words in line
@@ -461,7 +466,7 @@ def test_the_decision_line_says_what_was_compared() -> None:
         evict_run("intree"), evict_run("caldera"), evict_run("neutral", protectedEvicted=7),
     ]  # fmt: skip
     document = {"runs": runs}
-    text = cluster.decisions_block(document)
+    text = decisions.decisions_block(document)
     assert text.startswith("Decisions: identical to in-tree in everything compared. Compared: ")
     assert (
         "node (20 / 200): jobs bound, pods per queue, placement: pods outside their queue's node"
@@ -472,7 +477,7 @@ def test_the_decision_line_says_what_was_compared() -> None:
     assert "(through the neutral server: 7)" in text
     assert "decision_differences" not in document  # the document itself is left as it was
     runs[1] = node_run("caldera", OUTSIDE)
-    text = cluster.decisions_block({"runs": runs})
+    text = decisions.decisions_block({"runs": runs})
     assert text.startswith(
         "Decisions: differ from in-tree: 20 nodes, node: pods outside their queue's node groups"
         " (nodegroup) 61 through Caldera, 0 in-tree."
@@ -489,7 +494,7 @@ def test_the_readme_decision_line_is_generated_from_the_committed_results(
     [section] = [s for s in readme.SECTIONS if s.name == "cluster-decisions"]
     assert section.sources == ("cluster.json",)
     text = readme.README.read_text()
-    assert readme.current(text, section) == cluster.decisions_block(
+    assert readme.current(text, section) == decisions.decisions_block(
         json.loads((cluster.RESULTS / "cluster.json").read_text())
     )
     # the line sits inside the block `bench cluster` writes, which carries its markers
