@@ -13,9 +13,11 @@ OnSessionOpen, the allocate action), the pods bound (a watch), both processes' p
 (``VmHWM``) and the server's CPU seconds (``/proc``), and Caldera's per-verb time.
 
 Full runs write ``bench/results/cluster.json`` and the table between the markers in
-bench/README.md; ``--smoke`` (one small size, the job and evict groups, under 3 minutes warm) writes
+bench/README.md; ``--smoke`` (one small size, every group, under 5 minutes warm) writes
 ``bench/results/cluster-smoke.json`` and fails when a run errs or Caldera's decisions differ
-from in-tree ones.
+from in-tree ones. ``--smoke --mutant PLUGIN`` runs the smoke of the group hosting PLUGIN with
+Caldera serving its configuration without that plugin (vc-scheduler still asks Caldera for it):
+it succeeds only when the smoke fails on that plugin's own decision (``MUTANT_FACTS``).
 """
 
 from __future__ import annotations
@@ -30,12 +32,26 @@ from pathlib import Path
 from typing import Any
 
 from bench import run as runmod
+from bench.cluster_decisions import (
+    DECISIONS_BEGIN,
+    DECISIONS_END,
+    GROUPS,
+    MUTANT_FACTS,
+    NO_CONTROL,
+    RERUNS,
+    Case,
+    decisions_block,
+    differences_by_case,
+    protection_violations,
+    rerun_lines,
+    reruns_of,
+    settle_differences,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 README = REPO / "bench" / "README.md"
 BEGIN, END = "<!-- cluster:begin -->", "<!-- cluster:end -->"
-GROUPS = ("job", "node", "evict")
 SCHEDULERS = ("intree", "caldera", "neutral")
 FULL_SIZES = ((100, 1000), (500, 5000), (1000, 10000))
 SMOKE_SIZES = ((20, 200),)
@@ -66,9 +82,7 @@ def parse_names(allowed: tuple[str, ...]) -> Any:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--smoke", action="store_true", help="20 nodes, 200 pods, the job and evict groups"
-    )
+    p.add_argument("--smoke", action="store_true", help="20 nodes, 200 pods, every group")
     p.add_argument("--sizes", type=parse_sizes, default=None, help="e.g. 100x1000,500x5000")
     p.add_argument("--groups", type=parse_names(GROUPS), default=None, help="job,node,evict")
     p.add_argument(
@@ -94,6 +108,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--out", type=Path, default=None, help="results JSON")
     p.add_argument(
+        "--mutant",
+        choices=sorted(MUTANT_FACTS),
+        default=None,
+        help="with --smoke: Caldera serves its configuration without this plugin; succeeds"
+        " only when the smoke fails on the plugin's own decision",
+    )
+    p.add_argument(
         "--report",
         action="store_true",
         help="only render the table, plot and README block again from the results JSON",
@@ -102,8 +123,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def plan_of(a: argparse.Namespace) -> dict[str, Any]:
     sizes = a.sizes or (SMOKE_SIZES if a.smoke else FULL_SIZES)
-    groups = a.groups or (["job", "evict"] if a.smoke else list(GROUPS))
+    groups = a.groups or list(GROUPS)
     out = a.out or RESULTS / ("cluster-smoke.json" if a.smoke else "cluster.json")
+    mutant = getattr(a, "mutant", None)
+    if mutant:
+        if not a.smoke:
+            raise SystemExit("bench cluster: --mutant runs with --smoke only")
+        group = MUTANT_FACTS[mutant][0]
+        # Only the group hosting the plugin, in-tree against the mutant: the neutral server's
+        # run would not change the verdict.
+        return {
+            **plan_of(argparse.Namespace(**{**vars(a), "mutant": None, "groups": [group]})),
+            "schedulers": ["intree", "caldera"],
+            "mutant": mutant,
+            "out": str(Path(a.out or RESULTS / f"cluster-smoke-mutant-{mutant}.json").resolve()),
+        }
     return {
         "sizes": [{"nodes": n, "pods": p} for n, p in sizes],
         "groups": groups,
@@ -154,56 +188,6 @@ def summarize(run: dict[str, Any]) -> dict[str, Any]:
         "protected_evicted": run.get("protectedEvicted", 0),
         "error": run.get("error", ""),
     }
-
-
-Case = tuple[int, int, str]  # nodes, pods, group
-
-
-def compare_decisions(runs: list[dict[str, Any]]) -> list[str]:
-    """Every decision difference, whatever its case (see ``differences_by_case``)."""
-    return [line for lines in differences_by_case(runs).values() for line in lines]
-
-
-def differences_by_case(runs: list[dict[str, Any]]) -> dict[Case, list[str]]:
-    """Where Caldera's run decided otherwise than the in-tree run of the same size and group.
-    Volcano's node choice among equal scores is random, and so is its victim choice among equal
-    candidates, so aggregates are compared: for the job and node groups which jobs got all their
-    pods and how many pods each queue got; for the evict group how many preemptors were bound
-    and how many pods were evicted, and neither run may evict a pod its PDB protects (the
-    neutral server protects nothing by design: its evictions of protected pods show what the
-    protection saves)."""
-    differences: dict[Case, list[str]] = {}
-    by_key = {(r["nodes"], r["group"], r["scheduler"]): r for r in runs}
-    for (nodes, group, scheduler), run in by_key.items():
-        case_differences = differences.setdefault((nodes, run["pods"], group), [])
-        if group == "evict" and scheduler != "neutral" and run.get("protectedEvicted"):
-            case_differences.append(
-                f"{nodes} nodes, evict, {scheduler}: {run['protectedEvicted']} pods evicted"
-                " that a PodDisruptionBudget protects"
-            )
-        if scheduler != "caldera" or (nodes, group, "intree") not in by_key:
-            continue
-        intree = by_key[(nodes, group, "intree")]
-        if group == "evict":
-            for key in ("bound", "evicted"):
-                if run[key] != intree[key]:
-                    case_differences.append(
-                        f"{nodes} nodes, evict: {key} {run[key]} through Caldera,"
-                        f" {intree[key]} in-tree"
-                    )
-            continue
-        if run["boundPerQueue"] != intree["boundPerQueue"]:
-            case_differences.append(
-                f"{nodes} nodes, {group}: pods per queue {run['boundPerQueue']} through Caldera,"
-                f" {intree['boundPerQueue']} in-tree"
-            )
-        ours, theirs = set(run["boundJobs"] or []), set(intree["boundJobs"] or [])
-        if ours != theirs:
-            case_differences.append(
-                f"{nodes} nodes, {group}: {len(ours - theirs)} jobs bound only through Caldera,"
-                f" {len(theirs - ours)} only in-tree (e.g. {sorted(ours ^ theirs)[:3]})"
-            )
-    return {case: lines for case, lines in differences.items() if lines}
 
 
 COLUMNS = (
@@ -360,10 +344,10 @@ def render(document: dict[str, Any], write: bool) -> None:
         print(line)
     for line in document["decision_differences"]:
         print(f"DECISIONS DIFFER: {line}")
+    print(decisions_block(document).partition("\n")[0])
     if not write:
         return
     plot(rows, RESULTS / "cluster.png")
-    differences = document["decision_differences"]
     write_readme(
         f"Commit {machine.get('commit')}, {machine.get('cpus')} CPUs ({machine.get('cpu', '?')}),"
         f" load {machine['loadavg_before'][0]:.1f} before and"
@@ -377,14 +361,7 @@ def render(document: dict[str, Any], write: bool) -> None:
         + "\n".join(f"- {line}" for line in document["targets"])
         + "\n\nLargest size whose idle cycle p50 stays inside the 1 s period:\n"
         + "\n".join(f"- {line}" for line in inside_period(rows))
-        + "\n\nDecisions: "
-        + (
-            "; ".join(differences)
-            if differences
-            else "identical to in-tree (job and node groups: jobs bound, pods per queue;"
-            " evict: preemptors bound, pods evicted, none under a PDB)."
-        )
-        + "".join(f"\n- {line}" for line in rerun_lines(document))
+        + f"\n\n{DECISIONS_BEGIN}\n{decisions_block(document)}\n{DECISIONS_END}"
     )
 
 
@@ -423,79 +400,6 @@ def rerun_plan(plan: dict[str, Any], cases: list[Case], attempt: int = 1) -> dic
         },
         "out": str(out.with_name(f"{out.stem}-rerun{'' if attempt == 1 else attempt}{out.suffix}")),
     }
-
-
-# A difference other than a protection violation is forgiven only by this many clean reruns.
-RERUNS = 2
-PROTECTION = "that a PodDisruptionBudget protects"  # the words of a protection violation's line
-
-
-def protection_violations(lines: list[str]) -> list[str]:
-    return [line for line in lines if PROTECTION in line]
-
-
-def reruns_of(document: dict[str, Any]) -> list[dict[str, Any]]:
-    """The reruns in order; a document of an earlier version holds at most one, as ``rerun``."""
-    if "reruns" in document:
-        reruns: list[dict[str, Any]] = document["reruns"]
-        return reruns
-    return [document["rerun"]] if document.get("rerun") else []
-
-
-def rerun_outcomes(document: dict[str, Any]) -> dict[Case, list[list[str] | None]]:
-    """For every case run again: each rerun's differences (empty: it decided identically), or
-    None when that rerun did not measure the case in-tree and through Caldera both."""
-    outcomes: dict[Case, list[list[str] | None]] = {}
-    for rerun in reruns_of(document):
-        again = differences_by_case(rerun["runs"])
-        ran = {(r["nodes"], r["pods"], r["group"], r["scheduler"]) for r in rerun["runs"]}
-        for nodes, pods, group in rerun["cases"]:
-            both = all((nodes, pods, group, s) in ran for s in ("intree", "caldera"))
-            case = (nodes, pods, group)
-            outcomes.setdefault(case, []).append(again.get(case, []) if both else None)
-    return outcomes
-
-
-def settle_differences(document: dict[str, Any]) -> None:
-    """Which differences stand (issue 37). Volcano itself is not deterministic (it has left the
-    last preemptor pending for 25 s in-tree while every other run bound it), so a case whose
-    first runs differ is run again, in-tree and through Caldera, and its difference is forgiven
-    only when ``RERUNS`` reruns all decided identically (a bug that shows in a run with
-    probability p was caught with probability p² when one clean rerun forgave it; now with
-    p·(1-(1-p)²)). A protection violation (a pod its
-    PodDisruptionBudget protects, evicted through Caldera or in-tree) is never forgiven: it
-    counts at once, in any run, first or rerun. Every run stays in the document."""
-    outcomes = rerun_outcomes(document)
-    first = differences_by_case(document["runs"])
-    standing: list[str] = []
-    for case, lines in first.items():
-        standing += protection_violations(lines)
-        others = [line for line in lines if PROTECTION not in line]
-        clean = outcomes.get(case, [])
-        forgiven = len(clean) >= RERUNS and all(again == [] for again in clean)
-        if others and not forgiven:
-            repeated = [
-                line for again in clean if again for line in again if PROTECTION not in line
-            ]
-            standing += repeated or others
-    for rerun in reruns_of(document):
-        for lines in differences_by_case(rerun["runs"]).values():
-            standing += [line for line in protection_violations(lines) if line not in standing]
-    document["decision_differences"] = standing
-
-
-def rerun_lines(document: dict[str, Any]) -> list[str]:
-    """What the first runs differed in and what each rerun made of it."""
-    first = differences_by_case(document["runs"])
-    verdicts = {None: "did not measure it", False: "decided identically", True: "differed again"}
-    return [
-        f"first runs differed ({'; '.join(first.get(case, []))}); "
-        + ", ".join(
-            f"rerun {i} " + verdicts[None if again is None else bool(again)]
-            for i, again in enumerate(agains, 1)
-        )
-        for case, agains in rerun_outcomes(document).items()
-    ]
 
 
 def main(a: argparse.Namespace) -> int:
@@ -548,6 +452,28 @@ def main(a: argparse.Namespace) -> int:
         r for r in rows + [run for rerun in reruns_of(document) for run in rerun["runs"]]
         if r.get("error")
     ]  # fmt: skip
+    if plan.get("mutant"):
+        return mutant_verdict(plan["mutant"], document, returncode != 0 or bool(errors))
     if returncode != 0 or errors or document["decision_differences"]:
         return 1
     return 0
+
+
+def mutant_verdict(mutant: str, document: dict[str, Any], failed_otherwise: bool) -> int:
+    """0 when the smoke failed on the mutant plugin's own decision (caught), else 1: a run that
+    erred proves nothing, and neither does a failure on another plugin's decision."""
+    group, words = MUTANT_FACTS[mutant]
+    own = [
+        line
+        for line in document["decision_differences"]
+        if words in line and NO_CONTROL not in line
+    ]
+    if own and not failed_otherwise:
+        print(f"bench cluster: the mutant (Caldera without {mutant}) is caught: {own[0]}")
+        return 0
+    print(
+        f"bench cluster: the mutant (Caldera without {mutant}) is NOT caught: the {group}"
+        f" group's smoke " + ("erred" if failed_otherwise else f"did not fail on {words!r}"),
+        file=sys.stderr,
+    )
+    return 1

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import explain, readme_sections, report
+from bench import cluster_decisions, explain, readme_sections, report
 
 BENCH = Path(__file__).resolve().parent
 README = BENCH / "README.md"
@@ -148,6 +148,13 @@ SECTIONS: tuple[Section, ...] = (
         "<!-- results:end -->",
         ("latest.json",),
         lambda docs: report.results_section(docs[0]),
+    ),
+    Section(
+        "cluster-decisions",
+        cluster_decisions.DECISIONS_BEGIN,
+        cluster_decisions.DECISIONS_END,
+        ("cluster.json",),
+        lambda docs: cluster_decisions.decisions_block(docs[0]),
     ),
 )
 

@@ -1,5 +1,6 @@
 """bench/cluster.py's side of the cluster-scale benchmark: the plan it hands TestScale, the
-figures it reads back, the decision comparison and the targets it reports. (The run itself is
+figures it reads back, the decision comparison (bench/cluster_decisions.py) and the targets it
+reports. (The run itself is
 ``python -m bench cluster --smoke`` in .ci/run.)"""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from bench import cluster
+from bench import cluster_decisions as decisions
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -42,7 +44,8 @@ def run(scheduler: str, **over: Any) -> dict[str, Any]:
     [
         pytest.param((), [(100, 1000), (500, 5000), (1000, 10000)], ["job", "node", "evict"],
                      "cluster.json", id="full"),
-        pytest.param(("--smoke",), [(20, 200)], ["job", "evict"], "cluster-smoke.json", id="smoke"),
+        pytest.param(("--smoke",), [(20, 200)], ["job", "node", "evict"], "cluster-smoke.json",
+                     id="smoke"),
         pytest.param(("--sizes", "50x500", "--groups", "node"), [(50, 500)], ["node"],
                      "cluster.json", id="chosen"),
     ],
@@ -83,15 +86,15 @@ def test_summary_figures() -> None:
 
 
 def test_decisions_identical_and_different() -> None:
-    assert cluster.compare_decisions([run("intree"), run("caldera"), run("neutral")]) == []
+    assert decisions.compare_decisions([run("intree"), run("caldera"), run("neutral")]) == []
     fewer = run("caldera", bound=890, boundPerQueue={"default": 890})
     fewer["boundJobs"] = fewer["boundJobs"][:-1]
-    differences = cluster.compare_decisions([run("intree"), fewer])
+    differences = decisions.compare_decisions([run("intree"), fewer])
     assert len(differences) == 2
     assert "pods per queue" in differences[0]
     assert "0 jobs bound only through Caldera, 1 only in-tree" in differences[1]
     # The neutral server answers nothing: its decisions are not Caldera's and are not compared.
-    assert cluster.compare_decisions([run("intree"), run("neutral", boundJobs=[])]) == []
+    assert decisions.compare_decisions([run("intree"), run("neutral", boundJobs=[])]) == []
 
 
 def test_evict_decisions_compare_counts_and_never_a_protected_victim() -> None:
@@ -100,17 +103,17 @@ def test_evict_decisions_compare_counts_and_never_a_protected_victim() -> None:
             scheduler, **{"group": "evict", "bound": 100, "preemptors": 100, "evicted": 100, **over}
         )
 
-    assert cluster.compare_decisions([evict("intree"), evict("caldera")]) == []
+    assert decisions.compare_decisions([evict("intree"), evict("caldera")]) == []
     # which pods were evicted is Volcano's random choice among equals: not compared
-    assert cluster.compare_decisions([evict("intree"), evict("caldera", boundJobs=[])]) == []
-    differences = cluster.compare_decisions(
+    assert decisions.compare_decisions([evict("intree"), evict("caldera", boundJobs=[])]) == []
+    differences = decisions.compare_decisions(
         [evict("intree"), evict("caldera", evicted=103, protectedEvicted=3)]
     )
     assert "3 pods evicted that a PodDisruptionBudget protects" in differences[0]
     assert "evicted 103 through Caldera, 100 in-tree" in differences[1]
-    protected_in_tree = cluster.compare_decisions([evict("intree", protectedEvicted=1)])
+    protected_in_tree = decisions.compare_decisions([evict("intree", protectedEvicted=1)])
     assert protected_in_tree and "intree" in protected_in_tree[0]
-    assert cluster.compare_decisions([evict("neutral", protectedEvicted=27)]) == []
+    assert decisions.compare_decisions([evict("neutral", protectedEvicted=27)]) == []
     row = cluster.summarize(evict("caldera", protectedEvicted=2))
     assert "100 of 100 preemptors" in cluster.table([row])
     assert "| 100 (2) |" in cluster.table([row])
@@ -197,6 +200,9 @@ def test_report_renders_the_published_run_again(
     assert "| 1000 / 10000 | job | caldera |" in text and "results/cluster.png" in text
     assert plotted == [(15, tmp_path / "cluster.png")]
     assert "Largest size whose idle cycle p50" in text
+    # the decision line, between the markers `python -m bench report --check` holds it by
+    line = decisions.decisions_block(json.loads(published.read_text()))
+    assert f"{decisions.DECISIONS_BEGIN}\n{line}\n{decisions.DECISIONS_END}\n{cluster.END}" in text
 
 
 def evict_run(scheduler: str, **over: Any) -> dict[str, Any]:
@@ -309,3 +315,193 @@ def test_identical_decisions_run_nothing_again(
     monkeypatch.setattr(cluster, "run_scale_test", lambda plan: (plans.append(plan), (0, runs))[1])
     assert cluster.main(parse("--smoke", "--out", str(tmp_path / "c.json"))) == 0
     assert len(plans) == 1
+
+
+# --- the node group's placement facts, the mutant smoke, the decision line ---------------------
+
+PLACED = {"podsOutsideNodeGroups": 0, "spreadWithinNodeGroup": 0, "affinityJobsSplit": 0}
+RANDOM = {"podsOutsideNodeGroups": 147, "spreadWithinNodeGroup": 9, "affinityJobsSplit": 10}
+
+
+def node_run(
+    scheduler: str, placement: dict[str, int] | None = None, **over: Any
+) -> dict[str, Any]:
+    placed = {**(RANDOM if scheduler == "neutral" else PLACED), **(placement or {})}
+    return run(
+        scheduler,
+        **{"nodes": 20, "pods": 200, "group": "node", "bound": 200, "placement": placed, **over},
+    )
+
+
+def unplaced(node_run: dict[str, Any]) -> dict[str, Any]:
+    """A node group run as TestScale wrote it before the placement facts."""
+    return {key: value for key, value in node_run.items() if key != "placement"}
+
+
+@pytest.mark.parametrize(
+    ("runs", "expected"),
+    [
+        pytest.param([node_run("intree"), node_run("caldera"), node_run("neutral")], [],
+                     id="caldera-equals-in-tree-neutral-differs"),
+        pytest.param([node_run("intree"), node_run("caldera", {"podsOutsideNodeGroups": 52})],
+                     ["20 nodes, node: pods outside their queue's node groups (nodegroup) 52"
+                      " through Caldera, 0 in-tree"], id="nodegroup-broken"),
+        pytest.param([node_run("intree"), node_run("caldera", {"spreadWithinNodeGroup": 4})],
+                     ["(resource-strategy-fit) 4 through Caldera, 0 in-tree"],
+                     id="resource-strategy-fit-broken"),
+        pytest.param([node_run("intree"), node_run("caldera", {"affinityJobsSplit": 3})],
+                     ["task-topology affinity jobs split over nodes (task-topology) 3 through"
+                      " Caldera, 0 in-tree"], id="task-topology-broken"),
+        pytest.param([node_run("intree"), node_run("caldera"),
+                      node_run("neutral", {"affinityJobsSplit": 0})],
+                     ["split over nodes (task-topology) 0 in-tree and through the neutral server"
+                      " alike: no control"], id="no-control"),
+        pytest.param([unplaced(node_run("intree")), node_run("caldera"),
+                      unplaced(node_run("neutral"))], [],
+                     id="a-run-before-the-facts-compares-none"),
+    ],
+)  # fmt: skip
+def test_placement_facts(runs: list[dict[str, Any]], expected: list[str]) -> None:
+    differences = decisions.compare_decisions(runs)
+    assert len(differences) == len(expected), differences
+    for line, words in zip(differences, expected, strict=True):
+        assert words in line
+
+
+def fake_scale_test(
+    monkeypatch: pytest.MonkeyPatch, results: list[list[dict[str, Any]]], code: int = 0
+) -> list[dict[str, Any]]:
+    """TestScale replaced: each call answers the next list of runs; the plans it got."""
+    plans: list[dict[str, Any]] = []
+
+    def scale_test(plan: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+        plans.append(plan)
+        return code, results[min(len(plans), len(results)) - 1]
+
+    monkeypatch.setattr(cluster, "run_scale_test", scale_test)
+    return plans
+
+
+def test_a_fact_without_its_control_is_never_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    same = [node_run("intree"), node_run("caldera"), node_run("neutral", PLACED)]
+    plans = fake_scale_test(monkeypatch, [same])
+    out = tmp_path / "c.json"
+    assert cluster.main(parse("--smoke", "--groups", "node", "--out", str(out))) == 1
+    assert len(plans) == 1
+    assert len(json.loads(out.read_text())["decision_differences"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("argv", "group", "out"),
+    [
+        (("--mutant", "nodegroup"), "node", "cluster-smoke-mutant-nodegroup.json"),
+        (("--mutant", "task-topology", "--groups", "job"), "node",
+         "cluster-smoke-mutant-task-topology.json"),
+        (("--mutant", "pdb"), "evict", "cluster-smoke-mutant-pdb.json"),
+    ],
+)  # fmt: skip
+def test_the_mutant_plan_runs_the_group_hosting_the_plugin(
+    argv: tuple[str, ...], group: str, out: str
+) -> None:
+    plan = cluster.plan_of(parse("--smoke", *argv))
+    assert plan["groups"] == [group]
+    assert plan["schedulers"] == ["intree", "caldera"]
+    assert plan["mutant"] == argv[1]
+    assert Path(plan["out"]).name == out
+    assert plan["sizes"] == [{"nodes": 20, "pods": 200}]
+    assert "mutant" not in cluster.plan_of(parse("--smoke"))
+
+
+@pytest.mark.parametrize("argv", [("--mutant", "nodegroup"), ("--smoke", "--mutant", "gang")])
+def test_a_mutant_needs_the_smoke_and_a_hosted_plugin(argv: tuple[str, ...]) -> None:
+    with pytest.raises(SystemExit):
+        cluster.plan_of(parse(*argv))
+
+
+OUTSIDE = {"podsOutsideNodeGroups": 61}
+MUTANT_CASES = [
+    pytest.param([[node_run("intree"), node_run("caldera", OUTSIDE)]] * 2, 0, 0,
+                 "is caught: 20 nodes, node: pods outside their queue's node groups",
+                 id="caught-on-its-own-fact"),
+    pytest.param([[node_run("intree"), node_run("caldera")]], 0, 1, "is NOT caught",
+                 id="no-difference"),
+    pytest.param([[node_run("intree"), node_run("caldera", {"affinityJobsSplit": 2})]] * 2, 0, 1,
+                 "did not fail on \"pods outside their queue's node groups\"",
+                 id="another-plugins-fact-only"),
+    pytest.param([[node_run("intree"), node_run("caldera", OUTSIDE, error="vc-scheduler exited")]],
+                 0, 1, "erred", id="a-run-erred"),
+    pytest.param([[node_run("intree"), node_run("caldera", OUTSIDE)]], 1, 1, "erred",
+                 id="the-test-failed"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("results", "code", "exit_code", "said"), MUTANT_CASES)
+def test_the_mutant_smoke_succeeds_only_when_caught_on_the_plugins_own_fact(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    results: list[list[dict[str, Any]]],
+    code: int,
+    exit_code: int,
+    said: str,
+) -> None:
+    plans = fake_scale_test(monkeypatch, results, code)
+    out = tmp_path / "mutant.json"
+    argv = ("--smoke", "--mutant", "nodegroup", "--out", str(out))
+    assert cluster.main(parse(*argv)) == exit_code
+    assert plans[0]["mutant"] == "nodegroup"
+    captured = capsys.readouterr()
+    assert said in captured.out + captured.err
+    assert "Compared: node (20 / 200): jobs bound, pods per queue, placement: " in captured.out
+    if said.startswith("is caught"):
+        # the difference repeated in the rerun: it stands, no second rerun
+        assert len(plans) == 2 and plans[1]["mutant"] == "nodegroup"
+
+
+def test_the_decision_line_says_what_was_compared() -> None:
+    runs = [
+        node_run("intree"), node_run("caldera"), node_run("neutral"),
+        evict_run("intree"), evict_run("caldera"), evict_run("neutral", protectedEvicted=7),
+    ]  # fmt: skip
+    document = {"runs": runs}
+    text = decisions.decisions_block(document)
+    assert text.startswith("Decisions: identical to in-tree in everything compared. Compared: ")
+    assert (
+        "node (20 / 200): jobs bound, pods per queue, placement: pods outside their queue's node"
+        " groups (nodegroup) in-tree 0, Caldera 0, neutral 147, " in text
+    )
+    assert "(task-topology) in-tree 0, Caldera 0, neutral 10" in text
+    assert "evict (20 / 200): preemptors bound, pods evicted, no PDB-protected pod" in text
+    assert "(through the neutral server: 7)" in text
+    assert "decision_differences" not in document  # the document itself is left as it was
+    runs[1] = node_run("caldera", OUTSIDE)
+    text = decisions.decisions_block({"runs": runs})
+    assert text.startswith(
+        "Decisions: differ from in-tree: 20 nodes, node: pods outside their queue's node groups"
+        " (nodegroup) 61 through Caldera, 0 in-tree."
+    )
+    assert "(nodegroup) in-tree 0, Caldera 61, neutral 147" in text
+
+
+def test_the_readme_decision_line_is_generated_from_the_committed_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m bench report --check` holds bench/README's decision line to cluster.json."""
+    from bench import readme
+
+    [section] = [s for s in readme.SECTIONS if s.name == "cluster-decisions"]
+    assert section.sources == ("cluster.json",)
+    text = readme.README.read_text()
+    assert readme.current(text, section) == decisions.decisions_block(
+        json.loads((cluster.RESULTS / "cluster.json").read_text())
+    )
+    # the line sits inside the block `bench cluster` writes, which carries its markers
+    inside = text.partition(cluster.BEGIN)[2].partition(cluster.END)[0]
+    assert cluster.DECISIONS_BEGIN in inside and cluster.DECISIONS_END in inside
+    copy = tmp_path / "README.md"
+    copy.write_text(
+        text.replace("identical to in-tree in everything", "identical to in-tree in all")
+    )
+    assert readme.stale(readme=copy) == ["cluster-decisions"]
