@@ -256,7 +256,7 @@ func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string,
 	}
 	t.Cleanup(func() { s.cleanup(t) })
 	c.CreateNodes(t, nodes...)
-	cfg := c.writeCalderaConfig(t, name, calderaConfig)
+	cfg := c.writeCalderaConfig(t, name, withSessionState(t, calderaConfig))
 	s.Caldera = c.StartCaldera(t, name, cfg)
 	target := s.Caldera.URL
 	if viaProxy {
@@ -276,6 +276,7 @@ func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string,
 	conf := SchedulerConf(actions, s.Caldera.VolcanoConfig(t, target, ignorable))
 	t.Logf("volcano-scheduler.conf:\n%s", conf)
 	s.Scheduler = c.StartScheduler(t, name, conf)
+	s.checkSessionStateAtEnd(t)
 	return s
 }
 
