@@ -19,6 +19,8 @@ HELP = """Caldera benchmark.
   python -m bench cluster [--smoke]          vc-scheduler's own cycle with plugins in-tree, through
                                              Caldera, and through a neutral extender, at scale
   python -m bench report [--check]           bench/README's generated sections from bench/results
+  python -m bench compare-churn              sessionState compare's differences while pods bind and
+                                             finish (the e2e scenario compare-churn)
 """
 
 
@@ -100,6 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     from bench import explain
 
     explain.add_arguments(ex)
+    cc = sub.add_parser(
+        "compare-churn", help="compare mode's differences under churn (bench/compare_churn.py)"
+    )
+    from bench import compare_churn
+
+    compare_churn.add_arguments(cc)
     rp = sub.add_parser(
         "report", help="write bench/README's generated sections from the committed results"
     )
@@ -145,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         return readme.main(a.check)
     if a.cmd == "cluster":
         return cluster.main(a)
+    if a.cmd == "compare-churn":
+        return compare_churn.main(a)
     if a.cmd == "profile":
         from bench import profile
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import explain, report
+from bench import compare_churn, explain, report
 
 BENCH = Path(__file__).resolve().parent
 README = BENCH / "README.md"
@@ -37,6 +37,13 @@ SECTIONS: tuple[Section, ...] = (
         "<!-- explain:end -->",
         ("explain.json", "explain-1000-nodes.json"),
         lambda docs: explain.readme_text(*docs),
+    ),
+    Section(
+        "compare-churn",
+        "<!-- compare-churn:begin -->",
+        "<!-- compare-churn:end -->",
+        ("compare-churn.json",),
+        lambda docs: compare_churn.readme_text(docs[0]),
     ),
     Section(
         "workloads",
