@@ -23,6 +23,7 @@ from bench import run as runmod
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 OUT = RESULTS / "compare-churn.json"
+README_PATH = REPO / "bench" / "README.md"
 TEST = ["-run", "^TestE2E$/^compare-churn$"]
 
 WHY: dict[str, str] = {
