@@ -154,7 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "cluster":
         return cluster.main(a)
     if a.cmd == "compare-churn":
-        return compare_churn.main(a)
+        code = compare_churn.main(a)
+        if code == 0 and compare_churn.writes_readme(a):
+            from bench import readme
+
+            readme.write()
+            print(f"bench/README.md: written from {a.out}")
+        return code
     if a.cmd == "profile":
         from bench import profile
 

@@ -18,8 +18,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import run as runmod
-
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 OUT = RESULTS / "compare-churn.json"
@@ -100,18 +98,29 @@ def main(a: argparse.Namespace) -> int:
         "commit": _commit(),
         "date": time.strftime("%Y-%m-%d", time.gmtime(started)),
         "cpus": os.cpu_count(),
-        "cpu": runmod.machine_info().get("cpu", ""),
+        "cpu": _cpu_model(),
         "loadBefore": round(load_before, 1),
         "loadAfter": round(os.getloadavg()[0], 1),
     }
     a.out.write_text(json.dumps(document, indent=2) + "\n")
     print(readme_text(document))
-    if a.out.resolve() == OUT.resolve():
-        from bench import readme
-
-        readme.write()
-        print("bench/README.md: written from", a.out)
     return 0
+
+
+def writes_readme(a: argparse.Namespace) -> bool:
+    """Whether the run wrote the committed results file, whose section ``python -m bench``
+    then writes into bench/README (bench/readme.py imports this module, not the other way)."""
+    return not a.dry_run and Path(a.out).resolve() == OUT.resolve()
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
 
 
 def readme_text(doc: dict[str, Any]) -> str:
