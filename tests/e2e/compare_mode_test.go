@@ -188,7 +188,8 @@ func (s *Scenario) CheckSessionStateAtQuiescence(t testing.TB) {
 		return
 	}
 	t.Logf("session state: sessions %d.. compared with no difference (%d checked after the first clean one);"+
-		" during the scenario: %v%s", clean, len(seen), cal.differencesByKind(t), cal.differenceLines(20))
+		" during the scenario: %v, of which in flight: %v%s", clean, len(seen), cal.differencesByKind(t),
+		cal.inFlightByKind(t), cal.differenceLines(20))
 }
 
 // differenceLines is the last n lines of Caldera's log that report a difference (one per kind
