@@ -222,6 +222,9 @@ def create_app(
             watched,
             config.sessionStateKubeconfig,
             count=lambda kind, n: metrics_.session_state_differences.labels(kind).inc(n),
+            count_in_flight=lambda kind, n: metrics_.session_state_differences_in_flight.labels(
+                kind
+            ).inc(n),
             outcome=lambda outcome: metrics_.session_state_sessions.labels(outcome).inc(),
         )
     elif config.sessionState == "cluster":

@@ -320,6 +320,14 @@ class Metrics:
             ["kind"],
             registry=r,
         )
+        self.session_state_differences_in_flight = Counter(
+            "caldera_session_state_differences_in_flight",
+            "sessionState compare: those of the differences, per kind, that are in flight: an"
+            " object they derive from was at another version on each side, or on one side only"
+            " (it changed between Volcano's snapshot and Caldera's freeze).",
+            ["kind"],
+            registry=r,
+        )
         self.session_state_sessions = Counter(
             "caldera_session_state_sessions",
             "sessionState compare: sessions by what became of their comparison (compared;"

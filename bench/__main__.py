@@ -20,6 +20,8 @@ HELP = """Caldera benchmark.
                                              Caldera, and through a neutral extender, at scale
   python -m bench report [--check]           bench/README's generated sections from bench/results
   python -m bench shapes                     the workloads' object sizes (bench/results/workload-shapes.json)
+  python -m bench compare-churn              sessionState compare's differences while pods bind and
+                                             finish (the e2e scenario compare-churn)
 """
 
 
@@ -112,6 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     from bench import explain
 
     explain.add_arguments(ex)
+    cc = sub.add_parser(
+        "compare-churn", help="compare mode's differences under churn (bench/compare_churn.py)"
+    )
+    from bench import compare_churn
+
+    compare_churn.add_arguments(cc)
     rp = sub.add_parser(
         "report", help="write bench/README's generated sections from the committed results"
     )
@@ -169,6 +177,14 @@ def main(argv: list[str] | None = None) -> int:
         return readme.main(a.check)
     if a.cmd == "cluster":
         return cluster.main(a)
+    if a.cmd == "compare-churn":
+        code = compare_churn.main(a)
+        if code == 0 and compare_churn.writes_readme(a):
+            from bench import readme
+
+            readme.write()
+            print(f"bench/README.md: written from {a.out}")
+        return code
     if a.cmd == "profile":
         from bench import profile
 

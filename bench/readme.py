@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import cluster_decisions, explain, readme_sections, report
+from bench import cluster_decisions, compare_churn, explain, readme_sections, report
 
 BENCH = Path(__file__).resolve().parent
 README = BENCH / "README.md"
@@ -48,6 +48,13 @@ SECTIONS: tuple[Section, ...] = (
         "<!-- explain:end -->",
         ("explain.json", "explain-1000-nodes.json"),
         lambda docs: explain.readme_text(*docs),
+    ),
+    Section(
+        "compare-churn",
+        "<!-- compare-churn:begin -->",
+        "<!-- compare-churn:end -->",
+        ("compare-churn.json",),
+        lambda docs: compare_churn.readme_text(docs[0]),
     ),
     Section(
         "workloads",

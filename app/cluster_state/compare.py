@@ -8,13 +8,24 @@ A difference names its kind (``<section>.<field>``: ``job.Allocated``, ``task.St
 ``node.Idle``; ``<section>.missing`` for an object only Volcano sent, ``<section>.extra`` for one
 only the cluster shows), the object, the path below it, and both values. Kinds are bounded by
 the schemas' fields, so they can label a metric.
+
+A difference is **in flight** when an object it derives from was seen at another version by each
+side (its ``metadata.resourceVersion``), or by one side only: Volcano's snapshot and Caldera's
+freeze are two instants, each informer delivers events at its own pace, and an object that
+changed between them differs for that reason alone (a pod bound, marked Succeeded or deleted
+since Volcano's cache last heard of it, or before Caldera's watch did). A task derives from its
+pod; a job from its PodGroup and its tasks; a node from the Node and the tasks on it; a queue
+from the Queue; a namespace's quotas from the pods of the namespace (the API server's quota
+admission moves ``used`` as they come and go). A difference that is not in flight is one both
+sides saw the same objects for: the derivation's. At quiescence every object is at one version
+on both sides, so nothing is in flight and any difference is the derivation's.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
@@ -51,6 +62,8 @@ class Difference:
     """Below the object's field (``.ScalarResources.pods``), empty for the field itself."""
     sent: Any
     derived: Any
+    in_flight: bool = False
+    """An object it derives from changed between the two instants (module docstring)."""
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -59,6 +72,7 @@ class Difference:
             "path": self.path,
             "sent": _plain(self.sent),
             "derived": _plain(self.derived),
+            "inFlight": self.in_flight,
         }
 
 
@@ -148,8 +162,94 @@ def _collection(
             yield from _object_differences(section, name, sent[key], derived[key])
 
 
+def _version(obj: Any) -> str | None:
+    meta = getattr(obj, "metadata", None)
+    return meta.resourceVersion if isinstance(meta, ObjectMeta) else None
+
+
+@dataclass
+class _Seen:
+    """One side's view, as far as telling what moved needs: each object's version, which tasks
+    belong to each job and node, and each task's namespace."""
+
+    tasks: dict[str, str | None]
+    task_namespace: dict[str, str]
+    job_tasks: dict[str, set[str]]
+    node_tasks: dict[str, set[str]]
+    jobs: dict[str, str | None]
+    nodes: dict[str, str | None]
+    queues: dict[str, str | None]
+
+    @classmethod
+    def of(cls, snapshot: OnSessionOpenRequest) -> _Seen:
+        seen = cls({}, {}, {}, {}, {}, {}, {})
+        for uid, job in (snapshot.Jobs or {}).items():
+            seen.jobs[uid] = _version(job.PodGroup)
+            members = seen.job_tasks.setdefault(uid, set())
+            for task in (job.Tasks or {}).values():
+                members.add(task.UID)
+                seen.tasks[task.UID] = _version(task.Pod)
+                seen.task_namespace[task.UID] = task.Namespace
+        for name, node in (snapshot.Nodes or {}).items():
+            seen.nodes[name] = _version(node.Node)
+            members = seen.node_tasks.setdefault(name, set())
+            for task in (node.Tasks or {}).values():
+                members.add(task.UID)
+                seen.tasks.setdefault(task.UID, _version(task.Pod))
+                seen.task_namespace[task.UID] = task.Namespace
+        for name, queue in (snapshot.Queues or {}).items():
+            seen.queues[name] = _version(queue.Queue)
+        return seen
+
+
+def _moved(a: Mapping[str, str | None], b: Mapping[str, str | None]) -> set[str]:
+    """Keys on one side only, or at another version on each."""
+    return {k for k in set(a) | set(b) if k not in a or k not in b or a[k] != b[k]}
+
+
+class InFlight:
+    """Which objects changed between Volcano's snapshot and Caldera's freeze."""
+
+    def __init__(self, sent: OnSessionOpenRequest, derived: OnSessionOpenRequest) -> None:
+        a, b = _Seen.of(sent), _Seen.of(derived)
+        self.tasks = _moved(a.tasks, b.tasks)
+        self.jobs = _moved(a.jobs, b.jobs) | {
+            job
+            for side in (a, b)
+            for job, members in side.job_tasks.items()
+            if members & self.tasks
+        }
+        self.nodes = _moved(a.nodes, b.nodes) | {
+            node
+            for side in (a, b)
+            for node, members in side.node_tasks.items()
+            if members & self.tasks
+        }
+        self.queues = _moved(a.queues, b.queues)
+        self.namespaces = {
+            side.task_namespace[uid]
+            for side in (a, b)
+            for uid in self.tasks
+            if uid in side.task_namespace
+        } | {job.partition("/")[0] for job in self.jobs}
+
+    def __call__(self, difference: Difference) -> bool:
+        section = difference.kind.partition(".")[0]
+        name = difference.object
+        if section == "task":
+            return name.rpartition("/")[2] in self.tasks
+        moved = {
+            "job": self.jobs,
+            "node": self.nodes,
+            "queue": self.queues,
+            "namespace": self.namespaces,
+        }.get(section, set())
+        return name in moved
+
+
 def compare(sent: OnSessionOpenRequest, derived: OnSessionOpenRequest) -> list[Difference]:
-    """Every difference, jobs (and their tasks) first, then nodes, queues and namespaces."""
+    """Every difference, jobs (and their tasks) first, then nodes, queues and namespaces, each
+    told whether it is in flight (:class:`InFlight`)."""
     sections: tuple[tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None], ...] = (
         ("job", sent.Jobs, derived.Jobs),
         ("node", sent.Nodes, derived.Nodes),
@@ -159,11 +259,16 @@ def compare(sent: OnSessionOpenRequest, derived: OnSessionOpenRequest) -> list[D
     found: list[Difference] = []
     for section, a, b in sections:
         found.extend(_collection(section, a or {}, b or {}))
-    return found
+    if not found:
+        return found
+    in_flight = InFlight(sent, derived)
+    return [replace(d, in_flight=True) if in_flight(d) else d for d in found]
 
 
-def counts_by_kind(differences: list[Difference]) -> dict[str, int]:
+def counts_by_kind(differences: list[Difference], in_flight_only: bool = False) -> dict[str, int]:
     counts: dict[str, int] = {}
     for difference in differences:
+        if in_flight_only and not difference.in_flight:
+            continue
         counts[difference.kind] = counts.get(difference.kind, 0) + 1
     return counts

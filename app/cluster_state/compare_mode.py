@@ -48,6 +48,7 @@ def _public(difference: Difference) -> dict[str, Any]:
         "path": difference.path,
         "sent": shown(difference.sent),
         "derived": shown(difference.derived),
+        "inFlight": difference.in_flight,
     }
 
 
@@ -60,11 +61,14 @@ class SessionStateComparison:
         kubeconfig: str | None = None,
         count: Callable[[str, int], None] | None = None,
         outcome: Callable[[str], None] | None = None,
+        count_in_flight: Callable[[str, int], None] | None = None,
     ) -> None:
         self.store = ClusterStore(settings)
         self._kubeconfig = kubeconfig
         self._count = count
         """Adds to ``caldera_session_state_differences_total{kind}``."""
+        self._count_in_flight = count_in_flight
+        """Adds to ``caldera_session_state_differences_in_flight_total{kind}``."""
         self._outcome = outcome
         """Counts a session by what became of its comparison (compared, busy, not_synced)."""
         self.reflectors: list[Reflector[Any]] = []
@@ -140,19 +144,27 @@ class SessionStateComparison:
         """Count, log and keep one comparison's result."""
         self._note("compared")
         kinds = counts_by_kind(differences)
+        in_flight = counts_by_kind(differences, in_flight_only=True)
         examples: dict[str, Difference] = {}
         for difference in differences:
-            examples.setdefault(difference.kind, difference)
+            # The example a line shows is one that is not in flight, when there is one.
+            if difference.kind not in examples or examples[difference.kind].in_flight:
+                examples[difference.kind] = difference
         for kind, n in sorted(kinds.items()):
             if self._count is not None:
                 self._count(kind, n)
+            moving = in_flight.get(kind, 0)
+            if self._count_in_flight is not None and moving:
+                self._count_in_flight(kind, moving)
             example = _public(examples[kind])
-            logger.info(
+            logger.log(
+                logging.INFO if moving == n else logging.WARNING,
                 "session %d: %d difference(s) of kind %s between Volcano's snapshot and the"
-                " cluster's state, e.g. %s%s: sent %s, derived %s",
+                " cluster's state (%d in flight), e.g. %s%s: sent %s, derived %s",
                 number,
                 n,
                 kind,
+                moving,
                 example["object"],
                 example["path"],
                 example["sent"],
@@ -162,7 +174,9 @@ class SessionStateComparison:
             "session": number,
             "seconds": round(seconds, 3),
             "differences": len(differences),
+            "inFlight": sum(in_flight.values()),
             "byKind": dict(sorted(kinds.items())),
+            "byKindInFlight": dict(sorted(in_flight.items())),
             "first": [_public(d) for d in differences[:SHOWN_DIFFERENCES]],
         }
 

@@ -20,7 +20,7 @@ from msgspec import Struct
 
 from app.cluster_state.resources import pod_resource_request
 from plugins.support.resources import new_resource
-from schemas.api import PodGroup, Queue, Resource
+from schemas.api import Guarantee, PodGroup, Queue, Resource
 from schemas.k8s import Node, Pod, ResourceList, ResourceQuotaStatus, api_json
 
 # --- the cache-only fields --------------------------------------------------------------------
@@ -170,8 +170,23 @@ def decode_podgroup(obj: Mapping[str, Any]) -> PodGroup:
     return pg
 
 
+_GO_EMPTY_STRUCT = msgspec.Raw(b"{}")
+
+
 def decode_queue(obj: Mapping[str, Any]) -> Queue:
-    return msgspec.json.decode(api_json(obj), type=Queue)
+    """A Queue as Volcano's snapshot carries it: the cache converts the informer's v1beta1 Queue
+    to ``scheduling.Queue`` (``AddQueueV1beta1``, cache/event_handlers.go), whose
+    ``spec.guarantee`` and ``status.reservation`` are structs, not pointers (volcano.sh/apis
+    v1.14.0 ``pkg/apis/scheduling/types.go``): Go's encoder writes them as ``{}`` when the object
+    has none (``omitempty`` does not omit a struct). The API server keeps a custom resource's JSON
+    as written, so a Queue whose status was never written (a new one) or whose spec came from
+    YAML without ``guarantee`` lacks them."""
+    queue = msgspec.json.decode(api_json(obj), type=Queue)
+    if queue.spec.guarantee is None:
+        queue.spec.guarantee = Guarantee()
+    if bytes(queue.status.reservation_raw) in (b"null", b""):
+        queue.status.reservation_raw = _GO_EMPTY_STRUCT
+    return queue
 
 
 def decode_quota(obj: Mapping[str, Any]) -> WatchedQuota:

@@ -8,7 +8,9 @@
 #   extra arguments go to `go test` (e.g. -run 'TestE2E/preemption')
 #
 # Environment: CALDERA_BIN (default: the repository's .venv/bin/caldera), CALDERA_E2E_BIN (where
-# the binaries go, default tests/e2e/.bin), CALDERA_E2E=0 leaves the test out.
+# the binaries go, default tests/e2e/.bin), CALDERA_E2E=0 leaves the test out,
+# CALDERA_E2E_SESSION_STATE=snapshot runs the scenarios' Caldera without compare mode (default:
+# sessionState compare, checked for no difference at quiescence; tests/e2e/compare_mode_test.go).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

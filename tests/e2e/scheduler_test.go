@@ -134,12 +134,19 @@ func (cal *Caldera) Start(t testing.TB) {
 		if !cal.proc.running() {
 			return false, fmt.Errorf("caldera exited")
 		}
-		r, err := http.Get(cal.HealthURL + "/readyz")
-		if err != nil {
-			return false, err
+		// Both listeners: the health one serves /readyz while the verbs' lifespan still starts
+		// (longer with sessionState compare's watches), before the verb port is bound.
+		for _, base := range []string{cal.HealthURL, cal.URL} {
+			r, err := http.Get(base + "/readyz")
+			if err != nil {
+				return false, err
+			}
+			r.Body.Close()
+			if r.StatusCode != 200 {
+				return false, fmt.Errorf("%s/readyz %d", base, r.StatusCode)
+			}
 		}
-		r.Body.Close()
-		return r.StatusCode == 200, fmt.Errorf("/readyz %d", r.StatusCode)
+		return true, nil
 	}); err != nil {
 		t.Fatalf("caldera: %v\n%s", err, tail(cal.proc.log, 30))
 	}
@@ -296,7 +303,7 @@ func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string,
 	}
 	t.Cleanup(func() { s.cleanup(t) })
 	c.CreateNodes(t, nodes...)
-	cfg := c.writeCalderaConfig(t, name, calderaConfig, opts.env...)
+	cfg := c.writeCalderaConfig(t, name, withScenarioSessionState(t, calderaConfig), opts.env...)
 	s.Caldera = c.startCaldera(t, name, cfg, opts.env, opts.args...)
 	target := s.Caldera.URL
 	if opts.viaProxy {
@@ -316,6 +323,7 @@ func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string,
 	conf := SchedulerConf(actions, s.Caldera.VolcanoConfig(t, target, opts.ignorable))
 	t.Logf("volcano-scheduler.conf:\n%s", conf)
 	s.Scheduler = c.StartScheduler(t, name, conf)
+	s.checkSessionStateAtEnd(t, calderaConfig)
 	return s
 }
 

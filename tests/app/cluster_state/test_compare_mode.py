@@ -72,8 +72,15 @@ async def test_compare_mode_end_to_end(caplog: pytest.LogCaptureFixture) -> None
             await _compared(comparison)
         by_kind = comparison.last["byKind"]  # type: ignore[index]
         assert by_kind["task.Status"] == 1 and by_kind["node.Used"] >= 1
+        # The capture's pods carry no resourceVersion and the store's do: every task is
+        # in flight (test_compare.py tells in flight from not on objects of its own).
+        last = comparison.last
+        assert last is not None
+        assert last["inFlight"] == sum(last["byKindInFlight"].values()) > 0
         assert any(
-            "kind task.Status" in r.message and "sent 1, derived 8" in r.message
+            "kind task.Status" in r.message
+            and f"({last['byKindInFlight']['task.Status']} in flight)" in r.message
+            and "sent 1, derived 8" in r.message
             for r in caplog.records
         )
         debug = (await client.get("/debug/session")).json()
@@ -84,6 +91,9 @@ async def test_compare_mode_end_to_end(caplog: pytest.LogCaptureFixture) -> None
         assert section["objects"]["pods"] == 2
         scraped = (await client.get("/metrics")).text
         assert 'caldera_session_state_differences_total{kind="task.Status"} 1.0' in scraped
+        assert (
+            'caldera_session_state_differences_in_flight_total{kind="task.Status"} 1.0' in scraped
+        )
         assert 'caldera_session_state_sessions_total{outcome="compared"} 2.0' in scraped
 
 
@@ -97,17 +107,23 @@ async def test_sessions_before_the_watch_lists_are_not_compared() -> None:
 def test_reported_values_are_numbers_only() -> None:
     """A pod's or node's strings (annotations, labels) can hold secrets."""
     counts: dict[str, int] = {}
-    comparison = SessionStateComparison(Settings(), count=lambda k, n: counts.update({k: n}))
+    in_flight: dict[str, int] = {}
+    comparison = SessionStateComparison(
+        Settings(),
+        count=lambda k, n: counts.update({k: n}),
+        count_in_flight=lambda k, n: in_flight.update({k: n}),
+    )
     comparison.record(
         7,
         [
             Difference("task.Pod", "ns/pg/u", ".metadata.annotations.token", "s3cret", "other"),
             Difference("job.Priority", "ns/pg", "", 10, 20),
-            Difference("node.missing", "n1", "", "present", None),
+            Difference("node.missing", "n1", "", "present", None, in_flight=True),
         ],
         0.01,
     )
     assert counts == {"job.Priority": 1, "node.missing": 1, "task.Pod": 1}
+    assert in_flight == {"node.missing": 1}
     assert comparison.last is not None
     shown = {d["kind"]: (d["sent"], d["derived"]) for d in comparison.last["first"]}
     assert shown == {
@@ -115,4 +131,5 @@ def test_reported_values_are_numbers_only() -> None:
         "job.Priority": (10, 20),
         "node.missing": ("present", None),
     }
+    assert comparison.last["byKindInFlight"] == {"node.missing": 1}
     assert "s3cret" not in repr(comparison.describe())
