@@ -127,6 +127,45 @@ class CalderaApp(FastAPI):
             app = cls(app, *args, **kwargs)
         return app
 
+    def openapi(self) -> dict[str, Any]:
+        """FastAPI's schema of the routes it serves, with the verbs' paths and bodies added: the
+        verbs are plain ASGI endpoints (:class:`VerbDispatcher`), which FastAPI does not see."""
+        if self.openapi_schema is None:
+            schema = get_openapi(
+                title=self.title,
+                version=self.version,
+                description=self.description,
+                routes=self.routes,
+            )
+            schema["paths"] = {**verb_paths(), **schema.get("paths", {})}
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(components())
+            self.openapi_schema = schema
+        return self.openapi_schema
+
+
+async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    """An HTTP error FastAPI's routing raises (an unknown path, a wrong method) as JSON."""
+    detail = {404: "no such endpoint", 405: "method not allowed"}.get(
+        exc.status_code, str(exc.detail)
+    )
+    error = ErrorResponse(error=f"{detail}: {request.method} {request.url.path}")
+    return Response(
+        msgspec.json.encode(error),
+        status_code=exc.status_code,
+        media_type="application/json",
+        headers=dict(exc.headers or {}),
+    )
+
+
+@asynccontextmanager
+async def lifespan(app: CalderaApp) -> AsyncIterator[None]:
+    """The app's runtime runs while the app serves."""
+    try:
+        await app.runtime.start()
+        yield
+    finally:
+        await app.runtime.stop()
+
 
 def verb_answers(runtime: Runtime) -> Answers:
     """What the verbs' endpoints call: the extender, each exchange also written to disk with
@@ -154,20 +193,12 @@ def create_app(
     runtime = Runtime(
         config, recorder, origin, watch_interval, shadow_path, shadow_max_queued_bytes
     )
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        try:
-            await runtime.start()
-            yield
-        finally:
-            await runtime.stop()
-
     app = CalderaApp(
         title="Caldera",
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        exception_handlers={StarletteHTTPException: http_error},
         redoc_url=None,
         docs_url=None,  # app/routes/docs.py: the same page, with a note for offline browsers
     )
@@ -183,32 +214,4 @@ def create_app(
     app.include_router(shadow_routes.router)
     app.include_router(docs.router)
     app.add_middleware(RequestIdMiddleware)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        detail = {404: "no such endpoint", 405: "method not allowed"}.get(
-            exc.status_code, str(exc.detail)
-        )
-        error = ErrorResponse(error=f"{detail}: {request.method} {request.url.path}")
-        return Response(
-            msgspec.json.encode(error),
-            status_code=exc.status_code,
-            media_type="application/json",
-            headers=dict(exc.headers or {}),
-        )
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = get_openapi(
-                title=app.title,
-                version=app.version,
-                description=app.description,
-                routes=app.routes,
-            )
-            schema["paths"] = {**verb_paths(), **schema.get("paths", {})}
-            schema.setdefault("components", {}).setdefault("schemas", {}).update(components())
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
     return app
