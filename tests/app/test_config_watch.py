@@ -9,10 +9,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI
-
 from app.config_watch import ConfigWatch, load_with_origin
-from app.main import create_app
+from app.main import CalderaApp, create_app
 from tests.examples import example_bytes
 
 BUDGETS = """\
@@ -32,7 +30,7 @@ def pdb_config(*files: Path, version: str = '"1.15"') -> str:
 
 
 @asynccontextmanager
-async def serving(path: Path) -> AsyncIterator[tuple[FastAPI, ConfigWatch]]:
+async def serving(path: Path) -> AsyncIterator[tuple[CalderaApp, ConfigWatch]]:
     """The app for the configuration file ``path``, its lifespan running, the watch driven by
     hand (``check()``) rather than by its timer."""
     config, origin = load_with_origin(path)
@@ -41,7 +39,7 @@ async def serving(path: Path) -> AsyncIterator[tuple[FastAPI, ConfigWatch]]:
         yield app, app.runtime.config_watch
 
 
-def backgrounds(app: FastAPI) -> dict[str, object]:
+def backgrounds(app: CalderaApp) -> dict[str, object]:
     return dict(app.runtime.backgrounds)
 
 
