@@ -208,7 +208,7 @@ async def test_the_kubernetes_sink_creates_then_patches_as_the_api_server_expect
 
 
 async def test_a_failing_api_server_is_a_degraded_feature_until_an_event_goes_through() -> None:
-    """With the app's feature health attached (app/main.py), each send reports its outcome:
+    """With the app's feature health attached (app/runtime.py), each send reports its outcome:
     the failure (made an ERROR once by app/features.py), then the recovery."""
     sink = Sink(fail=RuntimeError("403 Forbidden"))
     events = await recorder(sink)
