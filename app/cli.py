@@ -171,18 +171,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if unrecorded is not None:
         from app.features import RECORD
 
-        app.state.features.failed(RECORD, unrecorded, "nothing is recorded")
+        app.runtime.features.failed(RECORD, unrecorded, "nothing is recorded")
     limits = ConnectionLimits(
         settings.header_timeout_seconds,
         settings.max_header_bytes,
         config.maxRequestBytes,
         {
             path: config.body_limit(verb)
-            for path, verb in app.state.extender.routes().items()
+            for path, verb in app.runtime.extender.routes().items()
             if config.body_limit(verb) != config.maxRequestBytes
         },
     )
-    metrics = app.state.metrics
+    metrics = app.runtime.metrics
     buffers = BodyBuffers(
         kept=metrics.body_buffer.set,
         outcome=lambda outcome: metrics.body_buffers.labels(outcome).inc(),

@@ -1,6 +1,9 @@
-"""What the app runs on, as one typed object: built by ``create_app`` (app/main.py), started and
-stopped by its lifespan, read by the operator routes (``/readyz``, ``/metrics``,
-``/debug/*``) through :func:`runtime_of` instead of untyped ``app.state`` attributes.
+"""What the app runs on, as one typed object: :class:`Runtime` builds the pieces a configuration
+needs (metrics, sessions, the extender, the decision record and its Events, the live reload,
+the optional session state and shadow), starts and stops them for the app's lifespan
+(``create_app``, app/main.py), switches to a reloaded configuration at a session boundary, and is
+what the operator routes (``/readyz``, ``/metrics``, ``/debug/*``) read through
+:func:`runtime_of`, instead of untyped ``app.state`` attributes.
 
 The parts that a live reload replaces (``config``, ``sessions``, ``backgrounds``) are swapped
 together by :meth:`Runtime.publish`, between sessions; a route reading them on the health
@@ -10,25 +13,45 @@ read goes through the one ``served`` reference.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
+import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fastapi import Request
 
+from app import __version__
 from app.cluster_state.cluster_mode import ClusterSessionState
 from app.cluster_state.compare_mode import SessionStateComparison
+from app.cluster_state.derive import Settings
 from app.config import CalderaConfig
-from app.config_watch import ConfigWatch
-from app.events import PodGroupEvents
+from app.config_watch import (
+    DEFAULT_INTERVAL_SECONDS,
+    Backgrounds,
+    ConfigOrigin,
+    ConfigWatch,
+    Served,
+    build_backgrounds,
+)
+from app.events import KubeEventSink, PodGroupEvents
 from app.explain import DecisionRecord
 from app.extender import Extender
-from app.features import Features
+from app.features import EVENTS, POLL_SECONDS, RECORD, Features
 from app.metrics import Metrics
 from app.plugin_faults import PluginFaults
+from app.record import Recorder
 from app.session import SessionManager
-from app.shadow import Shadow
+from app.shadow import DEFAULT_MAX_QUEUED_BYTES, Shadow
 from app.snapshot_health import SnapshotHealth
-from plugins.api.base import Background
+from plugins.api.base import Background, utc_now
+
+logger = logging.getLogger("caldera")
+
+SessionState = SessionStateComparison | ClusterSessionState
+"""``sessionState: compare`` or ``cluster``: the cluster state Caldera watches itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,26 +64,99 @@ class Serving:
     backgrounds: Mapping[str, Background]
 
 
-@dataclass(slots=True)
 class Runtime:
-    metrics: Metrics
-    extender: Extender
-    record: DecisionRecord
-    events: PodGroupEvents | None
-    faults: PluginFaults
-    snapshot: SnapshotHealth
-    config_watch: ConfigWatch
-    served: Serving
-    features: Features
-    session_state: SessionStateComparison | ClusterSessionState | None
-    shadow: Shadow | None = None
-    """``serve --shadow FILE``: the shadow configuration and its findings (app/shadow.py)."""
+    """Everything ``create_app`` serves ``config`` with. Building it builds the plugins (a
+    constructor that raises fails here, before anything is started); :meth:`start` and
+    :meth:`stop` bracket the app's lifespan. ``recorder`` is ``serve --record``'s, closed at
+    :meth:`stop`; ``origin`` names where ``config`` was read from, watched every
+    ``watch_interval`` seconds when it is a file (0: not watched); ``shadow_path`` names a
+    shadow configuration evaluated on the same requests off the hot path (app/shadow.py)."""
 
-    def publish(
+    served: Serving
+    """What is served now (:meth:`publish`)."""
+
+    def __init__(
         self,
         config: CalderaConfig,
-        sessions: SessionManager,
-        backgrounds: Mapping[tuple[int, int], Background],
+        recorder: Recorder | None = None,
+        origin: ConfigOrigin | None = None,
+        watch_interval: float = DEFAULT_INTERVAL_SECONDS,
+        shadow_path: str | None = None,
+        shadow_max_queued_bytes: int | None = None,
+    ) -> None:
+        self.metrics = metrics = Metrics()
+        self.origin = origin = origin or ConfigOrigin.of(config)
+        self.recorder = recorder
+        self.clock = clock = recorder.clock if recorder is not None else utc_now
+        backgrounds, _ = build_backgrounds(config)
+        self.started_with: Backgrounds = backgrounds
+        """The data sources :meth:`start` starts (a live reload starts its own)."""
+        self.record = DecisionRecord(config.explainSessions, config.explainEntries)
+        self.features = Features(metrics.feature_degraded)
+        self.event_sink = KubeEventSink(config.explainEventsKubeconfig)
+        self.events = PodGroupEvents(self.event_sink, clock=clock) if config.explainEvents else None
+        if self.events is not None:
+            self.features.enabled(EVENTS)
+            self.events.health = functools.partial(feature_health, self.features, EVENTS)
+        if recorder is not None:
+            self.features.enabled(RECORD)
+            recorder.on_failure = functools.partial(self.features.failed, RECORD)
+        self.faults = PluginFaults(metrics, clock)
+        sessions = self.sessions_for(config, backgrounds)
+        self.extender = extender = Extender(config, sessions, metrics)
+        self.session_state = extender.session_state = session_state_for(config, metrics)
+        self.config_watch = watch = ConfigWatch(
+            origin,
+            Served(config, origin.sha256, clock(), backgrounds),
+            self.switch,
+            session_open=lambda: extender.sessions.current is not None,
+            metrics=metrics,
+            interval=watch_interval,
+            clock=clock,
+        )
+        extender.at_session_boundary = watch.at_session_boundary
+        extender.session_opened = watch.session_opened
+        extender.session_open_failed = watch.session_open_failed
+        metrics.set_build_info("auto" if config.infers_release else config.release.name)
+        metrics.config_info.labels(origin.source, origin.sha256).set(1)
+        metrics.config_loaded.set(time.time())
+        self.snapshot = SnapshotHealth(clock, metrics.snapshot_taken.set)
+        self.publish(config, sessions, backgrounds)
+        self.shadow: Shadow | None = None
+        """``serve --shadow FILE``: the shadow configuration and its findings (app/shadow.py)."""
+        if shadow_path is not None:
+            self.shadow = Shadow(
+                shadow_path,
+                metrics.registry,
+                shadow_max_queued_bytes or DEFAULT_MAX_QUEUED_BYTES,
+                live_path=origin.path,
+                clock=clock,
+                live_sources=lambda: (watch.served.config, watch.served.backgrounds),
+            )
+        self._started: list[Background] = []
+        self._looking: asyncio.Task[None] | None = None
+
+    # --- what a configuration is served with ---------------------------------------------------
+
+    def sessions_for(self, config: CalderaConfig, backgrounds: Backgrounds) -> SessionManager:
+        """``config``'s sessions, telling the decision stream's subscribers of this runtime."""
+        return SessionManager(
+            config, self.metrics, backgrounds, clock=self.clock, record=self.record,
+            events=self.events, faults=self.faults,
+        )  # fmt: skip
+
+    def switch(self, new: CalderaConfig, new_backgrounds: Backgrounds) -> None:
+        """Answer from ``new`` from now on (the live reload's ``Switch``): called between
+        sessions only."""
+        previous = self.extender.sessions
+        sessions = self.sessions_for(new, new_backgrounds)
+        sessions.set_release(previous.release)  # an inferred release (auto) carries over
+        previous.close()
+        self.extender.reconfigure(new, sessions)
+        self.publish(new, sessions, new_backgrounds)
+
+    def publish(
+        self, config: CalderaConfig, sessions: SessionManager, backgrounds: Backgrounds
     ) -> None:
         """Serve ``config`` from now on, as the operator routes see it."""
         self.served = Serving(
@@ -71,6 +167,10 @@ class Runtime:
                 for (t, i), bg in backgrounds.items()
             },
         )
+        # sessionState cluster: Volcano posts no snapshot, and a cycle that calls nothing but
+        # onSessionClose opens no session, so no session is expected every period.
+        expected = self.extender.snapshot_bound and config.sessionState != "cluster"
+        self.metrics.snapshot_expected.set(1 if expected else 0)
 
     @property
     def config(self) -> CalderaConfig:
@@ -84,7 +184,114 @@ class Runtime:
     def backgrounds(self) -> Mapping[str, Background]:
         return self.served.backgrounds
 
+    # --- the lifespan --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the data sources, the Events, the watched cluster state and the live reload.
+        A start that raises leaves what it started to :meth:`stop`."""
+        for background in self.started_with.values():
+            await background.start()
+            self._started.append(background)
+        origin, watch = self.origin, self.config_watch
+        config = watch.started_with
+        logger.info(
+            "caldera %s serving Volcano %s%s with plugins: %s; configuration %s (sha256 %s%s)",
+            __version__,
+            config.release.name,
+            release_caveat(config),
+            ", ".join(o.name for o in config.plugin_options()) or "none",
+            origin.source,
+            origin.sha256,
+            f", checked for changes every {watch.interval:g} s" if watch.watching else "",
+        )
+        if self.events is not None:
+            problem = self.event_sink.problem()
+            if problem is not None:
+                self.features.failed(EVENTS, problem, "no PodGroup Event is sent")
+            await self.events.start()
+        if self.session_state is not None:
+            await self.session_state.start()
+        watch.start()
+        self._looking = asyncio.create_task(self.watch_backgrounds(), name="features")
+
+    async def stop(self) -> None:
+        """Stop what :meth:`start` started (also after a start that raised), the data sources
+        of the configuration served by then, the recorder and the shadow."""
+        if self._looking is not None:
+            self._looking.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._looking
+        watch = self.config_watch
+        await watch.stop()
+        if self.session_state is not None:
+            await self.session_state.stop()
+        if self.events is not None:
+            await self.events.stop()  # stops the data sources a live reload retired or staged
+        # The served configuration's: the ones started here, unless a reload replaced it.
+        in_use = (
+            self._started
+            if watch.served.backgrounds is self.started_with
+            else list(watch.served.backgrounds.values())
+        )
+        for background in reversed(in_use):
+            try:
+                await background.stop()
+            except Exception:
+                logger.exception("stopping a plugin background failed")
+        if self.recorder is not None:
+            self.recorder.close()
+        if self.shadow is not None:
+            self.shadow.stop()
+
+    async def watch_backgrounds(self) -> None:
+        """Look at the plugins' data sources every second: one that cannot sync is a degraded
+        feature (an ERROR once, the gauge, ``/readyz``), whichever configuration is served."""
+        while True:
+            self.features.check_backgrounds(self.backgrounds)
+            await asyncio.sleep(POLL_SECONDS)
+
+
+def session_state_for(config: CalderaConfig, metrics: Metrics) -> SessionState | None:
+    """The cluster state ``sessionState`` asks Caldera to watch, if any."""
+    watched = Settings(config.sessionStateSchedulerNames, config.sessionStateDefaultQueue)
+    if config.sessionState == "compare":
+        return SessionStateComparison(
+            watched,
+            config.sessionStateKubeconfig,
+            count=lambda kind, n: metrics.session_state_differences.labels(kind).inc(n),
+            count_in_flight=lambda kind, n: metrics.session_state_differences_in_flight.labels(
+                kind
+            ).inc(n),
+            outcome=lambda outcome: metrics.session_state_sessions.labels(outcome).inc(),
+        )
+    if config.sessionState == "cluster":
+        return ClusterSessionState(
+            watched, config.sessionStateKubeconfig, metrics.session_state_derive.observe
+        )
+    return None
+
+
+def feature_health(features: Features, feature: str, problem: str | None) -> None:
+    """A feature's latest outcome: a failure (``problem``) or a success."""
+    if problem is None:
+        features.recovered(feature)
+    else:
+        features.failed(feature, problem)
+
+
+def release_caveat(config: CalderaConfig) -> str:
+    """What the start banner adds after "serving Volcano X": nothing when ``volcanoVersion``
+    names a stable release, else one short clause (``check-config`` prints the long why)."""
+    if config.infers_release:
+        return " (volcanoVersion auto: inferred from the first onSessionOpen)"
+    if "volcanoVersion" not in config.model_fields_set:
+        return " (volcanoVersion is not set: set it to the release you run)"
+    if not config.release.is_stable:
+        return " (an alpha release)"
+    return ""
+
 
 def runtime_of(request: Request) -> Runtime:
-    runtime: Runtime = request.app.state.runtime
+    """The runtime of the app serving ``request`` (``CalderaApp.runtime``, app/main.py)."""
+    runtime: Runtime = request.app.runtime
     return runtime

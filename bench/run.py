@@ -785,11 +785,10 @@ async def until_ready(app: Any, timeout: float = 30.0) -> None:
     """Until every plugin's background data is loaded (pdb reads its file after start)."""
     import asyncio
 
-    state = app.state
+    runtime = app.runtime
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        backgrounds = getattr(state, "backgrounds", None) or {}
-        if all(b.ready() for b in backgrounds.values()):
+        if all(b.ready() for b in runtime.backgrounds.values()):
             return
         await asyncio.sleep(0.05)
     raise RuntimeError("plugin background data not ready")

@@ -190,7 +190,7 @@ async def test_a_reload_that_cannot_build_is_rejected_and_the_running_one_serves
         served = readyz_config(client)["sha256"]
         path.write_text(config_text(entry))
         with caplog.at_level(logging.ERROR, logger="caldera.config"):
-            client.portal.call(app.state.config_watch.check)  # type: ignore[union-attr]
+            client.portal.call(app.runtime.config_watch.check)  # type: ignore[union-attr]
         document = readyz_config(client)
         assert document["sha256"] == served and "pending" not in document
         assert rejected in document["rejected"]["error"]
@@ -216,7 +216,7 @@ async def test_a_switch_whose_first_session_fails_goes_back_and_answers_that_cyc
     with TestClient(app) as client:
         served = readyz_config(client)["sha256"]
         path.write_text(config_text("name: test-open-fails-on\n    arguments: {when: poison}"))
-        client.portal.call(app.state.config_watch.check)  # type: ignore[union-attr]
+        client.portal.call(app.runtime.config_watch.check)  # type: ignore[union-attr]
         assert readyz_config(client)["sha256"] != served  # no session open: switched at once
         with caplog.at_level(logging.ERROR, logger="caldera.config"):
             answer = client.post("/onSessionOpen", content=snapshot(True))
@@ -225,8 +225,8 @@ async def test_a_switch_whose_first_session_fails_goes_back_and_answers_that_cyc
         assert document["sha256"] == served
         assert "its first session failed to open" in document["rejected"]["error"]
         assert "cannot open (poison)" in document["rejected"]["error"]
-        assert [o.name for o in app.state.config.plugin_options()] == ["priority"]
-        assert app.state.sessions.current is not None  # the cycle's session is open
+        assert [o.name for o in app.runtime.config.plugin_options()] == ["priority"]
+        assert app.runtime.sessions.current is not None  # the cycle's session is open
         said = [r for r in caplog.records if r.name == "caldera.config" and r.levelno > 20]
         assert [r.levelname for r in said] == ["ERROR"]
         metrics = client.get("/metrics").text
@@ -243,7 +243,7 @@ async def test_a_proven_configuration_failing_later_is_its_own_error(tmp_path: P
     app = create_app(config, origin=origin, watch_interval=0)
     with TestClient(app) as client:
         path.write_text(config_text("name: test-open-fails-on\n    arguments: {when: poison}"))
-        client.portal.call(app.state.config_watch.check)  # type: ignore[union-attr]
+        client.portal.call(app.runtime.config_watch.check)  # type: ignore[union-attr]
         assert client.post("/onSessionOpen", content=snapshot(False)).status_code == 200
         failed = client.post("/onSessionOpen", content=snapshot(True))
         assert failed.status_code == 500
@@ -279,7 +279,7 @@ async def test_a_switch_whose_plugin_cannot_be_built_is_counted_as_its_fault(
         path.write_text(
             config_text(f"name: test-build-fails-without\n    arguments: {{file: {licence}}}")
         )
-        client.portal.call(app.state.config_watch.check)  # type: ignore[union-attr]
+        client.portal.call(app.runtime.config_watch.check)  # type: ignore[union-attr]
         assert "pending" in readyz_config(client)  # a session is open: staged, not switched
         licence.unlink()
         with caplog.at_level(logging.ERROR, logger="caldera.plugins"):
@@ -315,7 +315,7 @@ async def test_a_session_open_that_raises_is_counted_as_the_plugins_fault(
     app = create_app(config, origin=origin, watch_interval=0)
     with TestClient(app) as client:
         path.write_text(config_text("name: test-open-fails-on\n    arguments: {when: poison}"))
-        client.portal.call(app.state.config_watch.check)  # type: ignore[union-attr]
+        client.portal.call(app.runtime.config_watch.check)  # type: ignore[union-attr]
         if proven:
             assert client.post("/onSessionOpen", content=snapshot(False)).status_code == 200
         answer = client.post("/onSessionOpen", content=snapshot(True))

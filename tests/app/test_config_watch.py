@@ -9,10 +9,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI
-
 from app.config_watch import ConfigWatch, load_with_origin
-from app.main import create_app
+from app.main import CalderaApp, create_app
 from tests.examples import example_bytes
 
 BUDGETS = """\
@@ -32,17 +30,17 @@ def pdb_config(*files: Path, version: str = '"1.15"') -> str:
 
 
 @asynccontextmanager
-async def serving(path: Path) -> AsyncIterator[tuple[FastAPI, ConfigWatch]]:
+async def serving(path: Path) -> AsyncIterator[tuple[CalderaApp, ConfigWatch]]:
     """The app for the configuration file ``path``, its lifespan running, the watch driven by
     hand (``check()``) rather than by its timer."""
     config, origin = load_with_origin(path)
     app = create_app(config, origin=origin, watch_interval=0)
     async with app.router.lifespan_context(app):
-        yield app, app.state.config_watch
+        yield app, app.runtime.config_watch
 
 
-def backgrounds(app: FastAPI) -> dict[str, object]:
-    return dict(app.state.backgrounds)
+def backgrounds(app: CalderaApp) -> dict[str, object]:
+    return dict(app.runtime.backgrounds)
 
 
 async def test_an_unchanged_entry_keeps_its_data_source_and_a_removed_one_is_stopped(
@@ -80,7 +78,7 @@ async def test_a_data_source_that_never_syncs_rejects_the_change(tmp_path: Path)
         assert watch.rejected is not None
         assert "did not sync within 0.3 s" in watch.rejected.error
         assert "missing.yaml" in watch.rejected.error
-        assert app.state.metrics.config_rejected._value.get() == 1
+        assert app.runtime.metrics.config_rejected._value.get() == 1
         assert watch.retired == []  # the new source was stopped at once
         (kept,) = backgrounds(app).values()
         assert kept.ready()  # type: ignore[attr-defined]
@@ -95,7 +93,7 @@ async def test_a_change_superseded_before_the_session_boundary_stops_its_sources
     path = tmp_path / "caldera.yaml"
     path.write_text(pdb_config(a))
     async with serving(path) as (app, watch):
-        extender = app.state.extender
+        extender = app.runtime.extender
         extender.handle(
             "onSessionOpen", example_bytes("volcano-1.15", "onSessionOpen.request.json")
         )  # a session is open
@@ -113,7 +111,7 @@ async def test_a_change_superseded_before_the_session_boundary_stops_its_sources
         assert watch.staged is None
         (served,) = backgrounds(app).values()
         assert served.path == str(c)  # type: ignore[attr-defined]
-        assert app.state.sessions.current is not None  # the new session opened on it
+        assert app.runtime.sessions.current is not None  # the new session opened on it
 
 
 async def test_the_file_going_back_to_the_served_content_drops_the_staged_change(
@@ -125,7 +123,7 @@ async def test_the_file_going_back_to_the_served_content_drops_the_staged_change
     original = pdb_config(budgets)
     path.write_text(original)
     async with serving(path) as (app, watch):
-        app.state.extender.handle(
+        app.runtime.extender.handle(
             "onSessionOpen", example_bytes("volcano-1.15", "onSessionOpen.request.json")
         )
         path.write_text(pdb_config(budgets, budgets))
@@ -134,7 +132,7 @@ async def test_the_file_going_back_to_the_served_content_drops_the_staged_change
         path.write_text(original)
         await watch.check()
         assert watch.staged is None
-        app.state.extender.handle(
+        app.runtime.extender.handle(
             "onSessionOpen", example_bytes("volcano-1.15", "onSessionOpen.request.json")
         )
         assert len(backgrounds(app)) == 1
@@ -144,13 +142,13 @@ async def test_an_inferred_release_carries_over_a_reload(tmp_path: Path) -> None
     path = tmp_path / "caldera.yaml"
     path.write_text("volcanoVersion: auto\ntiers:\n- plugins:\n  - name: priority\n")
     async with serving(path) as (app, watch):
-        app.state.extender.handle(
+        app.runtime.extender.handle(
             "onSessionOpen", example_bytes("v1.9", "onSessionOpen.request.json")
         )
-        inferred = app.state.sessions.release
+        inferred = app.runtime.sessions.release
         assert inferred.name == "1.8"
-        app.state.extender.handle("onSessionClose", b"{}")
+        app.runtime.extender.handle("onSessionClose", b"{}")
         path.write_text("volcanoVersion: auto\ntiers:\n- plugins:\n  - name: conformance\n")
         await watch.check()
-        assert [o.name for o in app.state.config.plugin_options()] == ["conformance"]
-        assert app.state.sessions.release == inferred
+        assert [o.name for o in app.runtime.config.plugin_options()] == ["conformance"]
+        assert app.runtime.sessions.release == inferred

@@ -175,9 +175,9 @@ async def test_the_framework_reports_how_each_vote_ended() -> None:
 
 
 async def test_off_by_default_and_on_when_configured_with_its_counts_in_debug_session() -> None:
-    assert create_app(CalderaConfig()).state.events is None
+    assert create_app(CalderaConfig()).runtime.events is None
     on = create_app(CalderaConfig(explainEvents=True, explainEventsKubeconfig="/nonexistent"))
-    assert isinstance(on.state.events, PodGroupEvents)
+    assert isinstance(on.runtime.events, PodGroupEvents)
     transport = httpx.ASGITransport(app=on)
     async with httpx.AsyncClient(transport=transport, base_url="http://caldera") as client:
         session = (await client.get("/debug/session")).json()
@@ -208,7 +208,7 @@ async def test_the_kubernetes_sink_creates_then_patches_as_the_api_server_expect
 
 
 async def test_a_failing_api_server_is_a_degraded_feature_until_an_event_goes_through() -> None:
-    """With the app's feature health attached (app/main.py), each send reports its outcome:
+    """With the app's feature health attached (app/runtime.py), each send reports its outcome:
     the failure (made an ERROR once by app/features.py), then the recovery."""
     sink = Sink(fail=RuntimeError("403 Forbidden"))
     events = await recorder(sink)

@@ -313,7 +313,7 @@ async def test_nothing_recorded_is_a_404_that_says_what_is_kept(
 ) -> None:
     app = create_app(CalderaConfig.model_validate(OVERCOMMIT_CONFIG))
     for number in range(1, opened + 1):
-        app.state.record.open(number, datetime(2026, 1, 1, tzinfo=UTC))
+        app.runtime.record.open(number, datetime(2026, 1, 1, tzinfo=UTC))
     response = await get(app, query)
     assert response.status_code == 404
     assert response.json()["error"] == error

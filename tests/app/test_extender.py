@@ -245,9 +245,9 @@ async def test_each_session_builds_fresh_instances(client_factory: Any) -> None:
     snapshot = example_bytes("head", "onSessionOpen.request.json")
     await client.post("/onSessionOpen", content=snapshot)
     app = client._transport.app  # type: ignore[attr-defined]
-    first = app.state.sessions.current.framework.tiers[0][0].plugin
+    first = app.runtime.sessions.current.framework.tiers[0][0].plugin
     await client.post("/onSessionOpen", content=snapshot)
-    second = app.state.sessions.current.framework.tiers[0][0].plugin
+    second = app.runtime.sessions.current.framework.tiers[0][0].plugin
     assert first is not second and second.jobs == 1
 
 

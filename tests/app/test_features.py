@@ -115,7 +115,7 @@ def test_readyz_waits_for_pdb_only_during_the_grace(
     with TestClient(app) as client:
         client.post("/onSessionOpen", content=b"{}")
         if not in_grace:
-            app.state.features.grace = 0.0
+            app.runtime.features.grace = 0.0
         answer = client.get("/readyz")
     assert (answer.status_code, answer.json()["status"]) == (code, status)
     assert "pdb (tiers[0].plugins[0])" in answer.json()["features"] or in_grace

@@ -81,7 +81,7 @@ def release_of(version: str) -> Release:
 @functools.cache
 def extender(version: str) -> Extender:
     app = create_app(load_config_text(every_plugin_config(version), f"every-plugin-{version}"))
-    answers: Extender = app.state.extender
+    answers: Extender = app.runtime.extender
     return answers
 
 

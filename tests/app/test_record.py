@@ -237,8 +237,8 @@ def test_without_record_the_endpoints_call_the_extender_itself(tmp_path: Path) -
 
     plain = create_app(load_config(None))
     endpoints = verb_endpoints(plain)
-    assert endpoints and all(e.extender is plain.state.extender for e in endpoints)
-    assert plain.state.sessions.clock is utc_now
+    assert endpoints and all(e.extender is plain.runtime.extender for e in endpoints)
+    assert plain.runtime.sessions.clock is utc_now
 
     recorder = Recorder(tmp_path / "rec")
     recording = create_app(load_config(None), recorder)

@@ -80,7 +80,7 @@ def synced(state: ClusterSessionState) -> None:
 
 def cluster_app(objects: dict[str, list[dict[str, Any]]], plugins: str = SESSION_PLUGINS) -> Any:
     app = create_app(load_config_text(config("cluster", plugins), "c.yaml"), watch_interval=0)
-    state = app.state.session_state
+    state = app.runtime.session_state
     assert isinstance(state, ClusterSessionState)
     fill(state, objects)
     synced(state)
@@ -154,8 +154,8 @@ async def test_the_same_answers_as_the_same_state_sent_as_a_snapshot(
 
 async def test_the_first_call_opens_a_session_and_onsessionclose_ends_it() -> None:
     app = cluster_app(matching_objects())
-    state: ClusterSessionState = app.state.session_state
-    sessions = app.state.extender
+    state: ClusterSessionState = app.runtime.session_state
+    sessions = app.runtime.extender
     job = example_bytes(CAPTURED, "jobEnqueueable.request.json")
     async with client(app) as c:
         assert (await c.get("/debug/session")).json()["open"] is False
@@ -196,8 +196,8 @@ async def test_a_close_with_no_session_open_opens_none() -> None:
     async with client(app) as c:
         for _ in range(2):
             assert (await c.post("/onSessionClose", content=b"{}")).status_code == 200
-    assert app.state.session_state.sessions_derived == 0
-    assert app.state.extender.sessions.current is None
+    assert app.runtime.session_state.sessions_derived == 0
+    assert app.runtime.extender.sessions.current is None
 
 
 async def test_an_onsessionopen_still_sent_is_a_boundary_whose_body_is_not_read(
@@ -212,7 +212,7 @@ async def test_an_onsessionopen_still_sent_is_a_boundary_whose_body_is_not_read(
             for number in (1, 2):
                 response = await c.post("/onSessionOpen", content=b'{"Jobs": "not read"}')
                 assert response.status_code == 200 and response.json() == {}
-                current = app.state.extender.sessions.current
+                current = app.runtime.extender.sessions.current
                 assert current is not None and current.number == number
                 assert len(current.ssn.jobs) == 2
     warnings = [r.message for r in caplog.records if "onSessionOpenVerb" in r.message]
@@ -227,14 +227,14 @@ async def test_a_committed_allocation_is_binding_in_the_next_session_until_bound
     binding: so does the next session here, and jobEnqueueable/overcommit count it."""
     objects = matching_objects()
     app = cluster_app(objects)
-    state: ClusterSessionState = app.state.session_state
+    state: ClusterSessionState = app.runtime.session_state
     allocate = example_bytes(CAPTURED, "allocateFunc.request.json")
     task = json.loads(allocate)["task"]
     async with client(app) as c:
         assert (await c.post("/allocate", content=allocate)).status_code == 200
         assert (await c.post("/onSessionClose", content=b"{}")).status_code == 200
         assert (await c.post("/jobReady", content=b'{"job": {"UID": "x"}}')).status_code == 200
-        ssn = app.state.extender.sessions.current.ssn
+        ssn = app.runtime.extender.sessions.current.ssn
         derived_task = ssn.jobs["ns1/pg-pending"].Tasks[task["UID"]]
         assert derived_task.Status == TaskStatus.Binding
         assert derived_task.NodeName == task["NodeName"]
@@ -248,7 +248,7 @@ async def test_a_committed_allocation_is_binding_in_the_next_session_until_bound
         state.store.pods.upsert(object_key(bound), bound)
         assert (await c.post("/onSessionClose", content=b"{}")).status_code == 200
         assert (await c.post("/jobReady", content=b'{"job": {"UID": "x"}}')).status_code == 200
-        ssn = app.state.extender.sessions.current.ssn
+        ssn = app.runtime.extender.sessions.current.ssn
         assert ssn.jobs["ns1/pg-pending"].Tasks[task["UID"]].Status == TaskStatus.Bound
     assert len(state.store.overlay) == 0
 
@@ -262,7 +262,7 @@ async def test_an_allocation_rolled_back_in_its_session_is_not_kept() -> None:
         await c.post("/allocate", content=allocate)
         await c.post("/deallocate", content=json.dumps(undone))
         await c.post("/onSessionClose", content=b"{}")
-    assert len(app.state.session_state.store.overlay) == 0
+    assert len(app.runtime.session_state.store.overlay) == 0
 
 
 # --- before the watch has listed --------------------------------------------------------------
@@ -270,7 +270,7 @@ async def test_an_allocation_rolled_back_in_its_session_is_not_kept() -> None:
 
 async def test_not_ready_and_sessionless_until_every_collection_listed_once() -> None:
     app = create_app(load_config_text(config("cluster"), "c.yaml"), watch_interval=0)
-    state: ClusterSessionState = app.state.session_state
+    state: ClusterSessionState = app.runtime.session_state
     fill(state, matching_objects())
     state.watch.reflectors = state.store.reflectors(_unused)
     job = example_bytes(CAPTURED, "jobEnqueueable.request.json")
@@ -283,7 +283,7 @@ async def test_not_ready_and_sessionless_until_every_collection_listed_once() ->
         for reflector in state.watch.reflectors:
             reflector.status.synced = True
         await c.post("/jobEnqueueable", content=job)
-        assert app.state.extender.sessions.current is None
+        assert app.runtime.extender.sessions.current is None
         assert state.sessions_before_sync == 1
         scraped = (await c.get("/metrics")).text
         assert 'caldera_verbs_without_session_total{verb="jobEnqueueable"} 2.0' in scraped
@@ -293,7 +293,7 @@ async def test_not_ready_and_sessionless_until_every_collection_listed_once() ->
         assert ready.json()["sessionState"]["objects"]["pods"] == 2
         await c.post("/onSessionClose", content=b"{}")
         await c.post("/jobEnqueueable", content=job)
-        assert app.state.extender.sessions.current is not None
+        assert app.runtime.extender.sessions.current is not None
         scraped = (await c.get("/metrics")).text
     assert "caldera_session_state_derive_seconds_count 1.0" in scraped
 
@@ -322,7 +322,7 @@ async def test_a_podgroup_deleted_between_sessions_leaves_the_next() -> None:
     job = example_bytes(CAPTURED, "jobEnqueueable.request.json")
     async with client(app) as c:
         await c.post("/jobEnqueueable", content=job)
-        jobs = app.state.extender.sessions.current.ssn.jobs
+        jobs = app.runtime.extender.sessions.current.ssn.jobs
     assert set(jobs) == {"ns1/pg-running"}  # no PodGroup: no job, as Volcano's snapshot
 
 
@@ -330,7 +330,7 @@ async def test_a_staged_configuration_takes_over_at_a_sessions_first_call() -> N
     """The session boundary a live reload waits for (app/config_watch.py) is, in cluster mode,
     each session's first call: once per session, before the session opens."""
     app = cluster_app(matching_objects())
-    extender = app.state.extender
+    extender = app.runtime.extender
     seen: list[object] = []
     extender.at_session_boundary = lambda: seen.append(extender.sessions.current)
     job = example_bytes(CAPTURED, "jobEnqueueable.request.json")

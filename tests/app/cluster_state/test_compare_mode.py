@@ -47,7 +47,7 @@ async def _compared(comparison: SessionStateComparison) -> None:
 async def test_compare_mode_end_to_end(caplog: pytest.LogCaptureFixture) -> None:
     config = load_config_text('volcanoVersion: "1.14"\nsessionState: compare\n', "c.yaml")
     app = create_app(config, watch_interval=0)
-    comparison = app.state.session_state
+    comparison = app.runtime.session_state
     assert isinstance(comparison, SessionStateComparison)
     _fill(comparison, matching_objects())
     _synced(comparison)
