@@ -1,6 +1,9 @@
 """Memory of the cluster-state store (issue 36): the decoded views Caldera keeps per watched
 object, per 1,000 pods and per 1,000 nodes, and the cost of one session's freeze + derive
-(the minimum and median of ``--repeats`` sessions: the cores are shared).
+(the minimum and median of ``--repeats`` sessions: the cores are shared): from scratch (the full
+derivation), the incremental derivation's first session (everything built, and its indexes),
+and its later sessions with 0, 10 and 100 pods changed since the previous one (pods binding and
+finishing; decoding the changed objects is the watch's work, outside the session's time).
 
 The objects are synthetic but shaped like an API server's (managedFields, env, probes, volumes,
 status conditions and container statuses on pods; images, conditions and addresses on nodes),
@@ -20,7 +23,12 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from app.cluster_state.derive import derive
+from app.cluster_state.incremental import IncrementalDerivation
 from app.cluster_state.store import ClusterStore
+
+CHANGED_PODS = (0, 10, 100)
+"""Pods changed between two sessions, per incremental measurement."""
 
 
 def synthetic_pod(i: int, nodes: int) -> dict[str, Any]:
@@ -31,7 +39,7 @@ def synthetic_pod(i: int, nodes: int) -> dict[str, Any]:
         "kind": "Pod",
         "metadata": {
             "name": name,
-            "namespace": f"team-{i % 20}",
+            "namespace": f"team-{(i // 10) % 20}",  # a job's pods share its namespace
             "uid": f"8c6f3b1e-0000-4000-8000-{i:012d}",
             "resourceVersion": str(100000 + i),
             "creationTimestamp": "2026-11-27T05:00:00Z",
@@ -166,6 +174,49 @@ def synthetic_node(i: int) -> dict[str, Any]:
     }
 
 
+def changed_pod(i: int, nodes: int, session: int) -> dict[str, Any]:
+    """Pod ``i`` one step further in its life: a pending pod binds and runs, a running one
+    finishes (Succeeded) and, the next time, runs again (a fresh resourceVersion each time)."""
+    obj = synthetic_pod(i, nodes)
+    obj["metadata"]["resourceVersion"] = str(1_000_000 + session * 100_000 + i)
+    if session % 2 == 0:
+        obj["spec"]["nodeName"] = f"node-{i % nodes}"
+        obj["status"]["phase"] = "Running"
+    else:
+        obj["status"]["phase"] = "Succeeded"
+    return obj
+
+
+def _ms(times: list[float]) -> dict[str, float]:
+    return {"min": round(min(times), 2), "median": round(statistics.median(times), 2)}
+
+
+def measure_incremental(store: ClusterStore, pods: int, nodes: int, repeats: int) -> dict[str, Any]:
+    """The incremental derivation's first session, then sessions after N pods changed."""
+    first: list[float] = []
+    for _ in range(repeats):
+        store.derivation = IncrementalDerivation(store.settings)
+        start = time.perf_counter()
+        store.open_session()
+        first.append((time.perf_counter() - start) * 1000)
+    figures: dict[str, Any] = {"first_session_ms": _ms(first)}
+    session = 0
+    for changed in CHANGED_PODS:
+        times: list[float] = []
+        for _ in range(repeats * 4):
+            session += 1
+            for k in range(changed):
+                i = (session * 7919 + k * 97) % pods  # spread over nodes and jobs
+                obj = changed_pod(i, nodes, session)
+                store.pods.upsert(f"{obj['metadata']['namespace']}/{obj['metadata']['name']}", obj)
+            start = time.perf_counter()
+            store.open_session()
+            times.append((time.perf_counter() - start) * 1000)
+        figures[f"changed_{changed}_pods_ms"] = _ms(times)
+        figures[f"changed_{changed}_pods_rebuilt"] = dict(store.derivation.rebuilt)
+    return figures
+
+
 def _held(feed: Any) -> int:
     """Bytes still allocated after ``feed()`` ran and its inputs were released."""
     gc.collect()
@@ -179,40 +230,48 @@ def _held(feed: Any) -> int:
     return after - before
 
 
-def measure(pods: int, nodes: int, repeats: int = 5) -> dict[str, Any]:
-    def feed_pods() -> ClusterStore:
-        store = ClusterStore()
-        for i in range(pods):
-            obj = synthetic_pod(i, nodes)
-            store.pods.upsert(f"{obj['metadata']['namespace']}/{obj['metadata']['name']}", obj)
-        return store
+def feed_pods(pods: int, nodes: int) -> ClusterStore:
+    store = ClusterStore()
+    for i in range(pods):
+        obj = synthetic_pod(i, nodes)
+        store.pods.upsert(f"{obj['metadata']['namespace']}/{obj['metadata']['name']}", obj)
+    return store
 
-    def feed_nodes() -> ClusterStore:
-        store = ClusterStore()
-        for i in range(nodes):
-            store.nodes.upsert(f"node-{i}", synthetic_node(i))
-        return store
 
-    pod_bytes = _held(feed_pods)
-    node_bytes = _held(feed_nodes)
+def feed_nodes(nodes: int) -> ClusterStore:
+    store = ClusterStore()
+    for i in range(nodes):
+        store.nodes.upsert(f"node-{i}", synthetic_node(i))
+    return store
 
-    store = feed_pods()
+
+def populated_store(pods: int, nodes: int) -> ClusterStore:
+    """Pods, nodes, one queue, and a PodGroup per 10 pods."""
+    store = feed_pods(pods, nodes)
     for i in range(nodes):
         store.nodes.upsert(f"node-{i}", synthetic_node(i))
     store.queues.upsert("default", {"metadata": {"name": "default"}, "spec": {"weight": 1}})
     for j in range(pods // 10 + 1):
         store.podgroups.upsert(
-            f"team-{(j * 10) % 20}/job-{j}",
+            f"team-{j % 20}/job-{j}",
             {
-                "metadata": {"name": f"job-{j}", "namespace": f"team-{(j * 10) % 20}"},
+                "metadata": {"name": f"job-{j}", "namespace": f"team-{j % 20}"},
                 "spec": {"minMember": 10, "queue": "default"},
             },
         )
+    return store
+
+
+def measure(pods: int, nodes: int, repeats: int = 5) -> dict[str, Any]:
+    pod_bytes = _held(lambda: feed_pods(pods, nodes))
+    node_bytes = _held(lambda: feed_nodes(nodes))
+    store = populated_store(pods, nodes)
     times: list[float] = []
     for _ in range(repeats):
         start = time.perf_counter()
-        derived = store.open_session()
+        derived = derive(store.freeze(), store.settings, store.overlay.placements())
         times.append((time.perf_counter() - start) * 1000)
+    incremental = measure_incremental(store, pods, nodes, repeats)
     json_pod = len(json.dumps(synthetic_pod(1, nodes), separators=(",", ":")))
     json_node = len(json.dumps(synthetic_node(1), separators=(",", ":")))
     return {
@@ -225,6 +284,7 @@ def measure(pods: int, nodes: int, repeats: int = 5) -> dict[str, Any]:
         "freeze_and_derive_ms_min": round(min(times), 1),
         "freeze_and_derive_ms_median": round(statistics.median(times), 1),
         "derived_jobs": len(derived.snapshot.Jobs or {}),
+        "incremental": incremental,
     }
 
 

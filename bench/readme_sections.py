@@ -407,6 +407,23 @@ def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
         f" min {doc['freeze_and_derive_ms_min']:.0f} ms, median"
         f" {doc['freeze_and_derive_ms_median']:.0f} ms |",
     ]
+    incremental = doc.get("incremental")
+    if incremental is not None:
+        first = incremental["first_session_ms"]
+        lines.append(
+            f"| incremental, first session (builds every task, node and job) |"
+            f" min {first['min']:.0f} ms, median {first['median']:.0f} ms |"
+        )
+        for key, figures in incremental.items():
+            if not (key.startswith("changed_") and key.endswith("_pods_ms")):
+                continue
+            changed = int(key.split("_")[1])
+            rebuilt = incremental[f"changed_{changed}_pods_rebuilt"]
+            lines.append(
+                f"| incremental, {changed:,} pods changed since the last session"
+                f" ({rebuilt['tasks']} tasks, {rebuilt['nodes']} nodes, {rebuilt['jobs']} jobs"
+                f" rebuilt) | min {figures['min']:.2f} ms, median {figures['median']:.2f} ms |"
+            )
     per_pod, per_node = doc["store_mib_per_1000_pods"], doc["store_mib_per_1000_nodes"]
     store = (pods * per_pod + nodes * per_node) / 1000
     size = f"{nodes} / {pods}"

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 from app.cluster_state.compare import Difference, compare, counts_by_kind
-from app.cluster_state.derive import Settings, derive
+from app.cluster_state.derive import Settings
+from app.cluster_state.incremental import IncrementalDerivation
 from app.cluster_state.objects import ClusterObjects
 from app.cluster_state.overlay import Placement
 from app.cluster_state.store import ClusterStore
@@ -112,7 +113,7 @@ class SessionStateComparison:
         placements = self.store.overlay.placements()
         loop = self._loop or asyncio.get_running_loop()
         future = loop.run_in_executor(
-            None, self._compare, sent, objects, self.store.settings, placements
+            None, self._compare, sent, objects, self.store.derivation, placements
         )
         self._running = future
         future.add_done_callback(lambda done: self._finished(done, number))
@@ -121,11 +122,13 @@ class SessionStateComparison:
     def _compare(
         sent: OnSessionOpenRequest,
         objects: ClusterObjects,
-        settings: Settings,
+        derivation: IncrementalDerivation,
         placements: dict[str, Placement],
     ) -> tuple[list[Difference], set[str], float]:
+        # In the worker thread; one comparison at a time, so the derivation's calls never
+        # overlap, and each reuses what the previous one built.
         started = time.perf_counter()
-        derived = derive(objects, settings, placements)
+        derived = derivation.derive(objects, placements)
         return compare(sent, derived.snapshot), derived.settled, time.perf_counter() - started
 
     def _finished(self, done: asyncio.Future[Any], number: int) -> None:

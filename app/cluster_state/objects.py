@@ -206,6 +206,22 @@ def decode_priority_class(obj: Mapping[str, Any]) -> WatchedPriorityClass:
 
 
 @dataclass(frozen=True)
+class ChangeMark:
+    """A point in a store's change log: ``log`` is the log's list (a restarted log is a new
+    list), ``length`` how many entries it had. Between two marks on the same list, the entries
+    in between are every change, in order."""
+
+    log: list[tuple[str, bool]]
+    length: int
+
+    def since(self, earlier: ChangeMark | None) -> list[tuple[str, bool]] | None:
+        """The changes from ``earlier`` to this mark; None when the log cannot tell."""
+        if earlier is None or earlier.log is not self.log or earlier.length > self.length:
+            return None
+        return self.log[earlier.length : self.length]
+
+
+@dataclass(frozen=True)
 class ClusterObjects:
     """One consistent view of the watched collections, keyed as client-go keys them
     (``namespace/name``, or ``name`` for cluster-scoped objects)."""
@@ -220,3 +236,6 @@ class ClusterObjects:
     """Every namespace that has had a ResourceQuota since the watch started: Volcano's cache
     keeps a namespace's collection when its last quota goes (``deleteResourceQuota``), so its
     snapshot still carries the namespace, with no quota."""
+    marks: Mapping[str, ChangeMark] = field(default_factory=dict, compare=False)
+    """Per collection (``pods``, ``nodes``...), where its store's change log stood when frozen
+    (none for objects not frozen from a store)."""

@@ -10,6 +10,10 @@ A session needs one consistent view (plugins keep per-session state; the decisio
 session), frozen at the session's first call. A freeze is O(1): the store hands out its current
 maps and copies a map only when the next event would change it (copy on write), so a session
 that starts while nothing changes costs nothing, and a busy one at most one copy per collection.
+
+Each store also logs which keys changed, in order (:class:`ChangeMark`): a freeze marks the
+log, and the derivation rebuilds only what changed between two marks
+(:mod:`app.cluster_state.incremental`).
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from app.cluster_state.derive import Derived, Settings, derive
+from app.cluster_state.derive import Derived, Settings
+from app.cluster_state.incremental import IncrementalDerivation
 from app.cluster_state.objects import (
+    ChangeMark,
     ClusterObjects,
     decode_node,
     decode_pod,
@@ -40,6 +46,11 @@ logger = logging.getLogger("caldera.cluster_state")
 
 T = TypeVar("T")
 
+CHANGE_LOG_MIN = 1024
+"""A change log restarts (its readers then compare the views object by object) past this many
+entries or twice the collection's size, whichever is more: it stays bounded when no session
+reads it."""
+
 
 class DecodingStore(Generic[T]):
     """One collection, keyed ``namespace/name`` (or ``name``): the reflector's ``Store``."""
@@ -53,6 +64,8 @@ class DecodingStore(Generic[T]):
         self.undecodable = 0
         self.seen: Callable[[T], None] | None = None
         """Called with every object decoded (what outlives the object's deletion)."""
+        self._log: list[tuple[str, bool]] = []
+        """Each change since the log (re)started: the key, and whether it is present after."""
 
     def _convert(self, obj: Mapping[str, Any]) -> T | None:
         try:
@@ -71,6 +84,11 @@ class DecodingStore(Generic[T]):
             self._shared = False
         return self._items
 
+    def _logged(self, key: str, present: bool) -> None:
+        if len(self._log) >= max(CHANGE_LOG_MIN, 2 * len(self._items)):
+            self._log = []  # a new list: a mark on the old one no longer reaches now
+        self._log.append((key, present))
+
     def replace(self, items: Mapping[str, Mapping[str, Any]]) -> None:
         decoded: dict[str, T] = {}
         for key, obj in items.items():
@@ -78,21 +96,30 @@ class DecodingStore(Generic[T]):
             if value is not None:
                 decoded[key] = value
         self._items, self._shared = decoded, False
+        self._log = []  # a relist replaces every object: no reader can follow it by the log
 
     def upsert(self, key: str, obj: Mapping[str, Any]) -> None:
         value = self._convert(obj)
         if value is None:
             self._writable().pop(key, None)  # what the object was before is no longer true
+            self._logged(key, False)
         else:
             self._writable()[key] = value
+            self._logged(key, True)
 
     def delete(self, key: str) -> None:
         if key in self._items:
             self._writable().pop(key)
+            self._logged(key, False)
 
     def freeze(self) -> Mapping[str, T]:
         self._shared = True
         return MappingProxyType(self._items)
+
+    def mark(self) -> ChangeMark:
+        """Where the change log stands: taken with :meth:`freeze`, it says what changed
+        between two frozen views."""
+        return ChangeMark(self._log, len(self._log))
 
     def __len__(self) -> int:
         return len(self._items)
@@ -133,6 +160,8 @@ class ClusterStore:
         self.quotas = DecodingStore("resourcequotas", decode_quota)
         self.priority_classes = DecodingStore("priorityclasses", decode_priority_class)
         self.overlay = AllocationOverlay()
+        self.derivation = IncrementalDerivation(self.settings)
+        """Each session's state, rebuilt from the previous one's where objects changed."""
         self._quota_namespaces: set[str] = set()
         """Every namespace a quota was seen in since the start (``ClusterObjects``)."""
         self.quotas.seen = lambda quota: self._quota_namespaces.add(quota.namespace)
@@ -141,7 +170,9 @@ class ClusterStore:
         return {name: getattr(self, name) for name in COLLECTIONS}
 
     def freeze(self) -> ClusterObjects:
-        """One consistent view of every collection as of now."""
+        """One consistent view of every collection as of now, with the marks of the change
+        logs at that moment."""
+        stores = self.stores()
         return ClusterObjects(
             quota_namespaces=frozenset(self._quota_namespaces),
             pods=self.pods.freeze(),
@@ -150,11 +181,13 @@ class ClusterStore:
             queues=self.queues.freeze(),
             quotas=self.quotas.freeze(),
             priority_classes=self.priority_classes.freeze(),
+            marks={name: store.mark() for name, store in stores.items()},
         )
 
     def open_session(self) -> Derived:
-        """Freeze, derive with the committed placements, and forget those the cluster shows."""
-        derived = derive(self.freeze(), self.settings, self.overlay.placements())
+        """Freeze, derive with the committed placements (incrementally: what the previous
+        session derived is reused where nothing changed), and forget those the cluster shows."""
+        derived = self.derivation.derive(self.freeze(), self.overlay.placements())
         self.overlay.settle(derived.settled)
         return derived
 

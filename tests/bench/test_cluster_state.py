@@ -42,3 +42,13 @@ def test_the_command_bench_readme_shows_runs(
     assert 0.1 < figures["store_mib_per_1000_nodes"] < 4 * node_json_mib
     assert 0 < figures["freeze_and_derive_ms_min"] <= figures["freeze_and_derive_ms_median"]
     assert figures["derived_jobs"] == 21
+    # The incremental derivation: a first session builds everything; later ones only what the
+    # changed pods touch (each pod: its task, its node, its job).
+    incremental = figures["incremental"]
+    assert 0 < incremental["first_session_ms"]["min"] <= incremental["first_session_ms"]["median"]
+    for changed in cluster_state.CHANGED_PODS:
+        rebuilt = incremental[f"changed_{changed}_pods_rebuilt"]
+        assert rebuilt["tasks"] == changed
+        assert rebuilt["nodes"] <= changed and rebuilt["jobs"] <= changed
+        figures_ms = incremental[f"changed_{changed}_pods_ms"]
+        assert 0 <= figures_ms["min"] <= figures_ms["median"]
