@@ -18,10 +18,11 @@ the live verbs' p50 over HTTP rose 1.4-4x. A process has its own interpreter and
 lowest CPU priority (SCHED_IDLE, else nice 19), so the live process wins the CPU whenever both
 want it. What the live verbs pay is the hand-off, kept off the call: :meth:`offer` appends to a
 deque and wakes nobody; a sending thread wakes at the session's onSessionClose (Volcano's idle
-part of the period, where the shadow does its work) and every :data:`SEND_EVERY_SECONDS`
-otherwise, and writes everything waiting as one batch: a header and the bodies in one message
+part of the period, where the shadow does its work) or :data:`SEND_AFTER_SECONDS` after it last
+sent, and writes everything waiting as one batch: a header and the bodies in one message
 (the GIL released during the write), where handing each call to the thread as it came cost the
 live verbs a thread wake-up and GIL turns per call (bench/README, "A shadow configuration").
+The process reports back once a batch, so the receiving thread wakes once a batch too.
 The process decodes the body again rather
 than sharing the live configuration's decoded snapshot: plugins keep per-session state in those
 objects, so two configurations must not share them anyway.
@@ -43,6 +44,7 @@ import contextlib
 import logging
 import multiprocessing
 import threading
+import time
 from collections import Counter as Tally
 from collections import deque
 from collections.abc import Callable
@@ -77,9 +79,11 @@ schedule period of 1 s it would otherwise be gone three seconds later, before an
 run ``caldera explain NAME --shadow``."""
 OPEN = "onSessionOpen"
 CLOSE = "onSessionClose"
-SEND_EVERY_SECONDS = 0.05
+SEND_AFTER_SECONDS = 1.0
 """How long a call may wait for the sending thread when no onSessionClose comes (a session
-longer than that, a burst of calls with no end): the batch's bound in time."""
+longer than Volcano's 1 s schedule period): the batch's bound in time. Sending during the
+session would let the shadow's process and this process's receiving thread work while the
+live verbs do."""
 ALONE_BYTES = 1 << 20
 """A body this large (a snapshot) is written on its own, not copied into a batch."""
 FAILURE_STAGES = ("load", "open", "verb", "compare")
@@ -219,6 +223,7 @@ class Shadow:
         self._queue: deque[Item | None] = deque()
         """Appended here, popped by the sending thread (both atomic under the GIL)."""
         self._wake = threading.Event()
+        self._opened_at = 0.0
         self._in_bytes = 0
         self._live_session = 0
         self._dropping = -1
@@ -262,6 +267,7 @@ class Shadow:
     def offer(self, verb: str, body: Body, answer: bytes | None, live_log: Any = None) -> None:
         """Hand the shadow one call and the live answer; never blocks."""
         if verb == OPEN:
+            self._opened_at = time.monotonic()
             self._live_session += 1
             self._live_logs[self._live_session] = live_log
             self._live_logs.pop(self._live_session - 2 * SESSIONS_KEPT, None)
@@ -303,8 +309,10 @@ class Shadow:
         :meth:`offer` drops."""
         waiting = self._queue
         while True:
-            self._wake.wait(SEND_EVERY_SECONDS)
+            woken = self._wake.wait(SEND_AFTER_SECONDS)
             self._wake.clear()
+            if not woken and time.monotonic() - self._opened_at < SEND_AFTER_SECONDS:
+                continue  # the session is still in its burst: the shadow waits for its close
             batch: list[Item] = []
             while waiting:
                 item = waiting.popleft()
@@ -324,6 +332,9 @@ class Shadow:
                 else:
                     batch.append(item)
             self._send_batch(batch)
+            # Let go of the bodies: the live process reuses a large body's buffer only once
+            # nothing else holds it (app/buffers.py).
+            batch, item = [], None
 
     def _send_batch(self, batch: list[Item]) -> None:
         if not batch:
@@ -380,7 +391,13 @@ class Shadow:
 
     def _apply(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
-        if kind == "done":
+        if kind == shadow_worker.REPORTS:
+            for report in message[1]:
+                try:
+                    self._apply(report)
+                except Exception:
+                    logger.exception("the shadow's report %r could not be applied", report[:2])
+        elif kind == "done":
             self._done_bytes = message[1]
             self.metrics.queued_bytes.set(self.queued_bytes())
         elif kind == "compared":

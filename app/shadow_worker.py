@@ -19,8 +19,10 @@ the live configuration's shareable data sources and their changed states
   answered (``onError: abstain``, or a call over its budget whose answer was used), which the
   shadow's :class:`ForwardedFaults` reports: a fault that fails the verb raises, and is
   reported once, where the verb's exception is caught;
-- ``("done", size)``: the bytes of every call handled so far, when it has caught up (and every
-  :data:`ACK_EVERY` calls): the parent's memory bound counts a call until then.
+- ``("done", size)``: the bytes of every call handled so far, after each batch: the parent's
+  memory bound counts a call until then.
+
+each inside ``(REPORTS, [report, ...])``, one message a batch (:class:`Reports`).
 """
 
 from __future__ import annotations
@@ -47,8 +49,8 @@ from app.shadow_sources import SHARE, Mirror, MirroredSources
 
 logger = logging.getLogger("caldera.shadow")
 OPEN = "onSessionOpen"
-ACK_EVERY = 64
 BATCH = "batch"
+REPORTS = "reports"
 BACKGROUND_START_SECONDS = 30.0
 FELL_BEHIND = "dropped: the shadow fell behind (shadow_max_queued_bytes)"
 NOT_QUEUED = "dropped: its snapshot did not fit the shadow's queue (shadow_max_queued_bytes)"
@@ -209,6 +211,23 @@ class Evaluator:
         self.send(("compared", session, verb, found))
 
 
+class Reports:
+    """What the process has to say about a batch, sent to the parent in one message after the
+    batch: the parent's receiving thread then takes the GIL once a batch, not once a call."""
+
+    def __init__(self, outbox: Connection) -> None:
+        self.outbox = outbox
+        self.waiting: list[tuple[Any, ...]] = []
+
+    def append(self, report: tuple[Any, ...]) -> None:
+        self.waiting.append(report)
+
+    def send(self) -> None:
+        if self.waiting:
+            waiting, self.waiting = self.waiting, []
+            self.outbox.send((REPORTS, waiting))
+
+
 def lowest_priority() -> None:
     """SCHED_IDLE where the kernel has it: the shadow runs only on a CPU nothing else wants, so
     the live process is never preempted for it (nice 19 still gets a share of a CPU the live
@@ -227,10 +246,15 @@ def main(
     ``live_keys``: the live configuration's shareable data sources at start."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the parent, which ends us
     lowest_priority()
-    evaluator = Evaluator(Path(path), outbox.send, live_keys)
+    reports = Reports(outbox)
+    evaluator = Evaluator(Path(path), reports.append, live_keys)
     evaluator.reload()
-    done = unacknowledged = 0
+    done = 0
     while True:
+        try:
+            reports.send()
+        except OSError:
+            return
         try:
             header = inbox.recv()
             if header is None:
@@ -242,6 +266,8 @@ def main(
                     logger.exception("the shadow failed to take the live data sources")
                     evaluator.send(("failure", "open", OPEN, describe(exc)))
                 continue
+            if header[0] != BATCH:
+                raise ValueError(f"not a batch: {header[0]!r}")
             _, calls = header
             bodies = inbox.recv_bytes()
         except (EOFError, OSError):
@@ -258,16 +284,4 @@ def main(
                 logger.exception("the shadow failed on %s", verb)
                 evaluator.send(("failure", "verb", verb, describe(exc)))
             done += size
-            unacknowledged += 1
-            if unacknowledged >= ACK_EVERY:
-                try:
-                    outbox.send(("done", done))
-                except OSError:
-                    return
-                unacknowledged = 0
-        try:
-            if unacknowledged and not inbox.poll():
-                outbox.send(("done", done))
-                unacknowledged = 0
-        except OSError:
-            return
+        reports.append(("done", done))
