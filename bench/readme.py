@@ -92,6 +92,13 @@ SECTIONS: tuple[Section, ...] = (
         )
     ),
     Section(
+        "shadow-cost",
+        "<!-- shadow-cost:begin -->",
+        "<!-- shadow-cost:end -->",
+        ("shadow-batched-hotpath.txt",),
+        lambda docs: readme_sections.shadow_cost_table("shadow-batched-hotpath.txt", docs[0]),
+    ),
+    Section(
         "soak",
         "<!-- soak:begin -->",
         "<!-- soak:end -->",
