@@ -91,12 +91,18 @@ SECTIONS: tuple[Section, ...] = (
             ("shadow-nice19", "shadow-process-nice19-hotpath.txt"),
         )
     ),
-    Section(
-        "shadow-cost",
-        "<!-- shadow-cost:begin -->",
-        "<!-- shadow-cost:end -->",
-        ("shadow-batched-hotpath.txt",),
-        lambda docs: readme_sections.shadow_cost_table("shadow-batched-hotpath.txt", docs[0]),
+    *(
+        Section(
+            name,
+            f"<!-- {name}:begin -->",
+            f"<!-- {name}:end -->",
+            (source,),
+            lambda docs, source=source: readme_sections.shadow_cost_table(source, docs[0]),
+        )
+        for name, source in (
+            ("shadow-same-cpu", "shadow-batched-same-cpu-hotpath.txt"),
+            ("shadow-cost", "shadow-batched-hotpath.txt"),
+        )
     ),
     Section(
         "soak",

@@ -277,8 +277,9 @@ def shadow_cost_table(name: str, text: str) -> str:
         f" average {run.load[0]:.1f} at the start, {run.load[1]:.1f} at the end._",
         "",
         "| workload | p50 live | p50 shadowed | p50 ratio (quartiles) | p99 live | p99 shadowed |"
-        " p99 ratio (quartiles) | 5% target p50 / p99 | shadow's sessions dropped |",
-        "|---|---|---|---|---|---|---|---|---|",
+        " p99 ratio (quartiles) | 5% target p50 / p99 | RSS growth live / shadowed, MiB |"
+        " sessions dropped |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for load in dict.fromkeys(load for load, _ in run.medians):
         live, shadowed = run.medians[(load, "live")], run.medians[(load, "shadowed")]
@@ -288,13 +289,17 @@ def shadow_cost_table(name: str, text: str) -> str:
             f" {p50[0]:.3f} ({p50[1]:.3f}–{p50[2]:.3f}) | {live['p99_ms']:.3f} |"
             f" {shadowed['p99_ms']:.3f} | {p99[0]:.3f} ({p99[1]:.3f}–{p99[2]:.3f}) |"
             f" {target_verdict(p50)} / {target_verdict(p99)} |"
-            f" {shadowed.get('dropped_sessions', 0):.0f} |"
+            f" {live['growth_MiB']:.0f} / {shadowed['growth_MiB']:.0f} |"
+            f" {shadowed.get('dropped_sessions', 0):.1f} |"
         )
     lines += [
         "",
         'The ratios are shadowed / live, paired round by round. "met": the third quartile is'
         f' within {TARGET_RATIO:.2f}; "missed": the first quartile is over it; "not shown":'
-        " the quartiles straddle it, so these rounds neither meet nor miss it.",
+        " the quartiles straddle it, so these rounds neither meet nor miss it. RSS growth: the"
+        " peak over the load, the server's processes (the shadow's too) summed; sessions"
+        " dropped: by the shadow in one run of the load (median over the rounds), counted in"
+        " caldera_shadow_dropped_sessions_total.",
     ]
     return "\n".join(lines)
 
