@@ -16,7 +16,7 @@ thread doing the shadow's work holds the GIL for as long as Python lets it (5 ms
 live verb arriving meanwhile waits for it: with the shadow as busy as the live configuration,
 the live verbs' p50 over HTTP rose 1.4-4x. A process has its own interpreter and runs at a
 lowest CPU priority (SCHED_IDLE, else nice 19), so the live process wins the CPU whenever both
-want it. What the live verbs pay is the hand-off, kept off the call: :meth:`offer` appends to a
+want it, and off the live process's CPUs when that one is pinned to some of them. What the live verbs pay is the hand-off, kept off the call: :meth:`offer` appends to a
 deque and wakes nobody; a sending thread wakes at the session's onSessionClose (Volcano's idle
 part of the period, where the shadow does its work) or :data:`SEND_AFTER_SECONDS` after it last
 sent, and writes everything waiting as one batch: a header and the bodies in one message
