@@ -20,8 +20,9 @@ want it, and off the live process's CPUs when that one is pinned to some of them
 deque and wakes nobody; a sending thread wakes at the session's onSessionClose (Volcano's idle
 part of the period, where the shadow does its work) or :data:`SEND_AFTER_SECONDS` after it last
 sent, and writes everything waiting as one batch: a header and the bodies in one message
-(the GIL released during the write), where handing each call to the thread as it came cost the
-live verbs a thread wake-up and GIL turns per call (bench/README, "A shadow configuration").
+(the GIL released during the write), where handing each call to the thread as it came cost
+the live verbs a thread wake-up and GIL turns per call (bench/README.md,
+"A shadow configuration").
 The process reports back once a batch, so the receiving thread wakes once a batch too.
 The process decodes the body again rather
 than sharing the live configuration's decoded snapshot: plugins keep per-session state in those

@@ -243,8 +243,8 @@ def lowest_priority() -> None:
 def off_live_cpus() -> None:
     """When the live process is pinned to some of the CPUs (taskset, a CPU manager), run on the
     others: even at SCHED_IDLE a shadow on the live CPU runs in every gap between two live calls
-    and leaves the live process its caches to refill (measured: bench/README, "A shadow
-    configuration"). Unpinned, or pinned to every CPU there is, nothing changes; a CPU the
+    and leaves the live process its caches to refill (measured in bench/README.md,
+    "A shadow configuration"). Unpinned, or pinned to every CPU there is, nothing changes; a CPU the
     cgroup does not allow is refused by the kernel, and the shadow stays where it was."""
     if not hasattr(os, "sched_getaffinity"):
         return
