@@ -15,9 +15,16 @@ Why a process and not a thread, by measurement (bench/README.md, "A shadow confi
 thread doing the shadow's work holds the GIL for as long as Python lets it (5 ms slices), and a
 live verb arriving meanwhile waits for it: with the shadow as busy as the live configuration,
 the live verbs' p50 over HTTP rose 1.4-4x. A process has its own interpreter and runs at a
-lowest CPU priority (nice 19), so the live process wins the CPU whenever both want it; what the
-live verbs pay is the hand-off: a queue append in :meth:`offer`, and a thread that writes each
-body to the pipe (the GIL released during the write). The process decodes the body again rather
+lowest CPU priority (SCHED_IDLE, else nice 19), so the live process wins the CPU whenever both
+want it, and off the live process's CPUs when that one is pinned to some of them. What the live verbs pay is the hand-off, kept off the call: :meth:`offer` appends to a
+deque and wakes nobody; a sending thread wakes at the session's onSessionClose (Volcano's idle
+part of the period, where the shadow does its work) or :data:`SEND_AFTER_SECONDS` after it last
+sent, and writes everything waiting as one batch: a header and the bodies in one message
+(the GIL released during the write), where handing each call to the thread as it came cost
+the live verbs a thread wake-up and GIL turns per call (bench/README.md,
+"A shadow configuration").
+The process reports back once a batch, so the receiving thread wakes once a batch too.
+The process decodes the body again rather
 than sharing the live configuration's decoded snapshot: plugins keep per-session state in those
 objects, so two configurations must not share them anyway.
 
@@ -34,11 +41,13 @@ invalid one is a failure and the shadow goes on with the configuration it had.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
-import queue
 import threading
+import time
 from collections import Counter as Tally
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -70,6 +79,14 @@ shadow would have held a job the live configuration admitted is the only one tha
 schedule period of 1 s it would otherwise be gone three seconds later, before an operator could
 run ``caldera explain NAME --shadow``."""
 OPEN = "onSessionOpen"
+CLOSE = "onSessionClose"
+SEND_AFTER_SECONDS = 1.0
+"""How long a call may wait for the sending thread when no onSessionClose comes (a session
+longer than Volcano's 1 s schedule period): the batch's bound in time. Sending during the
+session would let the shadow's process and this process's receiving thread work while the
+live verbs do."""
+ALONE_BYTES = 1 << 20
+"""A body this large (a snapshot) is written on its own, not copied into a batch."""
 FAILURE_STAGES = ("load", "open", "verb", "compare")
 """``caldera_shadow_failures_total``'s ``stage``: the file (loading, validating, building the
 plugins), a session's onSessionOpen, a verb's answer (a plugin's fault under either ``onError``:
@@ -204,7 +221,10 @@ class Shadow:
         self._lock = threading.Lock()
         """Guards what the receiving thread writes and the routes read."""
         # The event loop's side (offer): written there only.
-        self._queue: queue.SimpleQueue[Item | None] = queue.SimpleQueue()
+        self._queue: deque[Item | None] = deque()
+        """Appended here, popped by the sending thread (both atomic under the GIL)."""
+        self._wake = threading.Event()
+        self._opened_at = 0.0
         self._in_bytes = 0
         self._live_session = 0
         self._dropping = -1
@@ -248,6 +268,7 @@ class Shadow:
     def offer(self, verb: str, body: Body, answer: bytes | None, live_log: Any = None) -> None:
         """Hand the shadow one call and the live answer; never blocks."""
         if verb == OPEN:
+            self._opened_at = time.monotonic()
             self._live_session += 1
             self._live_logs[self._live_session] = live_log
             self._live_logs.pop(self._live_session - 2 * SESSIONS_KEPT, None)
@@ -259,13 +280,16 @@ class Shadow:
             self._dropping = session
             self.dropped += 1
             self.metrics.dropped_sessions.inc()
-            self._queue.put(Item(session, "", b"", None, 0))  # tells the shadow
+            self._queue.append(Item(session, "", b"", None, 0))  # tells the shadow
             return
         self._in_bytes += size
-        self._queue.put(Item(session, verb, body, answer, size))
+        self._queue.append(Item(session, verb, body, answer, size))
+        if verb == CLOSE:
+            self._wake.set()  # the session's burst is over: the shadow's turn
 
     def stop(self, timeout: float = 2.0) -> None:
-        self._queue.put(None)
+        self._queue.append(None)
+        self._wake.set()
         self._sender.join(timeout)
         self._process.join(timeout)
         if self._process.is_alive():
@@ -281,27 +305,65 @@ class Shadow:
     # --- the threads that talk to the shadow's process ----------------------------------------
 
     def _send(self) -> None:
-        """Hand each call to the process. A full pipe blocks here (the GIL released in the
-        write), never in :meth:`offer`: the queue then grows, and :meth:`offer` drops."""
-        to_child = self._to_child
+        """Hand the waiting calls to the process, a batch at a time. A full pipe blocks here (the
+        GIL released in the write), never in :meth:`offer`: the deque then grows, and
+        :meth:`offer` drops."""
+        waiting = self._queue
         while True:
-            item = self._queue.get()
-            try:
+            woken = self._wake.wait(SEND_AFTER_SECONDS)
+            self._wake.clear()
+            if not woken and time.monotonic() - self._opened_at < SEND_AFTER_SECONDS:
+                continue  # the session is still in its burst: the shadow waits for its close
+            batch: list[Item] = []
+            while waiting:
+                item = waiting.popleft()
                 if item is None:
-                    to_child.send(None)
+                    self._send_batch(batch)
+                    with contextlib.suppress(OSError, ValueError):
+                        self._to_child.send(None)
                     return
-                if item.verb == OPEN:
-                    self._share(to_child)
-                to_child.send((item.session, item.verb, item.answer, item.size))
-                if item.verb:
-                    to_child.send_bytes(item.body)
-            except (OSError, ValueError):  # the process is gone: counted once, calls dropped
-                if item is None:
-                    return
-                if not self._gone:
-                    self._gone = True
-                    self._count_failure("verb", item.verb, "the shadow's process ended")
-                self._lost += item.size  # never acknowledged by the process
+                if item.verb == OPEN:  # the shared data sources go before their session
+                    self._send_batch(batch)
+                    batch = []
+                    self._share_or_lose()
+                if len(item.body) >= ALONE_BYTES:  # sent as it is: no copy into the batch
+                    self._send_batch(batch)
+                    self._send_batch([item])
+                    batch = []
+                else:
+                    batch.append(item)
+            self._send_batch(batch)
+            # Let go of the bodies: the live process reuses a large body's buffer only once
+            # nothing else holds it (app/buffers.py).
+            batch, item = [], None
+
+    def _send_batch(self, batch: list[Item]) -> None:
+        if not batch:
+            return
+        try:
+            self._to_child.send(
+                (
+                    shadow_worker.BATCH,
+                    [(i.session, i.verb, i.answer, i.size, len(i.body)) for i in batch],
+                )
+            )
+            self._to_child.send_bytes(
+                batch[0].body if len(batch) == 1 else b"".join(i.body for i in batch)
+            )
+        except (OSError, ValueError):  # the process is gone: counted once, calls dropped
+            self._process_gone(batch[0].verb)
+            self._lost += sum(i.size for i in batch)  # never acknowledged by the process
+
+    def _process_gone(self, verb: str) -> None:
+        if not self._gone:
+            self._gone = True
+            self._count_failure("verb", verb, "the shadow's process ended")
+
+    def _share_or_lose(self) -> None:
+        try:
+            self._share(self._to_child)
+        except (OSError, ValueError):
+            self._process_gone(OPEN)
 
     def _share(self, to_child: Any) -> None:
         """Before a session: the live data sources' states the shadow mirrors, when changed."""
@@ -330,7 +392,13 @@ class Shadow:
 
     def _apply(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
-        if kind == "done":
+        if kind == shadow_worker.REPORTS:
+            for report in message[1]:
+                try:
+                    self._apply(report)
+                except Exception:
+                    logger.exception("the shadow's report %r could not be applied", report[:2])
+        elif kind == "done":
             self._done_bytes = message[1]
             self.metrics.queued_bytes.set(self.queued_bytes())
         elif kind == "compared":

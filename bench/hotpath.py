@@ -19,6 +19,13 @@ of all the calls it pairs the steady p50, the lowest median of five consecutive 
 them, which a burst of the neighbours does not move (:func:`steady_p50`).
 ``--no-http`` measures only that, for a change of Caldera's own path (``--rounds 11``: about a
 minute a round for the evict and node workloads).
+
+A load named in :data:`CYCLE_LOADS` has Volcano's shape instead of back-to-back calls: a session
+(onSessionOpen with the load's snapshot, a burst of the verb's calls, onSessionClose), then idle
+until the next period begins; its p50/p99 are the burst's calls. That is the load a shadow
+configuration (``--shadow``) meets in a cluster, and does its work in the idle part of.
+With two checkouts and HTTP it also pairs the HTTP p50 and p99 of the second over the first
+round by round (median and quartiles).
 """
 
 from __future__ import annotations
@@ -29,12 +36,69 @@ import os
 import statistics
 import subprocess
 import sys
+import urllib.request
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench import configs, gobuild, servers
 from bench import run as runmod
 
 MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CycleLoad:
+    """Volcano's traffic scaled down: each period a session, a burst of calls, then idle."""
+
+    name: str
+    of: str
+    """The back-to-back load whose verb, body, configuration and session (its setup) it sends."""
+    calls: int
+    """The verb's calls in one session, one in flight (times ``--scale``)."""
+    period_seconds: float
+    """A session begins this often (Volcano's schedule period is 1 s; the 75 MiB snapshot of
+    the quick suite's cluster takes the live and the shadow's process most of a second each
+    to open on this machine, hence longer)."""
+    cycles: int
+
+
+CYCLE_LOADS = {
+    c.name: c
+    for c in (
+        CycleLoad("jobEnqueueable-cycle", "jobEnqueueable-c1", 200, 4.0, 6),
+        CycleLoad("preemptable-cycle", "preemptable-c1", 200, 4.0, 6),
+    )
+}
+
+
+def _cycle_plan(base: str, ld: runmod.Load, shape: CycleLoad, scale: float) -> dict[str, object]:
+    assert ld.setup is not None, f"{ld.name} has no session to open"
+    close = runmod.TMP / "hotpath-onSessionClose.json"
+    close.write_text("{}")
+    calls = [{"path": "/" + ld.verb, "body": ld.body}] * max(3, int(shape.calls * scale))
+    return {
+        "base": base,
+        "mode": "cycle",
+        "steps": [
+            {"name": "onSessionOpen", "concurrency": 1,
+             "calls": [{"path": "/onSessionOpen", "body": ld.setup}]},
+            {"name": ld.verb, "concurrency": 1, "calls": calls},
+            {"name": "onSessionClose", "concurrency": 1,
+             "calls": [{"path": "/onSessionClose", "body": str(close)}]},
+        ],
+        "repeat": shape.cycles,
+        "warmup": 1,
+        "period_seconds": shape.period_seconds,
+        "max_seconds": shape.period_seconds * (shape.cycles + 1) * 3,
+        "timeout_seconds": 120,
+    }  # fmt: skip
+
+
+def _dropped_sessions(base: str) -> float:
+    """The shadow's dropped sessions so far (/readyz), 0 without a shadow."""
+    with urllib.request.urlopen(base + "/readyz", timeout=10) as r:  # loopback only
+        shadow = json.loads(r.read()).get("shadow")
+    return float(shadow["droppedSessions"]) if shadow else 0.0
 
 
 def _http(
@@ -55,31 +119,42 @@ def _http(
     try:
         srv.wait_ready()
         for ld in loads:
-            if ld.setup:
+            shape = CYCLE_LOADS.get(ld.name)
+            if ld.setup and shape is None:
                 runmod.post(srv.base, "onSessionOpen", ld.setup)
             before = srv.rss()
+            dropped_before = _dropped_sessions(srv.base)
             srv.reset_peak()
-            plan = {
-                "base": srv.base,
-                "mode": "load",
-                "path": "/" + ld.verb,
-                "body": ld.body,
-                "concurrency": ld.concurrency,
-                "requests": max(3, int(ld.requests * scale)),
-                "warmup": ld.warmup,
-                "max_seconds": ld.max_seconds,
-                "timeout_seconds": 120,
-            }
+            plan = (
+                _cycle_plan(srv.base, ld, shape, scale)
+                if shape
+                else {
+                    "base": srv.base,
+                    "mode": "load",
+                    "path": "/" + ld.verb,
+                    "body": ld.body,
+                    "concurrency": ld.concurrency,
+                    "requests": max(3, int(ld.requests * scale)),
+                    "warmup": ld.warmup,
+                    "max_seconds": ld.max_seconds,
+                    "timeout_seconds": 120,
+                }
+            )
             res = runmod.loadgen(lg, plan, timeout=ld.max_seconds * 4 + 600)
             if res["errors"]:
                 raise RuntimeError(
-                    f"{name} {ld.name}: {res['errors']} errors: {res['first_error']}"
+                    f"{name} {ld.name}: {res['errors']} errors: {res.get('first_error')}"
                 )
-            row = runmod.summarize(res["latencies_us"], res["elapsed_seconds"], ld.body_bytes)
+            if shape:  # the burst's calls, not the session's open and close
+                [burst] = [st for st in res["steps"] if st["name"] == ld.verb]
+                latencies = burst["latencies_us"]
+            else:
+                latencies = res["latencies_us"]
             out[ld.name] = {
-                "p50_ms": row["p50_ms"],
-                "p99_ms": row["p99_ms"],
+                "p50_ms": runmod.pct(latencies, 50) / 1e3,
+                "p99_ms": runmod.pct(latencies, 99) / 1e3,
                 "growth_MiB": (srv.peak_rss() - before) / MiB,
+                "dropped_sessions": _dropped_sessions(srv.base) - dropped_before,
             }
     finally:
         srv.stop()
@@ -105,8 +180,10 @@ def _asgi(
             "setup": ld.setup,
         }
         for ld in loads
-        if ld.concurrency == 1
+        if ld.concurrency == 1 and ld.name not in CYCLE_LOADS
     ]
+    if not plan:
+        return {}
     plan_path = runmod.TMP / f"hotpath-asgi-plan-{name}.json"
     out_path = runmod.TMP / f"hotpath-asgi-out-{name}.json"
     plan_path.write_text(json.dumps(plan))
@@ -157,9 +234,11 @@ def main(argv: list[str] | None = None) -> int:
     repos = [(n, Path(p).resolve()) for n, _, p in (r.partition("=") for r in a.repo)]
     wanted = a.loads.split(",")
     suite = runmod.build_suite("quick", runmod.TMP / "quick")
-    loads = [ld for name in wanted for ld in suite.loads if ld.name == name]
+    known = {ld.name: ld for ld in suite.loads}
+    known |= {c.name: replace(known[c.of], name=c.name) for c in CYCLE_LOADS.values()}
+    loads = [known[name] for name in wanted if name in known]
     if len(loads) != len(wanted):
-        raise SystemExit(f"unknown load in {wanted}; known: {[ld.name for ld in suite.loads]}")
+        raise SystemExit(f"unknown load in {wanted}; known: {list(known)}")
     lg = Path() if a.no_http else gobuild.build(go_extender=False)["loadgen"]
     groups = [
         (name, [ld for ld in loads if ld.config == name])
@@ -189,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     print(f"\nload average at end {os.getloadavg()}; medians over {a.rounds} rounds")
-    keys = ([] if a.no_http else ["p50_ms", "p99_ms", "growth_MiB"]) + (
+    keys = ([] if a.no_http else ["p50_ms", "p99_ms", "growth_MiB", "dropped_sessions"]) + (
         [] if a.no_asgi else ["asgi_p50_ms", "asgi_steady_ms"]
     )
     print("| workload | checkout | " + " | ".join(keys) + " |")
@@ -203,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
                 for k in keys
             ]
             print(f"| {ld.name} | {name} | " + " | ".join(cells) + " |")
+    if len(repos) == 2 and not a.no_http:
+        print_paired_http(samples, [ld.name for ld in loads], repos[0][0], repos[1][0])
     if len(repos) == 2 and not a.no_asgi:
         print_paired(samples, [ld.name for ld in loads], repos[0][0], repos[1][0])
     return 0
@@ -215,6 +296,22 @@ def paired_ratios(before: list[float], after: list[float]) -> dict[str, float]:
         return {"median": ratios[0], "q1": ratios[0], "q3": ratios[0]}
     q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
     return {"median": median, "q1": q1, "q3": q3}
+
+
+def print_paired_http(
+    samples: dict[tuple[str, str, str], list[float]], loads: list[str], first: str, second: str
+) -> None:
+    """The HTTP p50 and p99 of ``second`` over ``first``, round by round: the two ran back to
+    back in each round (in alternating order), so the neighbours' load moves both alike."""
+    print(f"\nover HTTP, {second} / {first}, paired by round (median, quartiles)")
+    print("| workload | p50 ratio | quartiles | p99 ratio | quartiles |")
+    print("|---|---|---|---|---|")
+    for load in loads:
+        cells = []
+        for key in ("p50_ms", "p99_ms"):
+            r = paired_ratios(samples[(load, first, key)], samples[(load, second, key)])
+            cells += [f"{r['median']:.3f}", f"{r['q1']:.3f}–{r['q3']:.3f}"]
+        print(f"| {load} | " + " | ".join(cells) + " |")
 
 
 def print_paired(

@@ -5,7 +5,7 @@ Importing nothing of bench/ keeps the README's renderers clear of the measuring 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,9 @@ class SavedRun:
     """(workload, checkout) -> column (p50_ms, p99_ms, ...) -> median over the rounds."""
     paired: dict[str, dict[str, tuple[float, float, float]]]
     """workload -> "p50" / "steady" -> (median, first quartile, third quartile)."""
+    paired_http: dict[str, dict[str, tuple[float, float, float]]] = field(default_factory=dict)
+    """workload -> "p50" / "p99" -> (median, first quartile, third quartile) of the HTTP
+    figures paired by round (absent from outputs before the HTTP pairing was printed)."""
 
 
 def _cells(line: str) -> list[str]:
@@ -38,6 +41,7 @@ def parse_output(text: str) -> SavedRun:
     header: list[str] = []
     medians: dict[tuple[str, str], dict[str, float]] = {}
     paired: dict[str, dict[str, tuple[float, float, float]]] = {}
+    paired_http: dict[str, dict[str, tuple[float, float, float]]] = {}
     part = ""
     for line in text.splitlines():
         if line.startswith("load average"):
@@ -48,6 +52,8 @@ def parse_output(text: str) -> SavedRun:
                 part = "medians"
         elif line.startswith("in process,"):
             part = "paired"
+        elif line.startswith("over HTTP,"):
+            part = "paired_http"
         elif not line.startswith("| ") or line.startswith("|---"):
             continue
         elif line.startswith("| workload |"):
@@ -62,6 +68,9 @@ def parse_output(text: str) -> SavedRun:
         elif part == "paired":
             load, p50, p50_q, steady, steady_q = _cells(line)
             paired[load] = {"p50": _spread(p50, p50_q), "steady": _spread(steady, steady_q)}
+        elif part == "paired_http":
+            load, p50, p50_q, p99, p99_q = _cells(line)
+            paired_http[load] = {"p50": _spread(p50, p50_q), "p99": _spread(p99, p99_q)}
     if not medians:
         raise ValueError("no medians table: not the output of python -m bench.hotpath")
-    return SavedRun(rounds, (load_average[0], load_average[1]), medians, paired)
+    return SavedRun(rounds, (load_average[0], load_average[1]), medians, paired, paired_http)

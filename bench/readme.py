@@ -98,6 +98,19 @@ SECTIONS: tuple[Section, ...] = (
             ("shadow-nice19", "shadow-process-nice19-hotpath.txt"),
         )
     ),
+    *(
+        Section(
+            name,
+            f"<!-- {name}:begin -->",
+            f"<!-- {name}:end -->",
+            (source,),
+            lambda docs, source=source: readme_sections.shadow_cost_table(source, docs[0]),
+        )
+        for name, source in (
+            ("shadow-same-cpu", "shadow-batched-same-cpu-hotpath.txt"),
+            ("shadow-cost", "shadow-batched-hotpath.txt"),
+        )
+    ),
     Section(
         "soak",
         "<!-- soak:begin -->",

@@ -7,7 +7,7 @@
 //	 "body": "FILE", "concurrency": 16, "requests": 2000, "warmup": 50,
 //	 "max_seconds": 20, "timeout_seconds": 30}
 //
-//	{"base": ..., "mode": "cycle", "repeat": 5, "warmup": 1, "max_seconds": 60,
+//	{"base": ..., "mode": "cycle", "repeat": 5, "warmup": 1, "max_seconds": 60, "period_seconds": 1,
 //	 "steps": [{"name": "predicate", "concurrency": 16,
 //	            "calls": [{"path": "/predicate", "body": "FILE"}, ...]}, ...]}
 package main
@@ -80,6 +80,9 @@ type Plan struct {
 	TimeoutSeconds float64 `json:"timeout_seconds"`
 	Repeat         int     `json:"repeat"`
 	Steps          []Step  `json:"steps"`
+	// PeriodSeconds: a cycle starts this long after the one before it began (Volcano's
+	// schedule period), idle in between; 0 runs the cycles back to back.
+	PeriodSeconds float64 `json:"period_seconds"`
 }
 
 type LoadResult struct {
@@ -343,6 +346,9 @@ func runCycle(p Plan) (*CycleResult, error) {
 		if record {
 			res.TotalUS = append(res.TotalUS, float64(time.Since(tc).Nanoseconds())/1e3)
 			res.Cycles++
+		}
+		if p.PeriodSeconds > 0 {
+			time.Sleep(time.Until(tc.Add(time.Duration(p.PeriodSeconds * float64(time.Second)))))
 		}
 	}
 	return res, nil

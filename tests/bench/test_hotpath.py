@@ -82,3 +82,71 @@ def test_the_command_bench_readme_shows_runs(capsys: pytest.CaptureFixture[str])
     assert set(saved.medians["jobEnqueueable-c1", "after"]) == {"asgi_p50_ms", "asgi_steady_ms"}
     assert set(saved.paired["jobEnqueueable-c1"]) == {"p50", "steady"}
     assert all(figure > 0 for figure in saved.load)
+
+
+def test_a_cycle_load_is_a_session_a_burst_and_the_period_idle() -> None:
+    shape = hotpath.CYCLE_LOADS["jobEnqueueable-cycle"]
+    of = hotpath.runmod.Load(
+        "jobEnqueueable-c1", "jobEnqueueable", "job.json", 1, 10, 5.0, 0, "", setup="open.json"
+    )
+    plan = hotpath._cycle_plan("http://127.0.0.1:1", of, shape, 0.5)
+    steps = plan["steps"]
+    assert isinstance(steps, list)
+    assert [(s["name"], len(s["calls"])) for s in steps] == [
+        ("onSessionOpen", 1),
+        ("jobEnqueueable", shape.calls // 2),
+        ("onSessionClose", 1),
+    ]
+    assert steps[0]["calls"][0]["body"] == "open.json"
+    assert {c["body"] for c in steps[1]["calls"]} == {"job.json"}
+    assert (plan["mode"], plan["period_seconds"], plan["repeat"]) == (
+        "cycle",
+        shape.period_seconds,
+        shape.cycles,
+    )
+
+
+def test_the_shadow_command_bench_readme_shows_runs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bench/README's shadow command as written, over HTTP, one short round of a cycle load
+    (two sessions of a few calls) and a back-to-back one; its output renders the README's
+    table."""
+    import shlex
+
+    from bench import readme_sections
+
+    [line] = [
+        line
+        for line in (ROOT / "bench" / "README.md").read_text().splitlines()
+        if line.startswith("uv run --group bench python -m bench.hotpath") and "--shadow" in line
+        and "cycle" in line
+    ]  # fmt: skip
+    words = shlex.split(line)
+    argv = words[words.index("bench.hotpath") + 1 :]
+    argv = [f"{w.split('=')[0]}={ROOT}" if "=" in w and not w.startswith("-") else w for w in argv]
+    argv[argv.index("--loads") + 1] = "jobEnqueueable-cycle,jobEnqueueable-c1"
+    short = hotpath.CycleLoad("jobEnqueueable-cycle", "jobEnqueueable-c1", 100, 0.1, 1)
+    monkeypatch.setattr(hotpath, "CYCLE_LOADS", {short.name: short})
+    assert hotpath.main([*argv, "--rounds", "1", "--scale", "0.05", "--no-asgi"]) == 0
+    out = capsys.readouterr().out
+    saved = hotpath_output.parse_output(out)
+    assert set(saved.paired_http) == {"jobEnqueueable-cycle", "jobEnqueueable-c1"}
+    assert saved.medians["jobEnqueueable-cycle", "shadowed"]["p50_ms"] > 0
+    assert "| jobEnqueueable-cycle |" in readme_sections.shadow_cost_table("x.txt", out)
+
+
+@pytest.mark.parametrize(
+    ("ratio", "verdict"),
+    [
+        pytest.param((1.01, 0.98, 1.04), "met", id="quartiles within 5%"),
+        pytest.param((1.10, 1.06, 1.20), "**missed**", id="quartiles over 5%"),
+        pytest.param((1.03, 0.95, 1.12), "not shown", id="quartiles straddle 5%"),
+    ],
+)
+def test_the_target_is_judged_by_the_quartiles(
+    ratio: tuple[float, float, float], verdict: str
+) -> None:
+    from bench import readme_sections
+
+    assert readme_sections.target_verdict(ratio) == verdict

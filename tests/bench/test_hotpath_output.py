@@ -17,6 +17,11 @@ load average at end (4.25, 3.0, 2.5); medians over 2 rounds
 | predicate-c1 | live | 0.500 | 2.000 | 0.016 | 0.201 | 0.190 |
 | predicate-c1 | shadowed | 0.750 | 3.000 | 30.000 | – | 0.216 |
 
+over HTTP, shadowed / live, paired by round (median, quartiles)
+| workload | p50 ratio | quartiles | p99 ratio | quartiles |
+|---|---|---|---|---|
+| predicate-c1 | 1.020 | 0.990–1.040 | 1.300 | 0.800–1.700 |
+
 in process, shadowed / live, paired by round (median, quartiles)
 | workload | p50 ratio | quartiles | steady p50 ratio | quartiles |
 |---|---|---|---|---|
@@ -39,6 +44,9 @@ def test_a_saved_output_reads_back_as_its_tables() -> None:
     }  # fmt: skip
     assert saved.paired == {
         "predicate-c1": {"p50": (1.048, 1.025, 1.106), "steady": (1.0, 0.901, 1.068)}
+    }
+    assert saved.paired_http == {
+        "predicate-c1": {"p50": (1.02, 0.99, 1.04), "p99": (1.3, 0.8, 1.7)}
     }
 
 

@@ -103,6 +103,11 @@ def test_the_report_command_bench_readme_shows_writes_a_new_figure(
             ("load average 6.5 at the start", "load average 1.0 at the start"),
             ["shadow-nice19"],
         ),
+        (
+            "a shadow's verdict typed over",
+            ("| **missed** / met | 108 / 507 |", "| met / met | 108 / 507 |"),
+            ["shadow-cost"],
+        ),
         ("a soak figure typed over", ("| allocate | 2404 |", "| allocate | 2400 |"), ["soak"]),
         (
             "a store's size typed over",
