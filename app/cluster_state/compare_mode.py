@@ -12,7 +12,6 @@ shown in ``/debug/session``. Values shown or logged are numbers only: a string o
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -23,8 +22,7 @@ from app.cluster_state.derive import Settings
 from app.cluster_state.incremental import IncrementalDerivation
 from app.cluster_state.objects import ClusterObjects
 from app.cluster_state.overlay import Placement
-from app.cluster_state.store import ClusterStore
-from plugins.pdb.kube import ClusterConfig, Reflector, named_or_default_config
+from app.cluster_state.watch import ClusterWatch
 from schemas.api import TaskInfo
 from schemas.requests import OnSessionOpenRequest
 
@@ -64,40 +62,29 @@ class SessionStateComparison:
         outcome: Callable[[str], None] | None = None,
         count_in_flight: Callable[[str, int], None] | None = None,
     ) -> None:
-        self.store = ClusterStore(settings)
-        self._kubeconfig = kubeconfig
+        self.watch = ClusterWatch(settings, kubeconfig)
+        self.store = self.watch.store
         self._count = count
         """Adds to ``caldera_session_state_differences_total{kind}``."""
         self._count_in_flight = count_in_flight
         """Adds to ``caldera_session_state_differences_in_flight_total{kind}``."""
         self._outcome = outcome
         """Counts a session by what became of its comparison (compared, busy, not_synced)."""
-        self.reflectors: list[Reflector[Any]] = []
-        self._tasks: list[asyncio.Task[None]] = []
         self._running: asyncio.Future[tuple[list[Difference], set[str], float]] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.last: dict[str, Any] | None = None
         self.outcomes: dict[str, int] = {}
 
-    def _load_config(self) -> ClusterConfig:
-        return named_or_default_config(self._kubeconfig)
-
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self.reflectors = self.store.reflectors(self._load_config)
-        self._tasks = [asyncio.create_task(r.run(), name=r.name) for r in self.reflectors]
+        await self.watch.start()
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
+        await self.watch.stop()
 
     @property
     def synced(self) -> bool:
-        return bool(self.reflectors) and all(r.status.synced for r in self.reflectors)
+        return self.watch.synced
 
     # --- the session's verbs ------------------------------------------------------------------
 
@@ -203,15 +190,7 @@ class SessionStateComparison:
             "mode": "compare",
             "synced": self.synced,
             "objects": self.store.sizes(),
-            "watches": {
-                r.name: {
-                    "synced": r.status.synced,
-                    "resourceVersion": r.status.resource_version,
-                    "lists": r.status.lists,
-                    "lastError": r.status.last_error,
-                }
-                for r in self.reflectors
-            },
+            "watches": self.watch.describe(),
             "placementsNotYetSeen": len(self.store.overlay),
             "placementsExpired": self.store.overlay.expired,
             "sessions": dict(sorted(self.outcomes.items())),

@@ -28,8 +28,8 @@ def _unused() -> ClusterConfig:
 
 
 def _synced(comparison: SessionStateComparison) -> None:
-    comparison.reflectors = comparison.store.reflectors(_unused)
-    for reflector in comparison.reflectors:
+    comparison.watch.reflectors = comparison.store.reflectors(_unused)
+    for reflector in comparison.watch.reflectors:
         reflector.status.synced = True
 
 
