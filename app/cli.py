@@ -214,7 +214,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if settings.health_port is not None:
         # Plain HTTP: the kubelet's httpGet probes and a PodMonitor speak it, and nothing on
         # this listener steers a decision. No lifespan: the app's backgrounds start once.
-        health_app = listeners.HealthListener(app, f"{settings.host}:{settings.port}")
+        health_app = listeners.HealthListener(
+            app, f"{settings.host}:{settings.port}", verbs_serving=lambda: server.started
+        )
         health = uvicorn.Server(
             uvicorn.Config(
                 health_app,

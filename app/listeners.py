@@ -45,25 +45,47 @@ class HealthListener:
     """The health listener's app: :data:`HEALTH_PATHS` of ``app``, 404 (JSON) for anything
     else — the verbs, ``/debug/*``, ``/docs`` and ``/openapi.json`` included."""
 
-    def __init__(self, app: ASGIApp, verbs_at: str) -> None:
+    def __init__(
+        self, app: ASGIApp, verbs_at: str, verbs_serving: Callable[[], bool] = lambda: True
+    ) -> None:
         self.app = app
+        self.verbs_serving = verbs_serving
+        """Whether the verbs' listener accepts calls. It starts after this one (its lifespan
+        starts the runtime), so until then ``/readyz`` says not ready: a ready pod whose verbs
+        port refuses connections would fail Volcano's calls."""
         self.refusal = msgspec.json.encode(
             ErrorResponse(
                 error=f"not served on the health listener (only {', '.join(sorted(HEALTH_PATHS))});"
                 f" the extender verbs are on {verbs_at}"
             )
         )
+        self.starting = msgspec.json.encode(
+            {
+                "status": "not ready",
+                "reason": f"the extender verbs' listener on {verbs_at} is not serving yet",
+            }
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in HEALTH_PATHS:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
-            return
+        elif scope["path"] == "/readyz" and not self.verbs_serving():
+            await self._reply(scope, send, 503, self.starting)
+        elif scope["path"] in HEALTH_PATHS:
+            await self.app(scope, receive, send)
+        else:
+            await self._reply(scope, send, 404, self.refusal)
+
+    @staticmethod
+    async def _reply(scope: Scope, send: Send, status: int, body: bytes) -> None:
         headers = [
             (b"content-type", b"application/json"),
-            (b"content-length", str(len(self.refusal)).encode()),
+            (b"content-length", str(len(body)).encode()),
         ]
-        await send({"type": "http.response.start", "status": 404, "headers": headers})
-        await send({"type": "http.response.body", "body": self.refusal})
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send(
+            {"type": "http.response.body", "body": b"" if scope.get("method") == "HEAD" else body}
+        )
 
 
 def is_loopback(host: str) -> bool:
