@@ -18,6 +18,14 @@ connection and buffer for ever. :class:`GuardedHttpToolsProtocol` adds, per conn
 The body's own deadline is the app's (``app/body.py``), where the request's verb is known.
 Every refusal here closes the connection: after a broken or abandoned frame nothing that follows
 on it can be trusted to start a request.
+
+A connection closed while its client is still sending a request (a 408 at a deadline, a 431, a
+400, an answer before the body's end) closes lingering (:class:`_LingeringTransport`): the
+answer is followed by a FIN, what the client still sends is read and dropped until it closes
+too or :data:`LINGER_SECONDS` pass, and only then is the socket closed. Closed at once, the
+kernel answers the client's next byte with a reset, and a reset makes the client's kernel
+drop the answer it had not read yet: the client never learns why (seen in
+tests/service/test_connections.py under load).
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ import logging
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar, cast
 
 import httptools
 import msgspec
@@ -59,6 +67,10 @@ class ConnectionLimits:
 
 
 DIRECT_BODY = "caldera.direct_body"
+
+LINGER_SECONDS = 2.0
+"""How long a connection closed mid-request keeps reading (and dropping) what its client still
+sends after the answer, unless the client closes first."""
 """The ASGI scope extension under which a request's :class:`DirectBody` is offered."""
 
 
@@ -167,6 +179,66 @@ class _DirectBodyReader(asyncio.BufferedProtocol):
         self._owner.resume_writing()
 
 
+class _Draining(asyncio.Protocol):
+    """A lingering connection's protocol: drops what arrives, closes at the client's EOF, and
+    hands the end of the connection to its own protocol."""
+
+    def __init__(self, owner: GuardedHttpToolsProtocol, timer: asyncio.TimerHandle) -> None:
+        self._owner = owner
+        self._timer = timer
+
+    def data_received(self, data: bytes) -> None:
+        pass
+
+    def eof_received(self) -> bool | None:
+        return None  # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._timer.cancel()
+        self._owner.connection_lost(exc)
+
+
+class _LingeringTransport:
+    """The connection's transport as its protocol (and uvicorn's) sees it: every call passes
+    through, but :meth:`close` while the client is still sending a request lingers (module
+    docstring)."""
+
+    def __init__(self, transport: asyncio.Transport, owner: GuardedHttpToolsProtocol) -> None:
+        self._transport = transport
+        self._owner = owner
+        self._closing = False
+
+    @property
+    def wrapped(self) -> asyncio.Transport:
+        """The event loop's transport underneath."""
+        return self._transport
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    def is_closing(self) -> bool:
+        return self._closing or self._transport.is_closing()
+
+    def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        transport = self._transport
+        if transport.is_closing() or not self._owner.client_still_sending():
+            transport.close()
+            return
+        try:
+            if not transport.can_write_eof():  # TLS: no half-close
+                transport.close()
+                return
+            transport.write_eof()  # after what is buffered: the answer, then FIN
+            timer = self._owner.loop.call_later(LINGER_SECONDS, transport.close)
+            transport.set_protocol(_Draining(self._owner, timer))
+            transport.resume_reading()
+        except (OSError, RuntimeError):
+            transport.close()
+
+
 class _Refused(Exception):
     """Raised inside a parser callback to stop parsing; the refusal is already recorded."""
 
@@ -192,7 +264,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     # --- connection lifetime -----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        super().connection_made(cast(asyncio.Transport, _LingeringTransport(transport, self)))
         # A connection that never sends a byte is as idle as one between two requests.
         self.timeout_keep_alive_task = self.loop.call_later(
             self.timeout_keep_alive, self.timeout_keep_alive_handler
@@ -201,6 +273,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_timer()
         super().connection_lost(exc)
+
+    def client_still_sending(self) -> bool:
+        """Whether the client is in the middle of a request: part of a head, or a body not yet
+        complete (closing now could reset the connection under the answer)."""
+        return not self._reading_head or self._head_received > 0
 
     def data_received(self, data: bytes) -> None:
         if self._reading_head:

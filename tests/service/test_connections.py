@@ -6,6 +6,7 @@ CALDERA_BODY_TIMEOUT_SECONDS and CALDERA_SHUTDOWN_SECONDS, shortened here so the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import resource
 import signal
@@ -168,3 +169,32 @@ async def test_sigterm_exits_0_within_shutdown_seconds_with_a_stuck_request(
     writer.close()
     assert code == 0
     assert elapsed < shutdown + 2, f"exited {elapsed:.1f} s after SIGTERM"
+
+
+def _oversized_head(host: str, port: int, size: int) -> bytes:
+    """A client that sends a head far over the bound in one go, then reads: the server refuses
+    it (431) with most of it still unread in its socket."""
+    with socket.create_connection((host, port), timeout=10) as sock:
+        with contextlib.suppress(OSError):  # a reset, or the server stops reading
+            sock.sendall(b"POST /predicate HTTP/1.1\r\nx-big: " + b"a" * size)
+        received = b""
+        with contextlib.suppress(OSError):
+            while chunk := sock.recv(65536):
+                received += chunk
+        return received
+
+
+async def test_a_refused_client_reads_its_answer_whatever_it_still_sends(tmp_path: Path) -> None:
+    """Closed with bytes of the client's unread, a socket sends a reset instead of its FIN, and
+    the reset can overtake the answer: the client sees ConnectionResetError, never the 431.
+    The connection lingers instead (app/connections.py, LINGER_SECONDS)."""
+    server = await start_caldera(None, tmp_path)
+    try:
+        host, port = address(server.url)
+        for _ in range(5):
+            received = await asyncio.to_thread(_oversized_head, host, port, 8 << 20)
+            assert received.startswith(b"HTTP/1.1 431 "), received[:200]
+            assert b"CALDERA_MAX_HEADER_BYTES" in received
+        await served_promptly(server)
+    finally:
+        assert await server.stop() == 0

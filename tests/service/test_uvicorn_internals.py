@@ -27,6 +27,7 @@ class Transport(asyncio.Transport):
         super().__init__()
         self.written = bytearray()
         self.closed = False
+        self.eof_written = False
         self.protocol: Any = None
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
@@ -40,6 +41,12 @@ class Transport(asyncio.Transport):
 
     def close(self) -> None:
         self.closed = True
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def write_eof(self) -> None:
+        self.eof_written = True
 
     def pause_reading(self) -> None: ...
 
@@ -105,7 +112,7 @@ async def test_connection_state_the_guard_reads() -> None:
     read_paused, the keep-alive timeout and its task (the guard re-arms it for a silent
     connection)."""
     protocol, transport = await connected()
-    assert protocol.transport is transport
+    assert protocol.transport.wrapped is transport  # type: ignore[attr-defined]
     assert isinstance(protocol.loop, asyncio.AbstractEventLoop)
     assert isinstance(protocol.parser, httptools.HttpRequestParser)
     assert protocol.flow.read_paused is False
@@ -129,4 +136,24 @@ async def test_request_state_the_guard_reads() -> None:
     for _ in range(5):
         await asyncio.sleep(0)
     assert transport.written.startswith(b"HTTP/1.1 200")
+    protocol.connection_lost(None)
+
+
+async def test_a_close_mid_request_lingers_and_an_idle_close_does_not() -> None:
+    """app/connections.py _LingeringTransport: closed while the client is still sending (here,
+    part of a head), the answer is followed by a FIN and what arrives is dropped until the
+    client's EOF; closed between requests, the socket closes at once."""
+    protocol, transport = await connected()
+    protocol.data_received(b"POST /predicate HTTP/1.1\r\nhost:")  # a head, incomplete
+    protocol.transport.close()
+    assert transport.eof_written and not transport.closed
+    assert protocol.transport.is_closing()
+    draining = transport.protocol
+    draining.data_received(b" more of the head")  # dropped, no parser error
+    assert draining.eof_received() is None  # the transport then closes itself
+    draining.connection_lost(None)
+
+    protocol, transport = await connected()
+    protocol.transport.close()
+    assert transport.closed and not transport.eof_written
     protocol.connection_lost(None)
