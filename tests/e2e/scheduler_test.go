@@ -168,7 +168,13 @@ func (cal *Caldera) inContainer(t testing.TB, image string, args []string) (stri
 	}
 	cal.container = fmt.Sprintf("caldera-e2e-%s-%d-%d", cal.name, os.Getpid(), cal.n)
 	name := cal.container
-	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	if cal.n == 1 {
+		// Once per Caldera, removing whichever container is its latest: registered at the first
+		// start, it runs after the cleanups its scenario registered later (the quiescence check
+		// of compare mode reads /debug/session), where one registered at a restart would run
+		// first and remove the container under that check.
+		t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", cal.container).Run() })
+	}
 	run := []string{"run", "--rm", "--name", name, "--network", "host",
 		"--read-only", "--user", "10001:10001", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
 		"-e", "CALDERA_LOG_FORMAT=text", "-v", cal.c.Dir + ":" + cal.c.Dir + ":ro"}
