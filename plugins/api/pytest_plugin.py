@@ -10,6 +10,7 @@ def test_my_plugin_is_served(caldera_serve):
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,11 +37,11 @@ def caldera_serve_fixture(tmp_path: Path) -> Iterator[ServeCaldera]:
 
 
 def pytest_configure(config: Any) -> None:
-    """Register the fixture when pytest loads this plugin. pytest is imported here, by pytest
-    itself, and not at the module's top: the module ships in the wheel, whose runtime
-    dependencies do not include pytest (the ``testing`` extra does)."""
-    import pytest
-
+    """Register the fixture when pytest loads this plugin. pytest is taken from the modules
+    the running pytest has loaded, never imported: this module ships in the wheel, whose runtime
+    dependencies do not include pytest (the ``testing`` extra does), and it is only ever
+    called by pytest itself."""
+    pytest = sys.modules["pytest"]
     fixtures = type(
         "CalderaFixtures",
         (),
