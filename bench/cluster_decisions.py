@@ -9,6 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 GROUPS = ("job", "node", "evict")
+# The schedulers through which Caldera hosts the plugins, each compared with in-tree, and the
+# words a difference names it by: on Volcano's snapshot, and deriving the session's state from
+# the cluster (sessionState: cluster, issue 36).
+HOSTED = {"caldera": "through Caldera", "caldera-cluster": "through Caldera in cluster mode"}
 
 Case = tuple[int, int, str]  # nodes, pods, group
 
@@ -59,40 +63,43 @@ def differences_by_case(runs: list[dict[str, Any]]) -> dict[Case, list[str]]:
         intree = by_key.get((nodes, group, "intree"))
         if scheduler == "neutral" and intree is not None:
             case_differences += no_control(nodes, group, intree, run)
-        if scheduler != "caldera" or intree is None:
+        if scheduler not in HOSTED or intree is None:
             continue
+        via = HOSTED[scheduler]
         if group == "evict":
             for key in ("bound", "evicted"):
                 if run[key] != intree[key]:
                     case_differences.append(
-                        f"{nodes} nodes, evict: {key} {run[key]} through Caldera,"
-                        f" {intree[key]} in-tree"
+                        f"{nodes} nodes, evict: {key} {run[key]} {via}, {intree[key]} in-tree"
                     )
             continue
         if run["boundPerQueue"] != intree["boundPerQueue"]:
             case_differences.append(
-                f"{nodes} nodes, {group}: pods per queue {run['boundPerQueue']} through Caldera,"
+                f"{nodes} nodes, {group}: pods per queue {run['boundPerQueue']} {via},"
                 f" {intree['boundPerQueue']} in-tree"
             )
         ours, theirs = set(run["boundJobs"] or []), set(intree["boundJobs"] or [])
         if ours != theirs:
             case_differences.append(
-                f"{nodes} nodes, {group}: {len(ours - theirs)} jobs bound only through Caldera,"
+                f"{nodes} nodes, {group}: {len(ours - theirs)} jobs bound only {via},"
                 f" {len(theirs - ours)} only in-tree (e.g. {sorted(ours ^ theirs)[:3]})"
             )
-        case_differences += placement_differences(nodes, group, intree, run)
+        case_differences += placement_differences(nodes, group, intree, run, via)
     return {case: lines for case, lines in differences.items() if lines}
 
 
 def placement_differences(
-    nodes: int, group: str, intree: dict[str, Any], caldera: dict[str, Any]
+    nodes: int,
+    group: str,
+    intree: dict[str, Any],
+    caldera: dict[str, Any],
+    via: str = HOSTED["caldera"],
 ) -> list[str]:
-    """The placement facts on which Caldera's run differs from the in-tree one (a run of a
+    """The placement facts on which a hosted run differs from the in-tree one (a run of a
     version before the facts carries none: nothing to compare)."""
     ours, theirs = caldera.get("placement") or {}, intree.get("placement") or {}
     return [
-        f"{nodes} nodes, {group}: {words} ({plugin}) {ours[key]} through Caldera,"
-        f" {theirs[key]} in-tree"
+        f"{nodes} nodes, {group}: {words} ({plugin}) {ours[key]} {via}, {theirs[key]} in-tree"
         for key, (plugin, words) in PLACEMENT_FACTS.items()
         if key in ours and key in theirs and ours[key] != theirs[key]
     ]
@@ -145,10 +152,11 @@ def compared_text(runs: list[dict[str, Any]]) -> str:
         cases = sorted(
             (nodes, run["pods"])
             for (nodes, g, scheduler), run in by_key.items()
-            if g == group and scheduler == "caldera" and (nodes, g, "intree") in by_key
+            if g == group and scheduler in HOSTED and (nodes, g, "intree") in by_key
         )
         if not cases:
             continue
+        cases = sorted(set(cases))
         sizes = ", ".join(f"{n} / {p}" for n, p in cases)
         if group == "evict":
             neutral = [
@@ -156,9 +164,10 @@ def compared_text(runs: list[dict[str, Any]]) -> str:
                 for n, _ in cases
                 if (n, group, "neutral") in by_key
             ]
+            modes = " (either mode)" if (cases[0][0], group, "caldera-cluster") in by_key else ""
             parts.append(
                 f"evict ({sizes}): preemptors bound, pods evicted, no PDB-protected pod evicted"
-                " in-tree or through Caldera"
+                f" in-tree or through Caldera{modes}"
                 + (f" (through the neutral server: {', '.join(neutral)})" if neutral else "")
                 + "; not which jobs keep all their pods (Volcano's choice among equal victims)"
             )
@@ -174,15 +183,19 @@ def placement_text(by_key: dict[tuple[int, str, str], dict[str, Any]], cases: li
     facts = []
     for nodes, _ in cases:
         intree = by_key[(nodes, "node", "intree")].get("placement") or {}
-        caldera = by_key[(nodes, "node", "caldera")].get("placement") or {}
+        hosted = {
+            name: (by_key.get((nodes, "node", scheduler)) or {}).get("placement") or {}
+            for scheduler, name in (("caldera", "Caldera"), ("caldera-cluster", "cluster mode"))
+        }
         neutral = (by_key.get((nodes, "node", "neutral")) or {}).get("placement") or {}
         for key, (plugin, words) in PLACEMENT_FACTS.items():
-            if key not in intree or key not in caldera:
+            figures = "".join(
+                f", {name} {facts_[key]}" for name, facts_ in hosted.items() if key in facts_
+            )
+            if key not in intree or not figures:
                 continue
             against = f", neutral {neutral[key]}" if key in neutral else ""
-            facts.append(
-                f"{words} ({plugin}) in-tree {intree[key]}, Caldera {caldera[key]}{against}"
-            )
+            facts.append(f"{words} ({plugin}) in-tree {intree[key]}{figures}{against}")
     if not facts:
         return "no placement fact (the run predates them: tests/e2e/scale_node_test.go)"
     return "placement: " + ", ".join(facts)
@@ -209,13 +222,16 @@ def reruns_of(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 def rerun_outcomes(document: dict[str, Any]) -> dict[Case, list[list[str] | None]]:
     """For every case run again: each rerun's differences (empty: it decided identically), or
-    None when that rerun did not measure the case in-tree and through Caldera both."""
+    None when that rerun did not measure the case in-tree and through Caldera (in every mode
+    the rerun ran) both."""
     outcomes: dict[Case, list[list[str] | None]] = {}
     for rerun in reruns_of(document):
         again = differences_by_case(rerun["runs"])
         ran = {(r["nodes"], r["pods"], r["group"], r["scheduler"]) for r in rerun["runs"]}
         for nodes, pods, group in rerun["cases"]:
-            both = all((nodes, pods, group, s) in ran for s in ("intree", "caldera"))
+            # Every scheduler the rerun was to measure: in-tree and Caldera in each mode it ran.
+            wanted = ["intree", *(s for s in rerun.get("schedulers", ["caldera"]) if s in HOSTED)]
+            both = all((nodes, pods, group, s) in ran for s in wanted)
             case = (nodes, pods, group)
             outcomes.setdefault(case, []).append(again.get(case, []) if both else None)
     return outcomes

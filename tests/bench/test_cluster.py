@@ -56,7 +56,7 @@ def test_the_plan(
     plan = cluster.plan_of(parse(*argv))
     assert [(s["nodes"], s["pods"]) for s in plan["sizes"]] == sizes
     assert plan["groups"] == groups
-    assert plan["schedulers"] == ["intree", "caldera", "neutral"]
+    assert plan["schedulers"] == ["intree", "caldera", "caldera-cluster", "neutral"]
     assert Path(plan["out"]).name == out
     assert plan["timeboxSeconds"] == (120.0 if "--smoke" in argv else 600.0)
     assert plan["idleCycles"] == (10 if "--smoke" in argv else 20)
@@ -95,6 +95,42 @@ def test_decisions_identical_and_different() -> None:
     assert "0 jobs bound only through Caldera, 1 only in-tree" in differences[1]
     # The neutral server answers nothing: its decisions are not Caldera's and are not compared.
     assert decisions.compare_decisions([run("intree"), run("neutral", boundJobs=[])]) == []
+
+
+def test_cluster_mode_is_compared_with_in_tree_like_the_snapshot_mode() -> None:
+    """Caldera in cluster mode (sessionState: cluster, issue 36) is a hosted run of its own:
+    its decisions must equal in-tree's, and a difference names the mode."""
+    assert decisions.compare_decisions([run("intree"), run("caldera-cluster")]) == []
+    fewer = run("caldera-cluster", boundPerQueue={"default": 890})
+    [line] = decisions.compare_decisions([run("intree"), run("caldera"), fewer])
+    assert "pods per queue {'default': 890} through Caldera in cluster mode" in line
+    evict = {"group": "evict", "bound": 100, "preemptors": 100, "evicted": 100}
+    [line] = decisions.compare_decisions(
+        [run("intree", **evict), run("caldera-cluster", **{**evict, "protectedEvicted": 2})]
+    )
+    assert "caldera-cluster: 2 pods evicted that a PodDisruptionBudget protects" in line
+
+
+def test_cluster_modes_target_is_its_idle_cycle_against_in_tree_from_1000_nodes() -> None:
+    def rows(nodes: int) -> list[dict[str, Any]]:
+        size = {"nodes": nodes, "pods": 10 * nodes}
+        return [
+            cluster.summarize(run("intree", idleCycleP50Ms=600.0, **size)),
+            cluster.summarize(run("caldera", idleCycleP50Ms=2400.0, **size)),
+            cluster.summarize(run("caldera-cluster", idleCycleP50Ms=690.0, **size)),
+        ]
+
+    [_, line] = cluster.ratios(rows(1000))
+    assert line == (
+        "1000 / 10000, job, cluster mode: idle cycle p50 1.15x in-tree (target <= 1.3),"
+        " 0.29x the snapshot mode's"
+    )
+    [_, line] = cluster.ratios(rows(100))
+    assert "1.15x in-tree," in line and "target" not in line
+    cells = cluster.table(rows(100)).splitlines()[-1].split(" | ")
+    # no snapshot, no onSessionOpen in cluster mode (and no evictions in the job group);
+    # Caldera's time per cycle is shown
+    assert cells[2] == "caldera-cluster" and cells.count("—") == 4
 
 
 def test_evict_decisions_compare_counts_and_never_a_protected_victim() -> None:

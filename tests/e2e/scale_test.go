@@ -10,13 +10,18 @@ package e2e
 // another on the same nodes: the group's workload created in bulk, vc-scheduler v1.14.1 started
 // with the group's conf, run until the number of bound pods has not changed for the settle time
 // and then for the plan's idle cycles (or until the time box ends), measured from vc-scheduler's
-// own /metrics and from both processes, then stopped and the workload deleted. The three schedulers of a group share everything but the conf:
+// own /metrics and from both processes, then stopped and the workload deleted. The four schedulers of a group share everything but the conf:
 //
-//   - intree:  the group's plugins in-tree in volcano-scheduler.conf;
-//   - caldera: that conf merged by `caldera volcano-config --merge` (the hosted plugins replaced by
-//              the extender entry in their tier), Caldera hosting them;
-//   - neutral: the same merged conf pointing at a server in this process that reads each body and
-//              answers the neutral value at once: the cost of the protocol itself.
+//   - intree:          the group's plugins in-tree in volcano-scheduler.conf;
+//   - caldera:         that conf merged by `caldera volcano-config --merge` (the hosted plugins
+//                      replaced by the extender entry in their tier), Caldera hosting them on
+//                      Volcano's snapshot;
+//   - caldera-cluster: the same with `sessionState: cluster` (issue 36): Caldera derives the
+//                      session's state from the API server it watches, and the merged entry has
+//                      no onSessionOpenVerb, so Volcano never marshals its snapshot;
+//   - neutral:         the snapshot mode's merged conf pointing at a server in this process that
+//                      reads each body and answers the neutral value at once: the cost of the
+//                      protocol itself.
 
 import (
 	"context"
@@ -400,6 +405,10 @@ func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant s
 	case "intree":
 		return scaleServer{conf: g.intree}
 	case "caldera", "neutral":
+	case "caldera-cluster":
+		// The watched cluster is the benchmark's own API server; Caldera's /readyz (which
+		// StartCaldera waits for) says ready only once its watches have synced.
+		g.caldera = withSessionState(g.caldera, "cluster")
 	default:
 		t.Fatalf("unknown scheduler %q", scheduler)
 	}
