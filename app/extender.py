@@ -291,11 +291,17 @@ class Extender:
         :meth:`open` does on Volcano's snapshot. Before the watch has listed once the session
         stays without state (its calls are answered as sessionless) until onSessionClose."""
         self._between_sessions = False
+        self.open_derived(source.open_session)
+
+    def open_derived(self, derive: Callable[[], OnSessionOpenRequest | None]) -> None:
+        """Open the session on a state derived rather than posted by Volcano: the cluster
+        mode's own, or the one a shadow configuration is handed (``app/shadow_state.py``).
+        ``derive`` returning None (nothing to derive from yet) leaves no session open."""
         if self.at_session_boundary is not None:
             self.at_session_boundary()
         self.sessions.close()
         with self.snapshot_gc.building():
-            request = source.open_session()
+            request = derive()
             if request is None:
                 return
             release = self.sessions.release

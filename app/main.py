@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import __version__
 from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
+from app.cluster_state.cluster_mode import ClusterSessionState
 from app.config import CalderaConfig
 from app.config_watch import DEFAULT_INTERVAL_SECONDS, ConfigOrigin
 from app.logs import request_id
@@ -171,10 +172,12 @@ def verb_answers(runtime: Runtime) -> Answers:
     """What the verbs' endpoints call: the extender, each exchange also written to disk with
     ``serve --record`` and offered to the shadow configuration with ``serve --shadow``."""
     answers: Answers = runtime.extender
+    cluster = runtime.session_state
+    derived = cluster if isinstance(cluster, ClusterSessionState) else None
     if runtime.recorder is not None:
-        answers = RecordingExtender(runtime.extender, runtime.recorder)
+        answers = RecordingExtender(runtime.extender, runtime.recorder, derived)
     if runtime.shadow is not None:
-        answers = ShadowedAnswers(answers, runtime.shadow, runtime.record)
+        answers = ShadowedAnswers(answers, runtime.shadow, runtime.record, derived)
     return answers
 
 

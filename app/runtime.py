@@ -132,6 +132,7 @@ class Runtime:
                 live_path=origin.path,
                 clock=clock,
                 live_sources=lambda: (watch.served.config, watch.served.backgrounds),
+                cluster=config.sessionState == "cluster",
             )
         self._started: list[Background] = []
         self._looking: asyncio.Task[None] | None = None

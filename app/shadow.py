@@ -57,12 +57,15 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from app import shadow_worker
+from app.cluster_state.cluster_mode import ClusterSessionState
 from app.config import ConfigError
 from app.explain import DecisionRecord, SessionLog
 from app.extender import Body
 from app.shadow_diff import Difference, with_live_reasons
 from app.shadow_sources import SHARE, LiveSources, ServedConfig
+from app.shadow_state import DeltaEncoder
 from plugins.api.base import utc_now
+from schemas.requests import OnSessionOpenRequest
 
 logger = logging.getLogger("caldera.shadow")
 
@@ -87,6 +90,8 @@ session would let the shadow's process and this process's receiving thread work 
 live verbs do."""
 ALONE_BYTES = 1 << 20
 """A body this large (a snapshot) is written on its own, not copied into a batch."""
+DERIVED_OPEN_ANSWER = b"{}"
+"""What the live configuration answers an onSessionOpen: the derived one's "answer"."""
 FAILURE_STAGES = ("load", "open", "verb", "compare")
 """``caldera_shadow_failures_total``'s ``stage``: the file (loading, validating, building the
 plugins), a session's onSessionOpen, a verb's answer (a plugin's fault under either ``onError``:
@@ -152,6 +157,9 @@ class Item:
     answer: bytes | None
     """The live answer; None when the live configuration refused the call."""
     size: int
+    state: OnSessionOpenRequest | None = None
+    """Cluster mode's onSessionOpen (``body`` empty): the state the live session was derived
+    to, None when there was none yet (the watch had not listed)."""
 
 
 @dataclass(slots=True)
@@ -197,8 +205,17 @@ class Shadow:
         live_path: Path | None = None,
         clock: Callable[[], datetime] = utc_now,
         live_sources: ServedConfig | None = None,
+        cluster: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.cluster = cluster
+        """``sessionState: cluster``: each session's onSessionOpen is the live session's
+        derived state, handed over as a delta (:mod:`app.shadow_state`) by the sending thread."""
+        self._deltas = DeltaEncoder()
+        self._full_next = False
+        """The process asked for the whole state (it could not apply a delta)."""
+        self.state_seconds = 0.0
+        """The sending thread's time encoding the last session's state delta."""
         self.live_path = live_path
         """The live configuration's file (None: the embedded default), for ``--diff``."""
         self.max_queued_bytes = max_queued_bytes
@@ -249,6 +266,7 @@ class Shadow:
                 inbox,
                 outbox,
                 self._live_sources.keys if self._live_sources is not None else frozenset(),
+                cluster,
             ),
             name="caldera-shadow",
             daemon=True,
@@ -265,8 +283,18 @@ class Shadow:
 
     # --- the event loop's side ----------------------------------------------------------------
 
-    def offer(self, verb: str, body: Body, answer: bytes | None, live_log: Any = None) -> None:
-        """Hand the shadow one call and the live answer; never blocks."""
+    def offer(
+        self,
+        verb: str,
+        body: Body,
+        answer: bytes | None,
+        live_log: Any = None,
+        state: OnSessionOpenRequest | None = None,
+    ) -> None:
+        """Hand the shadow one call and the live answer; never blocks. In cluster mode the
+        session's onSessionOpen is offered with its derived ``state`` (an empty body): the
+        objects are only referenced here (the live session holds them anyway, and nobody
+        mutates them), the sending thread encodes what changed."""
         if verb == OPEN:
             self._opened_at = time.monotonic()
             self._live_session += 1
@@ -283,7 +311,7 @@ class Shadow:
             self._queue.append(Item(session, "", b"", None, 0))  # tells the shadow
             return
         self._in_bytes += size
-        self._queue.append(Item(session, verb, body, answer, size))
+        self._queue.append(Item(session, verb, body, answer, size, state))
         if verb == CLOSE:
             self._wake.set()  # the session's burst is over: the shadow's turn
 
@@ -326,6 +354,8 @@ class Shadow:
                     self._send_batch(batch)
                     batch = []
                     self._share_or_lose()
+                    if item.state is not None:  # and cluster mode's derived state
+                        self._send_state(item.state)
                 if len(item.body) >= ALONE_BYTES:  # sent as it is: no copy into the batch
                     self._send_batch(batch)
                     self._send_batch([item])
@@ -353,6 +383,27 @@ class Shadow:
         except (OSError, ValueError):  # the process is gone: counted once, calls dropped
             self._process_gone(batch[0].verb)
             self._lost += sum(i.size for i in batch)  # never acknowledged by the process
+
+    def _send_state(self, state: OnSessionOpenRequest) -> None:
+        """The session's derived state, as a delta from the last one sent: encoded here, on
+        the sending thread, never on the event loop."""
+        if self._full_next:
+            self._full_next = False
+            self._deltas.full_next()
+        started = time.perf_counter()
+        try:
+            data = self._deltas.encode(state)
+        except Exception as exc:  # a state that does not encode: that session is skipped
+            logger.exception("the session's derived state could not be encoded for the shadow")
+            self._deltas.full_next()
+            self._count_failure("open", OPEN, f"encoding the derived state: {exc!r}")
+            return
+        self.state_seconds = time.perf_counter() - started
+        try:
+            self._to_child.send((shadow_worker.STATE, self._deltas.number))
+            self._to_child.send_bytes(data)
+        except (OSError, ValueError):
+            self._process_gone(OPEN)
 
     def _process_gone(self, verb: str) -> None:
         if not self._gone:
@@ -398,6 +449,8 @@ class Shadow:
                     self._apply(report)
                 except Exception:
                     logger.exception("the shadow's report %r could not be applied", report[:2])
+        elif kind == shadow_worker.FULL_STATE:
+            self._full_next = True
         elif kind == "done":
             self._done_bytes = message[1]
             self.metrics.queued_bytes.set(self.queued_bytes())
@@ -561,20 +614,41 @@ class ShadowedAnswers:
     """The live answers (the Extender, or the recorder around it), each call also offered to the
     shadow after the live answer is computed: the one seam between the verbs and the shadow."""
 
-    def __init__(self, live: Any, shadow: Shadow, record: DecisionRecord) -> None:
+    def __init__(
+        self,
+        live: Any,
+        shadow: Shadow,
+        record: DecisionRecord,
+        cluster: ClusterSessionState | None = None,
+    ) -> None:
         self.live = live
         self.shadow = shadow
         self.record = record
+        self.cluster = cluster
+        """``sessionState: cluster``: a session opens at its first call, on a derived state."""
 
     def handle(self, verb: str, body: Body) -> bytes:
+        opened = self.cluster.sessions_opened if self.cluster is not None else 0
         try:
             answer: bytes = self.live.handle(verb, body)
         except Exception:
-            self.shadow.offer(verb, body, None)
+            self._offer(verb, body, None, opened)
             raise
-        logs = self.record.logs
-        self.shadow.offer(verb, body, answer, logs[-1] if verb == OPEN and logs else None)
+        self._offer(verb, body, answer, opened)
         return answer
+
+    def _offer(self, verb: str, body: Body, answer: bytes | None, opened: int) -> None:
+        logs = self.record.logs
+        if self.cluster is None:
+            self.shadow.offer(verb, body, answer, logs[-1] if verb == OPEN and logs else None)
+            return
+        state = self.cluster.last_state
+        if self.cluster.sessions_opened != opened:
+            # The call opened the session on the derived state: that is its onSessionOpen.
+            live_log = logs[-1] if logs and state is not None else None
+            self.shadow.offer(OPEN, b"", DERIVED_OPEN_ANSWER, live_log, state)
+        if verb != OPEN:  # a snapshot Volcano still posts is not what the live session read
+            self.shadow.offer(verb, body, answer)
 
     def routes(self) -> dict[str, str]:
         routes: dict[str, str] = self.live.routes()

@@ -38,6 +38,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from app.cluster_state.modes import refusal
 from app.config import CalderaConfig, ConfigError
 from app.config_watch import Backgrounds, build_backgrounds, load_with_origin
 from app.explain import DecisionRecord
@@ -46,11 +47,23 @@ from app.plugin_faults import Fault, PluginFaults
 from app.session import SessionManager
 from app.shadow_diff import COMPARES, compare
 from app.shadow_sources import SHARE, Mirror, MirroredSources
+from app.shadow_state import DeltaDecoder
+from schemas.requests import OnSessionOpenRequest
 
 logger = logging.getLogger("caldera.shadow")
 OPEN = "onSessionOpen"
 BATCH = "batch"
 REPORTS = "reports"
+STATE = "state"
+"""``(STATE, number)`` then the state delta's bytes (``app/shadow_state.py``): cluster mode's
+next session's state, sent before the batch holding its onSessionOpen."""
+FULL_STATE = "full-state"
+"""``(FULL_STATE,)``: a delta did not apply; the next state must be whole."""
+NOT_SYNCED = "not evaluated: the live session had no state (the watch had not listed yet)"
+STALE_BASE = (
+    "not evaluated: its state delta did not apply to the state the shadow held (a delta was"
+    " lost); the whole state is asked for"
+)
 BACKGROUND_START_SECONDS = 30.0
 FELL_BEHIND = "dropped: the shadow fell behind (shadow_max_queued_bytes)"
 NOT_QUEUED = "dropped: its snapshot did not fit the shadow's queue (shadow_max_queued_bytes)"
@@ -82,9 +95,22 @@ class ForwardedFaults(PluginFaults):
 class Evaluator:
     """The shadow's side of every call, one at a time."""
 
-    def __init__(self, path: Path, send: Send, live_keys: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        path: Path,
+        send: Send,
+        live_keys: frozenset[str] = frozenset(),
+        cluster: bool = False,
+    ) -> None:
         self.path = path
         self.send = send
+        self.cluster = cluster
+        """The live configuration runs ``sessionState: cluster``: each onSessionOpen is a
+        derived state, received as a delta (:meth:`receive_state`)."""
+        self.states = DeltaDecoder()
+        self.state: OnSessionOpenRequest | None = None
+        """The next session's state, once its delta applied."""
+        self.state_problem = NOT_SYNCED
         self.sources = MirroredSources(live_keys)
         """The live configuration's data sources this shadow reads instead of its own."""
         self.extender: Extender | None = None
@@ -115,6 +141,8 @@ class Evaluator:
             config, origin = load_with_origin(self.path)
             if origin.sha256 == self.sha:
                 return
+            if self.cluster:
+                self._refuse_snapshot_only(config)
             backgrounds, mirrors, chosen, described = self._start(config)
             record = DecisionRecord(config.explainSessions, config.explainEntries)
             sessions = SessionManager(config, None, backgrounds, record=record, faults=self.faults)
@@ -130,6 +158,21 @@ class Evaluator:
         self.sha = origin.sha256
         plugins = [o.name for o in config.plugin_options()]
         self.send(("loaded", origin.sha256, plugins, described))
+
+    def _refuse_snapshot_only(self, config: CalderaConfig) -> None:
+        """A plugin whose state only Volcano's snapshot carries cannot be evaluated on the live
+        configuration's derived sessions, whatever the shadow file's own ``sessionState``."""
+        refused = [
+            (
+                f"{entry.where}.name",
+                f"plugin {entry.name!r} cannot run with sessionState cluster (the live"
+                f" configuration's): {reason}",
+            )
+            for entry in config.entries
+            if (reason := refusal(entry.cls)) is not None
+        ]
+        if refused:
+            raise ConfigError.of(str(self.path), refused)
 
     def _start(
         self, config: CalderaConfig
@@ -171,6 +214,20 @@ class Evaluator:
 
     # --- the calls --------------------------------------------------------------------------
 
+    def receive_state(self, data: bytes) -> None:
+        """Cluster mode: the next session's state, as a delta from the previous one. Applied
+        whatever becomes of the session (skipped, dropped later), so the state held is always
+        the last one the parent sent; one that does not apply is never guessed at."""
+        self.state = None
+        try:
+            self.state = self.states.apply(data)
+        except Exception as exc:
+            self.states.lose()
+            self.send(("failure", "open", OPEN, f"applying the derived state: {describe(exc)}"))
+        if self.state is None:
+            self.state_problem = STALE_BASE
+            self.send((FULL_STATE,))
+
     def dropped(self, session: int) -> None:
         """The parent dropped the rest of ``session`` (or all of it)."""
         if session == self.session:
@@ -190,7 +247,12 @@ class Evaluator:
         if session != self.session or self.skipped or self.extender is None:
             return
         try:
-            answer = self.extender.handle(verb, body)
+            if self.cluster and verb == OPEN:
+                if not self._open_derived(session):
+                    return
+                answer = live or b""
+            else:
+                answer = self.extender.handle(verb, body)
         except Exception as exc:
             if verb == OPEN:
                 self.skipped = True
@@ -209,6 +271,19 @@ class Evaluator:
             self.send(("failure", "compare", verb, describe(exc)))
             return
         self.send(("compared", session, verb, found))
+
+    def _open_derived(self, session: int) -> bool:
+        """Open the session on the state received for it; skip it when there is none."""
+        assert self.extender is not None
+        state, self.state, problem = self.state, None, self.state_problem
+        self.state_problem = NOT_SYNCED
+        if state is None:
+            self.skipped = True
+            self.extender.sessions.close()
+            self.send(("skipped", session, problem))
+            return False
+        self.extender.open_derived(lambda: state)
+        return True
 
 
 class Reports:
@@ -256,14 +331,18 @@ def off_live_cpus() -> None:
 
 
 def main(
-    path: str, inbox: Connection, outbox: Connection, live_keys: frozenset[str] = frozenset()
+    path: str,
+    inbox: Connection,
+    outbox: Connection,
+    live_keys: frozenset[str] = frozenset(),
+    cluster: bool = False,
 ) -> None:
     """The process's entry point: answer until the parent says stop or goes away.
     ``live_keys``: the live configuration's shareable data sources at start."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the parent, which ends us
     lowest_priority()
     reports = Reports(outbox)
-    evaluator = Evaluator(Path(path), reports.append, live_keys)
+    evaluator = Evaluator(Path(path), reports.append, live_keys, cluster)
     evaluator.reload()
     done = 0
     while True:
@@ -281,6 +360,9 @@ def main(
                 except Exception as exc:  # a bug here must not end the shadow either
                     logger.exception("the shadow failed to take the live data sources")
                     evaluator.send(("failure", "open", OPEN, describe(exc)))
+                continue
+            if header[0] == STATE:
+                evaluator.receive_state(inbox.recv_bytes())
                 continue
             if header[0] != BATCH:
                 raise ValueError(f"not a batch: {header[0]!r}")

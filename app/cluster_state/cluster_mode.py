@@ -52,6 +52,15 @@ class ClusterSessionState:
         self.sessions_before_sync = 0
         """Sessions whose first call came before every collection was listed once."""
         self.last_derive_seconds: float | None = None
+        self.last_state: OnSessionOpenRequest | None = None
+        """The latest session's state (None when it opened before the watch listed): what a
+        shadow configuration and ``serve --record`` are handed (``app/shadow.py``,
+        ``app/record.py``)."""
+
+    @property
+    def sessions_opened(self) -> int:
+        """Session boundaries so far, with a state or not: a change says a session opened."""
+        return self.sessions_derived + self.sessions_before_sync
 
     async def start(self) -> None:
         await self.watch.start()
@@ -72,12 +81,14 @@ class ClusterSessionState:
         """The session's state, frozen now; None before the watch has listed once."""
         if not self.watch.synced:
             self.sessions_before_sync += 1
+            self.last_state = None
             return None
         started = time.perf_counter()
         derived = self.store.open_session()
         seconds = time.perf_counter() - started
         self.sessions_derived += 1
         self.last_derive_seconds = seconds
+        self.last_state = derived.snapshot
         if self._derived is not None:
             self._derived(seconds)
         return derived.snapshot
