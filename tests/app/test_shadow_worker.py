@@ -6,10 +6,16 @@ from __future__ import annotations
 import multiprocessing
 import os
 from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app import shadow_worker
+from app.cluster_state.derive import derive
+from app.shadow_state import DeltaEncoder
+from tests.app.cluster_state.objects import cluster
+from tests.app.cluster_state.test_compare import matching_objects
 
 
 def _placed(pinned: set[int], out: Connection) -> None:
@@ -45,3 +51,67 @@ def test_a_shadow_of_a_pinned_live_process_runs_on_the_other_cpus_at_sched_idle(
 def test_a_shadow_of_a_live_process_on_every_cpu_stays_on_them() -> None:
     _, cpus = placed(CPUS)
     assert cpus == CPUS
+
+
+# --- sessionState cluster: each session opened on the state delta received for it ----------
+
+SHADOW = 'volcanoVersion: "1.15"\ntiers:\n- plugins:\n  - name: overcommit\n'
+
+
+def cluster_evaluator(tmp_path: Path) -> tuple[shadow_worker.Evaluator, list[tuple[Any, ...]]]:
+    path = tmp_path / "shadow.yaml"
+    path.write_text(SHADOW)
+    reports: list[tuple[Any, ...]] = []
+    evaluator = shadow_worker.Evaluator(path, reports.append, cluster=True)
+    evaluator.reload()
+    assert reports[-1][0] == "loaded", reports
+    return evaluator, reports
+
+
+def opened(evaluator: shadow_worker.Evaluator, session: int) -> bool:
+    evaluator.handle(session, shadow_worker.OPEN, b"", b"{}")
+    assert evaluator.extender is not None
+    return evaluator.extender.sessions.framework()[1]
+
+
+def test_a_cluster_session_opens_on_its_delta_and_never_on_a_stale_base(tmp_path: Path) -> None:
+    evaluator, reports = cluster_evaluator(tmp_path)
+    encoder = DeltaEncoder()
+    state = derive(cluster(**matching_objects())).snapshot
+
+    evaluator.receive_state(encoder.encode(state))
+    assert opened(evaluator, 1)
+    assert reports[-1] == ("session", 1, "")
+
+    # A session whose delta was lost on the way: skipped, and the whole state asked for.
+    encoder.encode(state)
+    evaluator.receive_state(encoder.encode(state))
+    assert reports[-1] == (shadow_worker.FULL_STATE,)
+    assert not opened(evaluator, 3)
+    assert reports[-1] == ("skipped", 3, shadow_worker.STALE_BASE)
+
+    # A session the live side opened with no state (the watch had not listed): no delta.
+    assert not opened(evaluator, 4)
+    assert reports[-1] == ("skipped", 4, shadow_worker.NOT_SYNCED)
+
+    encoder.full_next()
+    evaluator.receive_state(encoder.encode(state))
+    assert opened(evaluator, 5)
+    assert reports[-1] == ("session", 5, "")
+    assert not [r for r in reports if r[0] in ("failure", "problem")], reports
+
+
+def test_a_snapshot_only_plugin_is_refused_with_the_reason_in_cluster_mode(tmp_path: Path) -> None:
+    path = tmp_path / "shadow.yaml"
+    path.write_text('volcanoVersion: "1.15"\ntiers:\n- plugins:\n  - name: usage\n')
+    reports: list[tuple[Any, ...]] = []
+    shadow_worker.Evaluator(path, reports.append, cluster=True).reload()
+    [(kind, problem)] = reports
+    assert kind == "problem"
+    assert (
+        "tiers[0].plugins[0].name: plugin 'usage' cannot run with sessionState cluster" in problem
+    )
+    # The same file loads where the live configuration posts snapshots.
+    reports.clear()
+    shadow_worker.Evaluator(path, reports.append).reload()
+    assert reports[-1][0] == "loaded", reports

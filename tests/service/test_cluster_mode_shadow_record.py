@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import pytest
 import pytest_asyncio
 
 from app.cluster_state.derive import derive
@@ -23,7 +22,7 @@ from tests.app.cluster_state.test_compare import matching_objects
 from tests.cluster_api import ClusterApi
 from tests.service.conftest import CalderaProcess, start_caldera
 from tests.service.test_record_replay import replay
-from tests.service.test_shadow import BIG, LIVE, SMALL, TIGHTER, shadow_state, until
+from tests.service.test_shadow import BIG, LIVE, SMALL, TIGHTER, until
 
 WAIT = 20.0
 CLUSTER = 'sessionState: cluster\nsessionStateKubeconfig: "{kubeconfig}"\n'
@@ -102,8 +101,10 @@ async def test_the_shadow_finds_in_cluster_mode_what_it_finds_on_the_snapshot(
                 answers.setdefault(mode, []).extend(a for a in live if a != {})
                 body = await until(
                     server,
-                    lambda b, n=number: len(b["sessions"]) >= n
-                    and b["sessions"][-1]["compared"].get("jobEnqueueable") == 2,
+                    lambda b, n=number: (
+                        len(b["sessions"]) >= n
+                        and b["sessions"][-1]["compared"].get("jobEnqueueable") == 2
+                    ),
                 )
                 assert body["sessions"][-1]["compared"] == {"jobEnqueueable": 2}, body
                 assert "skipped" not in body["sessions"][-1], body
