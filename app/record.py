@@ -25,9 +25,10 @@ on a state derived from the watched cluster. The recorder writes that state as t
 onSessionOpen (the ``OnSessionOpenRequest`` the session was opened on, in Volcano's JSON), its
 index line marked ``"derived": true``, before the call that opened it; ``caldera replay`` then
 opens the session on it as on a snapshot and answers as the live session did. The writer
-thread encodes it (JSON of the whole state: ~200 ms and ~35 MB a session at 10,000 pods, the
-cost of this opt-in debugging feature), so the event loop never waits for it; its bytes count
-towards ``max_bytes`` once written.
+thread encodes it (JSON of the whole state: ~0.5 s and ~37 MB a session at 10,000 pods, the
+cost of this opt-in debugging feature), entry by entry so that the event loop gets the GIL back
+within Python's switch interval whenever it wants it; its bytes count towards ``max_bytes``
+once written.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ import msgspec
 from app.cluster_state.cluster_mode import ClusterSessionState
 from app.errors import AnswerError, CalderaError
 from app.extender import Body, Extender
+from app.shadow_state import encode_state
 from plugins.api.base import utc_now
 from schemas.requests import OnSessionOpenRequest
 
@@ -194,7 +196,7 @@ class Recorder:
     def _write(self, entry: Entry) -> None:
         derived = entry.state is not None
         if entry.state is not None:
-            entry.request = msgspec.json.encode(entry.state)
+            entry.request = encode_state(entry.state)
             entry.state = None
             self.written += len(entry.request)  # counted late: the next record checks the cap
         directory = self.directory / session_directory(entry.session)

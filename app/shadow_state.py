@@ -119,6 +119,28 @@ class DeltaEncoder:
         return {key: msgspec.Raw(encode(value)) for key, value in entries.items()}
 
 
+class _EncodedState(msgspec.Struct, gc=False):
+    Jobs: dict[str, msgspec.Raw]
+    Nodes: dict[str, msgspec.Raw]
+    Queues: dict[str, msgspec.Raw]
+    NamespaceInfo: dict[str, msgspec.Raw]
+
+
+def encode_state(state: OnSessionOpenRequest) -> bytes:
+    """``state`` as the onSessionOpen body Volcano would have posted (its JSON), encoded entry
+    by entry for the reason :meth:`DeltaEncoder._entries` gives: ``serve --record``'s writer
+    thread writes a cluster-mode session's state with it (``app/record.py``)."""
+    encode = msgspec.json.encode
+    maps = {
+        section: {
+            key: msgspec.Raw(encode(value))
+            for key, value in (getattr(state, section) or {}).items()
+        }
+        for section in SECTIONS
+    }
+    return encode(_EncodedState(**maps))
+
+
 class DeltaDecoder:
     """The shadow's side: the state of the latest delta applied, built into each session's
     ``OnSessionOpenRequest``."""

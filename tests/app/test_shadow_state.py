@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from app.cluster_state.derive import derive
-from app.shadow_state import FULL, DeltaDecoder, DeltaEncoder, StateDelta
+from app.shadow_state import FULL, DeltaDecoder, DeltaEncoder, StateDelta, encode_state
 from schemas.requests import OnSessionOpenRequest
 from tests.app.cluster_state.objects import cluster
 from tests.app.cluster_state.test_compare import matching_objects
@@ -121,3 +121,16 @@ def test_a_delta_on_a_state_not_held_gives_nothing_until_a_whole_state() -> None
     fourth = added_queue(third)
     applied = decoder.apply(encoder.encode(fourth))
     assert applied is not None and msgspec.json.encode(applied) == msgspec.json.encode(fourth)
+
+
+def test_a_state_encoded_entry_by_entry_is_the_body_encoded_whole() -> None:
+    for state in (base(), added_queue(removed_node(base())), OnSessionOpenRequest()):
+        assert encode_state(state) == msgspec.json.encode(
+            msgspec.structs.replace(
+                state,
+                Jobs=state.Jobs or {},
+                Nodes=state.Nodes or {},
+                Queues=state.Queues or {},
+                NamespaceInfo=state.NamespaceInfo or {},
+            )
+        )
