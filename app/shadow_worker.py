@@ -240,7 +240,12 @@ class Evaluator:
             self.extender.sessions.close()  # its verbs are not answered: nothing lingers
 
     def handle(self, session: int, verb: str, body: bytes, live: bytes | None) -> None:
+        state: OnSessionOpenRequest | None = None
+        problem = ""
         if verb == OPEN:
+            # Taken whatever becomes of the session: a state is never used for a later one.
+            state, self.state, problem = self.state, None, self.state_problem
+            self.state_problem = NOT_SYNCED
             self.reload()
             self.session, self.skipped = session, False
             self.send(("session", session, ""))
@@ -248,7 +253,7 @@ class Evaluator:
             return
         try:
             if self.cluster and verb == OPEN:
-                if not self._open_derived(session):
+                if not self._open_derived(session, state, problem):
                     return
                 answer = live or b""
             else:
@@ -272,11 +277,9 @@ class Evaluator:
             return
         self.send(("compared", session, verb, found))
 
-    def _open_derived(self, session: int) -> bool:
+    def _open_derived(self, session: int, state: OnSessionOpenRequest | None, problem: str) -> bool:
         """Open the session on the state received for it; skip it when there is none."""
         assert self.extender is not None
-        state, self.state, problem = self.state, None, self.state_problem
-        self.state_problem = NOT_SYNCED
         if state is None:
             self.skipped = True
             self.extender.sessions.close()

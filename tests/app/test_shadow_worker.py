@@ -115,3 +115,20 @@ def test_a_snapshot_only_plugin_is_refused_with_the_reason_in_cluster_mode(tmp_p
     reports.clear()
     shadow_worker.Evaluator(path, reports.append).reload()
     assert reports[-1][0] == "loaded", reports
+
+
+def test_a_state_is_never_used_for_a_later_session(tmp_path: Path) -> None:
+    """Session 1's state arrives while the shadow file does not load; once it loads, session 2
+    (whose live side had no state) is not opened on session 1's."""
+    path = tmp_path / "shadow.yaml"
+    path.write_text("tiers: [")
+    reports: list[tuple[Any, ...]] = []
+    evaluator = shadow_worker.Evaluator(path, reports.append, cluster=True)
+    evaluator.reload()
+    assert reports[-1][0] == "problem"
+    evaluator.receive_state(DeltaEncoder().encode(derive(cluster(**matching_objects())).snapshot))
+    evaluator.handle(1, shadow_worker.OPEN, b"", b"{}")
+    path.write_text(SHADOW)
+    assert not opened(evaluator, 2)
+    assert [r[0] for r in reports[-3:]] == ["loaded", "session", "skipped"]
+    assert reports[-1] == ("skipped", 2, shadow_worker.NOT_SYNCED)
