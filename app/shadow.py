@@ -28,6 +28,12 @@ The process decodes the body again rather
 than sharing the live configuration's decoded snapshot: plugins keep per-session state in those
 objects, so two configurations must not share them anyway.
 
+With ``sessionState: cluster`` Volcano posts no onSessionOpen: the session opens at its first
+call on a state the live process derived from the cluster. :class:`ShadowedAnswers` then offers
+that state as the session's onSessionOpen (a reference, not bytes), and the sending thread hands
+it over as a delta from the state it last sent (``app/shadow_state.py``); a shadow plugin that
+needs the snapshot itself (``snapshot_only``) is refused by the shadow's process.
+
 Volcano never waits for it. :meth:`offer` appends to a queue bounded in bytes
 (``shadow_max_queued_bytes``) and returns; when a body would not fit, the shadow drops the rest
 of that session (and the session, when it is the snapshot that does not fit), counts it in

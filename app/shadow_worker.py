@@ -7,7 +7,9 @@ Reads from ``inbox``: a batch of calls, ``(BATCH, [(session, verb, live answer, 
 ...])`` then the calls' request bodies joined in one message (``length`` bytes each; a call whose
 ``verb`` is empty says the parent dropped the rest of that session); or ``(SHARE, keys, states)``,
 the live configuration's shareable data sources and their changed states
-(``app/shadow_sources.py``), sent before a session's onSessionOpen; None ends it. Writes to
+(``app/shadow_sources.py``), sent before a session's onSessionOpen; in cluster mode
+``(STATE, number)`` then the session's state delta (``app/shadow_state.py``), also before its
+onSessionOpen (whose body is then empty); None ends it. Writes to
 ``outbox`` tuples the parent applies (:meth:`app.shadow.Shadow._apply`):
 
 - ``("loaded", sha256, plugins, sources)``: ``sources``, per tier entry with a data source,
@@ -19,6 +21,7 @@ the live configuration's shareable data sources and their changed states
   answered (``onError: abstain``, or a call over its budget whose answer was used), which the
   shadow's :class:`ForwardedFaults` reports: a fault that fails the verb raises, and is
   reported once, where the verb's exception is caught;
+- ``(FULL_STATE,)``: a state delta did not apply: the next state must be whole;
 - ``("done", size)``: the bytes of every call handled so far, after each batch: the parent's
   memory bound counts a call until then.
 
