@@ -100,6 +100,10 @@ class Recorder:
         self.directory = Path(directory)
         self.max_bytes = max_bytes
         self.written = 0
+        """Bytes of the calls recorded (the event loop's count)."""
+        self.written_derived = 0
+        """Bytes of cluster-mode sessions' derived states (the writer thread's count, known
+        only once encoded: the next call recorded checks the cap with it)."""
         self.stopped = False
         self.session = 0
         self.seq = 0
@@ -146,14 +150,14 @@ class Recorder:
         if self.stopped:
             return
         size = len(request) + len(response)
-        if self.written + size > self.max_bytes:
+        if self.written + self.written_derived + size > self.max_bytes:
             self.stopped = True
             logger.warning(
                 "recording stopped: %s would pass the cap of %d bytes (%d written); Caldera"
                 " keeps serving",
                 verb,
                 self.max_bytes,
-                self.written,
+                self.written + self.written_derived,
             )
             return
         self.written += size
@@ -162,8 +166,17 @@ class Recorder:
     def record_derived(self, time: datetime, state: OnSessionOpenRequest) -> None:
         """Cluster mode: a session opened at this call on ``state``, recorded as its
         onSessionOpen (encoded on the writer thread)."""
-        if not self.stopped:
-            self._put(Entry(0, 0, OPEN, time, 200, b"", DERIVED_OPEN_ANSWER, state))
+        if self.stopped:
+            return
+        if self.written + self.written_derived > self.max_bytes:
+            self.stopped = True
+            logger.warning(
+                "recording stopped: the derived sessions' states passed the cap of %d bytes;"
+                " Caldera keeps serving",
+                self.max_bytes,
+            )
+            return
+        self._put(Entry(0, 0, OPEN, time, 200, b"", DERIVED_OPEN_ANSWER, state))
 
     def _put(self, entry: Entry) -> None:
         if entry.verb == OPEN:
@@ -198,7 +211,7 @@ class Recorder:
         if entry.state is not None:
             entry.request = encode_state(entry.state)
             entry.state = None
-            self.written += len(entry.request)  # counted late: the next record checks the cap
+            self.written_derived += len(entry.request)
         directory = self.directory / session_directory(entry.session)
         if entry.session not in self._made:
             directory.mkdir(mode=0o700)

@@ -12,15 +12,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from app.cli import main
+from app.cluster_state.derive import derive
 from app.config import load_config
 from app.errors import CalderaError
 from app.extender import Extender
 from app.record import INDEX, Recorder, RecordingExtender
 from app.replay import BACKGROUND_SYNC_SECONDS, ReplayError, exchanges, recordings, render, replay
 from app.session import SessionManager
+from tests.app.cluster_state.objects import cluster
+from tests.app.cluster_state.test_compare import matching_objects
 from tests.examples import CAPTURED_BODIES
 
 FIXTURES = CAPTURED_BODIES / "volcano-1.15"
@@ -109,6 +113,35 @@ def test_recording_stops_at_the_cap_with_a_warning(
     assert "recording stopped" in caplog.text and "cap of 100 bytes" in caplog.text
     [line] = (directory / "session-000001" / INDEX).read_text().splitlines()
     assert json.loads(line)["verb"] == "onSessionOpen"
+
+
+def test_a_derived_state_is_written_as_the_sessions_open_and_counts_towards_the_cap(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = tmp_path / "rec"
+    state = derive(cluster(**matching_objects())).snapshot
+    size = len(msgspec.json.encode(state))
+    recorder = Recorder(directory, max_bytes=size + 100)
+    now = datetime.now(UTC)
+    recorder.record("onSessionClose", now, 200, b"{}", b"{}")  # the session before
+    recorder.record_derived(now, state)
+    recorder.record("jobEnqueueable", now, 200, b"j" * 40, b"{}")
+    recorder.close()  # the writer has encoded the state: its bytes are counted
+    assert recorder.written_derived == size and not recorder.stopped
+    recorder = Recorder(directory / "again", max_bytes=size + 100)
+    recorder.written_derived = size
+    with caplog.at_level(logging.WARNING, "caldera.record"):
+        recorder.record("predicate", now, 200, b"p" * 200, b"{}")  # over the cap with it
+    recorder.close()
+    assert recorder.stopped and "cap of" in caplog.text
+
+    lines = [json.loads(x) for x in (directory / "session-000001" / INDEX).read_text().splitlines()]
+    assert [(x["verb"], x.get("derived")) for x in lines] == [
+        ("onSessionOpen", True), ("jobEnqueueable", None)
+    ]  # fmt: skip
+    opened = directory / "session-000001" / lines[0]["request"]
+    assert opened.read_bytes() == msgspec.json.encode(state)
+    assert (directory / "session-000001" / lines[0]["response"]).read_bytes() == b"{}"
 
 
 def handwritten_recording(directory: Path, at: datetime, answer: bytes) -> None:
