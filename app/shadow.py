@@ -220,8 +220,9 @@ class Shadow:
         self._deltas = DeltaEncoder()
         self._full_next = False
         """The process asked for the whole state (it could not apply a delta)."""
-        self.state_seconds = 0.0
-        """The sending thread's time encoding the last session's state delta."""
+        self.handed_over: dict[str, Any] = {"states": 0, "whole": 0}
+        """Cluster mode: states handed over (how many, how many whole) and the last one's
+        encode time, bytes and entries: ``/readyz``'s ``shadow.sessionState``."""
         self.live_path = live_path
         """The live configuration's file (None: the embedded default), for ``--diff``."""
         self.max_queued_bytes = max_queued_bytes
@@ -404,7 +405,14 @@ class Shadow:
             self._deltas.full_next()
             self._count_failure("open", OPEN, f"encoding the derived state: {exc!r}")
             return
-        self.state_seconds = time.perf_counter() - started
+        whole = self._deltas.changed_whole
+        self.handed_over = {
+            "states": self.handed_over["states"] + 1,
+            "whole": self.handed_over["whole"] + whole,
+            "lastEncodeSeconds": round(time.perf_counter() - started, 4),
+            "lastBytes": len(data),
+            "lastEntries": self._deltas.changed,
+        }
         try:
             self._to_child.send((shadow_worker.STATE, self._deltas.number))
             self._to_child.send_bytes(data)
@@ -563,6 +571,8 @@ class Shadow:
             out["failures"] = {stage: self.failures[stage] for stage in FAILURE_STAGES}
             if self.last_failure is not None:
                 out["lastFailure"] = dict(self.last_failure)
+        if self.cluster:
+            out["sessionState"] = {"mode": "cluster", **self.handed_over}
         out["queuedBytes"] = self.queued_bytes()
         out["maxQueuedBytes"] = self.max_queued_bytes
         return out

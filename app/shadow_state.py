@@ -28,6 +28,9 @@ from schemas.requests import OnSessionOpenRequest
 
 SECTIONS = ("Jobs", "Nodes", "Queues", "NamespaceInfo")
 """The session's maps, each keyed as Volcano keys it."""
+BUILT_EVERY_SESSION = frozenset({"NamespaceInfo"})
+"""Maps the derivation builds anew each session (one small entry per namespace with a quota):
+compared by value, not identity."""
 FULL = 0
 """``base`` of a delta that is the whole state."""
 
@@ -72,6 +75,8 @@ class DeltaEncoder:
         self._encoder = msgspec.json.Encoder()
         self.changed = 0
         """Entries the last delta carried (changed or added), for the figures."""
+        self.changed_whole = False
+        """Whether the last delta was the whole state."""
 
     def full_next(self) -> None:
         """The process asked for the whole state: the next delta is one."""
@@ -91,7 +96,10 @@ class DeltaEncoder:
                 changed += len(new)
                 continue
             mirror = previous[section]
-            updates = {key: value for key, value in new.items() if mirror.get(key) is not value}
+            if section in BUILT_EVERY_SESSION:
+                updates = {key: value for key, value in new.items() if mirror.get(key) != value}
+            else:
+                updates = {k: value for k, value in new.items() if mirror.get(k) is not value}
             added = sum(1 for key in updates if key not in mirror)
             # Every key held is still there exactly when the counts add up.
             gone = [] if len(mirror) + added == len(new) else [k for k in mirror if k not in new]
@@ -109,6 +117,7 @@ class DeltaEncoder:
             changed += len(updates)
         self._sent = sent
         self.changed = changed
+        self.changed_whole = previous is None
         return self._encoder.encode(delta)
 
     def _entries(self, entries: dict[str, Any]) -> dict[str, msgspec.Raw]:

@@ -52,6 +52,13 @@ def unchanged(state: OnSessionOpenRequest) -> OnSessionOpenRequest:
     return msgspec.structs.replace(state)  # new maps' container, the same objects
 
 
+def namespaces_rebuilt(state: OnSessionOpenRequest) -> OnSessionOpenRequest:
+    """What every derivation does to the namespace infos: equal copies."""
+    copies = {k: msgspec.structs.replace(v) for k, v in (state.NamespaceInfo or {}).items()}
+    assert copies, "the objects have a namespace with a quota"
+    return with_map(state, "NamespaceInfo", copies)
+
+
 def delta_of(data: bytes) -> StateDelta:
     return msgspec.json.decode(data, type=StateDelta)
 
@@ -60,6 +67,7 @@ CHANGES: list[tuple[str, Callable[[OnSessionOpenRequest], OnSessionOpenRequest],
 CHANGES = [
     ("nothing changed: nothing but the numbers", unchanged, {}),
     ("a job replaced: that job only", replaced_job, {"Jobs": 1}),
+    ("namespace infos built again, equal: nothing", namespaces_rebuilt, {}),
     ("a node gone: its key", removed_node, {"removed": {"Nodes": ["node2"]}}),
     ("a queue added: it, last", added_queue, {"Queues": 1}),
     (

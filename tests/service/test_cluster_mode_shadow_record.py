@@ -22,7 +22,7 @@ from tests.app.cluster_state.test_compare import matching_objects
 from tests.cluster_api import ClusterApi
 from tests.service.conftest import CalderaProcess, start_caldera
 from tests.service.test_record_replay import replay
-from tests.service.test_shadow import BIG, LIVE, SMALL, TIGHTER, until
+from tests.service.test_shadow import BIG, LIVE, SMALL, TIGHTER, shadow_state, until
 
 WAIT = 20.0
 CLUSTER = 'sessionState: cluster\nsessionStateKubeconfig: "{kubeconfig}"\n'
@@ -109,6 +109,10 @@ async def test_the_shadow_finds_in_cluster_mode_what_it_finds_on_the_snapshot(
                 assert body["sessions"][-1]["compared"] == {"jobEnqueueable": 2}, body
                 assert "skipped" not in body["sessions"][-1], body
                 findings.setdefault(mode, []).append(found(body))
+        # The second state went as a delta of nothing: the shadow kept the first.
+        handed = (await shadow_state(servers["cluster"]))["shadow"]["sessionState"]
+        assert (handed["states"], handed["whole"], handed["lastEntries"]) == (2, 1, 0), handed
+        assert "sessionState" not in (await shadow_state(servers["snapshot"]))["shadow"]
         assert answers["cluster"] == answers["snapshot"]
         assert answers["cluster"][0]["status"] != -1, "the live configuration admits the job"
         assert findings["cluster"] == findings["snapshot"]
