@@ -4,6 +4,10 @@ object, per 1,000 pods and per 1,000 nodes, and the cost of one session's freeze
 derivation), the incremental derivation's first session (everything built, and its indexes),
 and its later sessions with 0, 10 and 100 pods changed since the previous one (pods binding and
 finishing; decoding the changed objects is the watch's work, outside the session's time).
+Then relists (the watch expired): every pod listed again with 0, 100 and 1,000 of them at a new
+version, the store's replace (which decodes only those) and the next session, against listing
+every pod into an empty store (every object decoded, as each relist did before the store kept
+unchanged objects).
 
 The objects are synthetic but shaped like an API server's (managedFields, env, probes, volumes,
 status conditions and container statuses on pods; images, conditions and addresses on nodes),
@@ -23,12 +27,18 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from app.cluster_state.derive import derive
 from app.cluster_state.incremental import IncrementalDerivation
 from app.cluster_state.store import ClusterStore
+from schemas.requests import OnSessionOpenRequest
 
 CHANGED_PODS = (0, 10, 100)
 """Pods changed between two sessions, per incremental measurement."""
+
+RELIST_CHANGED = (0, 100, 1000)
+"""Pods at a new version in a relist of every pod, per relist measurement."""
 
 
 def synthetic_pod(i: int, nodes: int) -> dict[str, Any]:
@@ -217,6 +227,63 @@ def measure_incremental(store: ClusterStore, pods: int, nodes: int, repeats: int
     return figures
 
 
+def _key(obj: dict[str, Any]) -> str:
+    return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+
+
+def _state(snapshot: OnSessionOpenRequest) -> bytes:
+    """Every field of a snapshot, nodes' tasks included (``NodeInfo.Tasks`` is no field)."""
+    nodes = {name: info.Tasks for name, info in (snapshot.Nodes or {}).items()}
+    return msgspec.json.encode((snapshot, nodes))
+
+
+def measure_relist(store: ClusterStore, pods: int, nodes: int, repeats: int) -> dict[str, Any]:
+    """Relists of every pod with N at a new version: the store's replace and the next session
+    (what a relist costs once the list's JSON is parsed: lightkube's part is not measured);
+    and listing every pod into an empty store, every object decoded."""
+    listing = {_key(obj): obj for obj in (synthetic_pod(i, nodes) for i in range(pods))}
+    store.pods.replace(listing)  # the versions listed from here on (sessions moved some)
+    store.open_session()
+    empty: list[float] = []
+    for _ in range(repeats):
+        fresh = ClusterStore()
+        start = time.perf_counter()
+        fresh.pods.replace(listing)
+        empty.append((time.perf_counter() - start) * 1000)
+        del fresh
+    figures: dict[str, Any] = {"list_into_empty_store_ms": _ms(empty)}
+    session = 1000
+    for changed in RELIST_CHANGED:
+        replaced: list[float] = []
+        opened: list[float] = []
+        for _ in range(repeats):
+            session += 1
+            relisted = dict(listing)
+            for k in range(changed):
+                i = (session * 7919 + k * 97) % pods
+                obj = changed_pod(i, nodes, session)
+                relisted[_key(obj)] = obj
+            start = time.perf_counter()
+            store.pods.replace(relisted)
+            middle = time.perf_counter()
+            derived = store.open_session()
+            opened.append((time.perf_counter() - middle) * 1000)
+            replaced.append((middle - start) * 1000)
+            listing = relisted
+        # What the sessions after relists built is what a derivation from scratch builds.
+        full = derive(store.freeze(), store.settings, store.overlay.placements())
+        if _state(full.snapshot) != _state(derived.snapshot):
+            raise AssertionError(
+                f"after a relist of {changed} changed pods: not the full derivation"
+            )
+        figures[f"relist_{changed}_changed"] = {
+            "replace_ms": _ms(replaced),
+            "session_ms": _ms(opened),
+            "rebuilt": dict(store.derivation.rebuilt),
+        }
+    return figures
+
+
 def _held(feed: Any) -> int:
     """Bytes still allocated after ``feed()`` ran and its inputs were released."""
     gc.collect()
@@ -272,6 +339,7 @@ def measure(pods: int, nodes: int, repeats: int = 5) -> dict[str, Any]:
         derived = derive(store.freeze(), store.settings, store.overlay.placements())
         times.append((time.perf_counter() - start) * 1000)
     incremental = measure_incremental(store, pods, nodes, repeats)
+    relist = measure_relist(store, pods, nodes, repeats)
     json_pod = len(json.dumps(synthetic_pod(1, nodes), separators=(",", ":")))
     json_node = len(json.dumps(synthetic_node(1), separators=(",", ":")))
     return {
@@ -285,6 +353,7 @@ def measure(pods: int, nodes: int, repeats: int = 5) -> dict[str, Any]:
         "freeze_and_derive_ms_median": round(statistics.median(times), 1),
         "derived_jobs": len(derived.snapshot.Jobs or {}),
         "incremental": incremental,
+        "relist": relist,
     }
 
 

@@ -487,6 +487,29 @@ def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
                 f" ({rebuilt['tasks']} tasks, {rebuilt['nodes']} nodes, {rebuilt['jobs']} jobs"
                 f" rebuilt) | min {figures['min']:.2f} ms, median {figures['median']:.2f} ms |"
             )
+    relist = doc.get("relist")
+    if relist is not None:
+        empty = relist["list_into_empty_store_ms"]
+        lines.append(
+            f"| list of every pod into an empty store (every object decoded, as each relist"
+            f" was before) | min {empty['min']:.0f} ms, median {empty['median']:.0f} ms |"
+        )
+        for key, figures in relist.items():
+            if not (key.startswith("relist_") and key.endswith("_changed")):
+                continue
+            changed = int(key.split("_")[1])
+            rebuilt, replaced, opened = (
+                figures["rebuilt"],
+                figures["replace_ms"],
+                figures["session_ms"],
+            )
+            lines.append(
+                f"| relist of every pod, {changed:,} changed: the store's replace, then the next"
+                f" session ({rebuilt['tasks']} tasks, {rebuilt['nodes']} nodes,"
+                f" {rebuilt['jobs']} jobs rebuilt) | replace min {replaced['min']:.1f} ms,"
+                f" median {replaced['median']:.1f} ms; session min {opened['min']:.1f} ms,"
+                f" median {opened['median']:.1f} ms |"
+            )
     per_pod, per_node = doc["store_mib_per_1000_pods"], doc["store_mib_per_1000_nodes"]
     store = (pods * per_pod + nodes * per_node) / 1000
     size = f"{nodes} / {pods}"

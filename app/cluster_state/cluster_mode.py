@@ -27,12 +27,11 @@ from collections.abc import Callable
 from typing import Any
 
 from app.cluster_state.derive import Settings
-from app.cluster_state.watch import ClusterWatch
-from schemas.api import TaskInfo
+from app.cluster_state.watch import WatchBackedState
 from schemas.requests import OnSessionOpenRequest
 
 
-class ClusterSessionState:
+class ClusterSessionState(WatchBackedState):
     """The watch, the overlay fed by allocate/deallocate/onSessionClose, and each session's
     derived state."""
 
@@ -44,8 +43,7 @@ class ClusterSessionState:
         kubeconfig: str | None = None,
         derived: Callable[[float], None] | None = None,
     ) -> None:
-        self.watch = ClusterWatch(settings, kubeconfig)
-        self.store = self.watch.store
+        super().__init__(settings, kubeconfig)
         self._derived = derived
         """Observes each derivation's seconds (``caldera_session_state_derive_seconds``)."""
         self.sessions_derived = 0
@@ -61,16 +59,6 @@ class ClusterSessionState:
     def sessions_opened(self) -> int:
         """Session boundaries so far, with a state or not: a change says a session opened."""
         return self.sessions_derived + self.sessions_before_sync
-
-    async def start(self) -> None:
-        await self.watch.start()
-
-    async def stop(self) -> None:
-        await self.watch.stop()
-
-    @property
-    def synced(self) -> bool:
-        return self.watch.synced
 
     @property
     def ready(self) -> bool:
@@ -93,24 +81,10 @@ class ClusterSessionState:
             self._derived(seconds)
         return derived.snapshot
 
-    def allocate(self, task: TaskInfo) -> None:
-        self.store.allocate(task)
-
-    def deallocate(self, task: TaskInfo) -> None:
-        self.store.deallocate(task)
-
-    def session_closed(self) -> None:
-        self.store.close_session()
-
     def describe(self) -> dict[str, Any]:
-        """The /debug/session and /readyz section: the mode, the watch and the store's sizes."""
+        """The /debug/session and /readyz section: the watch's, and the sessions derived."""
         return {
-            "mode": self.mode,
-            "synced": self.watch.synced,
-            "objects": self.store.sizes(),
-            "watches": self.watch.describe(),
-            "placementsNotYetSeen": len(self.store.overlay),
-            "placementsExpired": self.store.overlay.expired,
+            **self.describe_watch(),
             "sessionsDerived": self.sessions_derived,
             "sessionsBeforeSync": self.sessions_before_sync,
             "lastDeriveSeconds": (

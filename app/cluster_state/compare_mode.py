@@ -22,8 +22,7 @@ from app.cluster_state.derive import Settings
 from app.cluster_state.incremental import IncrementalDerivation
 from app.cluster_state.objects import ClusterObjects
 from app.cluster_state.overlay import Placement
-from app.cluster_state.watch import ClusterWatch
-from schemas.api import TaskInfo
+from app.cluster_state.watch import WatchBackedState
 from schemas.requests import OnSessionOpenRequest
 
 logger = logging.getLogger("caldera.session_state")
@@ -51,8 +50,10 @@ def _public(difference: Difference) -> dict[str, Any]:
     }
 
 
-class SessionStateComparison:
+class SessionStateComparison(WatchBackedState):
     """``sessionState: compare``: owns the store, its reflectors and the comparisons."""
+
+    mode = "compare"
 
     def __init__(
         self,
@@ -62,8 +63,7 @@ class SessionStateComparison:
         outcome: Callable[[str], None] | None = None,
         count_in_flight: Callable[[str, int], None] | None = None,
     ) -> None:
-        self.watch = ClusterWatch(settings, kubeconfig)
-        self.store = self.watch.store
+        super().__init__(settings, kubeconfig)
         self._count = count
         """Adds to ``caldera_session_state_differences_total{kind}``."""
         self._count_in_flight = count_in_flight
@@ -77,14 +77,7 @@ class SessionStateComparison:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        await self.watch.start()
-
-    async def stop(self) -> None:
-        await self.watch.stop()
-
-    @property
-    def synced(self) -> bool:
-        return self.watch.synced
+        await super().start()
 
     # --- the session's verbs ------------------------------------------------------------------
 
@@ -175,24 +168,10 @@ class SessionStateComparison:
         if self._outcome is not None:
             self._outcome(outcome)
 
-    def allocate(self, task: TaskInfo) -> None:
-        self.store.allocate(task)
-
-    def deallocate(self, task: TaskInfo) -> None:
-        self.store.deallocate(task)
-
-    def session_closed(self) -> None:
-        self.store.close_session()
-
     def describe(self) -> dict[str, Any]:
-        """The /debug/session section: the watch, the overlay and the last comparison."""
+        """The /debug/session section: the watch's, and the comparisons."""
         return {
-            "mode": "compare",
-            "synced": self.synced,
-            "objects": self.store.sizes(),
-            "watches": self.watch.describe(),
-            "placementsNotYetSeen": len(self.store.overlay),
-            "placementsExpired": self.store.overlay.expired,
+            **self.describe_watch(),
             "sessions": dict(sorted(self.outcomes.items())),
             "lastComparison": self.last,
         }

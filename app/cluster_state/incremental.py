@@ -14,12 +14,12 @@ last derivation built, per object:
   its priority moved (a PriorityClass changed).
 
 What changed comes from the stores' change logs (the marks a freeze takes,
-:class:`~app.cluster_state.objects.ChangeMark`), or, when a log cannot tell (a relist, a log
-restarted, objects not frozen from a store), from comparing the two frozen views object by
-object. The result is the full derivation's, field for field and in the same order: a node's
-and a job's tasks are added in the order the full derivation meets them (the stores' insertion
-order, followed through the logs), since a Binding task is refused by what its node already
-holds.
+:class:`~app.cluster_state.objects.ChangeMark`; a relist is logged as the changes it stands
+for, see :mod:`app.cluster_state.store`), or, when a log cannot tell (a log restarted, objects
+not frozen from a store), from comparing the two frozen views object by object. The result is
+the full derivation's, field for field and in the same order: a node's and a job's tasks are
+added in the order the full derivation meets them (the stores' insertion order, followed through
+the logs), since a Binding task is refused by what its node already holds.
 
 Objects handed out in a session are never changed afterwards: a session's plugins keep them
 while the next session is derived (in compare mode, in another thread), so what changes is
@@ -246,8 +246,8 @@ class IncrementalDerivation:
     ) -> None:
         """Forget what each pod of ``keys`` gave, and build its task anew from its object.
 
-        One loop with the maps bound locally: on the first call (and after a relist) it runs
-        for every pod, and is then most of the derivation's time."""
+        One loop with the maps bound locally: on the first call (or after a log restarted) it
+        runs for every pod, and is then most of the derivation's time."""
         uid_of, keys_of_uid, metaless = self._uid_of, self._keys_of_uid, self._metaless
         base, final, node_of, job_of = self._base, self._final, self._node_of, self._job_of
         pods_on, pods_in = self._pods_on, self._pods_in

@@ -14,6 +14,13 @@ that starts while nothing changes costs nothing, and a busy one at most one copy
 Each store also logs which keys changed, in order (:class:`ChangeMark`): a freeze marks the
 log, and the derivation rebuilds only what changed between two marks
 (:mod:`app.cluster_state.incremental`).
+
+A relist (the watch expired with ``410 Gone``, or the reflector reconnected) hands the store the
+whole collection again. Most of it has not changed, so the store applies it as the events it
+stands for: an object whose ``metadata.uid`` and ``metadata.resourceVersion`` are the ones it
+holds keeps its decoded form, unlogged (both are read from the listed mapping before anything is
+decoded); a changed one is decoded and logged as an update, a vanished one as a delete, a new one
+as an add. The next session then rebuilds only what changed, as after watch events.
 """
 
 from __future__ import annotations
@@ -52,6 +59,18 @@ entries or twice the collection's size, whichever is more: it stays bounded when
 reads it."""
 
 
+def object_version(obj: Mapping[str, Any]) -> tuple[str, str] | None:
+    """An API object's ``(uid, resourceVersion)``, read from its mapping without decoding it;
+    None when it lacks either (then it cannot be told unchanged)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return None
+    uid, version = meta.get("uid"), meta.get("resourceVersion")
+    if isinstance(uid, str) and isinstance(version, str) and uid and version:
+        return uid, version
+    return None
+
+
 class DecodingStore(Generic[T]):
     """One collection, keyed ``namespace/name`` (or ``name``): the reflector's ``Store``."""
 
@@ -66,6 +85,9 @@ class DecodingStore(Generic[T]):
         """Called with every object decoded (what outlives the object's deletion)."""
         self._log: list[tuple[str, bool]] = []
         """Each change since the log (re)started: the key, and whether it is present after."""
+        self._versions: dict[str, tuple[str, str]] = {}
+        """Each held object's ``(uid, resourceVersion)``, when it had both: what a relist
+        compares to keep an unchanged object without decoding it again."""
 
     def _convert(self, obj: Mapping[str, Any]) -> T | None:
         try:
@@ -90,24 +112,39 @@ class DecodingStore(Generic[T]):
         self._log.append((key, present))
 
     def replace(self, items: Mapping[str, Mapping[str, Any]]) -> None:
-        decoded: dict[str, T] = {}
+        """A (re)list: the collection is now ``items``. Applied as the changes it stands for,
+        so an unchanged object is neither decoded nor logged (see the module's docstring);
+        the held objects keep their order, new ones come last (as watch events would leave
+        them)."""
+        versions = self._versions
         for key, obj in items.items():
-            value = self._convert(obj)
-            if value is not None:
-                decoded[key] = value
-        self._items, self._shared = decoded, False
-        self._log = []  # a relist replaces every object: no reader can follow it by the log
+            version = object_version(obj)
+            if version is not None and versions.get(key) == version:
+                continue  # the object this store holds: nothing to decode, nothing changed
+            self.upsert(key, obj, version)
+        gone = [key for key in self._items if key not in items]
+        for key in gone:
+            self.delete(key)
 
-    def upsert(self, key: str, obj: Mapping[str, Any]) -> None:
+    def upsert(
+        self, key: str, obj: Mapping[str, Any], version: tuple[str, str] | None = None
+    ) -> None:
         value = self._convert(obj)
         if value is None:
+            self._versions.pop(key, None)
             self._writable().pop(key, None)  # what the object was before is no longer true
             self._logged(key, False)
+            return
+        version = version or object_version(obj)
+        if version is None:
+            self._versions.pop(key, None)
         else:
-            self._writable()[key] = value
-            self._logged(key, True)
+            self._versions[key] = version
+        self._writable()[key] = value
+        self._logged(key, True)
 
     def delete(self, key: str) -> None:
+        self._versions.pop(key, None)
         if key in self._items:
             self._writable().pop(key)
             self._logged(key, False)

@@ -1,5 +1,6 @@
 """The running watch of the six collections: the store, one reflector per collection, and
-their start, stop and status. Compare mode and cluster mode each own one."""
+their start, stop and status; and :class:`WatchBackedState`, what compare mode and cluster mode
+share around it (each owns one watch)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from app.cluster_state.derive import Settings
 from app.cluster_state.store import ClusterStore
 from plugins.pdb.kube import ClusterConfig, Reflector, named_or_default_config
+from schemas.api import TaskInfo
 
 
 class ClusterWatch:
@@ -50,4 +52,48 @@ class ClusterWatch:
                 "lastError": r.status.last_error,
             }
             for r in self.reflectors
+        }
+
+
+class WatchBackedState:
+    """The base of ``sessionState: cluster`` and ``compare``: the watch, the placements Volcano
+    reports (allocate/deallocate, until onSessionClose) fed to its store's overlay, and the
+    watch's part of ``/debug/session``."""
+
+    mode: str
+    """``sessionState``'s value, shown in ``/debug/session``."""
+
+    def __init__(self, settings: Settings, kubeconfig: str | None = None) -> None:
+        self.watch = ClusterWatch(settings, kubeconfig)
+        self.store = self.watch.store
+
+    async def start(self) -> None:
+        await self.watch.start()
+
+    async def stop(self) -> None:
+        await self.watch.stop()
+
+    @property
+    def synced(self) -> bool:
+        return self.watch.synced
+
+    def allocate(self, task: TaskInfo) -> None:
+        self.store.allocate(task)
+
+    def deallocate(self, task: TaskInfo) -> None:
+        self.store.deallocate(task)
+
+    def session_closed(self) -> None:
+        self.store.close_session()
+
+    def describe_watch(self) -> dict[str, Any]:
+        """The start of the mode's /debug/session section: the mode, the watch, the store's
+        sizes and the overlay."""
+        return {
+            "mode": self.mode,
+            "synced": self.watch.synced,
+            "objects": self.store.sizes(),
+            "watches": self.watch.describe(),
+            "placementsNotYetSeen": len(self.store.overlay),
+            "placementsExpired": self.store.overlay.expired,
         }

@@ -52,3 +52,14 @@ def test_the_command_bench_readme_shows_runs(
         assert rebuilt["nodes"] <= changed and rebuilt["jobs"] <= changed
         figures_ms = incremental[f"changed_{changed}_pods_ms"]
         assert 0 <= figures_ms["min"] <= figures_ms["median"]
+    # Relists: only the pods at a new version are decoded and rebuilt (at most, when two of
+    # the spread indexes meet, fewer); an unchanged relist rebuilds nothing.
+    relist = figures["relist"]
+    empty = relist["list_into_empty_store_ms"]
+    assert 0 < empty["min"] <= empty["median"]
+    for changed in cluster_state.RELIST_CHANGED:
+        case = relist[f"relist_{changed}_changed"]
+        assert case["rebuilt"]["tasks"] == min(changed, 200)
+        assert case["rebuilt"]["nodes"] <= changed and case["rebuilt"]["jobs"] <= changed
+        for figures_ms in (case["replace_ms"], case["session_ms"]):
+            assert 0 <= figures_ms["min"] <= figures_ms["median"]

@@ -105,6 +105,40 @@ def test_list_watch_and_relist_after_gone() -> None:
     assert store.pods.freeze()["ns1/c"].node_name == "n1"
 
 
+def test_a_relist_after_gone_keeps_what_did_not_change() -> None:
+    """The watch saw a's update, missed b's and c's deletion: the relist keeps a as decoded
+    (same UID and version), decodes b's new version and drops c; the change log has only
+    those."""
+    store = ClusterStore()
+    client = FakeClient(
+        lists=[
+            Listing([_rv(pod("a"), "5"), _rv(pod("b"), "6"), _rv(pod("c"), "7")], "10"),
+            Listing([_rv(pod("a", node="n1"), "11"), _rv(pod("b", node="n2"), "14")], "20"),
+        ],
+        watches=[[("MODIFIED", _rv(pod("a", node="n1"), "11")), _gone()]],
+    )
+    kept: list[Any] = []
+
+    def logged_from_the_watch() -> None:
+        kept.append(store.pods.freeze()["ns1/a"])
+        kept.append(store.pods.mark())
+
+    watched = client.watch
+
+    async def watch_then_note(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        async for event in watched(*args, **kwargs):
+            yield event
+            logged_from_the_watch()
+
+    client.watch = watch_then_note  # type: ignore[method-assign]
+    asyncio.run(_run_pods_reflector(store, client))
+    a_after_watch, mark = kept[0], kept[1]
+    assert store.pods.freeze()["ns1/a"] is a_after_watch
+    assert store.pods.freeze()["ns1/b"].node_name == "n2"
+    assert sorted(store.pods.freeze()) == ["ns1/a", "ns1/b"]
+    assert store.pods.mark().since(mark) == [("ns1/b", True), ("ns1/c", False)]
+
+
 def test_watch_events_update_the_store() -> None:
     store = ClusterStore()
     client = FakeClient(
