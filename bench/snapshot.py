@@ -22,7 +22,6 @@ the server reads it (app/connections.py).
 from __future__ import annotations
 
 import argparse
-import gc
 import math
 import os
 import re
