@@ -15,8 +15,9 @@ vc-scheduler with real pods from a real API server::
 Each round is one onSessionOpen then one onSessionClose (the snapshot freed there, as in the
 server: its time is reported apart, it is not the cycle's onSessionOpen). The typed decode
 alone (the body into ``OnSessionOpenRequest``, nothing else) is timed in the same rounds, so the
-session build's share is their difference. CPU time per call; the body is a ``bytearray`` as
-the server reads it (app/connections.py).
+session build's share is their difference; so is msgspec's skip of the whole body (decoded into
+a struct with no field: every byte scanned, nothing built), the floor of any decode with msgspec.
+CPU time per call; the body is a ``bytearray`` as the server reads it (app/connections.py).
 """
 
 from __future__ import annotations
@@ -47,13 +48,21 @@ tiers:
 """
 """The cluster benchmark's job group as Caldera serves it (tests/e2e/scale_test.go, groupOf)."""
 
+PARTS = ("open", "decode", "skip", "close")
+
+
+class Nothing(msgspec.Struct):
+    """Every key of the body skipped: msgspec's scan alone."""
+
 
 def measure(body: bytearray, rounds: int) -> dict[str, list[float]]:
-    """CPU seconds per round of: onSessionOpen, the typed decode alone, onSessionClose."""
+    """CPU seconds per round of: onSessionOpen, the typed decode alone, the skip of the whole
+    body, onSessionClose."""
     config = load_config_text(JOB_GROUP, "job-group.yaml")
     extender = Extender(config, SessionManager(config))
     decoder = msgspec.json.Decoder(OnSessionOpenRequest)
-    times: dict[str, list[float]] = {"open": [], "decode": [], "close": []}
+    skipper = msgspec.json.Decoder(Nothing)
+    times: dict[str, list[float]] = {part: [] for part in PARTS}
     for _ in range(rounds):
         start = time.process_time()
         extender.handle("onSessionOpen", body)
@@ -67,7 +76,10 @@ def measure(body: bytearray, rounds: int) -> dict[str, list[float]]:
             start = time.process_time()
             decoded = decoder.decode(body)
             times["decode"].append(time.process_time() - start)
-        del decoded
+            del decoded
+            start = time.process_time()
+            skipper.decode(body)
+            times["skip"].append(time.process_time() - start)
     return times
 
 
@@ -82,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         times = measure(body, a.rounds)
         size = len(body) / 1e6
         print(f"{path.name}, {size:.2f} MB, {a.rounds} rounds (CPU time per call)")
-        for part in ("open", "decode", "close"):
+        for part in PARTS:
             best, median = min(times[part]), statistics.median(times[part])
             print(f"  {part}: median {median * 1e3:.1f} ms, best {best * 1e3:.1f} ms"
                   f" ({size / median:.0f} MB/s at the median)")  # fmt: skip
@@ -93,12 +105,14 @@ def main(argv: list[str] | None = None) -> int:
 class SavedSnapshot:
     """One body's figures as ``main`` printed them."""
 
+    label: str
+    """The ``== LABEL`` line above the run (e.g. ``before``), or empty."""
     body: str
     megabytes: float
     rounds: int
     load_average: float
     median_ms: dict[str, float]
-    """part (open, decode, close) -> median CPU ms per call."""
+    """part (open, decode, skip, close) -> median CPU ms per call."""
 
     def mbps(self, part: str = "open") -> float:
         return self.megabytes / (self.median_ms[part] / 1e3)
@@ -113,11 +127,14 @@ def parse_output(text: str) -> list[SavedSnapshot]:
     a labelled run, e.g. before and after a change): bench/readme renders from them."""
     runs: list[SavedSnapshot] = []
     load = math.nan
+    label = ""
     for line in text.splitlines():
-        if line.startswith("load average "):
+        if line.startswith("== "):
+            label = line[3:].split(":")[0].strip()
+        elif line.startswith("load average "):
             load = float(line.split()[2])
         elif match := HEADER.match(line):
-            runs.append(SavedSnapshot(match[1], float(match[2]), int(match[3]), load, {}))
+            runs.append(SavedSnapshot(label, match[1], float(match[2]), int(match[3]), load, {}))
         elif runs and (match := PART.match(line)):
             runs[-1].median_ms[match[1]] = float(match[2])
     if not runs:
