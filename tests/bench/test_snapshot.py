@@ -28,9 +28,7 @@ def test_a_captured_body_is_opened_decoded_skipped_and_closed(
 def test_the_session_it_opens_has_the_bodys_objects() -> None:
     body = bytearray(BODY.read_bytes())
     times = snapshot.measure(body, 1)
-    assert {part: len(values) for part, values in times.items()} == dict.fromkeys(
-        snapshot.PARTS, 1
-    )
+    assert {part: len(values) for part, values in times.items()} == dict.fromkeys(snapshot.PARTS, 1)
 
 
 @pytest.mark.parametrize(
@@ -57,3 +55,24 @@ def test_saved_runs_read_back_with_their_labels(text: str, labels: list[str]) ->
 def test_text_that_is_not_its_output_is_refused() -> None:
     with pytest.raises(ValueError, match=r"not the output of python -m bench\.snapshot"):
         snapshot.parse_output("# a comment\nload average 3.0\n")
+
+
+def test_the_command_bench_readme_shows_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/README's `bench.snapshot` line, on a captured body instead of the cluster's."""
+    import shlex
+
+    from bench import readme
+
+    [line] = [
+        line
+        for line in readme.README.read_text().splitlines()
+        if line.startswith("uv run python -m bench.snapshot ")
+    ]
+    words = shlex.split(line)
+    argv = words[words.index("bench.snapshot") + 1 :]
+    bodies = [arg for arg in argv if arg.endswith(".json")]
+    assert len(bodies) == 2
+    argv = [str(BODY) if arg.endswith(".json") else arg for arg in argv]
+    argv[argv.index("--rounds") + 1] = "2"
+    assert snapshot.main(argv) == 0
+    assert len(snapshot.parse_output(capsys.readouterr().out)) == 2
