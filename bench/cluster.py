@@ -120,6 +120,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         " only when the smoke fails on the plugin's own decision",
     )
     p.add_argument(
+        "--capture",
+        type=Path,
+        default=None,
+        help="directory the neutral server writes each run's last onSessionOpen body to, as"
+        " <group>-<nodes>n-<pods>p.json (real bodies for python -m bench.decode)",
+    )
+    p.add_argument(
         "--report",
         action="store_true",
         help="only render the table, plot and README block again from the results JSON",
@@ -155,6 +162,7 @@ def plan_of(a: argparse.Namespace) -> dict[str, Any]:
             for group, chosen in (("node", a.node_group_sizes), ("evict", a.evict_group_sizes))
         },
         "out": str(Path(out).resolve()),
+        **({"capture": str(a.capture.resolve())} if getattr(a, "capture", None) else {}),
     }
 
 
@@ -480,7 +488,8 @@ def main(a: argparse.Namespace) -> int:
     settle_differences(document)
     document["seconds"] = round(time.monotonic() - began, 1)
     Path(plan["out"]).write_text(json.dumps(document, indent=1))
-    render(document, write=not a.smoke and returncode == 0)
+    # A capture run measures the neutral server only: it does not replace the README's table.
+    render(document, write=not a.smoke and returncode == 0 and not plan.get("capture"))
     errors = [
         r for r in rows + [run for rerun in reruns_of(document) for run in rerun["runs"]]
         if r.get("error")

@@ -147,6 +147,13 @@ SECTIONS: tuple[Section, ...] = (
         lambda docs: readme_sections.fields_decode_table("fields-readable-decode.txt", docs[0]),
     ),
     Section(
+        "snapshot-floor",
+        "<!-- snapshot-floor:begin -->",
+        "<!-- snapshot-floor:end -->",
+        ("snapshot-real-decode.txt",),
+        lambda docs: readme_sections.snapshot_floor_table("snapshot-real-decode.txt", docs[0]),
+    ),
+    Section(
         "cluster-cost",
         "<!-- cluster-cost:begin -->",
         "<!-- cluster-cost:end -->",

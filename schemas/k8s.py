@@ -64,9 +64,9 @@ class ObjectMeta(Struct, omit_defaults=True, gc=False):
     managedFields = Lazy[list[JSON]](list[Any], "The API server's field ownership entries.")
 
 
-class ResourceRequirements(Struct, omit_defaults=True, gc=False):
-    requests: ResourceList | None = None
+class ResourceRequirements(Struct, omit_defaults=True, gc=False, kw_only=True):
     limits: ResourceList | None = None
+    requests: ResourceList | None = None
     claimsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="claims")
 
     claims = Lazy[list[JSON]](list[Any], "Dynamic resource claims used by the container.")
@@ -80,37 +80,37 @@ class ContainerPort(Struct, omit_defaults=True, gc=False):
     protocol: str = ""
 
 
-class Container(Struct, omit_defaults=True, gc=False):
+class Container(Struct, omit_defaults=True, gc=False, kw_only=True):
     """``v1.Container`` (containers, init containers; ephemeral ones are ``PodSpec.ephemeralContainers``)."""
 
     name: str = ""
     image: str = ""
-    imagePullPolicy: str = ""
-    workingDir: str = ""
-    resources: ResourceRequirements | None = None
-    restartPolicy: str = ""
-    """Only on init containers: ``Always`` makes it a sidecar (usage's pod limits)."""
-    terminationMessagePath: str = ""
-    terminationMessagePolicy: str = ""
-    stdin: bool = False
-    stdinOnce: bool = False
-    tty: bool = False
     commandRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="command")
     argsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="args")
+    workingDir: str = ""
     portsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="ports")
-    envRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="env")
     envFromRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="envFrom")
+    envRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="env")
+    resources: ResourceRequirements | None = None
+    resizePolicyRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="resizePolicy")
+    restartPolicy: str = ""
+    """Only on init containers: ``Always`` makes it a sidecar (usage's pod limits)."""
+    restartPolicyRulesRaw: msgspec.Raw = field(
+        default_factory=ABSENT.copy, name="restartPolicyRules"
+    )
     volumeMountsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="volumeMounts")
     volumeDevicesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="volumeDevices")
     livenessProbeRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="livenessProbe")
     readinessProbeRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="readinessProbe")
     startupProbeRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="startupProbe")
     lifecycleRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="lifecycle")
+    terminationMessagePath: str = ""
+    terminationMessagePolicy: str = ""
+    imagePullPolicy: str = ""
     securityContextRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="securityContext")
-    resizePolicyRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="resizePolicy")
-    restartPolicyRulesRaw: msgspec.Raw = field(
-        default_factory=ABSENT.copy, name="restartPolicyRules"
-    )
+    stdin: bool = False
+    stdinOnce: bool = False
+    tty: bool = False
 
     command = Lazy[list[str]](list[str])
     args = Lazy[list[str]](list[str])
@@ -229,54 +229,54 @@ class TopologySpreadConstraint(Struct, omit_defaults=True, gc=False):
     matchLabelKeys: list[str] | None = None
 
 
-class PodSpec(Struct, omit_defaults=True, gc=False):
-    containers: list[Container] | None = None
+class PodSpec(Struct, omit_defaults=True, gc=False, kw_only=True):
+    volumesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="volumes")
     initContainers: list[Container] | None = None
-    nodeName: str = ""
-    schedulerName: str = ""
-    priorityClassName: str = ""
-    priority: int | None = None
-    """Set by admission from ``priorityClassName``; Volcano's TaskInfo.Priority derives from it."""
-    preemptionPolicy: str = ""
-    runtimeClassName: str = ""
+    containers: list[Container] | None = None
+    ephemeralContainersRaw: msgspec.Raw = field(
+        default_factory=ABSENT.copy, name="ephemeralContainers"
+    )
     restartPolicy: str = ""
     terminationGracePeriodSeconds: int | None = None
     activeDeadlineSeconds: int | None = None
     dnsPolicy: str = ""
+    nodeSelectorRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="nodeSelector")
     serviceAccountName: str = ""
     serviceAccount: str = ""
     automountServiceAccountToken: bool | None = None
+    nodeName: str = ""
     hostNetwork: bool = False
     hostPID: bool = False
     hostIPC: bool = False
-    hostUsers: bool | None = None
     shareProcessNamespace: bool | None = None
+    securityContextRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="securityContext")
+    imagePullSecretsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="imagePullSecrets")
     hostname: str = ""
     subdomain: str = ""
-    setHostnameAsFQDN: bool | None = None
-    enableServiceLinks: bool | None = None
-    schedulingGates: list[PodSchedulingGate] | None = None
-    """Read by overcommit (``api.HasOnlyVolcanoSchedulingGate``)."""
-    overhead: ResourceList | None = None
-    resources: ResourceRequirements | None = None
-    """Pod-level resources (``PodLevelResources``); usage reads their limits."""
-    nodeSelectorRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="nodeSelector")
-    tolerationsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="tolerations")
     affinityRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="affinity")
+    schedulerName: str = ""
+    tolerationsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="tolerations")
+    hostAliasesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="hostAliases")
+    priorityClassName: str = ""
+    priority: int | None = None
+    """Set by admission from ``priorityClassName``; Volcano's TaskInfo.Priority derives from it."""
+    dnsConfigRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="dnsConfig")
+    readinessGatesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="readinessGates")
+    runtimeClassName: str = ""
+    enableServiceLinks: bool | None = None
+    preemptionPolicy: str = ""
+    overhead: ResourceList | None = None
     topologySpreadConstraintsRaw: msgspec.Raw = field(
         default_factory=ABSENT.copy, name="topologySpreadConstraints"
     )
-    volumesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="volumes")
-    ephemeralContainersRaw: msgspec.Raw = field(
-        default_factory=ABSENT.copy, name="ephemeralContainers"
-    )
-    securityContextRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="securityContext")
-    imagePullSecretsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="imagePullSecrets")
-    hostAliasesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="hostAliases")
-    dnsConfigRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="dnsConfig")
-    readinessGatesRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="readinessGates")
+    setHostnameAsFQDN: bool | None = None
     osRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="os")
+    hostUsers: bool | None = None
+    schedulingGates: list[PodSchedulingGate] | None = None
+    """Read by overcommit (``api.HasOnlyVolcanoSchedulingGate``)."""
     resourceClaimsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="resourceClaims")
+    resources: ResourceRequirements | None = None
+    """Pod-level resources (``PodLevelResources``); usage reads their limits."""
 
     nodeSelector = Lazy[dict[str, str]](dict[str, str], "Labels the node must carry, all of them.")
     tolerations = Lazy[list[Toleration]](list[Toleration])
@@ -293,40 +293,40 @@ class PodSpec(Struct, omit_defaults=True, gc=False):
     resourceClaims = Lazy[list[JSON]](list[Any])
 
 
-class PodCondition(Struct, omit_defaults=True, gc=False):
+class PodCondition(Struct, omit_defaults=True, gc=False, kw_only=True):
     """``v1.PodCondition``; cdp and min-runtime read ``PodScheduled`` and its ``lastTransitionTime``."""
 
     type: str = ""
+    observedGeneration: int = 0
     status: str = ""
-    lastTransitionTime: datetime | None = None
     lastProbeTime: datetime | None = None
+    lastTransitionTime: datetime | None = None
     reason: str = ""
     message: str = ""
-    observedGeneration: int = 0
 
 
-class ContainerStatus(Struct, omit_defaults=True, gc=False):
+class ContainerStatus(Struct, omit_defaults=True, gc=False, kw_only=True):
     """``v1.ContainerStatus``: the resources the kubelet applied (in-place resize)."""
 
     name: str = ""
-    resources: ResourceRequirements | None = None
+    stateRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="state")
+    lastStateRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="lastState")
     ready: bool = False
-    started: bool | None = None
     restartCount: int = 0
     image: str = ""
     imageID: str = ""
     containerID: str = ""
-    stopSignal: str = ""
-    stateRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="state")
-    lastStateRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="lastState")
+    started: bool | None = None
     allocatedResourcesRaw: msgspec.Raw = field(
         default_factory=ABSENT.copy, name="allocatedResources"
     )
+    resources: ResourceRequirements | None = None
+    volumeMountsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="volumeMounts")
+    userRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="user")
     allocatedResourcesStatusRaw: msgspec.Raw = field(
         default_factory=ABSENT.copy, name="allocatedResourcesStatus"
     )
-    volumeMountsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="volumeMounts")
-    userRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="user")
+    stopSignal: str = ""
 
     state = Lazy[JSON](Any, "``waiting``, ``running`` or ``terminated``, with its details.")
     lastState = Lazy[JSON](Any)
@@ -342,27 +342,27 @@ class PodIP(Struct, omit_defaults=True, gc=False):
     ip: str = ""
 
 
-class PodStatus(Struct, omit_defaults=True, gc=False):
+class PodStatus(Struct, omit_defaults=True, gc=False, kw_only=True):
+    observedGeneration: int = 0
     phase: str = ""
     conditions: list[PodCondition] | None = None
-    startTime: datetime | None = None
-    """Set by the kubelet when it accepts the pod; min-runtime's fallback start time, usage's
-    metrics blind spot."""
-    containerStatuses: list[ContainerStatus] | None = None
-    initContainerStatuses: list[ContainerStatus] | None = None
     message: str = ""
     reason: str = ""
     nominatedNodeName: str = ""
     hostIP: str = ""
-    podIP: str = ""
-    qosClass: str = ""
-    resize: str = ""
-    observedGeneration: int = 0
     hostIPsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="hostIPs")
+    podIP: str = ""
     podIPsRaw: msgspec.Raw = field(default_factory=ABSENT.copy, name="podIPs")
+    startTime: datetime | None = None
+    """Set by the kubelet when it accepts the pod; min-runtime's fallback start time, usage's
+    metrics blind spot."""
+    initContainerStatuses: list[ContainerStatus] | None = None
+    containerStatuses: list[ContainerStatus] | None = None
+    qosClass: str = ""
     ephemeralContainerStatusesRaw: msgspec.Raw = field(
         default_factory=ABSENT.copy, name="ephemeralContainerStatuses"
     )
+    resize: str = ""
     resourceClaimStatusesRaw: msgspec.Raw = field(
         default_factory=ABSENT.copy, name="resourceClaimStatuses"
     )

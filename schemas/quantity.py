@@ -56,11 +56,15 @@ def parse_quantity(text: str) -> Fraction:
     return value
 
 
+# Cached like parse_quantity: a snapshot repeats the same few quantities in every job (each
+# PodGroup's minResources), and the Fraction arithmetic costs more than the lookup.
+@lru_cache(maxsize=4096)
 def milli_value(text: str) -> int:
     """``Quantity.MilliValue()``: the value times 1000, rounded up."""
     return math.ceil(parse_quantity(text) * 1000)
 
 
+@lru_cache(maxsize=4096)
 def value(text: str) -> int:
     """``Quantity.Value()``: the value rounded up to an integer."""
     return math.ceil(parse_quantity(text))

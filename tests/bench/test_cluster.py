@@ -64,6 +64,22 @@ def test_the_plan(
     assert plan["groupSizes"] == {"node": smallest, "evict": smallest}
 
 
+@pytest.mark.parametrize(
+    ("argv", "capture"),
+    [
+        pytest.param((), None, id="no capture"),
+        pytest.param(("--capture", "bodies"), "bodies", id="capture, made absolute"),
+    ],
+)
+def test_the_plan_names_the_capture_directory(
+    argv: tuple[str, ...], capture: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TestScale runs in tests/e2e: the directory its neutral server writes to is absolute."""
+    monkeypatch.chdir(tmp_path)
+    plan = cluster.plan_of(parse("--sizes", "100x1000", *argv))
+    assert plan.get("capture") == (str(tmp_path / capture) if capture else None)
+
+
 @pytest.mark.parametrize("text", ["100", "100x", "x1000", "100x1005", "ax10", "100x1000,5"])
 def test_a_size_is_nodes_x_pods_in_jobs_of_ten(text: str) -> None:
     with pytest.raises(SystemExit):

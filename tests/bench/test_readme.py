@@ -132,6 +132,11 @@ def test_the_report_command_bench_readme_shows_writes_a_new_figure(
             ("| 1.072 (1.055–1.128) |", "| 1.050 (1.055–1.128) |"),
             ["fields-decode"],
         ),
+        (
+            "a real snapshot's rate typed over",
+            ("(**881 → 1,004 MB/s**)", "(**881 → 1,104 MB/s**)"),
+            ["snapshot-floor"],
+        ),
         ("text outside the markers", ("## Soak", "## Soak test"), []),
     ],
 )

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -183,14 +184,18 @@ type neutralServer struct {
 	url   string
 	bytes atomic.Int64
 	opens atomic.Int64
+	// last: the last onSessionOpen body, kept only when capturing (written once, at cleanup,
+	// so that capturing adds no disk write to a cycle).
+	last atomic.Pointer[[]byte]
 }
 
 // startNeutral answers every verb with its neutral value once the body is read, without
 // decoding it: jobReady true (ready), prioritize an empty score map (a null one is an error to
 // Volcano), preemptable and reclaimable every evictee (echoed back undecoded: a plugin that
 // protects nothing), every other answer the zero value of Volcano's response type (pass,
-// abstain, not overused, no error).
-func startNeutral(t *testing.T) *neutralServer {
+// abstain, not overused, no error). With a capture path, the last onSessionOpen body is written
+// there when the server stops.
+func startNeutral(t *testing.T, capture string) *neutralServer {
 	answers := map[string]any{
 		"onSessionOpen": extender.OnSessionOpenResponse{}, "onSessionClose": extender.OnSessionCloseResponse{},
 		"predicate": extender.PredicateResponse{}, "prioritize": extender.PrioritizeResponse{NodeScore: map[string]float64{}},
@@ -226,7 +231,14 @@ func startNeutral(t *testing.T) *neutralServer {
 			_, _ = fmt.Fprintf(w, `{"status":1,"victims":%s}`, req.Evictees)
 			return
 		}
-		n, _ := io.Copy(io.Discard, r.Body)
+		var n int64
+		if verb == "onSessionOpen" && capture != "" {
+			body, _ := io.ReadAll(r.Body)
+			n = int64(len(body))
+			ns.last.Store(&body)
+		} else {
+			n, _ = io.Copy(io.Discard, r.Body)
+		}
 		if verb == "onSessionOpen" {
 			ns.bytes.Add(n)
 			ns.opens.Add(1)
@@ -240,7 +252,18 @@ func startNeutral(t *testing.T) *neutralServer {
 		_, _ = w.Write(answer)
 	})}
 	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	t.Cleanup(func() {
+		_ = srv.Close()
+		if body := ns.last.Load(); capture != "" && body != nil {
+			if err := os.MkdirAll(filepath.Dir(capture), 0o755); err != nil {
+				t.Errorf("capture: %v", err)
+			} else if err := os.WriteFile(capture, *body, 0o644); err != nil {
+				t.Errorf("capture: %v", err)
+			} else {
+				t.Logf("captured the last onSessionOpen body (%d bytes) in %s", len(*body), capture)
+			}
+		}
+	})
 	return ns
 }
 

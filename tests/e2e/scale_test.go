@@ -62,6 +62,9 @@ type scalePlan struct {
 	// Mutant: a plugin Caldera leaves out of what it serves in the groups hosting it, while
 	// vc-scheduler still asks it as configured (bench cluster --mutant; scale_node_test.go).
 	Mutant string `json:"mutant,omitempty"`
+	// Capture: a directory the neutral server writes the last onSessionOpen body of each run to,
+	// as <group>-<nodes>n-<pods>p.json (bench cluster --capture; real bodies for bench.decode).
+	Capture string `json:"capture,omitempty"`
 }
 
 type scaleSize struct {
@@ -400,7 +403,7 @@ type scaleServer struct {
 // serverFor starts the scheduler's server and makes its conf: the group's in-tree conf, or the
 // conf `caldera volcano-config --merge` makes of it (for the neutral server with its URL, from a
 // Caldera started only for that).
-func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant string) scaleServer {
+func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant, capture string) scaleServer {
 	switch scheduler {
 	case "intree":
 		return scaleServer{conf: g.intree}
@@ -423,7 +426,7 @@ func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant s
 	url := cal.URL
 	if scheduler == "neutral" {
 		defer cal.Stop() // only its merged conf is needed
-		s.caldera, s.neutral = nil, startNeutral(t)
+		s.caldera, s.neutral = nil, startNeutral(t, capture)
 		url = s.neutral.url
 	}
 	intree := filepath.Join(c.Dir, name+"-intree.conf")
@@ -443,7 +446,11 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 	r := scaleRun{Nodes: size.Nodes, Pods: size.Pods, Group: group, Scheduler: scheduler}
 	g := groupOf(group)
 	name := fmt.Sprintf("%s-%s-%d", group, scheduler, size.Nodes)
-	server := serverFor(t, c, g, name, scheduler, plan.Mutant)
+	capture := ""
+	if plan.Capture != "" {
+		capture = filepath.Join(plan.Capture, fmt.Sprintf("%s-%dn-%dp.json", group, size.Nodes, size.Pods))
+	}
+	server := serverFor(t, c, g, name, scheduler, plan.Mutant, capture)
 	if server.caldera != nil {
 		defer server.caldera.Stop()
 	}

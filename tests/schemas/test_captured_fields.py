@@ -278,5 +278,5 @@ def test_usage_pod_keys_decode() -> None:
     assert pod.spec.initContainers[0].restartPolicy == "Always"
     assert pod.spec.overhead == {"cpu": "100m"}
     assert pod.status.containerStatuses == [
-        k8s.ContainerStatus("main", k8s.ResourceRequirements(None, {"cpu": "2"}))
+        k8s.ContainerStatus(name="main", resources=k8s.ResourceRequirements(limits={"cpu": "2"}))
     ]

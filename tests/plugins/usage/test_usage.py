@@ -72,7 +72,7 @@ def container(
     name: str = "",
     restart: str = "",
 ) -> Container:
-    return Container(name=name, resources=ResourceRequirements(requests, limits),
+    return Container(name=name, resources=ResourceRequirements(requests=requests, limits=limits),
                      restartPolicy=restart)  # fmt: skip
 
 
@@ -435,14 +435,14 @@ def test_pod_limit_features() -> None:
     resized = Pod(
         spec=PodSpec(containers=[container(None, {"cpu": "1", "memory": "1Gi"}, name="main")]),
         status=PodStatus(containerStatuses=[ContainerStatus(
-            "main", ResourceRequirements(None, {"cpu": "2", "memory": "512Mi"}))]),
+            name="main", resources=ResourceRequirements(limits={"cpu": "2", "memory": "512Mi"}))]),
     )  # fmt: skip
     assert pod_resource_limit(resized) == (2000, GI)
     overhead = Pod(spec=PodSpec(containers=[container(None, {"cpu": "1"})],
                                 overhead={"cpu": "100m", "memory": "64Mi"}))  # fmt: skip
     assert pod_resource_limit(overhead) == (1100, 0)
     pod_level = Pod(spec=PodSpec(containers=[container(None, {"cpu": "1", "memory": "1Gi"})],
-                                 resources=ResourceRequirements(None, {"memory": "4Gi"})))  # fmt: skip
+                                 resources=ResourceRequirements(limits={"memory": "4Gi"})))  # fmt: skip
     assert pod_resource_limit(pod_level) == (1000, 4 * GI)
     sidecar_then_init = _pod(
         [container(None, {"cpu": "1"})],
