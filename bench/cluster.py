@@ -17,9 +17,13 @@ OnSessionOpen, the allocate action), the pods bound (a watch), both processes' p
 Full runs write ``bench/results/cluster.json`` and the table between the markers in
 bench/README.md; ``--smoke`` (one small size, every group, under 5 minutes warm) writes
 ``bench/results/cluster-smoke.json`` and fails when a run errs or Caldera's decisions differ
-from in-tree ones. ``--smoke --mutant PLUGIN`` runs the smoke of the group hosting PLUGIN with
-Caldera serving its configuration without that plugin (vc-scheduler still asks Caldera for it):
-it succeeds only when the smoke fails on that plugin's own decision (``MUTANT_FACTS``).
+from in-tree ones. ``--smoke --mutant PLUGIN[,PLUGIN...]`` runs the smoke of the groups hosting
+the plugins: per group one in-tree run, then per plugin one run of Caldera serving its
+configuration without that plugin (vc-scheduler still asks Caldera for it), each judged against
+the in-tree run alone. It succeeds only when every mutant is caught on its own plugin's decision
+(``MUTANT_FACTS``); a mutant run that erred, or differs only on another plugin's decision, is not
+caught. No rerun: the mutant's own decision is a placement fact or a protection violation, which
+Volcano's random choices do not move.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from bench.cluster_decisions import (
     NO_CONTROL,
     RERUNS,
     Case,
+    compare_decisions,
     decisions_block,
     differences_by_case,
     protection_violations,
@@ -114,10 +119,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None, help="results JSON")
     p.add_argument(
         "--mutant",
-        choices=sorted(MUTANT_FACTS),
+        type=parse_names(tuple(sorted(MUTANT_FACTS))),
         default=None,
-        help="with --smoke: Caldera serves its configuration without this plugin; succeeds"
-        " only when the smoke fails on the plugin's own decision",
+        help="with --smoke, e.g. nodegroup,pdb: per plugin a run of Caldera serving its"
+        " configuration without it; succeeds only when each fails on its own plugin's decision",
     )
     p.add_argument(
         "--capture",
@@ -137,18 +142,24 @@ def plan_of(a: argparse.Namespace) -> dict[str, Any]:
     sizes = a.sizes or (SMOKE_SIZES if a.smoke else FULL_SIZES)
     groups = a.groups or list(GROUPS)
     out = a.out or RESULTS / ("cluster-smoke.json" if a.smoke else "cluster.json")
-    mutant = getattr(a, "mutant", None)
-    if mutant:
+    mutants = list(dict.fromkeys(getattr(a, "mutant", None) or []))
+    if mutants:
         if not a.smoke:
             raise SystemExit("bench cluster: --mutant runs with --smoke only")
-        group = MUTANT_FACTS[mutant][0]
-        # Only the group hosting the plugin, in-tree against the mutant: the neutral server's
-        # run would not change the verdict.
+        hosting = {MUTANT_FACTS[m][0] for m in mutants}
+        # Only the groups hosting the plugins, in-tree against the mutants (TestScale runs
+        # "caldera" once per mutant its group hosts): the neutral server's run would not change
+        # a verdict.
+        name = f"mutant-{mutants[0]}" if len(mutants) == 1 else "mutants"
         return {
-            **plan_of(argparse.Namespace(**{**vars(a), "mutant": None, "groups": [group]})),
+            **plan_of(
+                argparse.Namespace(
+                    **{**vars(a), "mutant": None, "groups": [g for g in GROUPS if g in hosting]}
+                )
+            ),
             "schedulers": ["intree", "caldera"],
-            "mutant": mutant,
-            "out": str(Path(a.out or RESULTS / f"cluster-smoke-mutant-{mutant}.json").resolve()),
+            "mutants": mutants,
+            "out": str(Path(a.out or RESULTS / f"cluster-smoke-{name}.json").resolve()),
         }
     return {
         "sizes": [{"nodes": n, "pods": p} for n, p in sizes],
@@ -178,7 +189,7 @@ def summarize(run: dict[str, Any]) -> dict[str, Any]:
         "size": f"{run['nodes']} / {run['pods']}",
         "nodes": run["nodes"],
         "group": run["group"],
-        "scheduler": run["scheduler"],
+        "scheduler": run["scheduler"] + (f" without {run['mutant']}" if run.get("mutant") else ""),
         "bound": run["bound"],
         "completed": run["completed"],
         "bind_s": round(run["bindSeconds"], 1),
@@ -444,6 +455,12 @@ def main(a: argparse.Namespace) -> int:
     if a.report:
         document = json.loads(Path(plan["out"]).read_text())
         document["rows"] = [summarize(r) for r in document["runs"]]
+        if plan.get("mutants"):
+            document["mutants"] = judge_mutants(
+                document["plan"]["mutants"], document["runs"], document["testExitCode"]
+            )
+            render_mutants(document)
+            return 0
         document["targets"] = ratios(document["rows"])
         settle_differences(document)
         render(document, write=not a.smoke)
@@ -462,6 +479,8 @@ def main(a: argparse.Namespace) -> int:
         "targets": ratios(rows),
         "runs": runs,
     }
+    if plan.get("mutants"):
+        return mutant_smoke(document, returncode, began)
     # A case with a protection violation is not run again: nothing a rerun shows forgives it.
     differing = [
         case
@@ -494,28 +513,78 @@ def main(a: argparse.Namespace) -> int:
         r for r in rows + [run for rerun in reruns_of(document) for run in rerun["runs"]]
         if r.get("error")
     ]  # fmt: skip
-    if plan.get("mutant"):
-        return mutant_verdict(plan["mutant"], document, returncode != 0 or bool(errors))
     if returncode != 0 or errors or document["decision_differences"]:
         return 1
     return 0
 
 
-def mutant_verdict(mutant: str, document: dict[str, Any], failed_otherwise: bool) -> int:
-    """0 when the smoke failed on the mutant plugin's own decision (caught), else 1: a run that
-    erred proves nothing, and neither does a failure on another plugin's decision."""
-    group, words = MUTANT_FACTS[mutant]
-    own = [
-        line
-        for line in document["decision_differences"]
-        if words in line and NO_CONTROL not in line
-    ]
-    if own and not failed_otherwise:
-        print(f"bench cluster: the mutant (Caldera without {mutant}) is caught: {own[0]}")
-        return 0
+def mutant_smoke(document: dict[str, Any], returncode: int, began: float) -> int:
+    """The verdicts of a ``--mutant`` smoke, written with its runs: 0 when every mutant is
+    caught. No rerun: a difference a mutant makes is what the run is for."""
+    document["testExitCode"] = returncode
+    document["mutants"] = judge_mutants(document["plan"]["mutants"], document["runs"], returncode)
+    document["seconds"] = round(time.monotonic() - began, 1)
+    Path(document["plan"]["out"]).write_text(json.dumps(document, indent=1))
+    render_mutants(document)
+    return 0 if all(v["caught"] for v in document["mutants"].values()) else 1
+
+
+def judge_mutants(
+    mutants: list[str], runs: list[dict[str, Any]], returncode: int
+) -> dict[str, dict[str, Any]]:
+    """Per mutant, its run against the in-tree run of its group: caught only when it differs on
+    its own plugin's decision (``MUTANT_FACTS``) and neither run erred (nor TestScale, whose
+    failure no run can be cleared of). A difference on another plugin's decision alone is not
+    caught: the mutant would then have been caught for the wrong reason, and neither is the
+    in-tree run's own protection violation."""
+    verdicts = {}
+    for mutant in mutants:
+        group, words = MUTANT_FACTS[mutant]
+        own_runs = [r for r in runs if r.get("mutant") == mutant and r["group"] == group]
+        intree = [r for r in runs if r["group"] == group and r["scheduler"] == "intree"]
+        differences = compare_decisions(intree + own_runs) if own_runs and intree else []
+        # Not a line about the in-tree run alone (in-tree evicting a protected pod).
+        intree_alone = compare_decisions(intree)
+        own = [
+            line
+            for line in differences
+            if words in line and NO_CONTROL not in line and line not in intree_alone
+        ]
+        errors = [r["error"] for r in intree + own_runs if r.get("error")]
+        if returncode != 0:
+            errors.append(f"TestScale exited {returncode}")
+        if not own_runs or not intree:
+            why = f"not run: the {group} group's smoke has no run " + (
+                f"of Caldera without {mutant}" if not own_runs else "in-tree"
+            )
+        elif errors:
+            why = f"the {group} group's smoke erred: {'; '.join(errors)}"
+        elif not own:
+            why = f"the {group} group's smoke did not fail on {words!r}"
+        else:
+            why = own[0]
+        verdicts[mutant] = {
+            "group": group,
+            "fact": words,
+            "caught": bool(own) and not errors,
+            "why": why,
+            "differences": differences,
+        }
+    return verdicts
+
+
+def render_mutants(document: dict[str, Any]) -> None:
+    """The table of the runs, then one verdict line per mutant (to stderr when not caught)."""
+    print(table(document["rows"]))
+    verdicts = document["mutants"]
+    for mutant, verdict in verdicts.items():
+        caught = verdict["caught"]
+        print(
+            f"bench cluster: the mutant (Caldera without {mutant}) is"
+            f" {'caught' if caught else 'NOT caught'}: {verdict['why']}",
+            file=sys.stdout if caught else sys.stderr,
+        )
     print(
-        f"bench cluster: the mutant (Caldera without {mutant}) is NOT caught: the {group}"
-        f" group's smoke " + ("erred" if failed_otherwise else f"did not fail on {words!r}"),
-        file=sys.stderr,
+        f"bench cluster: {sum(v['caught'] for v in verdicts.values())} of {len(verdicts)}"
+        f" mutants caught ({', '.join(verdicts)}) in {document.get('seconds', 0) / 60:.1f} min"
     )
-    return 1

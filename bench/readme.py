@@ -146,6 +146,22 @@ SECTIONS: tuple[Section, ...] = (
         ("fields-readable-decode.txt",),
         lambda docs: readme_sections.fields_decode_table("fields-readable-decode.txt", docs[0]),
     ),
+    *(
+        Section(
+            name,
+            f"<!-- {name}:begin -->",
+            f"<!-- {name}:end -->",
+            (source,),
+            lambda docs, source=source, what=what: readme_sections.paired_ab_table(
+                source, docs[0], what
+            ),
+        )
+        for name, source, what in (
+            ("explain-ab", "explain-ab-hotpath.txt", "the decision record"),
+            ("faults-ab", "faults-ab-hotpath.txt", "contract, policy, budget, decision stream"),
+            ("fields-readable-ab", "fields-readable-hotpath.txt", "every field readable"),
+        )
+    ),
     Section(
         "snapshot-floor",
         "<!-- snapshot-floor:begin -->",

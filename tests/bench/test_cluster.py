@@ -446,70 +446,138 @@ def test_a_fact_without_its_control_is_never_run_again(
 
 
 @pytest.mark.parametrize(
-    ("argv", "group", "out"),
+    ("argv", "groups", "mutants", "out"),
     [
-        (("--mutant", "nodegroup"), "node", "cluster-smoke-mutant-nodegroup.json"),
-        (("--mutant", "task-topology", "--groups", "job"), "node",
+        (("--mutant", "nodegroup"), ["node"], ["nodegroup"], "cluster-smoke-mutant-nodegroup.json"),
+        (("--mutant", "task-topology", "--groups", "job"), ["node"], ["task-topology"],
          "cluster-smoke-mutant-task-topology.json"),
-        (("--mutant", "pdb"), "evict", "cluster-smoke-mutant-pdb.json"),
+        (("--mutant", "pdb"), ["evict"], ["pdb"], "cluster-smoke-mutant-pdb.json"),
+        (("--mutant", "pdb,nodegroup,task-topology"), ["node", "evict"],
+         ["pdb", "nodegroup", "task-topology"], "cluster-smoke-mutants.json"),
+        (("--mutant", "nodegroup,resource-strategy-fit,nodegroup"), ["node"],
+         ["nodegroup", "resource-strategy-fit"], "cluster-smoke-mutants.json"),
     ],
 )  # fmt: skip
-def test_the_mutant_plan_runs_the_group_hosting_the_plugin(
-    argv: tuple[str, ...], group: str, out: str
+def test_the_mutant_plan_runs_the_groups_hosting_the_plugins(
+    argv: tuple[str, ...], groups: list[str], mutants: list[str], out: str
 ) -> None:
     plan = cluster.plan_of(parse("--smoke", *argv))
-    assert plan["groups"] == [group]
+    assert plan["groups"] == groups
     assert plan["schedulers"] == ["intree", "caldera"]
-    assert plan["mutant"] == argv[1]
+    assert plan["mutants"] == mutants
     assert Path(plan["out"]).name == out
     assert plan["sizes"] == [{"nodes": 20, "pods": 200}]
-    assert "mutant" not in cluster.plan_of(parse("--smoke"))
+    assert "mutants" not in cluster.plan_of(parse("--smoke"))
 
 
-@pytest.mark.parametrize("argv", [("--mutant", "nodegroup"), ("--smoke", "--mutant", "gang")])
+@pytest.mark.parametrize(
+    "argv",
+    [("--mutant", "nodegroup"), ("--smoke", "--mutant", "gang"),
+     ("--smoke", "--mutant", "nodegroup,gang"), ("--smoke", "--mutant", ",")],
+)  # fmt: skip
 def test_a_mutant_needs_the_smoke_and_a_hosted_plugin(argv: tuple[str, ...]) -> None:
     with pytest.raises(SystemExit):
         cluster.plan_of(parse(*argv))
 
 
+def mutant_run(mutant: str, placement: dict[str, int] | None = None, **over: Any) -> dict[str, Any]:
+    """A run of Caldera serving its configuration without ``mutant`` (TestScale's JSON)."""
+    if mutant == "pdb":
+        return evict_run("caldera", mutant=mutant, **over)
+    return node_run("caldera", placement, mutant=mutant, **over)
+
+
 OUTSIDE = {"podsOutsideNodeGroups": 61}
+SPREAD = {"spreadWithinNodeGroup": 5}
+SPLIT = {"affinityJobsSplit": 2}
+EVERY = ["nodegroup", "resource-strategy-fit", "task-topology", "pdb"]
+ALL_CAUGHT = [
+    node_run("intree"), mutant_run("nodegroup", OUTSIDE),
+    mutant_run("resource-strategy-fit", SPREAD), mutant_run("task-topology", SPLIT),
+    evict_run("intree"), mutant_run("pdb", protectedEvicted=4),
+]  # fmt: skip
+
+
+def swapped(runs: list[dict[str, Any]], mutant: str, run: dict[str, Any]) -> list[dict[str, Any]]:
+    return [run if r.get("mutant") == mutant else r for r in runs]
+
+
 MUTANT_CASES = [
-    pytest.param([[node_run("intree"), node_run("caldera", OUTSIDE)]] * 2, 0, 0,
-                 "is caught: 20 nodes, node: pods outside their queue's node groups",
-                 id="caught-on-its-own-fact"),
-    pytest.param([[node_run("intree"), node_run("caldera")]], 0, 1, "is NOT caught",
-                 id="no-difference"),
-    pytest.param([[node_run("intree"), node_run("caldera", {"affinityJobsSplit": 2})]] * 2, 0, 1,
-                 "did not fail on \"pods outside their queue's node groups\"",
+    pytest.param(["nodegroup"], [node_run("intree"), mutant_run("nodegroup", OUTSIDE)], 0, [],
+                 ["nodegroup) is caught: 20 nodes, node: pods outside their queue's node groups"],
+                 id="one-caught-on-its-own-fact"),
+    pytest.param(EVERY, ALL_CAUGHT, 0, [],
+                 ["nodegroup) is caught: 20 nodes, node: pods outside",
+                  "resource-strategy-fit) is caught: 20 nodes, node: largest difference",
+                  "task-topology) is caught: 20 nodes, node: task-topology affinity jobs split",
+                  "pdb) is caught: 20 nodes, evict, caldera: 4 pods evicted that a"
+                  " PodDisruptionBudget protects", "4 of 4 mutants caught"],
+                 id="every-mutant-caught-each-against-the-one-in-tree-run-of-its-group"),
+    pytest.param(EVERY, swapped(ALL_CAUGHT, "task-topology", mutant_run("task-topology")), 0,
+                 ["task-topology"],
+                 ["task-topology) is NOT caught: the node group's smoke did not fail on"
+                  " 'task-topology affinity jobs split over nodes'", "3 of 4 mutants caught"],
+                 id="one-not-caught-fails-the-smoke"),
+    pytest.param(["nodegroup"], [node_run("intree"), mutant_run("nodegroup", SPLIT)], 0,
+                 ["nodegroup"],
+                 ["did not fail on \"pods outside their queue's node groups\""],
                  id="another-plugins-fact-only"),
-    pytest.param([[node_run("intree"), node_run("caldera", OUTSIDE, error="vc-scheduler exited")]],
-                 0, 1, "erred", id="a-run-erred"),
-    pytest.param([[node_run("intree"), node_run("caldera", OUTSIDE)]], 1, 1, "erred",
+    pytest.param(EVERY, swapped(ALL_CAUGHT, "pdb",
+                                mutant_run("pdb", protectedEvicted=4, error="vc-scheduler exited")),
+                 0, ["pdb"], ["pdb) is NOT caught: the evict group's smoke erred: vc-scheduler exited"],
+                 id="a-run-erred"),
+    pytest.param(EVERY, [r for r in ALL_CAUGHT if r.get("mutant") != "resource-strategy-fit"], 0,
+                 ["resource-strategy-fit"],
+                 ["resource-strategy-fit) is NOT caught: not run: the node group's smoke has no"
+                  " run of Caldera without resource-strategy-fit"],
+                 id="a-mutant-not-run"),
+    pytest.param(["pdb"], [evict_run("intree", protectedEvicted=2), mutant_run("pdb")], 0,
+                 ["pdb"], ["pdb) is NOT caught: the evict group's smoke did not fail on"],
+                 id="in-tree's-own-violation-is-not-the-mutant's"),
+    pytest.param(["pdb"], [mutant_run("pdb", protectedEvicted=4)], 0, ["pdb"],
+                 ["not run: the evict group's smoke has no run in-tree"], id="no-in-tree-run"),
+    pytest.param(EVERY, ALL_CAUGHT, 1, EVERY, ["erred: TestScale exited 1", "0 of 4 mutants"],
                  id="the-test-failed"),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("results", "code", "exit_code", "said"), MUTANT_CASES)
-def test_the_mutant_smoke_succeeds_only_when_caught_on_the_plugins_own_fact(
+@pytest.mark.parametrize(("mutants", "runs", "code", "missed", "said"), MUTANT_CASES)
+def test_the_mutant_smoke_succeeds_only_when_each_is_caught_on_its_plugins_own_fact(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-    results: list[list[dict[str, Any]]],
+    mutants: list[str],
+    runs: list[dict[str, Any]],
     code: int,
-    exit_code: int,
-    said: str,
+    missed: list[str],
+    said: list[str],
 ) -> None:
-    plans = fake_scale_test(monkeypatch, results, code)
-    out = tmp_path / "mutant.json"
-    argv = ("--smoke", "--mutant", "nodegroup", "--out", str(out))
-    assert cluster.main(parse(*argv)) == exit_code
-    assert plans[0]["mutant"] == "nodegroup"
+    """One TestScale run: per group one in-tree run shared by the mutants of the group, then a
+    run per mutant; no rerun (a mutant's difference is what the run is for)."""
+    plans = fake_scale_test(monkeypatch, [runs], code)
+    out = tmp_path / "mutants.json"
+    argv = ("--smoke", "--mutant", ",".join(mutants), "--out", str(out))
+    assert cluster.main(parse(*argv)) == (1 if missed else 0)
+    assert len(plans) == 1 and plans[0]["mutants"] == mutants
     captured = capsys.readouterr()
-    assert said in captured.out + captured.err
-    assert "Compared: node (20 / 200): jobs bound, pods per queue, placement: " in captured.out
-    if said.startswith("is caught"):
-        # the difference repeated in the rerun: it stands, no second rerun
-        assert len(plans) == 2 and plans[1]["mutant"] == "nodegroup"
+    for words in said:
+        assert words in captured.out + captured.err
+    for mutant in missed:  # a mutant not caught is said on stderr
+        assert f"(Caldera without {mutant}) is NOT caught" in captured.err
+    document = json.loads(out.read_text())
+    assert [m for m, v in document["mutants"].items() if not v["caught"]] == missed
+    assert document["runs"] == runs and document["testExitCode"] == code
+    # --report reaches the same verdicts from the document alone
+    assert cluster.main(parse("--smoke", "--report", *argv[1:])) == 0
+    again = capsys.readouterr()
+    for words in said:
+        assert words in again.out + again.err
+
+
+def test_a_mutant_run_is_named_in_the_table() -> None:
+    row = cluster.summarize(mutant_run("task-topology", SPLIT))
+    assert row["scheduler"] == "caldera without task-topology"
+    assert "| caldera without task-topology |" in cluster.table([row])
 
 
 def test_the_decision_line_says_what_was_compared() -> None:

@@ -59,20 +59,37 @@ def test_nothing_to_measure_is_refused() -> None:
         hotpath.main(["--repo", "a=.", "--loads", "jobEnqueueable-c1", "--no-http", "--no-asgi"])
 
 
-def test_the_command_bench_readme_shows_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    """bench/README's `bench.hotpath` line as written, both checkouts this one, one short round."""
-    import shlex
-
-    [line] = [
+def ab_lines() -> list[str]:
+    """bench/README's A/B commands: two commits' checkouts, in process."""
+    return [
         line
         for line in (ROOT / "bench" / "README.md").read_text().splitlines()
-        if line.startswith("uv run python -m bench.hotpath")
+        if "python -m bench.hotpath --repo before=" in line and "--no-http" in line
     ]
+
+
+def test_bench_readme_shows_the_three_ab_commands() -> None:
+    assert len(ab_lines()) == 3
+
+
+@pytest.mark.parametrize("line", ab_lines())
+def test_an_ab_command_bench_readme_shows_runs_and_its_output_renders(
+    capsys: pytest.CaptureFixture[str], line: str
+) -> None:
+    """Each A/B line as written, both checkouts this one, one short round; its output, with the
+    line naming the commits, renders as the README's table (bench/readme_sections.py)."""
+    import shlex
+
+    from bench import readme_sections
+
     words = shlex.split(line)
+    assert words[:5] == ["uv", "run", "--group", "bench", "python"]
     argv = words[words.index("bench.hotpath") + 1 :]
     argv = [f"{w.split('=')[0]}={ROOT}" if "=" in w and not w.startswith("-") else w for w in argv]
     argv[argv.index("--loads") + 1] = "jobEnqueueable-c1"  # one of them, to be quick
-    assert hotpath.main([*argv, "--rounds", "1", "--scale", "0.02"]) == 0
+    argv[argv.index("--rounds") + 1] = "1"
+    argv[argv.index("--scale") + 1] = "0.02"
+    assert hotpath.main(argv) == 0
     out = capsys.readouterr().out
     assert "in process, after / before, paired by round" in out
     # what bench/readme renders a saved output from reads this very output back
@@ -82,6 +99,18 @@ def test_the_command_bench_readme_shows_runs(capsys: pytest.CaptureFixture[str])
     assert set(saved.medians["jobEnqueueable-c1", "after"]) == {"asgi_p50_ms", "asgi_steady_ms"}
     assert set(saved.paired["jobEnqueueable-c1"]) == {"p50", "steady"}
     assert all(figure > 0 for figure in saved.load)
+    table = readme_sections.paired_ab_table(
+        "x.txt", "checkouts: before=aaa after=bbb\n" + out, "a change"
+    )
+    assert "before = aaa, after = bbb, 1 rounds" in table
+    assert "| jobEnqueueable-c1 |" in table
+
+
+def test_an_ab_output_without_its_commits_is_refused() -> None:
+    from bench import readme_sections
+
+    with pytest.raises(ValueError, match="checkouts"):
+        readme_sections.ab_checkouts("load average (1.0, 1.0, 1.0)\n")
 
 
 def test_a_cycle_load_is_a_session_a_burst_and_the_period_idle() -> None:

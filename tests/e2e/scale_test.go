@@ -59,12 +59,14 @@ type scalePlan struct {
 	// one predicate and one prioritize body per task and node through any extender).
 	GroupSizes map[string][]scaleSize `json:"groupSizes"`
 	Out        string                 `json:"out"`
-	// Mutant: a plugin Caldera leaves out of what it serves in the groups hosting it, while
-	// vc-scheduler still asks it as configured (bench cluster --mutant; scale_node_test.go).
-	Mutant string `json:"mutant,omitempty"`
 	// Capture: a directory the neutral server writes the last onSessionOpen body of each run to,
 	// as <group>-<nodes>n-<pods>p.json (bench cluster --capture; real bodies for bench.decode).
 	Capture string `json:"capture,omitempty"`
+	// Mutants: plugins Caldera leaves out of what it serves, one at a time, while vc-scheduler
+	// still asks it for them as configured (bench cluster --mutant; scale_node_test.go). In a
+	// group hosting some of them, its "caldera" scheduler runs once per mutant the group hosts
+	// (after the one in-tree run they share) instead of once with the whole configuration.
+	Mutants []string `json:"mutants,omitempty"`
 }
 
 type scaleSize struct {
@@ -78,6 +80,7 @@ type scaleRun struct {
 	Pods                int                `json:"pods"`
 	Group               string             `json:"group"`
 	Scheduler           string             `json:"scheduler"`
+	Mutant              string             `json:"mutant,omitempty"` // the plugin Caldera left out
 	Bound               int                `json:"bound"`
 	Completed           bool               `json:"completed"` // settled before the time box ended
 	BindSeconds         float64            `json:"bindSeconds"`
@@ -161,17 +164,43 @@ func scaleSizeRuns(t *testing.T, plan scalePlan, size scaleSize) []scaleRun {
 		if only, limited := plan.GroupSizes[group]; limited && !slices.Contains(only, size) {
 			continue
 		}
-		for _, scheduler := range plan.Schedulers {
-			r := runScale(t, c, bulk, plan, size, group, scheduler)
-			t.Logf("%s/%s: bound %d/%d in %.1fs (completed %v), cycles %d p50 %.0f ms p99 %.0f ms,"+
+		for _, run := range scaleRunsOf(plan, group) {
+			scheduler := run.scheduler
+			r := runScale(t, c, bulk, plan, size, group, scheduler, run.mutant)
+			t.Logf("%s/%s%s: bound %d/%d in %.1fs (completed %v), cycles %d p50 %.0f ms p99 %.0f ms,"+
 				" overruns %d, extender open %.0f ms, server rss %.0f MiB cpu %.1fs%s",
-				group, scheduler, r.Bound, r.Pods, r.BindSeconds, r.Completed, r.Cycles, r.CycleP50Ms,
+				group, scheduler, map[bool]string{true: " without " + run.mutant, false: ""}[run.mutant != ""],
+				r.Bound, r.Pods, r.BindSeconds, r.Completed, r.Cycles, r.CycleP50Ms,
 				r.CycleP99Ms, r.Overruns, r.ExtenderOpenMs, r.ServerPeakRSSMiB, r.ServerCPUSeconds,
 				map[bool]string{true: " ERROR " + r.Error, false: ""}[r.Error != ""])
 			runs = append(runs, r)
 		}
 	}
 	return runs
+}
+
+type scaleRunOf struct{ scheduler, mutant string }
+
+// scaleRunsOf: the plan's schedulers for a group, its "caldera" run once per mutant the group's
+// Caldera configuration hosts (none hosted: once, whole).
+func scaleRunsOf(plan scalePlan, group string) []scaleRunOf {
+	var hosted []string
+	for _, m := range plan.Mutants {
+		if strings.Contains(groupOf(group).caldera, "- name: "+m+"\n") {
+			hosted = append(hosted, m)
+		}
+	}
+	var out []scaleRunOf
+	for _, scheduler := range plan.Schedulers {
+		if scheduler != "caldera" || len(hosted) == 0 {
+			out = append(out, scaleRunOf{scheduler: scheduler})
+			continue
+		}
+		for _, m := range hosted {
+			out = append(out, scaleRunOf{scheduler: scheduler, mutant: m})
+		}
+	}
+	return out
 }
 
 // bulk: clients with a high rate limit for creating and deleting thousands of objects.
@@ -417,7 +446,7 @@ func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant, 
 	}
 	cfg := c.writeCalderaConfig(t, name, g.caldera)
 	served := cfg
-	if scheduler == "caldera" && mutant != "" && strings.Contains(g.caldera, "- name: "+mutant+"\n") {
+	if scheduler == "caldera" && mutant != "" {
 		served = c.writeCalderaConfig(t, name+"-mutant", withoutPlugin(t, g.caldera, mutant))
 		t.Logf("%s: Caldera serves the conf without %s (the mutant), vc-scheduler asks it for all", name, mutant)
 	}
@@ -442,15 +471,18 @@ func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant, 
 	return s
 }
 
-func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, group, scheduler string) scaleRun {
-	r := scaleRun{Nodes: size.Nodes, Pods: size.Pods, Group: group, Scheduler: scheduler}
+func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, group, scheduler, mutant string) scaleRun {
+	r := scaleRun{Nodes: size.Nodes, Pods: size.Pods, Group: group, Scheduler: scheduler, Mutant: mutant}
 	g := groupOf(group)
 	name := fmt.Sprintf("%s-%s-%d", group, scheduler, size.Nodes)
+	if mutant != "" {
+		name += "-without-" + mutant
+	}
 	capture := ""
 	if plan.Capture != "" {
 		capture = filepath.Join(plan.Capture, fmt.Sprintf("%s-%dn-%dp.json", group, size.Nodes, size.Pods))
 	}
-	server := serverFor(t, c, g, name, scheduler, plan.Mutant, capture)
+	server := serverFor(t, c, g, name, scheduler, mutant, capture)
 	if server.caldera != nil {
 		defer server.caldera.Stop()
 	}
@@ -458,7 +490,11 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 	// Each run has namespaces of its own: with the same names as a previous run's (deleted)
 	// jobs, Volcano v1.14.1's cache logged "Failed to clone subJob" and the second of two runs
 	// bound 709 or 810 of the 900 pods the first bound, whichever scheduler ran second.
+	// (So each mutant's run has its own too.)
 	w := workspace(fmt.Sprintf("scale-%s-%s-", group, scheduler))
+	if mutant != "" {
+		w = workspace(fmt.Sprintf("scale-%s-%s-%s-", group, scheduler, mutant))
+	}
 	// The node group's workload arrives once vc-scheduler has its nodes (below).
 	late := group == "node"
 	if !late {
