@@ -61,6 +61,7 @@ from app.config import ConfigError
 from app.explain import DecisionRecord, SessionLog
 from app.extender import Body
 from app.shadow_diff import Difference, with_live_reasons
+from app.shadow_gate import QUIET_SESSION_SECONDS, LiveActivity
 from app.shadow_sources import SHARE, LiveSources, ServedConfig
 from plugins.api.base import utc_now
 
@@ -197,6 +198,7 @@ class Shadow:
         live_path: Path | None = None,
         clock: Callable[[], datetime] = utc_now,
         live_sources: ServedConfig | None = None,
+        quiet_session_seconds: float = QUIET_SESSION_SECONDS,
     ) -> None:
         self.path = Path(path)
         self.live_path = live_path
@@ -235,11 +237,15 @@ class Shadow:
         self._done_bytes = 0
         self._lost = 0
         self._gone = False
+        self._stopping = False
         # fork, not spawn: the child has the plugins registered in this process (entry points
         # and any registered in code) without importing anything again; create_app runs before
         # the server starts a thread of its own.
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context: Any = multiprocessing.get_context(method)
+        self.activity = LiveActivity(context, quiet_session_seconds)
+        """Marked around each live verb (:class:`ShadowedAnswers`); the shadow works only while
+        it says the live side is idle (app/shadow_gate.py)."""
         inbox, self._to_child = context.Pipe(duplex=False)
         self._from_child, outbox = context.Pipe(duplex=False)
         self._process = context.Process(
@@ -249,6 +255,7 @@ class Shadow:
                 inbox,
                 outbox,
                 self._live_sources.keys if self._live_sources is not None else frozenset(),
+                self.activity,
             ),
             name="caldera-shadow",
             daemon=True,
@@ -288,6 +295,8 @@ class Shadow:
             self._wake.set()  # the session's burst is over: the shadow's turn
 
     def stop(self, timeout: float = 2.0) -> None:
+        self._stopping = True
+        self.activity.release()  # neither side waits for an idle live side any more
         self._queue.append(None)
         self._wake.set()
         self._sender.join(timeout)
@@ -314,6 +323,9 @@ class Shadow:
             self._wake.clear()
             if not woken and time.monotonic() - self._opened_at < SEND_AFTER_SECONDS:
                 continue  # the session is still in its burst: the shadow waits for its close
+            # Writing a batch costs the live side (this thread's GIL turns, the copy into the
+            # pipe): only while it is idle. Meanwhile the deque grows, and offer drops.
+            self.activity.wait_idle()
             batch: list[Item] = []
             while waiting:
                 item = waiting.popleft()
@@ -567,14 +579,19 @@ class ShadowedAnswers:
         self.record = record
 
     def handle(self, verb: str, body: Body) -> bytes:
+        activity = self.shadow.activity
+        activity.answering(verb)  # the shadow holds off until answered (app/shadow_gate.py)
         try:
-            answer: bytes = self.live.handle(verb, body)
-        except Exception:
-            self.shadow.offer(verb, body, None)
-            raise
-        logs = self.record.logs
-        self.shadow.offer(verb, body, answer, logs[-1] if verb == OPEN and logs else None)
-        return answer
+            try:
+                answer: bytes = self.live.handle(verb, body)
+            except Exception:
+                self.shadow.offer(verb, body, None)
+                raise
+            logs = self.record.logs
+            self.shadow.offer(verb, body, answer, logs[-1] if verb == OPEN and logs else None)
+            return answer
+        finally:
+            activity.answered(verb)
 
     def routes(self) -> dict[str, str]:
         routes: dict[str, str] = self.live.routes()
