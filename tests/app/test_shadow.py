@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from app.explain import DecisionRecord
-from app.shadow import SEND_AFTER_SECONDS, SESSIONS_KEPT, Shadow, ShadowedAnswers
+from app.shadow import PIPE_BYTES, SEND_AFTER_SECONDS, SESSIONS_KEPT, Shadow, ShadowedAnswers
 
 CONFIG = """\
 volcanoVersion: "1.15"
@@ -171,5 +172,16 @@ def test_a_shadow_held_off_by_a_busy_live_side_drops_whole_sessions_and_counts_t
         assert "fell behind" in first["skipped"] and first["compared"] == {"jobEnqueueable": 3}
         assert second["compared"] == {"jobEnqueueable": 1} and "skipped" not in second
         assert s.dropped == 1
+    finally:
+        s.stop()
+
+
+def test_the_pipe_to_the_shadow_holds_a_megabyte_where_the_kernel_allows(tmp_path: Path) -> None:
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        pytest.skip("no pipe sizes on this system")
+    s = shadow(tmp_path)
+    try:
+        assert fcntl.fcntl(s._to_child.fileno(), fcntl.F_GETPIPE_SZ) == PIPE_BYTES
     finally:
         s.stop()
