@@ -111,6 +111,7 @@ SECTIONS: tuple[Section, ...] = (
             ("shadow-cost", "shadow-batched-hotpath.txt"),
             ("shadow-gated-poll", "shadow-gated-poll-hotpath.txt"),
             ("shadow-gated", "shadow-gated-hotpath.txt"),
+            ("shadow-gated-pipe", "shadow-gated-pipe-hotpath.txt"),
         )
     ),
     Section(
