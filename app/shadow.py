@@ -24,6 +24,8 @@ sent, and writes everything waiting as one batch: a header and the bodies in one
 the live verbs a thread wake-up and GIL turns per call (bench/README.md,
 "A shadow configuration").
 The process reports back once a batch, so the receiving thread wakes once a batch too.
+Both the hand-over and the shadow's evaluation wait for the live side to be idle: no session
+in progress, no verb being answered (``app/shadow_gate.py``).
 The process decodes the body again rather
 than sharing the live configuration's decoded snapshot: plugins keep per-session state in those
 objects, so two configurations must not share them anyway.
