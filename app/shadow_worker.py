@@ -49,6 +49,7 @@ from app.extender import Extender
 from app.plugin_faults import Fault, PluginFaults
 from app.session import SessionManager
 from app.shadow_diff import COMPARES, compare
+from app.shadow_gate import LiveActivity
 from app.shadow_sources import SHARE, Mirror, MirroredSources
 from app.shadow_state import DeltaDecoder
 from schemas.requests import OnSessionOpenRequest
@@ -342,9 +343,18 @@ def main(
     outbox: Connection,
     live_keys: frozenset[str] = frozenset(),
     cluster: bool = False,
+    activity: LiveActivity | None = None,
 ) -> None:
     """The process's entry point: answer until the parent says stop or goes away.
-    ``live_keys``: the live configuration's shareable data sources at start."""
+    ``live_keys``: the live configuration's shareable data sources at start; ``activity``: the
+    live side's marks (app/shadow_gate.py): each call is evaluated, and the reports sent, only
+    while the live side is idle."""
+    parent = os.getppid()
+
+    def wait_idle() -> None:
+        if activity is not None:  # a parent that ended no longer marks: no waiting for it
+            activity.wait_idle(lambda: os.getppid() != parent)
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the parent, which ends us
     lowest_priority()
     reports = Reports(outbox)
@@ -353,6 +363,8 @@ def main(
     done = 0
     while True:
         try:
+            if reports.waiting:
+                wait_idle()  # the parent's receiving thread takes its GIL to apply them
             reports.send()
         except OSError:
             return
@@ -382,6 +394,7 @@ def main(
             if not verb:
                 evaluator.dropped(session)
                 continue
+            wait_idle()
             try:
                 evaluator.handle(session, verb, body, live)
             except Exception as exc:  # a bug here must not end the shadow

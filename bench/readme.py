@@ -109,6 +109,9 @@ SECTIONS: tuple[Section, ...] = (
         for name, source in (
             ("shadow-same-cpu", "shadow-batched-same-cpu-hotpath.txt"),
             ("shadow-cost", "shadow-batched-hotpath.txt"),
+            ("shadow-gated-poll", "shadow-gated-poll-hotpath.txt"),
+            ("shadow-gated", "shadow-gated-hotpath.txt"),
+            ("shadow-gated-pipe", "shadow-gated-pipe-hotpath.txt"),
         )
     ),
     Section(

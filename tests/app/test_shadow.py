@@ -9,9 +9,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
-from app.shadow import SESSIONS_KEPT, Shadow
+from app.explain import DecisionRecord
+from app.shadow import PIPE_BYTES, SEND_AFTER_SECONDS, SESSIONS_KEPT, Shadow, ShadowedAnswers
 
 CONFIG = """\
 volcanoVersion: "1.15"
@@ -105,5 +107,81 @@ def test_a_session_with_differences_outlives_the_quiet_sessions_after_it(tmp_pat
         assert [(n, d.change) for n, d in s.differences_of("job", "a/big")] == [
             (1, "would hold it")
         ]
+    finally:
+        s.stop()
+
+
+class LiveAnswers:
+    """The live configuration's side of :class:`ShadowedAnswers`: admits every job."""
+
+    def handle(self, verb: str, body: bytes) -> bytes:
+        return b'{"status":1}' if verb == "jobEnqueueable" else b"{}"
+
+    def routes(self) -> dict[str, str]:
+        return {}
+
+
+def gated(tmp_path: Path, limit: int = 1 << 20) -> tuple[Shadow, ShadowedAnswers]:
+    """A shadow whose live sessions never count as quiet: only their close lets it work."""
+    path = tmp_path / "shadow.yaml"
+    path.write_text(CONFIG)
+    s = Shadow(str(path), CollectorRegistry(), limit, quiet_session_seconds=3600.0)
+    return s, ShadowedAnswers(LiveAnswers(), s, DecisionRecord())
+
+
+def test_the_shadow_never_evaluates_while_the_live_side_is_mid_session(tmp_path: Path) -> None:
+    s, answers = gated(tmp_path)
+    try:
+        settled(s, lambda: s.describe()["status"] == "evaluating")
+        answers.handle("onSessionOpen", SNAPSHOT)
+        answers.handle("jobEnqueueable", JOB)
+        # Past the sending thread's bound in time (SEND_AFTER_SECONDS): without the gate the
+        # session would be handed over and evaluated by now.
+        time.sleep(SEND_AFTER_SECONDS + 0.5)
+        assert s.sessions == [] and s.queued_bytes() > 0
+        answers.handle("onSessionClose", b"{}")
+        settled(s, lambda: s.findings()[1])
+        sessions, newest = s.findings()
+        assert sessions[0]["compared"] == {"jobEnqueueable": 1}
+        assert [d.subject for d in newest] == ["a/big"]
+    finally:
+        s.stop()
+
+
+def test_a_shadow_held_off_by_a_busy_live_side_drops_whole_sessions_and_counts_them(
+    tmp_path: Path,
+) -> None:
+    """A session that never ends (back-to-back calls): the shadow's queue fills, the rest of the
+    session is dropped and counted, the live answers go on; the next session, which closes, is
+    evaluated."""
+    admitted = b'{"status":1}'
+    s, answers = gated(tmp_path, limit=len(SNAPSHOT + b"{}") + 3 * len(JOB + admitted))
+    try:
+        answers.handle("onSessionOpen", SNAPSHOT)
+        for _ in range(10):
+            assert answers.handle("jobEnqueueable", JOB) == admitted
+        assert s.dropped == 1 and s.describe()["droppedSessions"] == 1
+        assert s.metrics.dropped_sessions._value.get() == 1
+        answers.handle("onSessionClose", b"{}")
+        settled(s, lambda: s.queued_bytes() == 0)  # the gap before the next period
+        answers.handle("onSessionOpen", SNAPSHOT)
+        answers.handle("jobEnqueueable", JOB)
+        answers.handle("onSessionClose", b"{}")
+        settled(s, lambda: len(s.sessions) == 2 and s.sessions[-1].compared)
+        first, second = s.findings()[0]
+        assert "fell behind" in first["skipped"] and first["compared"] == {"jobEnqueueable": 3}
+        assert second["compared"] == {"jobEnqueueable": 1} and "skipped" not in second
+        assert s.dropped == 1
+    finally:
+        s.stop()
+
+
+def test_the_pipe_to_the_shadow_holds_a_megabyte_where_the_kernel_allows(tmp_path: Path) -> None:
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        pytest.skip("no pipe sizes on this system")
+    s = shadow(tmp_path)
+    try:
+        assert fcntl.fcntl(s._to_child.fileno(), fcntl.F_GETPIPE_SZ) == PIPE_BYTES
     finally:
         s.stop()
