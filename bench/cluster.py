@@ -412,11 +412,16 @@ def render(document: dict[str, Any], write: bool) -> None:
 
 def run_scale_test(plan: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
     """Run TestScale on the plan; its exit code and the runs it wrote to ``plan["out"]``."""
-    caldera = REPO / ".venv" / "bin" / "caldera"
+    caldera = Path(os.environ.get("CALDERA_BIN", str(REPO / ".venv" / "bin" / "caldera")))
+    if not caldera.is_file():
+        # Every Caldera run of the plan would fail at its start, sizes apart: say it once, now.
+        raise SystemExit(
+            f"bench cluster: no caldera at {caldera} (run `uv sync`, or set CALDERA_BIN)"
+        )
     env = {
         **os.environ,
         "CALDERA_SCALE_PLAN": json.dumps(plan),
-        "CALDERA_BIN": os.environ.get("CALDERA_BIN", str(caldera)),
+        "CALDERA_BIN": str(caldera),
     }
     print(f"bench cluster: {json.dumps(plan)}", flush=True)
     out = Path(plan["out"])

@@ -625,3 +625,13 @@ def test_the_readme_decision_line_is_generated_from_the_committed_results(
         text.replace("identical to in-tree in everything", "identical to in-tree in all")
     )
     assert readme.stale(readme=copy) == ["cluster-decisions"]
+
+
+def test_a_missing_caldera_stops_the_run_before_any_cluster_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen: a venv without its caldera script made every Caldera run of a full plan fail at
+    its start, one size after another; the run now stops at once and says why."""
+    monkeypatch.setenv("CALDERA_BIN", str(tmp_path / "no-such-caldera"))
+    with pytest.raises(SystemExit, match=r"no caldera at .*no-such-caldera"):
+        cluster.run_scale_test(cluster.plan_of(parse("--smoke", "--out", str(tmp_path / "o.json"))))
