@@ -250,7 +250,8 @@ def test_report_renders_the_published_run_again(
     assert cluster.main(parse("--report", "--out", str(published))) == 0
     text = readme.read_text()
     assert "| 1000 / 10000 | job | caldera |" in text and "results/cluster.png" in text
-    assert plotted == [(15, tmp_path / "cluster.png")]
+    runs = json.loads(published.read_text())["runs"]
+    assert plotted == [(len(runs), tmp_path / "cluster.png")]  # one row a run
     assert "Largest size whose idle cycle p50" in text
     # the decision line, between the markers `python -m bench report --check` holds it by
     line = decisions.decisions_block(json.loads(published.read_text()))

@@ -152,5 +152,5 @@ def test_volcano_config_sizes_no_snapshot_in_cluster_mode(
     )
     out = capsys.readouterr().out
     assert "# sizing: no snapshot: Volcano does not marshal or send one" in out
-    assert "163.9 MiB" not in out and "onSessionOpenVerb" not in out
+    assert "155.6 MiB" not in out and "onSessionOpenVerb" not in out
     assert "extender.onSessionCloseVerb: onSessionClose" in out
