@@ -24,6 +24,7 @@ import os
 import statistics
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -370,15 +371,20 @@ def main(argv: list[str] | None = None) -> int:
         " renders it)",
     )
     args = parser.parse_args(argv)
+    return emit(lambda: measure(args.pods, args.nodes, args.repeats), args.out)
+
+
+def emit(measured: Callable[[], dict[str, Any]], out: Path | None) -> int:
+    """Run a measurement, stamp it with the machine's load before and after (times here move
+    with it) and its CPUs, print it, and write it to ``out`` too when given."""
     load_before = os.getloadavg()[0]
-    figures = measure(args.pods, args.nodes, args.repeats)
-    # the derivation's time moves with the machine's load: the figures say what it was
+    figures = measured()
     figures["load_average_before_after"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]
     figures["cpus"] = os.cpu_count()
     text = json.dumps(figures, indent=2)
     print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    if out is not None:
+        out.write_text(text + "\n")
     return 0
 
 

@@ -14,8 +14,6 @@ is what one piece takes.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import time
 from pathlib import Path
@@ -25,7 +23,7 @@ import msgspec
 
 from app.cluster_state.store import ClusterStore
 from app.shadow_state import SECTIONS, DeltaDecoder, DeltaEncoder
-from bench.cluster_state import CHANGED_PODS, changed_pod, populated_store
+from bench.cluster_state import CHANGED_PODS, changed_pod, emit, populated_store
 from schemas.requests import OnSessionOpenRequest
 
 
@@ -114,15 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="sessions per figure")
     parser.add_argument("--out", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)
-    load_before = os.getloadavg()[0]
-    figures = measure(args.pods, args.nodes, args.repeats)
-    figures["load_average_before_after"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]
-    figures["cpus"] = os.cpu_count()
-    text = json.dumps(figures, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
-    return 0
+    return emit(lambda: measure(args.pods, args.nodes, args.repeats), args.out)
 
 
 if __name__ == "__main__":
