@@ -136,6 +136,13 @@ SECTIONS: tuple[Section, ...] = (
         lambda docs: readme_sections.cluster_state_table(*docs),
     ),
     Section(
+        "shadow-state",
+        "<!-- shadow-state:begin -->",
+        "<!-- shadow-state:end -->",
+        ("shadow-state.json",),
+        lambda docs: readme_sections.shadow_state_table(docs[0]),
+    ),
+    Section(
         "offloop",
         "<!-- offloop:begin -->",
         "<!-- offloop:end -->",

@@ -452,6 +452,50 @@ def targets_notes(doc: dict[str, Any]) -> str:
 # ------------------------------------------------------------------- the cluster-state store
 
 
+def _size(n: float) -> str:
+    return f"{n:,.0f} B" if n < 10_000 else f"{n / 1e6:.2f} MB"
+
+
+def shadow_state_table(doc: dict[str, Any]) -> str:
+    """What handing cluster mode's session state to the shadow costs, from
+    bench/results/shadow-state.json (``python -m bench.shadow_state``)."""
+    before, after = doc["load_average_before_after"]
+
+    def pair(figures: dict[str, float]) -> str:
+        return f"{figures['min']:,.2f} / {figures['median']:,.2f} ms"
+
+    lines = [
+        _generated("shadow-state.json", by="python -m bench.shadow_state"),
+        "",
+        f"{doc['pods']:,} pods, {doc['nodes']:,} nodes; {doc['cpus']} CPUs, load average"
+        f" {before:.1f} → {after:.1f}.",
+        "",
+        "| pods changed since the last session | encode on the sending thread (min / median) |"
+        " delta | shadow's apply (min / median) |",
+        "|---|---|---|---|",
+    ]
+    changed = sorted(
+        int(key.split("_")[1])
+        for key in doc
+        if key.startswith("changed_") and key.endswith("_pods")
+    )
+    for n in changed:
+        figures = doc[f"changed_{n}_pods"]
+        lines.append(
+            f"| {n:,} | {pair(figures['encode_ms'])} | {_size(figures['bytes_median'])}"
+            f" ({figures['entries_median']} entries) | {pair(figures['apply_ms'])} |"
+        )
+    whole = doc["whole"]
+    lines += [
+        f"| the whole state (first session, or after a lost delta) | {pair(whole['encode_ms'])} |"
+        f" {whole['bytes'] / 1e6:.1f} MB | {pair(whole['apply_ms'])} |",
+        "",
+        f"One entry's encode: median {whole['entry_encode_ms']['median']:.2f} ms, p99"
+        f" {whole['entry_encode_ms']['p99']:.2f} ms (wall time).",
+    ]
+    return "\n".join(lines)
+
+
 def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
     """The store's memory and one session's derivation, from bench/results/cluster-state.json,
     against the snapshot Volcano posts at that size (bench/results/cluster.json)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import readme
+from bench import readme, readme_sections
 from bench.__main__ import main
 
 
@@ -206,3 +206,15 @@ def test_the_render_is_deterministic() -> None:
             env={**os.environ, "PYTHONHASHSEED": seed},
         )
         assert json.loads(done.stdout) == here, seed
+
+
+def test_the_shadow_state_table_is_its_results_file() -> None:
+    """bench/README's cluster-mode hand-over figures come from bench/results/shadow-state.json
+    (issue 37: every figure from a committed results file)."""
+    doc = json.loads((readme.RESULTS / "shadow-state.json").read_text())
+    text = readme_sections.shadow_state_table(doc)
+    whole = doc["whole"]
+    assert f"| {whole['encode_ms']['min']:,.2f} / {whole['encode_ms']['median']:,.2f} ms |" in text
+    assert f"| 0 | {doc['changed_0_pods']['encode_ms']['min']:,.2f} /" in text
+    assert f"{doc['changed_0_pods']['bytes_median']:,} B (0 entries)" in text
+    assert text in (readme.README.read_text())
