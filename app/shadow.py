@@ -70,6 +70,7 @@ from app.cluster_state.cluster_mode import ClusterSessionState
 from app.config import ConfigError
 from app.explain import DecisionRecord, SessionLog
 from app.extender import Body
+from app.freed_memory import keep_freed_memory
 from app.shadow_diff import Difference, with_live_reasons
 from app.shadow_gate import QUIET_SESSION_SECONDS, LiveActivity
 from app.shadow_sources import SHARE, LiveSources, ServedConfig
@@ -291,6 +292,10 @@ class Shadow:
             daemon=True,
         )
         self._process.start()
+        # The live side holds each body until its batch is handed over: keep what the last
+        # batch freed for the next one's bodies (app/freed_memory.py: 57 page faults a
+        # 227 KiB call otherwise).
+        keep_freed_memory(self.max_queued_bytes)
         inbox.close()
         outbox.close()
         self._sender = threading.Thread(target=self._send, name="caldera-shadow-send", daemon=True)
