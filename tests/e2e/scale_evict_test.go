@@ -7,7 +7,8 @@ package e2e
 //
 // The cluster is first filled with low-priority pods of 3 CPU (ten per 32-CPU node: 2 CPU left
 // on each), a quarter of them covered by a PodDisruptionBudget that allows no disruption (its
-// status written as the disruption controller, not run here, would). Once they are bound,
+// status written as the disruption controller, not run here, would) and of the lowest priority,
+// so that they are the victims Volcano would take first if nothing protected them. Once they are bound,
 // high-priority pods of 3 CPU arrive, one for every tenth low pod, each its own job: each fits only where
 // Volcano's preempt action evicts a low pod, and never a protected one. The run measures from
 // the preemptors' arrival: how long until they are bound, how many pods were evicted, and
@@ -66,6 +67,11 @@ tiers:
 func createEvictFill(t *testing.T, c *Cluster, b bulk, w workspace, pods int) {
 	ctx := context.Background()
 	c.EnsurePriorityClass(t, "scale-low", 10)
+	// The protected jobs have the lowest priority, so Volcano's preempt action takes their pods
+	// first (its victims queue orders by priority, lowest first): a pdb that protects nothing
+	// (bench cluster --mutant pdb) evicts them for certain, where at one priority the victim
+	// among equals was Volcano's choice and a mutant smoke once evicted none of them (CI).
+	c.EnsurePriorityClass(t, "scale-lowest", 5)
 	c.EnsurePriorityClass(t, "scale-high", 1000)
 	none := intstr.FromInt32(1 << 20) // minAvailable above any count: no disruption allowed
 	for i := 0; i < scaleNamespaces; i++ {
@@ -90,6 +96,7 @@ func createEvictFill(t *testing.T, c *Cluster, b bulk, w workspace, pods int) {
 		if j%4 == 0 {
 			job.Name = fmt.Sprintf("%s%05d", protectedPrefix, j)
 			job.PodLabels = map[string]string{"scale-protected": "true"}
+			job.PriorityClass = "scale-lowest"
 		}
 		return createJob(context.Background(), b.kube, b.vc, w.ns(j%scaleNamespaces), job)
 	})
