@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-OPEN = "onSessionOpen"
 CLOSE = "onSessionClose"
 QUIET_SESSION_SECONDS = 1.0
 """A session with no call for this long counts as idle though it did not close: Volcano's

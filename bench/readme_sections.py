@@ -452,6 +452,16 @@ def targets_notes(doc: dict[str, Any]) -> str:
 # ------------------------------------------------------------------- the cluster-state store
 
 
+def _counted(figures: dict[str, Any], prefix: str, suffix: str) -> list[tuple[int, Any]]:
+    """The entries keyed ``{prefix}{N}{suffix}`` (the benchmarks' ``changed_100_pods`` and the
+    like), as ``(N, figures)`` in the order written."""
+    return [
+        (int(key[len(prefix) : -len(suffix)]), value)
+        for key, value in figures.items()
+        if key.startswith(prefix) and key.endswith(suffix)
+    ]
+
+
 def _size(n: float) -> str:
     return f"{n:,.0f} B" if n < 10_000 else f"{n / 1e6:.2f} MB"
 
@@ -474,13 +484,7 @@ def shadow_state_table(doc: dict[str, Any]) -> str:
         " delta | shadow's apply (min / median) |",
         "|---|---|---|---|",
     ]
-    changed = sorted(
-        int(key.split("_")[1])
-        for key in doc
-        if key.startswith("changed_") and key.endswith("_pods")
-    )
-    for n in changed:
-        figures = doc[f"changed_{n}_pods"]
+    for n, figures in sorted(_counted(doc, "changed_", "_pods"), key=lambda pair: pair[0]):
         lines.append(
             f"| {n:,} | {pair(figures['encode_ms'])} | {_size(figures['bytes_median'])}"
             f" ({figures['entries_median']} entries) | {pair(figures['apply_ms'])} |"
@@ -521,10 +525,7 @@ def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
             f"| incremental, first session (builds every task, node and job) |"
             f" min {first['min']:.0f} ms, median {first['median']:.0f} ms |"
         )
-        for key, figures in incremental.items():
-            if not (key.startswith("changed_") and key.endswith("_pods_ms")):
-                continue
-            changed = int(key.split("_")[1])
+        for changed, figures in _counted(incremental, "changed_", "_pods_ms"):
             rebuilt = incremental[f"changed_{changed}_pods_rebuilt"]
             lines.append(
                 f"| incremental, {changed:,} pods changed since the last session"
@@ -538,10 +539,7 @@ def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
             f"| list of every pod into an empty store (every object decoded, as each relist"
             f" was before) | min {empty['min']:.0f} ms, median {empty['median']:.0f} ms |"
         )
-        for key, figures in relist.items():
-            if not (key.startswith("relist_") and key.endswith("_changed")):
-                continue
-            changed = int(key.split("_")[1])
+        for changed, figures in _counted(relist, "relist_", "_changed"):
             rebuilt, replaced, opened = (
                 figures["rebuilt"],
                 figures["replace_ms"],
