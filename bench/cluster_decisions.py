@@ -9,10 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 GROUPS = ("job", "node", "evict")
-# The schedulers through which Caldera hosts the plugins, each compared with in-tree, and the
-# words a difference names it by: on Volcano's snapshot, and deriving the session's state from
-# the cluster (sessionState: cluster, issue 36).
-HOSTED = {"caldera": "through Caldera", "caldera-cluster": "through Caldera in cluster mode"}
+# The schedulers through which Caldera hosts the plugins, each compared with in-tree: on
+# Volcano's snapshot, and deriving the session's state from the cluster (sessionState: cluster,
+# issue 36). Each: its name beside in-tree's and the neutral server's figures, and the words a
+# difference names it by.
+HOSTED = {
+    "caldera": ("Caldera", "through Caldera"),
+    "caldera-cluster": ("cluster mode", "through Caldera in cluster mode"),
+}
 
 Case = tuple[int, int, str]  # nodes, pods, group
 
@@ -65,7 +69,7 @@ def differences_by_case(runs: list[dict[str, Any]]) -> dict[Case, list[str]]:
             case_differences += no_control(nodes, group, intree, run)
         if scheduler not in HOSTED or intree is None:
             continue
-        via = HOSTED[scheduler]
+        via = HOSTED[scheduler][1]
         if group == "evict":
             for key in ("bound", "evicted"):
                 if run[key] != intree[key]:
@@ -93,7 +97,7 @@ def placement_differences(
     group: str,
     intree: dict[str, Any],
     caldera: dict[str, Any],
-    via: str = HOSTED["caldera"],
+    via: str = HOSTED["caldera"][1],
 ) -> list[str]:
     """The placement facts on which a hosted run differs from the in-tree one (a run of a
     version before the facts carries none: nothing to compare)."""
@@ -185,7 +189,7 @@ def placement_text(by_key: dict[tuple[int, str, str], dict[str, Any]], cases: li
         intree = by_key[(nodes, "node", "intree")].get("placement") or {}
         hosted = {
             name: (by_key.get((nodes, "node", scheduler)) or {}).get("placement") or {}
-            for scheduler, name in (("caldera", "Caldera"), ("caldera-cluster", "cluster mode"))
+            for scheduler, (name, _) in HOSTED.items()
         }
         neutral = (by_key.get((nodes, "node", "neutral")) or {}).get("placement") or {}
         for key, (plugin, words) in PLACEMENT_FACTS.items():
