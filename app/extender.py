@@ -31,7 +31,7 @@ from app.release_watch import ReleaseWatch
 from app.session import SessionManager
 from app.wire import encode_predicate
 from plugins.api.base import Vote
-from plugins.api.extension_points import BY_VERB, EXTENSION_POINTS, ExtensionPoint
+from plugins.api.extension_points import BY_VERB, EXTENSION_POINTS, ExtensionPoint, Rule
 from plugins.api.release import Release
 from schemas.api import TaskInfo
 from schemas.requests import (
@@ -109,6 +109,21 @@ for _point in EXTENSION_POINTS:
         _DECODERS.setdefault(_kind, _decoder(_kind))
 _shared_path_shape = _decoder(LegacyReclaimablePathRequest)
 _task = msgspec.json.Decoder(TaskInfo)
+
+_JSON_SPACE = b" \t\r\n"
+
+
+def _one_object(body: Body) -> bool:
+    """The body's first and last non-space bytes are ``{`` and ``}``: what a JSON object
+    looks like from its ends, checked without reading the middle."""
+    view = memoryview(body)
+    start, end = 0, len(view)
+    while start < end and view[start] in _JSON_SPACE:
+        start += 1
+    while end > start and view[end - 1] in _JSON_SPACE:
+        end -= 1
+    return end - start >= 2 and view[start] == 0x7B and view[end - 1] == 0x7D
+
 
 _EVICT_HEAD = b'{"evictor":'
 _EVICTEES = b',"evictees":['
@@ -232,6 +247,20 @@ class Extender:
                 f" {MAX_RESPONSE_BYTES} (10 MiB) and would fail the call"
             )
         return answer
+
+    def answers_first(self, verb: str, body: Body) -> bool:
+        """Whether the call may be answered before its work is done (``app/routes/verbs.py``):
+        onSessionOpen and onSessionClose, whose answer is always ``{}`` and never read by
+        Volcano, once what can be checked without the work has been checked. onSessionClose's
+        body (``{}``) is decoded here, so a bad one is still refused; onSessionOpen's only has
+        its envelope checked (non-empty, one JSON object from its first byte to its last): the
+        snapshot's decode is the work, and a body that fails it leaves the cycle without a
+        session, reported where it is found (``app/snapshot_health.py``)."""
+        rule = BY_VERB[verb].rule
+        if rule is Rule.CLOSE:
+            _DECODERS[BY_VERB[verb].request](body)
+            return True
+        return rule is Rule.OPEN and _one_object(body)
 
     def _answering(self, point: ExtensionPoint, body: Body) -> Framework | None:
         """The framework when a configured plugin answers ``point``; otherwise None, after

@@ -150,6 +150,15 @@ class Metrics:
             buckets=DURATION_BUCKETS,
             registry=r,
         )
+        self.after_answer_duration = Histogram(
+            "caldera_after_answer_seconds",
+            "Work done after the answer was sent, per verb: onSessionOpen's snapshot decoded"
+            " and its session built, onSessionClose's snapshot released. Volcano does not"
+            " wait for it; its next call waits until it is done.",
+            ["verb"],
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
         self.request_bytes = Histogram(
             "caldera_request_body_bytes",
             "Size of request bodies per verb.",

@@ -255,6 +255,9 @@ class RecordingExtender:
     def routes(self) -> dict[str, str]:
         return self.extender.routes()
 
+    def answers_first(self, verb: str, body: Body) -> bool:
+        return self.extender.answers_first(verb, body)
+
     def handle(self, verb: str, body: Body) -> bytes:
         now = utc_now()
         self.recorder.now = now

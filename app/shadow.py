@@ -682,6 +682,9 @@ class ShadowedAnswers:
         self.cluster = cluster
         """``sessionState: cluster``: a session opens at its first call, on a derived state."""
 
+    def answers_first(self, verb: str, body: Body) -> bool:
+        return bool(self.live.answers_first(verb, body))
+
     def handle(self, verb: str, body: Body) -> bytes:
         activity = self.shadow.activity
         activity.answering(verb)  # the shadow holds off until answered (app/shadow_gate.py)

@@ -25,6 +25,11 @@ CONSEQUENCE = (
     "Volcano runs this scheduling cycle without any of Caldera's plugins"
     " (extender.ignorable does not apply to onSessionOpen)"
 )
+CONSEQUENCE_ANSWERED = (
+    "it was answered before it was read (app/routes/verbs.py), so Volcano goes on with the"
+    " cycle and its calls are answered without a session: only the plugins that need no"
+    " snapshot take part"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,12 @@ class SnapshotHealth:
         last one taken."""
         return self.last is None or self.last.status == "taken"
 
+    @property
+    def last_taken(self) -> bool:
+        """A snapshot came and the last one was taken: the next is answered before it is
+        read (``app/routes/verbs.py``); otherwise after, so that its refusal reaches Volcano."""
+        return self.last is not None and self.last.status == "taken"
+
     def taken(self, size: int) -> None:
         if self.missed_in_a_row:
             logger.info(
@@ -70,8 +81,9 @@ class SnapshotHealth:
         self.last = SnapshotOutcome("taken", self.clock(), bytes=size)
         self.report(1)
 
-    def refused(self, exc: CalderaError) -> None:
-        """A 4xx or 5xx answer to onSessionOpen: logged here, once per cycle, as an error."""
+    def refused(self, exc: CalderaError, answered: bool = False) -> None:
+        """A 4xx or 5xx answer to onSessionOpen, or (``answered``) a snapshot answered before
+        it was read that failed to build: logged here, once per cycle, as an error."""
         self.missed_in_a_row += 1
         self.report(0)
         status = "refused" if exc.status < 500 else "failed"
@@ -101,11 +113,12 @@ class SnapshotHealth:
             return
         self.last = SnapshotOutcome(status, self.clock(), code=exc.status, error=str(exc))
         logger.error(
-            "onSessionOpen %s (HTTP %d): %s; %s (%d in a row)",
+            "onSessionOpen %s (%s %d): %s; %s (%d in a row)",
             status,
+            "answered 200 first; would have been" if answered else "HTTP",
             exc.status,
             exc,
-            CONSEQUENCE,
+            CONSEQUENCE_ANSWERED if answered else CONSEQUENCE,
             self.missed_in_a_row,
             exc_info=getattr(exc, "cause", None),
         )

@@ -512,8 +512,12 @@ def main(a: argparse.Namespace) -> int:
     settle_differences(document)
     document["seconds"] = round(time.monotonic() - began, 1)
     Path(plan["out"]).write_text(json.dumps(document, indent=1))
-    # A capture run measures the neutral server only: it does not replace the README's table.
-    render(document, write=not a.smoke and returncode == 0 and not plan.get("capture"))
+    # A capture run measures the neutral server only, and a run written elsewhere (--out) is
+    # a trial: neither replaces the README's table and plot, which follow the committed JSON.
+    committed = Path(plan["out"]) == (RESULTS / "cluster.json").resolve()
+    render(
+        document, write=not a.smoke and returncode == 0 and not plan.get("capture") and committed
+    )
     errors = [
         r for r in rows + [run for rerun in reruns_of(document) for run in rerun["runs"]]
         if r.get("error")

@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from app.body import DEFAULT_TIMEOUT, read_body
 from app.errors import AnswerError, CalderaError, Disconnected, PluginFailure, RequestError
-from app.extender import Body
+from app.extender import EMPTY, Body
 from app.logs import Throttle
 from app.metrics import Metrics
 from app.snapshot_health import SnapshotHealth
@@ -28,6 +28,9 @@ from plugins.api.extension_points import BY_VERB, Rule
 
 logger = logging.getLogger("caldera.verbs")
 JSON_HEADER = (b"content-type", b"application/json")
+ANSWERED_FIRST = frozenset({Rule.OPEN, Rule.CLOSE})
+"""The verbs answered before their work when :meth:`Answers.answers_first` agrees: their
+answer is ``{}`` whatever the work finds, and Volcano never reads it."""
 REFUSAL_LOG_SECONDS = 60.0
 """A refused request of one verb and kind is logged at most once per this many seconds."""
 CLOSE_HEADER = (b"connection", b"close")
@@ -38,6 +41,8 @@ class Answers(Protocol):
     (``serve --record``)."""
 
     def handle(self, verb: str, body: Body) -> bytes: ...
+
+    def answers_first(self, verb: str, body: Body) -> bool: ...
 
     def routes(self) -> dict[str, str]: ...
 
@@ -63,6 +68,8 @@ class VerbEndpoint:
         self.body_timeout = body_timeout
         self.snapshot = snapshot
         self.duration = metrics.request_duration.labels(verb)
+        self.after_answer = metrics.after_answer_duration.labels(verb)
+        self.may_answer_first = BY_VERB[verb].rule in ANSWERED_FIRST
         self.size = metrics.request_bytes.labels(verb)
         self.ok = metrics.responses.labels(verb, "200")
         self.refusals = Throttle(REFUSAL_LOG_SECONDS)
@@ -74,6 +81,13 @@ class VerbEndpoint:
             body = await read_body(scope, receive, self.limit, self.body_timeout, self.setting)
             self.size.observe(len(body))
             read = time.perf_counter()
+            if (
+                self.may_answer_first
+                and (self.snapshot is None or self.snapshot.last_taken)
+                and self.extender.answers_first(verb, body)
+            ):
+                await self._answer_first(send, started, body)
+                return
             answer = self.extender.handle(verb, body)
         except Disconnected:
             if self.snapshot is not None:
@@ -100,6 +114,46 @@ class VerbEndpoint:
                 (read - started) * 1e3,
                 (done - read) * 1e3,
             )
+
+    async def _answer_first(self, send: Send, started: float, body: Body) -> None:
+        """onSessionOpen and onSessionClose: ``{}`` is sent before the work (the snapshot's
+        decode and the session's build; the snapshot's release), so Volcano's cycle goes on
+        while it is done instead of waiting for it (bench/README.md, "The snapshot path at
+        the floor"). Nothing can come between: the work runs on this thread right after the
+        answer, and Volcano's next call is read when it is done.
+
+        A snapshot is answered first only when the last one was taken: one that then fails to
+        build leaves no session, as a refused one does (the cycle's calls are answered
+        without one), and with its answer sent the failure is reported here, in the log and
+        by ``/readyz``. The next snapshot is answered after its build, so a failure that
+        repeats reaches Volcano as the JSON error it is, and ``curl`` on a server that has
+        taken none yet sees every refusal."""
+        await send_json(send, 200, EMPTY)
+        answered = time.perf_counter()
+        self.duration.observe(answered - started)
+        self.ok.inc()
+        try:
+            self.extender.handle(self.verb, body)
+        except CalderaError as exc:
+            self._failed_after_answer(exc)
+        except Exception as exc:  # a Caldera bug: the trace in the log, the failure counted
+            logger.exception("%s failed unexpectedly after its answer", self.verb)
+            self._failed_after_answer(AnswerError(f"internal error: {type(exc).__name__}"))
+        else:
+            if self.snapshot is not None:
+                self.snapshot.taken(len(body))
+        self.after_answer.observe(time.perf_counter() - answered)
+
+    def _failed_after_answer(self, exc: CalderaError) -> None:
+        if isinstance(exc, RequestError):
+            self.metrics.bodies_refused.labels(self.verb, exc.outcome).inc()
+        if self.snapshot is not None:
+            self.snapshot.refused(exc, answered=True)
+        elif isinstance(exc, PluginFailure):
+            if not exc.logged:
+                logger.error("%s", exc, exc_info=exc.cause)
+        else:
+            logger.error("%s failed after its answer: %s", self.verb, exc)
 
     async def _refuse(self, send: Send, exc: CalderaError) -> None:
         """Every error is answered here: counted, logged at its level, sent as JSON."""

@@ -39,9 +39,16 @@ func calderaFigures(r *scaleRun, cal *Caldera, cpu0 float64) {
 		return
 	}
 	r.CalderaVerbSeconds, r.CalderaVerbCalls = map[string]float64{}, map[string]float64{}
+	r.CalderaAfterAnswerSeconds = map[string]float64{}
 	for key, v := range m {
 		if verb, ok := labelOf(key, "caldera_request_duration_seconds_sum", "verb"); ok {
-			r.CalderaVerbSeconds[verb] = v
+			r.CalderaVerbSeconds[verb] += v
+		}
+		// The work after the answer is Caldera's time too: counted in its verb's time, and
+		// apart as what Volcano did not wait for.
+		if verb, ok := labelOf(key, "caldera_after_answer_seconds_sum", "verb"); ok {
+			r.CalderaVerbSeconds[verb] += v
+			r.CalderaAfterAnswerSeconds[verb] = v
 		}
 		if verb, ok := labelOf(key, "caldera_request_duration_seconds_count", "verb"); ok {
 			r.CalderaVerbCalls[verb] = v

@@ -101,8 +101,11 @@ type scaleRun struct {
 	ServerCPUSeconds    float64            `json:"serverCpuSeconds"`
 	CalderaVerbSeconds  map[string]float64 `json:"calderaVerbSeconds"`
 	CalderaVerbCalls    map[string]float64 `json:"calderaVerbCalls"`
-	BoundPerQueue       map[string]int     `json:"boundPerQueue"`
-	BoundJobs           []string           `json:"boundJobs"`
+	// CalderaAfterAnswerSeconds: per verb, the part of its time spent after the answer was
+	// sent (onSessionOpen's build, onSessionClose's release), which Volcano does not wait for.
+	CalderaAfterAnswerSeconds map[string]float64 `json:"calderaAfterAnswerSeconds"`
+	BoundPerQueue             map[string]int     `json:"boundPerQueue"`
+	BoundJobs                 []string           `json:"boundJobs"`
 	// Placement: the node group's placement facts (scale_node_test.go), by name.
 	Placement     map[string]int `json:"placement,omitempty"`
 	SnapshotBytes float64        `json:"snapshotBytes"`

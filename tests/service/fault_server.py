@@ -6,6 +6,9 @@ registered and one deliberate Caldera bug, for the fault tests of tests/service.
   snapshots would show a pair neither has.
 - ``test-fails`` raises in jobReady for a job whose UID is ``fail``, and only then.
 - ``test-open-fails`` raises in onSessionOpen when the snapshot has a queue named ``poison``.
+- ``test-open-waits`` (argument ``dir``), in onSessionOpen of a snapshot with a queue named
+  ``wait``: writes ``dir/building``, waits (up to 30 s) until ``dir/go`` exists, then writes
+  ``dir/built``: a session build that lasts as long as the test wants.
 - ``test-build-fails`` raises in its constructor.
 - ``test-raises`` raises in every jobEnqueueable and jobReady (a shadow's broken plugin).
 - ``test-sleeps`` sleeps ``seconds`` (default 0.5) in every jobEnqueueable and jobReady, then
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 from app.cli import main
 from app.extender import Body, Extender
@@ -56,6 +60,23 @@ class OpenFails(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         if "poison" in ssn.queues:
             raise RuntimeError("poisoned snapshot")
+
+
+class OpenWaits(Plugin):
+    name = "test-open-waits"
+    needs_snapshot = True
+
+    def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
+        self.dir = Path(arguments.get_string("dir", "."))
+
+    def on_session_open(self, ssn: Session) -> None:
+        if "wait" not in ssn.queues:
+            return
+        (self.dir / "building").touch()
+        deadline = time.monotonic() + 30
+        while not (self.dir / "go").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (self.dir / "built").touch()
 
 
 class BuildFails(Plugin):
@@ -99,7 +120,7 @@ def _handle_with_a_bug(self: Extender, verb: str, body: Body) -> bytes:
 _handle = Extender.handle
 
 if __name__ == "__main__":
-    for plugin in (SnapshotMarker, Fails, OpenFails, BuildFails, Raises, Sleeps):
+    for plugin in (SnapshotMarker, Fails, OpenFails, OpenWaits, BuildFails, Raises, Sleeps):
         registry.register(plugin)
     Extender.handle = _handle_with_a_bug  # type: ignore[method-assign]
     sys.exit(main(sys.argv[1:]))

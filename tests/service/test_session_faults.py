@@ -144,12 +144,22 @@ async def test_a_second_open_without_a_close_replaces_the_first(server: CalderaP
 
 
 @pytest.mark.parametrize(
-    ("case", "status"),
-    [("undecodable", 400), ("truncated", 400), ("plugin fails", 500)],
+    ("case", "status", "outcome"),
+    [
+        ("undecodable", 400, "refused"),
+        ("truncated", 400, "refused"),
+        ("cut short", 400, "refused"),
+        ("plugin fails", 500, "failed"),
+    ],
 )
 async def test_a_failed_open_leaves_no_session_not_half_of_one(
-    server: CalderaProcess, case: str, status: int
+    server: CalderaProcess, case: str, status: int, outcome: str
 ) -> None:
+    """After a snapshot taken, the next is answered ``{}`` before it is read
+    (app/routes/verbs.py): one that then fails leaves no session and says so in /readyz. The
+    one after a failure is answered after its build, so a failure that repeats is the JSON
+    error Volcano logs. A body that is not one JSON object from end to end ("cut short") is
+    refused at once."""
     client = server.client
     good = snapshot(extra_nodes=1)
     assert (await client.post("/onSessionOpen", content=compact(good))).status_code == 200
@@ -157,11 +167,24 @@ async def test_a_failed_open_leaves_no_session_not_half_of_one(
     if case == "undecodable":
         bad = compact({**snapshot(), "Jobs": ["not", "a", "map"]})
     elif case == "truncated":
+        bad = compact(snapshot(extra_nodes=2))[:-10] + b"}"
+    elif case == "cut short":
         bad = compact(snapshot(extra_nodes=2))[:-10]
     else:
         poisoned = snapshot(extra_nodes=2)
         poisoned["Queues"]["poison"] = next(iter(poisoned["Queues"].values()))
         bad = compact(poisoned)
+    answered_first = await client.post("/onSessionOpen", content=bad)
+    if case == "cut short":
+        assert answered_first.status_code == 400
+    else:
+        assert (answered_first.status_code, answered_first.json()) == (200, {})
+    ready = await client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json()["snapshot"]["status"] == outcome
+    assert ready.json()["snapshot"]["code"] == status
+    if case == "plugin fails":
+        assert "test-open-fails" in ready.json()["snapshot"]["error"]
     failed = await client.post("/onSessionOpen", content=bad)
     assert failed.status_code == status
     assert failed.headers["content-type"] == "application/json"
@@ -176,6 +199,7 @@ async def test_a_failed_open_leaves_no_session_not_half_of_one(
     # The next good onSessionOpen is served whole.
     assert (await client.post("/onSessionOpen", content=compact(good))).status_code == 200
     assert await predicate_status(client) == marker(good)
+    assert (await client.get("/readyz")).status_code == 200
 
 
 async def test_open_during_16_predicates_in_flight_never_mixes_snapshots(

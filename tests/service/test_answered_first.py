@@ -1,0 +1,85 @@
+"""onSessionOpen and onSessionClose are answered before their work (app/routes/verbs.py): the
+snapshot's decode and session build, and its release, run after ``{}`` is sent, so Volcano's
+cycle goes on meanwhile; the next call is read only when the work is done, so it is answered
+from the new session, never the previous one. A session build the test holds open
+(``test-open-waits``, tests/service/fault_server.py) shows both orders without timing."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest_asyncio
+
+from tests.service.conftest import CalderaProcess, start_caldera
+from tests.service.test_session_faults import compact, marker, predicate_status, snapshot
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest_asyncio.fixture
+async def gated(tmp_path: Path) -> AsyncIterator[tuple[CalderaProcess, Path]]:
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    config = f"""
+volcanoVersion: "1.15"
+tiers:
+- plugins:
+  - name: test-snapshot-marker
+  - name: test-open-waits
+    arguments: {{dir: "{gate}"}}
+"""
+    process = await start_caldera(
+        config,
+        tmp_path,
+        {"PYTHONPATH": str(ROOT)},
+        [sys.executable, "-m", "tests.service.fault_server"],
+    )
+    yield process, gate
+    (gate / "go").touch()
+    assert await process.stop() == 0
+
+
+async def after_answer_count(process: CalderaProcess, verb: str) -> float:
+    prefix = f'caldera_after_answer_seconds_count{{verb="{verb}"}} '
+    for line in (await process.client.get("/metrics")).text.splitlines():
+        if line.startswith(prefix):
+            return float(line.removeprefix(prefix))
+    return 0.0
+
+
+async def test_a_snapshot_is_answered_before_its_session_is_built_and_the_next_call_waits(
+    gated: tuple[CalderaProcess, Path],
+) -> None:
+    process, gate = gated
+    client = process.client
+    first = snapshot()
+    # The first snapshot (none taken yet) is answered after its build.
+    assert (await client.post("/onSessionOpen", content=compact(first))).status_code == 200
+    assert await after_answer_count(process, "onSessionOpen") == 0
+    assert await predicate_status(client) == marker(first)
+
+    held = snapshot(extra_nodes=2)
+    held["Queues"]["wait"] = copy.deepcopy(next(iter(held["Queues"].values())))
+    answered = await client.post("/onSessionOpen", content=compact(held))
+    assert (answered.status_code, answered.json()) == (200, {})
+    # Answered while the session was still being built.
+    assert (gate / "building").exists() and not (gate / "built").exists()
+
+    predicate = asyncio.create_task(predicate_status(client))
+    await asyncio.sleep(0.3)
+    assert not predicate.done(), "a call was answered before the session it belongs to was built"
+    (gate / "go").touch()
+    assert await asyncio.wait_for(predicate, 30) == marker(held)
+    assert (gate / "built").exists()
+    assert await after_answer_count(process, "onSessionOpen") == 1
+
+    closed = await client.post("/onSessionClose", content=b"{}")
+    assert (closed.status_code, closed.json()) == (200, {})
+    assert (await client.get("/debug/session")).json()["open"] is False
+    assert await after_answer_count(process, "onSessionClose") == 1
+    refused = await client.post("/onSessionClose", content=b"[]")
+    assert refused.status_code == 400 and refused.json()["verb"] == "onSessionClose"
