@@ -9,6 +9,7 @@ OpenAPI description is attached separately (``app/openapi.py``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -47,6 +48,25 @@ class Answers(Protocol):
     def routes(self) -> dict[str, str]: ...
 
 
+class AfterAnswer:
+    """The work of a call answered before it was done, when it waits for the next call
+    (onSessionOpen's build after a session that asked nothing, :meth:`VerbEndpoint._answer_first`):
+    one slot shared by every verb's endpoint, run before the next call is answered."""
+
+    def __init__(self) -> None:
+        self.work: Callable[[], None] | None = None
+        self.asked = True
+        """A call other than onSessionOpen and onSessionClose came since the last
+        onSessionOpen (True until a session is seen to ask nothing)."""
+        self.last_session_asked = True
+        """What :attr:`asked` was when the last session closed."""
+
+    def run(self) -> None:
+        work, self.work = self.work, None
+        if work is not None:
+            work()
+
+
 class VerbEndpoint:
     """The ASGI endpoint of one verb. The snapshot verb (onSessionOpen) also reports each
     outcome to ``snapshot``: a snapshot not taken switches every plugin off for the cycle."""
@@ -59,8 +79,11 @@ class VerbEndpoint:
         limit: int,
         body_timeout: float | None = DEFAULT_TIMEOUT,
         snapshot: SnapshotHealth | None = None,
+        after: AfterAnswer | None = None,
     ) -> None:
         self.verb = verb
+        self.after = after or AfterAnswer()
+        self.rule = BY_VERB[verb].rule
         self.extender = extender
         self.metrics = metrics
         self.limit = limit
@@ -69,7 +92,7 @@ class VerbEndpoint:
         self.snapshot = snapshot
         self.duration = metrics.request_duration.labels(verb)
         self.after_answer = metrics.after_answer_duration.labels(verb)
-        self.may_answer_first = BY_VERB[verb].rule in ANSWERED_FIRST
+        self.may_answer_first = self.rule in ANSWERED_FIRST
         self.size = metrics.request_bytes.labels(verb)
         self.ok = metrics.responses.labels(verb, "200")
         self.refusals = Throttle(REFUSAL_LOG_SECONDS)
@@ -77,6 +100,10 @@ class VerbEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         verb = self.verb
+        after = self.after
+        if self.rule is not Rule.CLOSE:  # onSessionClose answers before it (_answer_first)
+            after.run()
+            after.asked = self.rule is not Rule.OPEN  # a new session has asked nothing yet
         try:
             body = await read_body(scope, receive, self.limit, self.body_timeout, self.setting)
             self.size.observe(len(body))
@@ -127,11 +154,31 @@ class VerbEndpoint:
         without one), and with its answer sent the failure is reported here, in the log and
         by ``/readyz``. The next snapshot is answered after its build, so a failure that
         repeats reaches Volcano as the JSON error it is, and ``curl`` on a server that has
-        taken none yet sees every refusal."""
+        taken none yet sees every refusal.
+
+        After a session that asked nothing (an idle cycle), the next snapshot's build waits
+        for that session's first call, or for onSessionClose's answer: an idle cycle then
+        waits for none of it (:class:`AfterAnswer`)."""
         await send_json(send, 200, EMPTY)
-        answered = time.perf_counter()
-        self.duration.observe(answered - started)
+        self.duration.observe(time.perf_counter() - started)
         self.ok.inc()
+        after = self.after
+        if self.rule is Rule.OPEN:
+            if not after.last_session_asked:
+                # The last session asked nothing between its open and close (an idle cycle:
+                # everything placed, nothing to admit): this one is built when its first call
+                # comes, or after onSessionClose's answer, and the idle cycle waits for none
+                # of it. A session that asks is built at once, alongside Volcano's own work.
+                after.work = functools.partial(self._work, body)
+                return
+        else:
+            after.last_session_asked = after.asked
+            after.run()  # the session's build, if nothing asked for it before its close
+        self._work(body)
+
+    def _work(self, body: Body) -> None:
+        """The call's work after its answer: timed, and its failure reported."""
+        began = time.perf_counter()
         try:
             self.extender.handle(self.verb, body)
         except CalderaError as exc:
@@ -142,7 +189,7 @@ class VerbEndpoint:
         else:
             if self.snapshot is not None:
                 self.snapshot.taken(len(body))
-        self.after_answer.observe(time.perf_counter() - answered)
+        self.after_answer.observe(time.perf_counter() - began)
 
     def _failed_after_answer(self, exc: CalderaError) -> None:
         if isinstance(exc, RequestError):
@@ -203,6 +250,7 @@ def verb_routes(
 ) -> list[Route]:
     """One route per path; ``body_limit(verb)`` bounds each verb's body (``maxSnapshotBytes``
     for onSessionOpen, ``maxRequestBytes`` for the rest)."""
+    after = AfterAnswer()
     return [
         Route(
             path,
@@ -213,6 +261,7 @@ def verb_routes(
                 body_limit(verb),
                 body_timeout,
                 snapshot if BY_VERB[verb].rule is Rule.OPEN else None,
+                after,
             ),
             methods=["POST"],
         )

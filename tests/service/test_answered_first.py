@@ -83,3 +83,46 @@ async def test_a_snapshot_is_answered_before_its_session_is_built_and_the_next_c
     assert await after_answer_count(process, "onSessionClose") == 1
     refused = await client.post("/onSessionClose", content=b"[]")
     assert refused.status_code == 400 and refused.json()["verb"] == "onSessionClose"
+
+
+async def test_after_a_session_that_asked_nothing_the_next_is_built_when_first_asked(
+    gated: tuple[CalderaProcess, Path],
+) -> None:
+    """An idle cycle (open, then close, nothing asked between) waits for no build: after one,
+    the next snapshot is built at its session's first call, or after onSessionClose's answer
+    when none comes."""
+    process, gate = gated
+    client = process.client
+
+    async def cycle(body: dict[str, object]) -> None:
+        assert (await client.post("/onSessionOpen", content=compact(body))).status_code == 200
+        assert (await client.post("/onSessionClose", content=b"{}")).status_code == 200
+
+    await cycle(snapshot())  # taken (answered after its build: the first)
+    await cycle(snapshot())  # answered first and built at once; asked nothing
+    held = snapshot(extra_nodes=2)
+    held["Queues"]["wait"] = copy.deepcopy(next(iter(held["Queues"].values())))
+    answered = await client.post("/onSessionOpen", content=compact(held))
+    assert (answered.status_code, answered.json()) == (200, {})
+    await asyncio.sleep(0.3)
+    assert not (gate / "building").exists(), "an idle cycle's snapshot was built before asked"
+    # Its close is answered first; the build runs after that answer.
+    closed = await client.post("/onSessionClose", content=b"{}")
+    assert (closed.status_code, closed.json()) == (200, {})
+    health = asyncio.create_task(client.get("/debug/session"))
+    await asyncio.sleep(0.3)
+    assert (gate / "building").exists() and not (gate / "built").exists()
+    (gate / "go").touch()
+    assert (await asyncio.wait_for(health, 30)).json()["open"] is False
+    assert (gate / "built").exists()
+    assert await after_answer_count(process, "onSessionOpen") == 2
+
+    # The session after it asked nothing either: the next one's first call builds it.
+    (gate / "go").unlink()
+    (gate / "building").unlink()
+    (gate / "built").unlink()
+    asked = snapshot(extra_nodes=4)
+    answered = await client.post("/onSessionOpen", content=compact(asked))
+    assert (answered.status_code, answered.json()) == (200, {})
+    assert await predicate_status(client) == marker(asked)
+    assert await after_answer_count(process, "onSessionOpen") == 3

@@ -90,6 +90,10 @@ async def test_a_reload_that_cannot_build_or_open_keeps_the_running_configuratio
             await asyncio.sleep(0.1)
         answer = await server.client.post("/onSessionOpen", content=snapshot(True))
         assert answer.status_code == 200, answer.text
+        # The session before asked nothing, so this one is built at its first call
+        # (app/routes/verbs.py, AfterAnswer): ask it something.
+        ready = await server.client.post("/jobReady", content=b'{"job": {"UID": "j"}}')
+        assert ready.status_code == 200, ready.text
         config = await config_state(server, "rejected")
         assert config["sha256"] == served
         assert "its first session failed to open" in config["rejected"]["error"]
