@@ -57,12 +57,12 @@ class Measurement:
 MEASUREMENT = Measurement(
     file="bench/results/cluster.json",
     date="2026-11-27",
-    commit="938ab83",
+    commit="c68e0e9",
     release="vc-scheduler v1.14.1",
     nodes=1000,
     pods=10000,
-    snapshot_bytes=163_195_680,
-    open_seconds=1.653,
+    snapshot_bytes=170_873_160,
+    open_seconds=1.488,
 )
 SNAPSHOT_BYTES_PER_NODE = 8_060
 """A NodeInfo without pods or images (bench/workloads.py's Node, its labels, annotations and
@@ -71,9 +71,9 @@ bytes from its pods'; this share errs high for its bare Nodes."""
 SNAPSHOT_BYTES_PER_POD = (
     MEASUREMENT.snapshot_bytes - SNAPSHOT_BYTES_PER_NODE * MEASUREMENT.nodes
 ) // MEASUREMENT.pods
-"""The rest of the measured snapshot, per pod (15,513 bytes: its TaskInfo in its JobInfo four
+"""The rest of the measured snapshot, per pod (16,281 bytes: its TaskInfo in its JobInfo four
 times and once in its node's NodeInfo when running)."""
-SMALLEST_MEASURED = (16_614_959, 0.1852)
+SMALLEST_MEASURED = (16_586_206, 0.1594)
 """The smallest size of the same run (100 nodes / 1,000 pods, job plugins): its mean snapshot
 bytes and the extender's mean OnSessionOpen seconds."""
 
@@ -89,11 +89,12 @@ def _open_time_fit() -> tuple[float, float]:
 
 OPEN_SECONDS_PER_MIB, OPEN_SECONDS_PER_MIB_SQUARED = _open_time_fit()
 """Volcano's extender OnSessionOpen (``json.Marshal`` of the whole session, the POST, Caldera's
-answer) for a snapshot of x MiB: a x + b x² (15.8 MiB in 0.185 s, 155.6 MiB in 1.653 s; the
-500 / 5,000 run between them, 76.0 MiB in 0.819 s, the fit says 0.85 s). The rate moves with
-the snapshot and with the machine (86 MiB/s at 16 MiB and 94 MiB/s at 156 MiB in this run; 100
-and 71 MiB/s in the run of 51aa5dc on a busier machine), so the fit goes through both ends
-rather than assume one rate."""
+answer, which comes before its build: app/routes/verbs.py) for a snapshot of x MiB: a x + b x²
+(15.8 MiB in 0.159 s, 163.0 MiB in 1.488 s; the 500 / 5,000 run between them, 78.7 MiB in
+0.742 s, the fit says 0.76 s). The rate moves with the snapshot and with the machine (99 MiB/s
+at 16 MiB and 110 MiB/s at 163 MiB in this run; 86 and 94 MiB/s in the run of 938ab83, whose
+answer still waited for the build), so the fit goes through both ends rather than assume one
+rate."""
 PERIOD_SHARE = 0.75
 """The share of the scheduling period OnSessionOpen may take: the actions need the rest (the
 same measurement's in-tree cycles took 130 ms at 500 / 5,000 and 604 ms at 1,000 / 10,000; the

@@ -366,8 +366,8 @@ def cluster_cost_table(doc: dict[str, Any]) -> str:
         "",
         "| cluster (job plugins: sla, overcommit, resourcequota) | in-tree | through Caldera |"
         + (" through Caldera, `sessionState: cluster` |" if cluster_mode else "")
-        + " through a server answering at once | snapshot | Caldera's share of Volcano's"
-        " OnSessionOpen |",
+        + " through a server answering at once | snapshot | Caldera's onSessionOpen (its"
+        " build after the answer included) / Volcano's OnSessionOpen |",
         "|---|---|---|---|---|---|" + ("---|" if cluster_mode else ""),
     ]
     sizes = {tuple(int(n) for n in size.split(" / ")): size for size, _ in runs}
@@ -385,7 +385,7 @@ def cluster_cost_table(doc: dict[str, Any]) -> str:
                 else ""
             )
             + f" {neutral['idle_p50_ms']:,.0f} ms |"
-            f" {caldera['snapshot_MiB']:.0f} MiB | {caldera['caldera_open_ms']:,.0f} of"
+            f" {caldera['snapshot_MiB']:.0f} MiB | {caldera['caldera_open_ms']:,.0f} /"
             f" {caldera['extender_open_ms']:,.0f} ms |"
         )
     return "\n".join(lines)

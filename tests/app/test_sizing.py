@@ -157,7 +157,7 @@ def test_http_timeout_below_the_heaviest_verbs_p99(tmp_path: Path, capsys) -> No
     _, warnings = volcano_config(tmp_path, capsys, config, *args, "--http-timeout", "1s")
     [warning] = warnings
     assert "extender.httpTimeout 1s is below the estimated p99 of onSessionOpen" in warning
-    assert "311.3 MiB" in warning and "Use --http-timeout 3s" in warning
+    assert "325.9 MiB" in warning and "Use --http-timeout 4s" in warning
     _, warnings = volcano_config(tmp_path, capsys, config, *args, "--http-timeout", "4s")
     assert warnings == []
 
@@ -169,7 +169,7 @@ def test_http_timeout_below_the_heaviest_verbs_p99(tmp_path: Path, capsys) -> No
             "the snapshot over maxSnapshotBytes",
             "maxSnapshotBytes: 67108864\ntiers: [{plugins: [{name: priority}]}]\n",
             "500", "5000",
-            ["maxSnapshotBytes 67108864 (64.0 MiB)", "onSessionOpen body of 77.8 MiB",
+            ["maxSnapshotBytes 67108864 (64.0 MiB)", "onSessionOpen body of 81.5 MiB",
              "without Caldera's plugins"],
             id="snapshot limit",
         ),
@@ -333,9 +333,9 @@ def test_the_named_measurement_is_the_committed_cluster_run(
 @pytest.mark.parametrize(
     ("name", "extra", "snapshot", "source"),
     [
-        pytest.param("the benchmark's pods", [], "77.8 MiB",
+        pytest.param("the benchmark's pods", [], "81.5 MiB",
                      "measured by python -m bench cluster: bench/results/cluster.json"
-                     " (2026-11-27 at 938ab83, vc-scheduler v1.14.1", id="measured"),
+                     " (2026-11-27 at c68e0e9, vc-scheduler v1.14.1", id="measured"),
         pytest.param("a measured snapshot", ["--snapshot-bytes", "209715200"], "200.0 MiB",
                      "from --snapshot-bytes.", id="snapshot-bytes"),
         pytest.param("a measured bytes per pod", ["--bytes-per-pod", "41943"], "200.0 MiB",
@@ -382,7 +382,7 @@ def test_a_snapshot_volcano_cannot_send_within_the_period_is_warned(tmp_path: Pa
         tmp_path, capsys, config, "--nodes", "1000", "--pods", "10000", "--http-timeout", "10s"
     )
     [warning] = [w for w in warnings if "OnSessionOpen (marshal" in w]
-    assert "takes about 1.65s, more than 75% of the 1s scheduling period" in warning
+    assert "takes about 1.49s, more than 75% of the 1s scheduling period" in warning
     assert "every cycle runs late through any extender" in warning
     _, warnings = volcano_config(
         tmp_path, capsys, config, "--nodes", "1000", "--pods", "10000", "--http-timeout", "10s",
