@@ -112,6 +112,7 @@ SECTIONS: tuple[Section, ...] = (
             ("shadow-gated-poll", "shadow-gated-poll-hotpath.txt"),
             ("shadow-gated", "shadow-gated-hotpath.txt"),
             ("shadow-gated-pipe", "shadow-gated-pipe-hotpath.txt"),
+            ("shadow-freed-memory", "shadow-freed-memory-hotpath.txt"),
         )
     ),
     Section(
