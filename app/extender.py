@@ -110,6 +110,9 @@ for _point in EXTENSION_POINTS:
 _shared_path_shape = _decoder(LegacyReclaimablePathRequest)
 _task = msgspec.json.Decoder(TaskInfo)
 
+ANSWERED_FIRST = frozenset({Rule.OPEN, Rule.CLOSE})
+"""The rules whose verbs may be answered before their work (:meth:`Extender.answers_first`):
+their answer is ``{}`` whatever the work finds, and Volcano never reads it."""
 _JSON_SPACE = b" \t\r\n"
 
 
@@ -256,11 +259,13 @@ class Extender:
         its envelope checked (non-empty, one JSON object from its first byte to its last): the
         snapshot's decode is the work, and a body that fails it leaves the cycle without a
         session, reported where it is found (``app/snapshot_health.py``)."""
-        rule = BY_VERB[verb].rule
-        if rule is Rule.CLOSE:
-            _DECODERS[BY_VERB[verb].request](body)
+        point = BY_VERB[verb]
+        if point.rule not in ANSWERED_FIRST:
+            return False
+        if point.rule is Rule.CLOSE:
+            _DECODERS[point.request](body)
             return True
-        return rule is Rule.OPEN and _one_object(body)
+        return _one_object(body)
 
     def _answering(self, point: ExtensionPoint, body: Body) -> Framework | None:
         """The framework when a configured plugin answers ``point``; otherwise None, after

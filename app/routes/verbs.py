@@ -21,7 +21,7 @@ from starlette.types import Receive, Scope, Send
 
 from app.body import DEFAULT_TIMEOUT, read_body
 from app.errors import AnswerError, CalderaError, Disconnected, PluginFailure, RequestError
-from app.extender import EMPTY, Body
+from app.extender import ANSWERED_FIRST, EMPTY, Body
 from app.logs import Throttle
 from app.metrics import Metrics
 from app.snapshot_health import SnapshotHealth
@@ -29,9 +29,6 @@ from plugins.api.extension_points import BY_VERB, Rule
 
 logger = logging.getLogger("caldera.verbs")
 JSON_HEADER = (b"content-type", b"application/json")
-ANSWERED_FIRST = frozenset({Rule.OPEN, Rule.CLOSE})
-"""The verbs answered before their work when :meth:`Answers.answers_first` agrees: their
-answer is ``{}`` whatever the work finds, and Volcano never reads it."""
 REFUSAL_LOG_SECONDS = 60.0
 """A refused request of one verb and kind is logged at most once per this many seconds."""
 CLOSE_HEADER = (b"connection", b"close")
@@ -77,12 +74,12 @@ class VerbEndpoint:
         extender: Answers,
         metrics: Metrics,
         limit: int,
-        body_timeout: float | None = DEFAULT_TIMEOUT,
-        snapshot: SnapshotHealth | None = None,
-        after: AfterAnswer | None = None,
+        body_timeout: float | None,
+        snapshot: SnapshotHealth | None,
+        after: AfterAnswer,
     ) -> None:
         self.verb = verb
-        self.after = after or AfterAnswer()
+        self.after = after
         self.rule = BY_VERB[verb].rule
         self.extender = extender
         self.metrics = metrics
@@ -102,7 +99,8 @@ class VerbEndpoint:
         verb = self.verb
         after = self.after
         if self.rule is not Rule.CLOSE:  # onSessionClose answers before it (_answer_first)
-            after.run()
+            if after.work is not None:
+                after.run()
             after.asked = self.rule is not Rule.OPEN  # a new session has asked nothing yet
         try:
             body = await read_body(scope, receive, self.limit, self.body_timeout, self.setting)
@@ -182,33 +180,30 @@ class VerbEndpoint:
         try:
             self.extender.handle(self.verb, body)
         except CalderaError as exc:
-            self._failed_after_answer(exc)
+            self._report(exc, answered=True)
         except Exception as exc:  # a Caldera bug: the trace in the log, the failure counted
             logger.exception("%s failed unexpectedly after its answer", self.verb)
-            self._failed_after_answer(AnswerError(f"internal error: {type(exc).__name__}"))
+            self._report(AnswerError(f"internal error: {type(exc).__name__}"), answered=True)
         else:
             if self.snapshot is not None:
                 self.snapshot.taken(len(body))
         self.after_answer.observe(time.perf_counter() - began)
 
-    def _failed_after_answer(self, exc: CalderaError) -> None:
-        if isinstance(exc, RequestError):
-            self.metrics.bodies_refused.labels(self.verb, exc.outcome).inc()
-        if self.snapshot is not None:
-            self.snapshot.refused(exc, answered=True)
-        elif isinstance(exc, PluginFailure):
-            if not exc.logged:
-                logger.error("%s", exc, exc_info=exc.cause)
-        else:
-            logger.error("%s failed after its answer: %s", self.verb, exc)
-
     async def _refuse(self, send: Send, exc: CalderaError) -> None:
         """Every error is answered here: counted, logged at its level, sent as JSON."""
         self.metrics.responses.labels(self.verb, str(exc.status)).inc()
+        self._report(exc)
+        await send_json(
+            send, exc.status, msgspec.json.encode(exc.answer(self.verb)), exc.closes_connection
+        )
+
+    def _report(self, exc: CalderaError, answered: bool = False) -> None:
+        """A call's failure counted and logged at its level: refused (:meth:`_refuse`) or, with
+        ``answered``, found in the work after a ``{}`` answer (:meth:`_work`)."""
         if isinstance(exc, RequestError):
             self.metrics.bodies_refused.labels(self.verb, exc.outcome).inc()
         if self.snapshot is not None:
-            self.snapshot.refused(exc)  # logs it as the error it is for Volcano's cycle
+            self.snapshot.refused(exc, answered)  # the error it is for Volcano's cycle
         elif isinstance(exc, RequestError):
             # WARNING: a body Caldera refuses is a call Volcano made in vain (its cycle goes on
             # without that answer), which an operator wants to see; once a minute per verb and
@@ -228,9 +223,6 @@ class VerbEndpoint:
                 logger.error("%s", exc, exc_info=exc.cause)
         else:
             logger.error("%s failed: %s", self.verb, exc)
-        await send_json(
-            send, exc.status, msgspec.json.encode(exc.answer(self.verb)), exc.closes_connection
-        )
 
 
 async def send_json(send: Send, status: int, payload: bytes, close: bool = False) -> None:
