@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -43,6 +44,24 @@ tiers:
     assert await process.stop() == 0
 
 
+def held_open(extra_nodes: int) -> dict[str, object]:
+    """A snapshot whose session build ``test-open-waits`` holds until ``gate/go`` exists."""
+    body = snapshot(extra_nodes=extra_nodes)
+    body["Queues"]["wait"] = copy.deepcopy(next(iter(body["Queues"].values())))
+    return body
+
+
+async def started_building(gate: Path) -> bool:
+    """Whether the held build has begun, waiting for it up to 30 s (it begins after the
+    answer, so a client can read the answer first)."""
+    deadline = time.monotonic() + 30
+    while not (gate / "building").exists():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
 async def after_answer_count(process: CalderaProcess, verb: str) -> float:
     prefix = f'caldera_after_answer_seconds_count{{verb="{verb}"}} '
     for line in (await process.client.get("/metrics")).text.splitlines():
@@ -62,12 +81,12 @@ async def test_a_snapshot_is_answered_before_its_session_is_built_and_the_next_c
     assert await after_answer_count(process, "onSessionOpen") == 0
     assert await predicate_status(client) == marker(first)
 
-    held = snapshot(extra_nodes=2)
-    held["Queues"]["wait"] = copy.deepcopy(next(iter(held["Queues"].values())))
+    held = held_open(extra_nodes=2)
     answered = await client.post("/onSessionOpen", content=compact(held))
     assert (answered.status_code, answered.json()) == (200, {})
-    # Answered while the session was still being built.
-    assert (gate / "building").exists() and not (gate / "built").exists()
+    # Answered while the session was still being built: the build cannot end before "go".
+    assert not (gate / "built").exists()
+    assert await started_building(gate)
 
     predicate = asyncio.create_task(predicate_status(client))
     await asyncio.sleep(0.3)
@@ -100,8 +119,7 @@ async def test_after_a_session_that_asked_nothing_the_next_is_built_when_first_a
 
     await cycle(snapshot())  # taken (answered after its build: the first)
     await cycle(snapshot())  # answered first and built at once; asked nothing
-    held = snapshot(extra_nodes=2)
-    held["Queues"]["wait"] = copy.deepcopy(next(iter(held["Queues"].values())))
+    held = held_open(extra_nodes=2)
     answered = await client.post("/onSessionOpen", content=compact(held))
     assert (answered.status_code, answered.json()) == (200, {})
     await asyncio.sleep(0.3)
@@ -110,8 +128,8 @@ async def test_after_a_session_that_asked_nothing_the_next_is_built_when_first_a
     closed = await client.post("/onSessionClose", content=b"{}")
     assert (closed.status_code, closed.json()) == (200, {})
     health = asyncio.create_task(client.get("/debug/session"))
-    await asyncio.sleep(0.3)
-    assert (gate / "building").exists() and not (gate / "built").exists()
+    assert await started_building(gate)
+    assert not (gate / "built").exists()
     (gate / "go").touch()
     assert (await asyncio.wait_for(health, 30)).json()["open"] is False
     assert (gate / "built").exists()
