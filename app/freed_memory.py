@@ -15,6 +15,14 @@ keeps up to the shadow's queue bound of freed memory at the top of the heap inst
 it back after each batch: the process's RSS stays at the largest batch it held, which the
 queue bound (``shadow_max_queued_bytes``) already sizes.
 
+Tried and not kept: touching the whole bound at start, so that a session that never ends (where
+nothing is freed) takes no fresh pages either. Back to back in one session it took
+jobEnqueueable's p50 to 0.81 and its p99 to 0.64 of before, yet still +18% over a server without
+a shadow (each held body is still memory the cache has not seen), and it left Volcano's shape
+unchanged (0.99), where a session's freed bodies already serve the next: it would have cost every
+sidecar with a shadow the bound in RSS from the start for a shape Volcano does not send
+(bench/README.md, "A shadow configuration").
+
 glibc only (``mallopt``); elsewhere nothing changes and :func:`keep_freed_memory` says so.
 """
 

@@ -23,7 +23,9 @@ minute a round for the evict and node workloads).
 A load named in :data:`CYCLE_LOADS` has Volcano's shape instead of back-to-back calls: a session
 (onSessionOpen with the load's snapshot, a burst of the verb's calls, onSessionClose), then idle
 until the next period begins; its p50/p99 are the burst's calls. That is the load a shadow
-configuration (``--shadow``) meets in a cluster, and does its work in the idle part of.
+configuration (``--shadow``) meets in a cluster, and does its work in the idle part of. With a
+shadow each load begins once the shadow has caught up with the one before (``queuedBytes`` 0 in
+/readyz), as it would have in Volcano's period.
 With two checkouts and HTTP it also pairs the HTTP p50 and p99 of the second over the first
 round by round (median and quartiles).
 """
@@ -36,9 +38,11 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from bench import configs, gobuild, servers
 from bench import run as runmod
@@ -94,11 +98,33 @@ def _cycle_plan(base: str, ld: runmod.Load, shape: CycleLoad, scale: float) -> d
     }  # fmt: skip
 
 
-def _dropped_sessions(base: str) -> float:
-    """The shadow's dropped sessions so far (/readyz), 0 without a shadow."""
+def _shadow(base: str) -> dict[str, Any] | None:
+    """The shadow's part of /readyz, None without a shadow."""
     with urllib.request.urlopen(base + "/readyz", timeout=10) as r:  # loopback only
-        shadow = json.loads(r.read()).get("shadow")
+        shadow: dict[str, Any] | None = json.loads(r.read()).get("shadow")
+    return shadow
+
+
+def _dropped_sessions(base: str) -> float:
+    """The shadow's dropped sessions so far, 0 without a shadow."""
+    shadow = _shadow(base)
     return float(shadow["droppedSessions"]) if shadow else 0.0
+
+
+SETTLE_SECONDS = 60.0
+
+
+def _shadow_settled(base: str, timeout: float = SETTLE_SECONDS) -> None:
+    """Wait until the shadow has evaluated everything offered to it (``queuedBytes`` 0): the
+    sessions of the load before work in the idle time after it, and a load measured while the
+    shadow's process still decodes the last one's snapshot on the other CPU measures that
+    overlap (the 75 MiB snapshot takes it about a second), not the load. Volcano's own period
+    leaves the shadow that time; back-to-back loads must wait for it as well."""
+    deadline = time.monotonic() + timeout
+    while (shadow := _shadow(base)) is not None and shadow.get("queuedBytes", 0) > 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the shadow still has {shadow['queuedBytes']} bytes queued")
+        time.sleep(0.1)
 
 
 def _http(
@@ -120,6 +146,7 @@ def _http(
         srv.wait_ready()
         for ld in loads:
             shape = CYCLE_LOADS.get(ld.name)
+            _shadow_settled(srv.base)
             if ld.setup and shape is None:
                 runmod.post(srv.base, "onSessionOpen", ld.setup)
             before = srv.rss()

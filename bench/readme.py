@@ -113,6 +113,7 @@ SECTIONS: tuple[Section, ...] = (
             ("shadow-gated", "shadow-gated-hotpath.txt"),
             ("shadow-gated-pipe", "shadow-gated-pipe-hotpath.txt"),
             ("shadow-freed-memory", "shadow-freed-memory-hotpath.txt"),
+            ("shadow-pretouch", "shadow-pretouch-hotpath.txt"),
         )
     ),
     Section(

@@ -179,3 +179,24 @@ def test_the_target_is_judged_by_the_quartiles(
     from bench import readme_sections
 
     assert readme_sections.target_verdict(ratio) == verdict
+
+
+def test_a_load_waits_until_the_shadow_has_evaluated_the_last_ones_sessions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    readyz = iter([{"queuedBytes": 75 << 20}, {"queuedBytes": 1024}, {"queuedBytes": 0}])
+    asked: list[str] = []
+
+    def shadow(base: str) -> dict[str, int]:
+        asked.append(base)
+        return next(readyz)
+
+    monkeypatch.setattr(hotpath, "_shadow", shadow)
+    monkeypatch.setattr(hotpath.time, "sleep", lambda _: None)
+    hotpath._shadow_settled("http://live")
+    assert len(asked) == 3  # until nothing is queued
+    monkeypatch.setattr(hotpath, "_shadow", lambda base: None)
+    hotpath._shadow_settled("http://live")  # no shadow: nothing to wait for
+    monkeypatch.setattr(hotpath, "_shadow", lambda base: {"queuedBytes": 1})
+    with pytest.raises(RuntimeError, match="1 bytes queued"):
+        hotpath._shadow_settled("http://live", timeout=0)
