@@ -636,3 +636,83 @@ def test_a_missing_caldera_stops_the_run_before_any_cluster_starts(
     monkeypatch.setenv("CALDERA_BIN", str(tmp_path / "no-such-caldera"))
     with pytest.raises(SystemExit, match=r"no caldera at .*no-such-caldera"):
         cluster.run_scale_test(cluster.plan_of(parse("--smoke", "--out", str(tmp_path / "o.json"))))
+
+
+# --- repeated runs of the plan (--repeat) ---------------------------------------------------------
+
+
+def test_the_plan_runs_once_unless_repeated() -> None:
+    assert cluster.plan_of(parse())["repeat"] == 1
+    assert cluster.plan_of(parse("--repeat", "3"))["repeat"] == 3
+    with pytest.raises(SystemExit, match="at least 1"):
+        cluster.plan_of(parse("--repeat", "0"))
+
+
+def test_repeated_runs_are_one_row_of_medians_with_the_targets_range() -> None:
+    runs = [
+        run("neutral", round=1, idleCycleP50Ms=172.0, cycleP50Ms=175.0, bound=1000),
+        run("neutral", round=2, idleCycleP50Ms=122.0, cycleP50Ms=125.0, bound=1000),
+        run("neutral", round=3, idleCycleP50Ms=151.0, cycleP50Ms=150.0, bound=999),
+        run("intree", round=1),
+    ]
+    neutral, intree = cluster.rows_of(runs)
+    assert neutral["idle_p50_ms"] == 151.0 and neutral["idle_p50_ms_range"] == [122.0, 172.0]
+    assert neutral["cycle_p50_ms"] == 150.0 and neutral["cycle_p50_ms_range"] == [125.0, 175.0]
+    assert neutral["bound"] == 1000 and isinstance(neutral["bound"], int)  # a count stays one
+    assert neutral["repeats"] == 3
+    assert "repeats" not in intree and "idle_p50_ms_range" not in intree  # one run: as it was
+    cells = cluster.table([neutral]).splitlines()[2]
+    assert "| 150.0 (125.0–175.0) |" in cells and "| 151.0 (122.0–172.0) |" in cells
+
+
+def test_a_repeated_row_is_complete_only_when_every_run_was_and_keeps_every_error() -> None:
+    [row] = cluster.rows_of(
+        [run("caldera", round=1), run("caldera", round=2, completed=False, error="timed out")]
+    )
+    assert row["completed"] is False and row["error"] == "timed out"
+
+
+def test_every_round_is_judged_against_its_own_in_tree_run() -> None:
+    fewer = run("caldera", round=2, boundPerQueue={"default": 890})
+    runs = [run("intree", round=1), run("caldera", round=1), run("intree", round=2), fewer]
+    [line] = decisions.compare_decisions(runs)
+    assert "pods per queue {'default': 890} through Caldera" in line
+    # The same difference in two rounds is one line, not two.
+    again = [*runs, run("intree", round=3), run("caldera", round=3, boundPerQueue={"default": 890})]
+    assert decisions.compare_decisions(again) == [line]
+    # Round 2's Caldera is not held against round 1's in-tree run, nor the other way round.
+    assert decisions.compare_decisions(
+        [run("intree", round=1), run("caldera", round=1),
+         run("intree", round=2, bound=890), run("caldera", round=2, bound=890)]
+    ) == []  # fmt: skip
+
+
+def test_a_repeated_plan_runs_testscale_once_a_round_each_writing_a_file_of_its_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+
+    def fake(plan: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+        seen.append(Path(plan["out"]).name)
+        return (1 if len(seen) == 2 else 0), [run("intree"), run("caldera")]
+
+    monkeypatch.setattr(cluster, "run_scale_test", fake)
+    plan = cluster.plan_of(parse("--repeat", "3", "--out", str(tmp_path / "c.json")))
+    code, runs = cluster.run_repeated(plan)
+    assert seen == ["c-round1.json", "c-round2.json", "c-round3.json"]
+    assert code == 1  # a failing round fails the whole
+    assert [r["round"] for r in runs] == [1, 1, 2, 2, 3, 3]
+    assert cluster.rerun_plan(plan, [(100, 1000, "job")], ["caldera"])["repeat"] == 1
+
+
+def test_a_neutral_server_that_did_not_hold_what_in_tree_held_is_no_control() -> None:
+    """In the job group the neutral server rejects the held namespace's jobs (neutralHeld): a
+    neutral run that bound otherwise than in-tree held something else, and no rerun (in-tree
+    and Caldera only) could show the control again."""
+    held = {"neutralHeld": "scale-job-neutral-9", "neutralRejected": 30}
+    assert decisions.compare_decisions([run("intree"), run("neutral", **held)]) == []
+    [line] = decisions.compare_decisions([run("intree"), run("neutral", bound=1000, **held)])
+    assert "holding scale-job-neutral-9 bound 1000 pods, in-tree 900" in line
+    assert decisions.protection_violations([line]) == [line]  # never forgiven by a rerun
+    # A run from before the neutral server held anything carries no neutralHeld: not judged.
+    assert decisions.compare_decisions([run("intree"), run("neutral", bound=1000)]) == []

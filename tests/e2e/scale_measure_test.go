@@ -6,6 +6,7 @@ package e2e
 // and /proc, the bound pods from a watch, the decisions, and the neutral server.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -191,6 +192,9 @@ type neutralServer struct {
 	url   string
 	bytes atomic.Int64
 	opens atomic.Int64
+	// hold: the namespace whose jobs jobEnqueueable rejects ("": none); rejected: how many.
+	hold     string
+	rejected atomic.Int64
 	// last: the last onSessionOpen body, kept only when capturing (written once, at cleanup,
 	// so that capturing adds no disk write to a cycle).
 	last atomic.Pointer[[]byte]
@@ -202,7 +206,15 @@ type neutralServer struct {
 // protects nothing), every other answer the zero value of Volcano's response type (pass,
 // abstain, not overused, no error). With a capture path, the last onSessionOpen body is written
 // there when the server stops.
-func startNeutral(t *testing.T, capture string) *neutralServer {
+//
+// With a namespace to hold (the job group's, heldNamespace), jobEnqueueable rejects that
+// namespace's jobs, found by a byte search for the job's "Namespace" field in the body (Go's
+// encoding writes it without spaces), never decoded: the decision in-tree's resourcequota makes
+// for them every session. Without it the control would admit the jobs in-tree and Caldera hold,
+// and Volcano would do less work through it than through them (no pending jobs to examine, no
+// jobEnqueueable call, each cycle), so its cycle would not be the protocol's cost for the same
+// decisions.
+func startNeutral(t *testing.T, capture, hold string) *neutralServer {
 	answers := map[string]any{
 		"onSessionOpen": extender.OnSessionOpenResponse{}, "onSessionClose": extender.OnSessionCloseResponse{},
 		"predicate": extender.PredicateResponse{}, "prioritize": extender.PrioritizeResponse{NodeScore: map[string]float64{}},
@@ -218,11 +230,16 @@ func startNeutral(t *testing.T, capture string) *neutralServer {
 		}
 		encoded[verb] = b
 	}
+	held := []byte(`"Namespace":"` + hold + `"`)
+	rejected, err := json.Marshal(extender.JobEnqueueableResponse{Status: -1}) // util.Reject
+	if err != nil {
+		t.Fatal(err)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := &neutralServer{url: "http://" + l.Addr().String()}
+	ns := &neutralServer{url: "http://" + l.Addr().String(), hold: hold}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		verb := strings.Trim(r.URL.Path, "/")
 		if verb == "preemptable" || verb == "reclaimable" {
@@ -236,6 +253,17 @@ func startNeutral(t *testing.T, capture string) *neutralServer {
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = fmt.Fprintf(w, `{"status":1,"victims":%s}`, req.Evictees)
+			return
+		}
+		if verb == "jobEnqueueable" && hold != "" {
+			body, _ := io.ReadAll(r.Body)
+			answer := encoded[verb]
+			if bytes.Contains(body, held) {
+				answer = rejected
+				ns.rejected.Add(1)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(answer)
 			return
 		}
 		var n int64

@@ -21,7 +21,9 @@ package e2e
 //                      no onSessionOpenVerb, so Volcano never marshals its snapshot;
 //   - neutral:         the snapshot mode's merged conf pointing at a server in this process that
 //                      reads each body and answers the neutral value at once: the cost of the
-//                      protocol itself.
+//                      protocol itself. In the job group it rejects the jobs of the namespace
+//                      whose quota holds them (heldNamespace), as in-tree does, so that Volcano
+//                      examines the same pending jobs through it each cycle.
 
 import (
 	"context"
@@ -116,6 +118,11 @@ type scaleRun struct {
 	Evicted          int     `json:"evicted"`
 	ProtectedEvicted int     `json:"protectedEvicted"`
 	Error            string  `json:"error,omitempty"`
+	// NeutralHeld: the namespace whose jobs the neutral server rejected (the job group's held
+	// one, heldNamespace), and NeutralRejected how many jobEnqueueable calls it rejected: the
+	// control holds what in-tree holds only if it bound what in-tree bound.
+	NeutralHeld     string `json:"neutralHeld,omitempty"`
+	NeutralRejected int64  `json:"neutralRejected,omitempty"`
 }
 
 func TestScale(t *testing.T) {
@@ -355,7 +362,7 @@ func createWorkload(t *testing.T, c *Cluster, b bulk, w workspace, group string,
 		defer func() {
 			for i := 0; i < scaleNamespaces; i++ {
 				hard := fmt.Sprint(perNS * 10)
-				if i == scaleNamespaces-1 {
+				if w.ns(i) == heldNamespace(w, group) {
 					hard = "5"
 				}
 				setQuota(t, b, w.ns(i), hard)
@@ -378,6 +385,15 @@ func createWorkload(t *testing.T, c *Cluster, b bulk, w workspace, group string,
 		}
 		return createJob(ctx, b.kube, b.vc, w.ns(j%scaleNamespaces), job)
 	})
+}
+
+// heldNamespace is the job group's namespace whose quota (5 CPU) keeps all its jobs waiting, ""
+// in the other groups: the neutral server rejects its jobs as in-tree's resourcequota does.
+func heldNamespace(w workspace, group string) string {
+	if group != "job" {
+		return ""
+	}
+	return w.ns(scaleNamespaces - 1)
 }
 
 func setQuota(t *testing.T, b bulk, ns, cpu string) {
@@ -435,7 +451,7 @@ type scaleServer struct {
 // serverFor starts the scheduler's server and makes its conf: the group's in-tree conf, or the
 // conf `caldera volcano-config --merge` makes of it (for the neutral server with its URL, from a
 // Caldera started only for that).
-func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant, capture string) scaleServer {
+func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant, capture, hold string) scaleServer {
 	switch scheduler {
 	case "intree":
 		return scaleServer{conf: g.intree}
@@ -458,7 +474,7 @@ func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant, 
 	url := cal.URL
 	if scheduler == "neutral" {
 		defer cal.Stop() // only its merged conf is needed
-		s.caldera, s.neutral = nil, startNeutral(t, capture)
+		s.caldera, s.neutral = nil, startNeutral(t, capture, hold)
 		url = s.neutral.url
 	}
 	intree := filepath.Join(c.Dir, name+"-intree.conf")
@@ -485,11 +501,6 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 	if plan.Capture != "" {
 		capture = filepath.Join(plan.Capture, fmt.Sprintf("%s-%dn-%dp.json", group, size.Nodes, size.Pods))
 	}
-	server := serverFor(t, c, g, name, scheduler, mutant, capture)
-	if server.caldera != nil {
-		defer server.caldera.Stop()
-	}
-	start := time.Now()
 	// Each run has namespaces of its own: with the same names as a previous run's (deleted)
 	// jobs, Volcano v1.14.1's cache logged "Failed to clone subJob" and the second of two runs
 	// bound 709 or 810 of the 900 pods the first bound, whichever scheduler ran second.
@@ -498,6 +509,11 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 	if mutant != "" {
 		w = workspace(fmt.Sprintf("scale-%s-%s-%s-", group, scheduler, mutant))
 	}
+	server := serverFor(t, c, g, name, scheduler, mutant, capture, heldNamespace(w, group))
+	if server.caldera != nil {
+		defer server.caldera.Stop()
+	}
+	start := time.Now()
 	// The node group's workload arrives once vc-scheduler has its nodes (below).
 	late := group == "node"
 	if !late {
@@ -648,6 +664,7 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 	}
 	if server.neutral != nil {
 		r.SnapshotBytes = server.neutral.snapshotBytes()
+		r.NeutralHeld, r.NeutralRejected = server.neutral.hold, server.neutral.rejected.Load()
 	}
 	sched.stop()
 	r.BoundPerQueue, r.BoundJobs = decisions(t, b, w)
