@@ -156,9 +156,15 @@ def plan_of(a: argparse.Namespace) -> dict[str, Any]:
     groups = a.groups or list(GROUPS)
     out = a.out or RESULTS / ("cluster-smoke.json" if a.smoke else "cluster.json")
     mutants = list(dict.fromkeys(getattr(a, "mutant", None) or []))
+    repeat = getattr(a, "repeat", 1)
+    if repeat < 1:
+        raise SystemExit("bench cluster: --repeat is at least 1")
     if mutants:
         if not a.smoke:
             raise SystemExit("bench cluster: --mutant runs with --smoke only")
+        if repeat > 1:
+            # A mutant's verdict is a placement fact or a protection: no median to take.
+            raise SystemExit("bench cluster: --mutant runs once; --repeat is for the figures")
         hosting = {MUTANT_FACTS[m][0] for m in mutants}
         # Only the groups hosting the plugins, in-tree against the mutants (TestScale runs
         # "caldera" once per mutant its group hosts): the neutral server's run would not change
@@ -174,13 +180,11 @@ def plan_of(a: argparse.Namespace) -> dict[str, Any]:
             "mutants": mutants,
             "out": str(Path(a.out or RESULTS / f"cluster-smoke-{name}.json").resolve()),
         }
-    if getattr(a, "repeat", 1) < 1:
-        raise SystemExit("bench cluster: --repeat is at least 1")
     return {
         "sizes": [{"nodes": n, "pods": p} for n, p in sizes],
         "groups": groups,
         "schedulers": a.schedulers,
-        "repeat": getattr(a, "repeat", 1),
+        "repeat": repeat,
         "timeboxSeconds": min(a.timebox, 120.0) if a.smoke else a.timebox,
         "settleSeconds": a.settle if a.settle is not None else (5.0 if a.smoke else 10.0),
         "idleCycles": a.idle_cycles if a.idle_cycles is not None else (10 if a.smoke else 20),

@@ -646,6 +646,9 @@ def test_the_plan_runs_once_unless_repeated() -> None:
     assert cluster.plan_of(parse("--repeat", "3"))["repeat"] == 3
     with pytest.raises(SystemExit, match="at least 1"):
         cluster.plan_of(parse("--repeat", "0"))
+    # A mutant smoke used to take --repeat and run once without a word.
+    with pytest.raises(SystemExit, match="--mutant runs once"):
+        cluster.plan_of(parse("--smoke", "--mutant", "pdb", "--repeat", "2"))
 
 
 def test_repeated_runs_are_one_row_of_medians_with_the_targets_range() -> None:
