@@ -438,7 +438,9 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
                     ' caldera_request_body_bytes{verb="onSessionOpen"}.'
                 )
             )
-        for warning in sizing.warnings(cluster, verbs, timeout, config.body_limit, period):
+        for warning in sizing.warnings(
+            cluster, verbs, timeout, config.body_limit, period, config.sessionState
+        ):
             print(f"# warning: {warning}")
     print(yaml.safe_dump([entry], sort_keys=False), end="")
     return 0
