@@ -1,12 +1,13 @@
 """``python -m bench cluster``: what Caldera costs Volcano's own scheduling cycle at cluster scale.
 
 Runs ``TestScale`` (``tests/e2e/scale_test.go``, build tag ``scale``) on the end-to-end harness:
-per cluster size a fresh API-only cluster, per plugin group four schedulers one after another on
+per cluster size a fresh API-only cluster, per plugin group five schedulers one after another on
 the same nodes — the plugins in-tree, the same plugins hosted by Caldera through the extender
 (the conf ``caldera volcano-config --merge`` makes of the in-tree one) on Volcano's snapshot,
 the same with Caldera in cluster mode (``sessionState: cluster``: no snapshot, the session's
-state from the API server), and the extender pointed at a server answering every verb neutrally
-at once (the protocol's own cost). Each run ends when
+state from the API server), and each mode's conf pointed at a server answering every verb
+neutrally at once (the protocol's own cost: ``neutral`` with the snapshot, ``neutral-cluster``
+without, cluster mode's floor). Each run ends when
 the number of bound pods has not changed for the settle time, or at the time box.
 
 Figures come from vc-scheduler's own ``/metrics`` (each cycle's length from the deltas of
@@ -51,6 +52,7 @@ from bench.cluster_decisions import (
     GROUPS,
     HOSTED,
     MUTANT_FACTS,
+    NEUTRAL,
     NO_CONTROL,
     RERUNS,
     Case,
@@ -67,7 +69,11 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 README = REPO / "bench" / "README.md"
 BEGIN, END = "<!-- cluster:begin -->", "<!-- cluster:end -->"
-SCHEDULERS = ("intree", "caldera", "caldera-cluster", "neutral")
+SCHEDULERS = ("intree", "caldera", "caldera-cluster", "neutral", "neutral-cluster")
+SNAPSHOTLESS = ("intree", "caldera-cluster", "neutral-cluster")
+FLOOR = {hosted: neutral for neutral, hosted in NEUTRAL.items()}
+"""Each hosted scheduler's neutral server: the protocol's cost on the same conf."""
+"""Runs in which Volcano posts no snapshot: no onSessionOpen, no snapshot bytes."""
 # Issue 36's target for cluster mode: its idle cycle p50 against in-tree's, at this size and up.
 CLUSTER_MODE_TARGET, CLUSTER_MODE_TARGET_NODES = 1.3, 1000
 FULL_SIZES = ((100, 1000), (500, 5000), (1000, 10000))
@@ -317,9 +323,10 @@ def table(rows: list[dict[str, Any]]) -> str:
                 value = "—"
             if key == "caldera_ms_per_cycle" and row["scheduler"] not in HOSTED:
                 value = "—"
-            if key in ("caldera_open_ms", "extender_open_ms", "snapshot_MiB") and row[
-                "scheduler"
-            ] in ("intree", "caldera-cluster"):
+            if (
+                key in ("caldera_open_ms", "extender_open_ms", "snapshot_MiB")
+                and row["scheduler"] in SNAPSHOTLESS
+            ):
                 value = "—"  # cluster mode: no onSessionOpen, no snapshot
             cells.append(str(value))
         lines.append("| " + " | ".join(cells) + " |")
@@ -347,11 +354,18 @@ def ratios(rows: list[dict[str, Any]]) -> list[str]:
             snapshot = by_key.get((size, group, "caldera"))
             if snapshot and snapshot["idle_p50_ms"]:
                 line += f", {row['idle_p50_ms'] / snapshot['idle_p50_ms']:.2f}x the snapshot mode's"
+            floor = by_key.get((size, group, FLOOR[scheduler]))
+            if floor and floor["idle_p50_ms"]:
+                line += (
+                    f", {row['idle_p50_ms'] / floor['idle_p50_ms']:.2f}x the neutral server's on"
+                    f" cluster mode's conf ({floor['idle_p50_ms'] / intree['idle_p50_ms']:.2f}x"
+                    " in-tree: the protocol's floor without a snapshot)"
+                )
             out.append(line)
         if scheduler != "caldera":
             continue
         parts = [f"{size}, {group}:"]
-        neutral = by_key.get((size, group, "neutral"))
+        neutral = by_key.get((size, group, FLOOR[scheduler]))
         if neutral and neutral["cycle_p50_ms"]:
             ratio = row["cycle_p50_ms"] / neutral["cycle_p50_ms"]
             parts.append(f"cycle p50 {ratio:.2f}x the neutral server's (target <= 1.1)")
@@ -394,7 +408,10 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5))
-    styles = {"intree": "-", "caldera": "--", "caldera-cluster": "-.", "neutral": ":"}
+    styles = {
+        "intree": "-", "caldera": "--", "caldera-cluster": "-.", "neutral": ":",
+        "neutral-cluster": (0, (1, 3)),
+    }  # fmt: skip
     for group in dict.fromkeys(r["group"] for r in rows):
         for scheduler in SCHEDULERS:
             mine = sorted(
@@ -407,7 +424,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
             ax.plot(
                 nodes,
                 [r["idle_p50_ms"] for r in mine],
-                styles[scheduler],
+                linestyle=styles[scheduler],
                 marker="o",
                 label=f"{group}, {scheduler}",
             )

@@ -18,6 +18,11 @@ HOSTED = {
     "caldera-cluster": ("cluster mode", "through Caldera in cluster mode"),
 }
 
+# The neutral servers, each in the place of the hosted scheduler whose protocol cost it measures
+# (the same merged conf, every call answered at once): on Volcano's snapshot, and with no
+# snapshot (cluster mode's conf: the calls Volcano still makes, marshalled and posted).
+NEUTRAL = {"neutral": "caldera", "neutral-cluster": "caldera-cluster"}
+
 Case = tuple[int, int, str]  # nodes, pods, group
 
 
@@ -79,13 +84,13 @@ def _differences_in_one_round(runs: list[dict[str, Any]]) -> dict[Case, list[str
     by_key = {(r["nodes"], r["group"], r["scheduler"]): r for r in runs}
     for (nodes, group, scheduler), run in by_key.items():
         case_differences = differences.setdefault((nodes, run["pods"], group), [])
-        if group == "evict" and scheduler != "neutral" and run.get("protectedEvicted"):
+        if group == "evict" and scheduler not in NEUTRAL and run.get("protectedEvicted"):
             case_differences.append(
                 f"{nodes} nodes, evict, {scheduler}: {run['protectedEvicted']} pods evicted"
                 " that a PodDisruptionBudget protects"
             )
         intree = by_key.get((nodes, group, "intree"))
-        if scheduler == "neutral" and intree is not None:
+        if scheduler in NEUTRAL and intree is not None:
             case_differences += no_control(nodes, group, intree, run)
         if scheduler not in HOSTED or intree is None:
             continue
@@ -140,15 +145,18 @@ def no_control(
     it and its cycle is not the protocol's cost for the same decisions."""
     ours, theirs = intree.get("placement") or {}, neutral.get("placement") or {}
     held = []
+    which = "the neutral server" + (
+        " (cluster mode's conf)" if neutral["scheduler"] == "neutral-cluster" else ""
+    )
     if neutral.get("neutralHeld") and neutral["bound"] != intree["bound"]:
         held.append(
-            f"{nodes} nodes, {group}: the neutral server holding {neutral['neutralHeld']} bound"
+            f"{nodes} nodes, {group}: {which} holding {neutral['neutralHeld']} bound"
             f" {neutral['bound']} pods, in-tree {intree['bound']} ({neutral.get('neutralRejected', 0)}"
             f" jobEnqueueable calls rejected): {NO_CONTROL} for the cycle"
         )
     return held + [
-        f"{nodes} nodes, {group}: {words} ({plugin}) {ours[key]} in-tree and through the neutral"
-        f" server alike: {NO_CONTROL}, the fact proves nothing"
+        f"{nodes} nodes, {group}: {words} ({plugin}) {ours[key]} in-tree and through"
+        f" {which} alike: {NO_CONTROL}, the fact proves nothing"
         for key, (plugin, words) in PLACEMENT_FACTS.items()
         if key in ours and key in theirs and ours[key] == theirs[key]
     ]

@@ -56,7 +56,9 @@ def test_the_plan(
     plan = cluster.plan_of(parse(*argv))
     assert [(s["nodes"], s["pods"]) for s in plan["sizes"]] == sizes
     assert plan["groups"] == groups
-    assert plan["schedulers"] == ["intree", "caldera", "caldera-cluster", "neutral"]
+    assert plan["schedulers"] == [
+        "intree", "caldera", "caldera-cluster", "neutral", "neutral-cluster"
+    ]  # fmt: skip
     assert Path(plan["out"]).name == out
     assert plan["timeboxSeconds"] == (120.0 if "--smoke" in argv else 600.0)
     assert plan["idleCycles"] == (10 if "--smoke" in argv else 20)
@@ -147,6 +149,29 @@ def test_cluster_modes_target_is_its_idle_cycle_against_in_tree_from_1000_nodes(
     # no snapshot, no onSessionOpen in cluster mode (and no evictions in the job group);
     # Caldera's time per cycle is shown
     assert cells[2] == "caldera-cluster" and cells.count("—") == 4
+
+
+def test_cluster_mode_beside_the_neutral_server_on_its_conf() -> None:
+    """neutral-cluster: the neutral server behind cluster mode's conf (no snapshot) is cluster
+    mode's floor: the ratio line says how far cluster mode is from it, and how far the floor
+    itself is from in-tree; its row has no snapshot, no onSessionOpen and no Caldera."""
+    size = {"nodes": 1000, "pods": 10000}
+    rows = [
+        cluster.summarize(run("intree", idleCycleP50Ms=200.0, **size)),
+        cluster.summarize(run("caldera-cluster", idleCycleP50Ms=400.0, **size)),
+        cluster.summarize(
+            run("neutral-cluster", idleCycleP50Ms=380.0, calderaVerbSeconds=None, snapshotBytes=0,
+                **size)
+        ),
+    ]  # fmt: skip
+    [line] = cluster.ratios(rows)
+    assert line == (
+        "1000 / 10000, job, cluster mode: idle cycle p50 2.00x in-tree (target <= 1.3),"
+        " 1.05x the neutral server's on cluster mode's conf (1.90x in-tree: the protocol's"
+        " floor without a snapshot)"
+    )
+    cells = cluster.table(rows).splitlines()[-1].split(" | ")
+    assert cells[2] == "neutral-cluster" and cells.count("—") == 5
 
 
 def test_evict_decisions_compare_counts_and_never_a_protected_victim() -> None:
@@ -720,3 +745,15 @@ def test_a_neutral_server_that_did_not_hold_what_in_tree_held_is_no_control() ->
     assert decisions.protection_violations([line]) == [line]  # never forgiven by a rerun
     # A run from before the neutral server held anything carries no neutralHeld: not judged.
     assert decisions.compare_decisions([run("intree"), run("neutral", bound=1000)]) == []
+    # On cluster mode's conf too, and never as a protection violation of its own
+    [line] = decisions.compare_decisions(
+        [run("intree"), run("neutral-cluster", bound=1000, **held)]
+    )
+    assert "the neutral server (cluster mode's conf) holding scale-job-neutral-9 bound 1000" in line
+    evict = {"group": "evict", "bound": 100, "preemptors": 100, "evicted": 100}
+    assert (
+        decisions.compare_decisions(
+            [run("intree", **evict), run("neutral-cluster", **{**evict, "protectedEvicted": 9})]
+        )
+        == []
+    )

@@ -10,7 +10,7 @@ package e2e
 // another on the same nodes: the group's workload created in bulk, vc-scheduler v1.14.1 started
 // with the group's conf, run until the number of bound pods has not changed for the settle time
 // and then for the plan's idle cycles (or until the time box ends), measured from vc-scheduler's
-// own /metrics and from both processes, then stopped and the workload deleted. The four schedulers of a group share everything but the conf:
+// own /metrics and from both processes, then stopped and the workload deleted. The five schedulers of a group share everything but the conf:
 //
 //   - intree:          the group's plugins in-tree in volcano-scheduler.conf;
 //   - caldera:         that conf merged by `caldera volcano-config --merge` (the hosted plugins
@@ -24,6 +24,10 @@ package e2e
 //                      protocol itself. In the job group it rejects the jobs of the namespace
 //                      whose quota holds them (heldNamespace), as in-tree does, so that Volcano
 //                      examines the same pending jobs through it each cycle.
+//   - neutral-cluster: the same server behind cluster mode's merged conf (no onSessionOpenVerb):
+//                      the protocol's cost without a snapshot, cluster mode's floor: the calls
+//                      Volcano still makes (a jobEnqueueable per held job each cycle, an
+//                      allocate per bind), each marshalled and posted, answered at once.
 
 import (
 	"context"
@@ -456,7 +460,7 @@ func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant, 
 	case "intree":
 		return scaleServer{conf: g.intree}
 	case "caldera", "neutral":
-	case "caldera-cluster":
+	case "caldera-cluster", "neutral-cluster":
 		// The watched cluster is the benchmark's own API server; Caldera's /readyz (which
 		// StartCaldera waits for) says ready only once its watches have synced.
 		g.caldera = withSessionState(g.caldera, "cluster")
@@ -472,7 +476,7 @@ func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant, 
 	cal := c.StartCaldera(t, name, served)
 	s := scaleServer{caldera: cal}
 	url := cal.URL
-	if scheduler == "neutral" {
+	if scheduler == "neutral" || scheduler == "neutral-cluster" {
 		defer cal.Stop() // only its merged conf is needed
 		s.caldera, s.neutral = nil, startNeutral(t, capture, hold)
 		url = s.neutral.url
