@@ -304,7 +304,7 @@ def _timeout_warning(
     heaviest = max(verbs, key=cluster.p99_seconds)
     p99 = cluster.p99_seconds(heaviest)
     what = f"{heaviest} ({p99:.3f}s for a {mib(cluster.body_bytes(heaviest))} body {size})"
-    callers = [verb for verb in verbs if verb not in ("onSessionOpen", "onSessionClose")]
+    callers = [verb for verb in verbs if BY_VERB[verb].rule not in (Rule.OPEN, Rule.CLOSE)]
     if callers:
         first = max(callers, key=cluster.p99_seconds)
         state = cluster.session_state_seconds(session_state)
@@ -316,7 +316,10 @@ def _timeout_warning(
                 else f"Caldera's build of the {mib(cluster.body_bytes('onSessionOpen'))}"
                 " snapshot, done after onSessionOpen is answered"
             )
-            what = f"{SESSION_FIRST_CALL}, {first} ({p99:.3f}s {size}, {state:.3f}s of it waiting for {waits_for})"
+            what = (
+                f"{SESSION_FIRST_CALL}, {first} ({p99:.3f}s {size}, {state:.3f}s of it waiting"
+                f" for {waits_for})"
+            )
     if http_timeout_seconds >= p99:
         return None
     return (

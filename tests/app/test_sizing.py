@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -339,9 +340,20 @@ def test_caldera_snapshot_time_at_cluster_scale_within_the_model(
 
 
 def size_runs(runs: list[dict[str, Any]]) -> dict[tuple[int, int], list[dict[str, Any]]]:
-    sizes: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    """Per size, a figure per plugin group: over the rounds of a repeated run (``bench cluster
+    --repeat``) the median of each round's snapshot and OnSessionOpen, as the table shows."""
+    cases: dict[tuple[int, int, str], list[dict[str, Any]]] = {}
     for run in runs:
-        sizes.setdefault((run["nodes"], run["pods"]), []).append(run)
+        cases.setdefault((run["nodes"], run["pods"], run["group"]), []).append(run)
+    sizes: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for (nodes, pods, group), rounds in cases.items():
+        sizes.setdefault((nodes, pods), []).append(
+            {
+                "nodes": nodes, "pods": pods, "group": group,
+                **{key: statistics.median(r[key] for r in rounds)
+                   for key in ("snapshotBytes", "extenderOpenMs")},
+            }
+        )  # fmt: skip
     return sizes
 
 
@@ -376,12 +388,13 @@ def test_the_named_measurement_is_the_committed_cluster_run(
     measured = sizing.MEASUREMENT
     assert doc["machine"]["commit"] == measured.commit
     assert CLUSTER_RUN.relative_to(CLUSTER_RUN.parents[2]).as_posix() == measured.file
-    largest = max(cluster_run, key=lambda r: (r["nodes"], r["pods"]))
+    figures = [run for runs in size_runs(cluster_run).values() for run in runs]
+    largest = max(figures, key=lambda r: (r["nodes"], r["pods"]))
     assert (largest["nodes"], largest["pods"]) == (measured.nodes, measured.pods)
     assert measured.snapshot_bytes == pytest.approx(largest["snapshotBytes"], rel=0.01)
     assert measured.open_seconds == pytest.approx(largest["extenderOpenMs"] / 1000, rel=0.01)
     smallest = min(
-        (r for r in cluster_run if r["group"] == largest["group"]),
+        (r for r in figures if r["group"] == largest["group"]),
         key=lambda r: (r["nodes"], r["pods"]),
     )
     snapshot, seconds = sizing.SMALLEST_MEASURED

@@ -116,8 +116,9 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
 
 
 def written_as(text: str, value: float | list[float]) -> bool:
-    """``text`` ("253", "1.49", "60–130") says ``value``: rounded to the digits written, or for
-    a range, every value inside it once rounded like its bounds."""
+    """``text`` ("253", "1.49", "1,788", "60–130") says ``value``: rounded to the digits
+    written, or for a range, every value inside it once rounded like its bounds."""
+    text = text.replace(",", "")  # thousands, as the guides write them
     if "–" in text:
         low, high = text.split("–")
         values = value if isinstance(value, list) else [value]
@@ -149,6 +150,8 @@ def test_a_quoted_figure_is_what_its_results_file_holds(
         ("60–130", [59.8, 125.1, 100.7], True),
         ("60–120", [59.8, 125.1], False),
         ("5–10", [7.86], True),
+        ("1,788", 1788.04, True),
+        ("1,788", 1787.4, False),
     ],
 )
 def test_a_figure_is_written_as_its_value_rounded(
