@@ -276,7 +276,9 @@ def test_report_renders_the_published_run_again(
     text = readme.read_text()
     assert "| 1000 / 10000 | job | caldera |" in text and "results/cluster.png" in text
     runs = json.loads(published.read_text())["runs"]
-    assert plotted == [(len(runs), tmp_path / "cluster.png")]  # one row a run
+    cases = {(r["nodes"], r["pods"], r["group"], r["scheduler"]) for r in runs}
+    assert len(cases) < len(runs)  # the published run is repeated (--repeat 3)
+    assert plotted == [(len(cases), tmp_path / "cluster.png")]  # one row a case, not a run
     assert "Largest size whose idle cycle p50" in text
     # the decision line, between the markers `python -m bench report --check` holds it by
     line = decisions.decisions_block(json.loads(published.read_text()))

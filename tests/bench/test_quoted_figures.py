@@ -66,6 +66,43 @@ def cluster_run(size: str, group: str, scheduler: str, key: str) -> float:
     return float(row[key])
 
 
+def cluster_ratio(size: str, group: str, over: str, key: str = "cycle_p50_ms") -> float:
+    return cluster_run(size, group, "caldera", key) / cluster_run(size, group, over, key)
+
+
+def open_rate(size: str) -> float:
+    """Volcano's extender OnSessionOpen in MiB/s: the snapshot over the time to send it."""
+    return cluster_run(size, "job", "caldera", "snapshot_MiB") / (
+        cluster_run(size, "job", "caldera", "extender_open_ms") / 1000
+    )
+
+
+def open_over_caldera() -> list[float]:
+    return [
+        cluster_run(size, "job", "caldera", "extender_open_ms")
+        / cluster_run(size, "job", "caldera", "caldera_open_ms")
+        for size in ("100 / 1000", "500 / 5000", "1000 / 10000")
+    ]
+
+
+def cluster_range(size: str, scheduler: str, key: str) -> list[float]:
+    row = next(
+        r
+        for r in results("cluster.json")["rows"]
+        if (r["size"], r["group"], r["scheduler"]) == (size, "job", scheduler)
+    )
+    return [float(v) for v in row[f"{key}_range"]]
+
+
+def trial_floor(scheduler: str) -> float:
+    row = next(
+        r
+        for r in results("cluster-trial-floor-job1000.json")["rows"]
+        if r["scheduler"] == scheduler
+    )
+    return float(row["idle_p50_ms"])
+
+
 FULL = "full-7edf20e.json"
 """The full run the operator guide's rules of thumb (and app/sizing.py's margin) come from."""
 GUIDE = "docs/operator-guide.md"
@@ -98,6 +135,33 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("node plugins bind through Caldera", AUTHORS, r"in-tree take ([\d.]+) s when every", lambda: cluster_run("100 / 1000", "node", "caldera", "bind_s")),
     ("snapshot at 100 nodes", AUTHORS, r"the snapshot \((\d+) MiB at 100 nodes", lambda: cluster_run("100 / 1000", "job", "caldera", "snapshot_MiB")),
     ("snapshot at 1,000 nodes", AUTHORS, r"MiB at 100 nodes, (\d+) MiB at 1,000\)", lambda: cluster_run("1000 / 10000", "job", "caldera", "snapshot_MiB")),
+    ("send rate at 100 nodes", GUIDE, r"at (\d+) MiB/s for 16 MiB to", lambda: open_rate("100 / 1000")),
+    ("send rate at 1,000 nodes", GUIDE, r"to (\d+) MiB/s for 158 MiB in this run", lambda: open_rate("1000 / 10000")),
+    ("snapshot at 1,000 nodes (guide)", GUIDE, r"MiB/s for (\d+) MiB in this run", lambda: cluster_run("1000 / 10000", "job", "caldera", "snapshot_MiB")),
+    ("OnSessionOpen over Caldera's", GUIDE, r"(\d+–\d+) times Caldera's own time", open_over_caldera),
+    ("cluster mode at 1,000", GUIDE, r"in-tree's order of magnitude: (\d+) ms", lambda: cluster_run("1000 / 10000", "job", "caldera-cluster", "idle_p50_ms")),
+    ("in-tree at 1,000", GUIDE, r"against (\d+) ms in-tree at 1,000 nodes", lambda: cluster_run("1000 / 10000", "job", "intree", "idle_p50_ms")),
+    ("in-tree range at 1,000", GUIDE, r"moved between (\d+) and \d+ ms across them", lambda: cluster_range("1000 / 10000", "intree", "idle_p50_ms")[0]),
+    ("in-tree range top at 1,000", GUIDE, r"moved between \d+ and (\d+) ms across them", lambda: cluster_range("1000 / 10000", "intree", "idle_p50_ms")[1]),
+    ("snapshot mode at 1,000", GUIDE, r"where the snapshot mode takes\s+([\d,]+) ms", lambda: cluster_run("1000 / 10000", "job", "caldera", "idle_p50_ms")),
+    ("overrun size snapshot", GUIDE, r"pods, a (\d+) MiB snapshot \(", lambda: cluster_run("500 / 5000", "job", "caldera", "snapshot_MiB")),
+    ("overrun through Caldera", GUIDE, r"MiB snapshot \(([\d,]+) ms;", lambda: cluster_run("500 / 5000", "job", "caldera", "idle_p50_ms")),
+    ("overrun through neutral", GUIDE, r"ms; (\d+) ms through a server doing nothing", lambda: cluster_run("500 / 5000", "job", "neutral", "idle_p50_ms")),
+    ("cycle target, job 100", BENCH, r"every group \(job ([\d.]+)×", lambda: cluster_ratio("100 / 1000", "job", "neutral")),
+    ("cycle target, node 100", BENCH, r"every group \(job [\d.]+×, node ([\d.]+)×", lambda: cluster_ratio("100 / 1000", "node", "neutral")),
+    ("cycle target, evict 100", BENCH, r", evict ([\d.]+)×\) and at 1,000", lambda: cluster_ratio("100 / 1000", "evict", "neutral")),
+    ("cycle target, 1,000", BENCH, r"and at 1,000 / 10,000 \(([\d.]+)×,", lambda: cluster_ratio("1000 / 10000", "job", "neutral")),
+    ("cycle target, 500", BENCH, r"missed at 500 / 5,000\s+\(([\d.]+)×\)", lambda: cluster_ratio("500 / 5000", "job", "neutral")),
+    ("build at 500", BENCH, r"\(the table's (\d+) ms\s+of Caldera's onSessionOpen", lambda: cluster_run("500 / 5000", "job", "caldera", "caldera_open_ms")),
+    ("open at 500", BENCH, r"onSessionOpen against (\d+) ms of Volcano's\)", lambda: cluster_run("500 / 5000", "job", "caldera", "extender_open_ms")),
+    ("tenth of neutral at 500", BENCH, r"a tenth of the neutral server's cycle is (\d+) ms", lambda: cluster_run("500 / 5000", "job", "neutral", "cycle_p50_ms") / 10),
+    ("floor trial in-tree", BENCH, r"Idle cycle p50: in-tree (\d+) ms, cluster mode", lambda: trial_floor("intree")),
+    ("floor trial cluster mode", BENCH, r"in-tree \d+ ms, cluster mode (\d+) ms", lambda: trial_floor("caldera-cluster")),
+    ("floor trial ratio", BENCH, r"cluster mode \d+ ms\s+\(([\d.]+)×\)", lambda: trial_floor("caldera-cluster") / trial_floor("intree")),
+    ("floor trial neutral", BENCH, r"on cluster mode's conf (\d+) ms \(", lambda: trial_floor("neutral-cluster")),
+    ("floor trial neutral ratio", BENCH, r"on cluster mode's conf \d+ ms \(([\d.]+)×\)", lambda: trial_floor("neutral-cluster") / trial_floor("intree")),
+    ("floor trial at the floor", BENCH, r"protocol's floor \(([\d.]+)× it\)", lambda: trial_floor("caldera-cluster") / trial_floor("neutral-cluster")),
+    ("cluster mode 1,000 ratio", BENCH, r"cluster mode's idle cycle at 1,000 / 10,000 was ([\d.]+)×", lambda: cluster_run("1000 / 10000", "job", "caldera-cluster", "idle_p50_ms") / cluster_run("1000 / 10000", "job", "intree", "idle_p50_ms")),
     ("first derivation per pod", GUIDE, r"derives every task, node and job \((\d+) µs per pod", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"] * 1000 / results("cluster-state.json")["pods"]),
     ("first derivation", GUIDE, r"builds every task, node and job\s+\((\d+) ms median\)", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"]),
     ("derivation, nothing changed", GUIDE, r"\(([\d.]+) ms with nothing changed", lambda: results("cluster-state.json")["incremental"]["changed_0_pods_ms"]["median"]),
