@@ -71,9 +71,9 @@ README = REPO / "bench" / "README.md"
 BEGIN, END = "<!-- cluster:begin -->", "<!-- cluster:end -->"
 SCHEDULERS = ("intree", "caldera", "caldera-cluster", "neutral", "neutral-cluster")
 SNAPSHOTLESS = ("intree", "caldera-cluster", "neutral-cluster")
-FLOOR = {hosted: neutral for neutral, hosted in NEUTRAL.items()}
-"""Each hosted scheduler's neutral server: the protocol's cost on the same conf."""
 """Runs in which Volcano posts no snapshot: no onSessionOpen, no snapshot bytes."""
+FLOOR = {hosted: neutral for neutral, (hosted, _) in NEUTRAL.items()}
+"""Each hosted scheduler's neutral server: the protocol's cost on the same conf."""
 # Issue 36's target for cluster mode: its idle cycle p50 against in-tree's, at this size and up.
 CLUSTER_MODE_TARGET, CLUSTER_MODE_TARGET_NODES = 1.3, 1000
 FULL_SIZES = ((100, 1000), (500, 5000), (1000, 10000))

@@ -21,7 +21,10 @@ HOSTED = {
 # The neutral servers, each in the place of the hosted scheduler whose protocol cost it measures
 # (the same merged conf, every call answered at once): on Volcano's snapshot, and with no
 # snapshot (cluster mode's conf: the calls Volcano still makes, marshalled and posted).
-NEUTRAL = {"neutral": "caldera", "neutral-cluster": "caldera-cluster"}
+NEUTRAL = {
+    "neutral": ("caldera", "the neutral server"),
+    "neutral-cluster": ("caldera-cluster", "the neutral server (cluster mode's conf)"),
+}
 
 Case = tuple[int, int, str]  # nodes, pods, group
 
@@ -145,9 +148,7 @@ def no_control(
     it and its cycle is not the protocol's cost for the same decisions."""
     ours, theirs = intree.get("placement") or {}, neutral.get("placement") or {}
     held = []
-    which = "the neutral server" + (
-        " (cluster mode's conf)" if neutral["scheduler"] == "neutral-cluster" else ""
-    )
+    which = NEUTRAL[neutral["scheduler"]][1]
     if neutral.get("neutralHeld") and neutral["bound"] != intree["bound"]:
         held.append(
             f"{nodes} nodes, {group}: {which} holding {neutral['neutralHeld']} bound"

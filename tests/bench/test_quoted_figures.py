@@ -57,13 +57,17 @@ def explain_bound_mib() -> float:
     return float(DEFAULT_ENTRIES * DEFAULT_SESSIONS * per_entry / MiB)
 
 
-def cluster_run(size: str, group: str, scheduler: str, key: str) -> float:
-    row = next(
+def cluster_row(size: str, group: str, scheduler: str) -> dict[str, Any]:
+    row: dict[str, Any] = next(
         r
         for r in results("cluster.json")["rows"]
         if (r["size"], r["group"], r["scheduler"]) == (size, group, scheduler)
     )
-    return float(row[key])
+    return row
+
+
+def cluster_run(size: str, group: str, scheduler: str, key: str) -> float:
+    return float(cluster_row(size, group, scheduler)[key])
 
 
 def cluster_ratio(size: str, group: str, over: str, key: str = "cycle_p50_ms") -> float:
@@ -86,12 +90,7 @@ def open_over_caldera() -> list[float]:
 
 
 def cluster_range(size: str, scheduler: str, key: str) -> list[float]:
-    row = next(
-        r
-        for r in results("cluster.json")["rows"]
-        if (r["size"], r["group"], r["scheduler"]) == (size, "job", scheduler)
-    )
-    return [float(v) for v in row[f"{key}_range"]]
+    return [float(v) for v in cluster_row(size, "job", scheduler)[f"{key}_range"]]
 
 
 def trial_floor(scheduler: str) -> float:
