@@ -8,8 +8,9 @@ own (``app/shadow_worker.py``) answers the same body with the shadow's
 sources, built per session from the shadow file as the live ones are; a data source the live
 configuration has too, pdb's watch, is read from the live one: ``app/shadow_sources.py``) and
 compares the two
-answers (``app/shadow_diff.py``); the differences come back here, where the live side's reasons
-are read from the live decision record. Only the live answer ever goes to Volcano.
+answers (``app/shadow_diff.py``); the differences come back to the receiving thread here, and
+are kept with the live side's reasons, read from the live decision record, in
+``app/shadow_reports.py``, which the routes read. Only the live answer ever goes to Volcano.
 
 Why a process and not a thread, by measurement (bench/README.md, "A shadow configuration"): a
 thread doing the shadow's work holds the GIL for as long as Python lets it (5 ms slices), and a
@@ -55,24 +56,23 @@ import logging
 import multiprocessing
 import threading
 import time
-from collections import Counter as Tally
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry
 
 from app import shadow_worker
 from app.cluster_state.cluster_mode import ClusterSessionState
 from app.config import ConfigError
-from app.explain import DecisionRecord, SessionLog
+from app.explain import DecisionRecord
 from app.extender import Body
 from app.freed_memory import keep_freed_memory
-from app.shadow_diff import Difference, with_live_reasons
 from app.shadow_gate import QUIET_SESSION_SECONDS, LiveActivity
+from app.shadow_reports import ShadowMetrics, ShadowReports
 from app.shadow_sources import SHARE, LiveSources, ServedConfig
 from app.shadow_state import DeltaEncoder
 from plugins.api.base import utc_now
@@ -82,16 +82,6 @@ logger = logging.getLogger("caldera.shadow")
 
 DEFAULT_MAX_QUEUED_BYTES = 256 << 20
 """Request bodies and live answers waiting for the shadow: a few snapshots of a large cluster."""
-DIFFERENCES_PER_SESSION = 10_000
-"""Differences kept per session (more are counted, not kept)."""
-SESSIONS_KEPT = 3
-"""The newest sessions kept, whatever they found."""
-SESSIONS_WITH_DIFFERENCES_KEPT = 3
-"""The newest sessions with differences, kept also once :data:`SESSIONS_KEPT` newer ones came:
-Volcano asks jobEnqueueable about a job only while it is Pending, so the one session where the
-shadow would have held a job the live configuration admitted is the only one that says so; at a
-schedule period of 1 s it would otherwise be gone three seconds later, before an operator could
-run ``caldera explain NAME --shadow``."""
 OPEN = "onSessionOpen"
 CLOSE = "onSessionClose"
 SEND_AFTER_SECONDS = 1.0
@@ -105,59 +95,6 @@ ALONE_BYTES = 1 << 20
 """A body this large (a snapshot) is written on its own, not copied into a batch."""
 DERIVED_OPEN_ANSWER = b"{}"
 """What the live configuration answers an onSessionOpen: the derived one's "answer"."""
-FAILURE_STAGES = ("load", "open", "verb", "compare")
-"""``caldera_shadow_failures_total``'s ``stage``: the file (loading, validating, building the
-plugins), a session's onSessionOpen, a verb's answer (a plugin's fault under either ``onError``:
-under ``abstain`` the shadow's answer goes on without that plugin, and the fault is still
-counted), comparing the two answers."""
-
-
-class ShadowMetrics:
-    """The shadow's own series: registered only when a shadow is configured."""
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.differences = Counter(
-            "caldera_shadow_differences_total",
-            "Answers where the shadow configuration would have decided otherwise than the"
-            " live one, by verb and by the plugin that decided in the shadow (else in the live"
-            " configuration; 'none' for scores and error messages). GET /debug/shadow lists them.",
-            ["verb", "plugin"],
-            registry=registry,
-        )
-        self.compared = Counter(
-            "caldera_shadow_compared_total",
-            "Verb calls the shadow configuration answered and compared with the live answer.",
-            ["verb"],
-            registry=registry,
-        )
-        self.dropped_sessions = Counter(
-            "caldera_shadow_dropped_sessions_total",
-            "Sessions the shadow did not evaluate (whole, or from the body that did not fit on"
-            " the queue): it fell behind the live verbs by more than shadow_max_queued_bytes.",
-            registry=registry,
-        )
-        self.failures = Counter(
-            "caldera_shadow_failures_total",
-            "Shadow failures, by stage: load (the file did not validate or build), open (a"
-            " plugin failed onSessionOpen: the session is skipped), verb (a plugin raised, answered"
-            " a wrong type or ran over its budget, whatever its onError), compare. The live configuration is never affected.",
-            ["stage"],
-            registry=registry,
-        )
-        for stage in FAILURE_STAGES:
-            self.failures.labels(stage)
-        self.queued_bytes = Gauge(
-            "caldera_shadow_queued_bytes",
-            "Bytes of bodies and answers waiting for the shadow.",
-            registry=registry,
-        )
-        self.info = Gauge(
-            "caldera_shadow_config_info",
-            "Always 1: the shadow configuration being evaluated, as labels: its file and the"
-            " first 16 hex digits of its SHA-256 (empty while none has loaded).",
-            ["source", "sha256"],
-            registry=registry,
-        )
 
 
 @dataclass(slots=True)
@@ -173,38 +110,6 @@ class Item:
     state: OnSessionOpenRequest | None = None
     """Cluster mode's onSessionOpen (``body`` empty): the state the live session was derived
     to, None when there was none yet (the watch had not listed)."""
-
-
-@dataclass(slots=True)
-class ShadowSession:
-    """What the shadow decided differently in one session."""
-
-    number: int
-    opened_at: datetime
-    live_log: SessionLog | None
-    compared: Tally[str] = field(default_factory=Tally)
-    differences: list[Difference] = field(default_factory=list)
-    not_kept: int = 0
-    failures: int = 0
-    skipped: str = ""
-    """Why the session was not evaluated (dropped, failed to open); empty when it was."""
-
-    def describe(self) -> dict[str, Any]:
-        by_verb = Tally(d.verb for d in self.differences)
-        out: dict[str, Any] = {
-            "session": self.number,
-            "openedAt": self.opened_at.isoformat(),
-            "liveSession": self.live_log.number if self.live_log is not None else None,
-            "compared": dict(self.compared),
-            "differences": dict(by_verb),
-        }
-        if self.not_kept:
-            out["differencesNotKept"] = self.not_kept
-        if self.failures:
-            out["failures"] = self.failures
-        if self.skipped:
-            out["skipped"] = self.skipped
-        return out
 
 
 class Shadow:
@@ -234,24 +139,12 @@ class Shadow:
         self.live_path = live_path
         """The live configuration's file (None: the embedded default), for ``--diff``."""
         self.max_queued_bytes = max_queued_bytes
-        self.clock = clock
         self.metrics = ShadowMetrics(registry)
-        self.sha256: str | None = None
-        self.loaded_at: datetime | None = None
-        self.plugins: list[str] = []
-        self.data_sources: dict[str, str] = {}
-        """Per shadow tier entry with a data source: its own, or shared with the live one."""
+        self.reports = ShadowReports(self.path, self.metrics, clock)
+        """What the process reported: sessions, differences, failures, the file loaded."""
         self._live_sources = LiveSources(live_sources) if live_sources is not None else None
         """``live_sources`` returns the live configuration and its data sources as served now:
         the shadow reads the ones it shares from there (app/shadow_sources.py)."""
-        self.problem: str | None = None
-        """The latest failure to load the file (None once a load succeeds)."""
-        self.last_failure: dict[str, str] | None = None
-        self.failures: Tally[str] = Tally()
-        self.sessions: list[ShadowSession] = []
-        """Oldest first: see :data:`SESSIONS_KEPT` and :data:`SESSIONS_WITH_DIFFERENCES_KEPT`."""
-        self._lock = threading.Lock()
-        """Guards what the receiving thread writes and the routes read."""
         # The event loop's side (offer): written there only.
         self._queue: deque[Item | None] = deque()
         """Appended here, popped by the sending thread (both atomic under the GIL)."""
@@ -260,7 +153,6 @@ class Shadow:
         self._in_bytes = 0
         self._live_session = 0
         self._dropping = -1
-        self._live_logs: dict[int, SessionLog | None] = {}
         self.dropped = 0
         # The receiving thread's side: the bytes the process has handled (it says so when it
         # has caught up), and the sending thread's: those it could not hand over.
@@ -322,8 +214,7 @@ class Shadow:
         if verb == OPEN:
             self._opened_at = time.monotonic()
             self._live_session += 1
-            self._live_logs[self._live_session] = live_log
-            self._live_logs.pop(self._live_session - 2 * SESSIONS_KEPT, None)
+            self.reports.opened(self._live_session, live_log)
         session = self._live_session
         if session == self._dropping:
             return
@@ -433,7 +324,7 @@ class Shadow:
         except Exception as exc:  # a state that does not encode: that session is skipped
             logger.exception("the session's derived state could not be encoded for the shadow")
             self._deltas.full_next()
-            self._count_failure("open", OPEN, f"encoding the derived state: {exc!r}")
+            self.reports.count_failure("open", OPEN, f"encoding the derived state: {exc!r}")
             return
         whole = self._deltas.changed_whole
         self.handed_over = {
@@ -452,7 +343,7 @@ class Shadow:
     def _process_gone(self, verb: str) -> None:
         if not self._gone:
             self._gone = True
-            self._count_failure("verb", verb, "the shadow's process ended")
+            self.reports.count_failure("verb", verb, "the shadow's process ended")
 
     def _share_or_lose(self) -> None:
         try:
@@ -472,7 +363,7 @@ class Shadow:
             raise
         except Exception as exc:  # a state that does not pickle: counted, the session goes on
             logger.exception("the live data sources could not be shared with the shadow")
-            self._count_failure("open", OPEN, f"sharing the live data sources: {exc!r}")
+            self.reports.count_failure("open", OPEN, f"sharing the live data sources: {exc!r}")
 
     def _receive(self) -> None:
         while True:
@@ -498,136 +389,30 @@ class Shadow:
         elif kind == "done":
             self._done_bytes = message[1]
             self.metrics.queued_bytes.set(self.queued_bytes())
-        elif kind == "compared":
-            _, number, verb, found = message
-            live_log = self._live_logs.get(number)
-            found = [with_live_reasons(d, live_log) for d in found]
-            self.metrics.compared.labels(verb).inc()
-            for difference in found:
-                self.metrics.differences.labels(difference.verb, difference.plugin).inc()
-            with self._lock:
-                session = self._session(number)
-                if session is None:
-                    return
-                session.compared[verb] += 1
-                room = max(DIFFERENCES_PER_SESSION - len(session.differences), 0)
-                session.differences.extend(found[:room])
-                session.not_kept += max(len(found) - room, 0)
-        elif kind == "session":
-            _, number, skipped = message
-            session = ShadowSession(
-                number, self.clock(), self._live_logs.get(number), skipped=skipped
-            )
-            with self._lock:
-                self._keep(session)
-        elif kind == "skipped":
-            _, number, why = message
-            with self._lock:
-                session = self._session(number)
-                if session is not None:
-                    session.skipped = why
-        elif kind == "failure":
-            _, stage, verb, error = message
-            self._count_failure(stage, verb, error)
-        elif kind == "problem":
-            self.problem = message[1]
-            self._count_failure("load", "", message[1])
-            logger.error(
-                "shadow configuration %s not loaded: %s (the live configuration is not affected)",
-                self.path, message[1],
-            )  # fmt: skip
-        elif kind == "loaded":
-            _, sha256, plugins, sources = message
-            if self.sha256 is not None:
-                self.metrics.info.remove(str(self.path), self.sha256)
-            self.metrics.info.labels(str(self.path), sha256).set(1)
-            logger.info(
-                "shadow configuration %s (sha256 %s) %s with plugins: %s",
-                self.path, sha256, "reloaded" if self.sha256 else "loaded",
-                ", ".join(plugins) or "none",
-            )  # fmt: skip
-            self.sha256, self.plugins, self.loaded_at = sha256, plugins, self.clock()
-            self.data_sources = sources
-            self.problem = None
-
-    def _keep(self, session: ShadowSession) -> None:
-        """Add ``session``; keep the newest :data:`SESSIONS_KEPT` and the newest
-        :data:`SESSIONS_WITH_DIFFERENCES_KEPT` that found differences (called with the lock)."""
-        self.sessions.append(session)
-        newest = self.sessions[-SESSIONS_KEPT:]
-        differing = [s for s in self.sessions if s.differences or s.not_kept]
-        kept = {id(s) for s in (*newest, *differing[-SESSIONS_WITH_DIFFERENCES_KEPT:])}
-        self.sessions = [s for s in self.sessions if id(s) in kept]
-
-    def _session(self, number: int) -> ShadowSession | None:
-        for session in reversed(self.sessions):
-            if session.number == number:
-                return session
-        return None
-
-    def _count_failure(self, stage: str, verb: str, error: str) -> None:
-        self.metrics.failures.labels(stage).inc()
-        if stage != "load":
-            logger.warning("shadow configuration %s failed in %s: %s", self.path, verb, error)
-        with self._lock:
-            self.failures[stage] += 1
-            self.last_failure = {
-                "stage": stage, "verb": verb, "error": error, "at": self.clock().isoformat()
-            }  # fmt: skip
-            if stage in ("verb", "compare") and self.sessions:
-                self.sessions[-1].failures += 1
+        else:
+            self.reports.apply(message)
 
     # --- what the routes read ------------------------------------------------------------------
 
     def describe(self) -> dict[str, Any]:
         """``/readyz``'s ``shadow``: which file, loaded or why not, and its counts."""
-        out: dict[str, Any] = {"source": str(self.path)}
-        if self.sha256 is not None and self.loaded_at is not None:
-            out["sha256"] = self.sha256
-            out["loadedAt"] = self.loaded_at.isoformat()
-            out["plugins"] = list(self.plugins)
-            if self.data_sources:
-                out["dataSources"] = dict(self.data_sources)
-        if self.problem is not None:
+        reports = self.reports
+        out: dict[str, Any] = {"source": str(self.path), **reports.loaded()}
+        if reports.problem is not None:
             out["status"] = "failing"
-            out["problem"] = self.problem
+            out["problem"] = reports.problem
         elif not self._process.is_alive():
             out["status"] = "failing"
             out["problem"] = f"the shadow's process ended (exit {self._process.exitcode})"
         else:
-            out["status"] = "evaluating" if self.sha256 is not None else "starting"
+            out["status"] = "evaluating" if reports.sha256 is not None else "starting"
         out["droppedSessions"] = self.dropped
-        with self._lock:
-            out["failures"] = {stage: self.failures[stage] for stage in FAILURE_STAGES}
-            if self.last_failure is not None:
-                out["lastFailure"] = dict(self.last_failure)
+        out.update(reports.failure_counts())
         if self.cluster:
             out["sessionState"] = {"mode": "cluster", **self.handed_over}
         out["queuedBytes"] = self.queued_bytes()
         out["maxQueuedBytes"] = self.max_queued_bytes
         return out
-
-    def findings(self) -> tuple[list[dict[str, Any]], list[Difference]]:
-        """The sessions kept (oldest first) and the differences of the newest evaluated one."""
-        with self._lock:
-            sessions = list(self.sessions)
-            described = [s.describe() for s in sessions]
-            evaluated = [s for s in sessions if not s.skipped and s.compared]
-            newest = list(evaluated[-1].differences) if evaluated else []
-        return described, newest
-
-    def differences_of(self, kind: str, key: str) -> list[tuple[int, Difference]]:
-        """Every kept difference about ``kind`` ``key`` (a job also by its Volcano job name,
-        ``<name>-<uid>`` being its PodGroup), newest session first."""
-        with self._lock:
-            sessions = list(self.sessions)
-            found = [
-                (s.number, d)
-                for s in reversed(sessions)
-                for d in list(s.differences)
-                if d.kind == kind and (d.subject == key or _is_podgroup_of(d.subject, key))
-            ]
-        return found
 
     def config_diff(self) -> list[str]:
         """The live configuration file against the shadow file, as a unified diff."""
@@ -658,11 +443,6 @@ def _widen(pipe: Any) -> None:
     a shadow starved of CPU can stretch into the next session."""
     with contextlib.suppress(AttributeError, OSError):  # not Linux, or over pipe-max-size
         fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-
-
-def _is_podgroup_of(subject: str, key: str) -> bool:
-    """``team-a/train-42-<uid>`` is the PodGroup Volcano made for job ``team-a/train-42``."""
-    return subject.startswith(key + "-") and len(subject) == len(key) + 37
 
 
 class ShadowedAnswers:

@@ -118,11 +118,11 @@ async def debug_shadow(request: Request) -> Response:
             return json_response(
                 {"error": f"{what} must be <namespace>/<name>, got {key!r}"}, status_code=400
             )
-    sessions, newest = shadow.findings()
+    sessions, newest = shadow.reports.findings()
     body: dict[str, Any] = {}
     if key:
         kind = "job" if job else "task"
-        found = shadow.differences_of(kind, key)
+        found = shadow.reports.differences_of(kind, key)
         body["summary"] = [
             f"session {number}: {d.line()}" for number, d in found
         ] or [f"the shadow decides {kind} {key} as the live configuration does (in the"

@@ -13,7 +13,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from app.explain import DecisionRecord
-from app.shadow import PIPE_BYTES, SEND_AFTER_SECONDS, SESSIONS_KEPT, Shadow, ShadowedAnswers
+from app.shadow import PIPE_BYTES, SEND_AFTER_SECONDS, Shadow, ShadowedAnswers
+from app.shadow_reports import SESSIONS_KEPT
 
 CONFIG = """\
 volcanoVersion: "1.15"
@@ -47,8 +48,8 @@ def test_a_session_whose_snapshot_does_not_fit_is_dropped_whole(tmp_path: Path) 
         s.offer("onSessionOpen", SNAPSHOT, b"{}")
         s.offer("jobEnqueueable", JOB, b'{"status":1}')
         assert s.dropped == 1 and s.queued_bytes() == 0  # nothing of that session queued
-        settled(s, lambda: s.sessions)
-        [session] = s.findings()[0]
+        settled(s, lambda: s.reports.sessions)
+        [session] = s.reports.findings()[0]
         assert "dropped" in session["skipped"] and session["compared"] == {}
         assert s.describe()["droppedSessions"] == 1
     finally:
@@ -60,8 +61,8 @@ def test_the_shadow_compares_a_session_it_can_hold(tmp_path: Path) -> None:
     try:
         s.offer("onSessionOpen", SNAPSHOT, b"{}")
         s.offer("jobEnqueueable", JOB, b'{"status":1}')
-        settled(s, lambda: s.findings()[1])
-        sessions, newest = s.findings()
+        settled(s, lambda: s.reports.findings()[1])
+        sessions, newest = s.reports.findings()
         assert sessions[0]["compared"] == {"jobEnqueueable": 1}
         [held] = newest
         assert (held.subject, held.change, held.shadow.plugin) == (
@@ -86,7 +87,7 @@ def test_a_file_that_does_not_load_is_a_counted_failure(tmp_path: Path) -> None:
         s.offer("onSessionOpen", SNAPSHOT, b"{}")  # nothing to answer with: no finding, no error
         s.offer("jobEnqueueable", JOB, b'{"status":1}')
         settled(s, lambda: s.queued_bytes() == 0)
-        assert s.findings()[1] == []
+        assert s.reports.findings()[1] == []
     finally:
         s.stop()
 
@@ -100,11 +101,13 @@ def test_a_session_with_differences_outlives_the_quiet_sessions_after_it(tmp_pat
         s.offer("jobEnqueueable", JOB, b'{"status":1}')
         for _ in range(SESSIONS_KEPT + 2):
             s.offer("onSessionOpen", SNAPSHOT, b"{}")
-        settled(s, lambda: s.sessions and s.sessions[-1].number == SESSIONS_KEPT + 3)
-        sessions, newest = s.findings()
+        settled(
+            s, lambda: s.reports.sessions and s.reports.sessions[-1].number == SESSIONS_KEPT + 3
+        )
+        sessions, newest = s.reports.findings()
         assert [d["session"] for d in sessions] == [1, 4, 5, 6]
         assert [d.subject for d in newest] == ["a/big"]
-        assert [(n, d.change) for n, d in s.differences_of("job", "a/big")] == [
+        assert [(n, d.change) for n, d in s.reports.differences_of("job", "a/big")] == [
             (1, "would hold it")
         ]
     finally:
@@ -138,10 +141,10 @@ def test_the_shadow_never_evaluates_while_the_live_side_is_mid_session(tmp_path:
         # Past the sending thread's bound in time (SEND_AFTER_SECONDS): without the gate the
         # session would be handed over and evaluated by now.
         time.sleep(SEND_AFTER_SECONDS + 0.5)
-        assert s.sessions == [] and s.queued_bytes() > 0
+        assert s.reports.sessions == [] and s.queued_bytes() > 0
         answers.handle("onSessionClose", b"{}")
-        settled(s, lambda: s.findings()[1])
-        sessions, newest = s.findings()
+        settled(s, lambda: s.reports.findings()[1])
+        sessions, newest = s.reports.findings()
         assert sessions[0]["compared"] == {"jobEnqueueable": 1}
         assert [d.subject for d in newest] == ["a/big"]
     finally:
@@ -167,8 +170,8 @@ def test_a_shadow_held_off_by_a_busy_live_side_drops_whole_sessions_and_counts_t
         answers.handle("onSessionOpen", SNAPSHOT)
         answers.handle("jobEnqueueable", JOB)
         answers.handle("onSessionClose", b"{}")
-        settled(s, lambda: len(s.sessions) == 2 and s.sessions[-1].compared)
-        first, second = s.findings()[0]
+        settled(s, lambda: len(s.reports.sessions) == 2 and s.reports.sessions[-1].compared)
+        first, second = s.reports.findings()[0]
         assert "fell behind" in first["skipped"] and first["compared"] == {"jobEnqueueable": 3}
         assert second["compared"] == {"jobEnqueueable": 1} and "skipped" not in second
         assert s.dropped == 1
