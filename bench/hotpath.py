@@ -27,12 +27,15 @@ configuration (``--shadow``) meets in a cluster, and does its work in the idle p
 shadow each load begins once the shadow has caught up with the one before (``queuedBytes`` 0 in
 /readyz), as it would have in Volcano's period.
 With two checkouts and HTTP it also pairs the HTTP p50 and p99 of the second over the first
-round by round (median and quartiles).
+round by round (median and quartiles); with more, every later checkout over every earlier one
+(``--repo live=A --repo base=A --repo new=B --shadow base --shadow new``: what a shadow costs
+before and after a change, and the change itself, in one run).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -309,10 +312,11 @@ def main(argv: list[str] | None = None) -> int:
                 for k in keys
             ]
             print(f"| {ld.name} | {name} | " + " | ".join(cells) + " |")
-    if len(repos) == 2 and not a.no_http:
-        print_paired_http(samples, [ld.name for ld in loads], repos[0][0], repos[1][0])
-    if len(repos) == 2 and not a.no_asgi:
-        print_paired(samples, [ld.name for ld in loads], repos[0][0], repos[1][0])
+    for (first, _), (second, _) in itertools.combinations(repos, 2):
+        if not a.no_http:
+            print_paired_http(samples, [ld.name for ld in loads], first, second)
+        if not a.no_asgi:
+            print_paired(samples, [ld.name for ld in loads], first, second)
     return 0
 
 

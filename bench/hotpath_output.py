@@ -22,7 +22,13 @@ class SavedRun:
     """workload -> "p50" / "steady" -> (median, first quartile, third quartile)."""
     paired_http: dict[str, dict[str, tuple[float, float, float]]] = field(default_factory=dict)
     """workload -> "p50" / "p99" -> (median, first quartile, third quartile) of the HTTP
-    figures paired by round (absent from outputs before the HTTP pairing was printed)."""
+    figures paired by round (absent from outputs before the HTTP pairing was printed): the
+    second checkout over the first."""
+    paired_http_of: dict[tuple[str, str], dict[str, dict[str, tuple[float, float, float]]]] = field(
+        default_factory=dict
+    )
+    """(first, second) -> what :attr:`paired_http` holds, for every pair of checkouts the run
+    printed (a run of three or more pairs each later one with each earlier one)."""
 
 
 def _cells(line: str) -> list[str]:
@@ -41,7 +47,8 @@ def parse_output(text: str) -> SavedRun:
     header: list[str] = []
     medians: dict[tuple[str, str], dict[str, float]] = {}
     paired: dict[str, dict[str, tuple[float, float, float]]] = {}
-    paired_http: dict[str, dict[str, tuple[float, float, float]]] = {}
+    paired_http_of: dict[tuple[str, str], dict[str, dict[str, tuple[float, float, float]]]] = {}
+    pair: dict[str, dict[str, tuple[float, float, float]]] = {}
     part = ""
     for line in text.splitlines():
         if line.startswith("load average"):
@@ -54,6 +61,8 @@ def parse_output(text: str) -> SavedRun:
             part = "paired"
         elif line.startswith("over HTTP,"):
             part = "paired_http"
+            second, first = line.split(",")[1].strip().split(" / ")
+            pair = paired_http_of.setdefault((first, second), {})
         elif not line.startswith("| ") or line.startswith("|---"):
             continue
         elif line.startswith("| workload |"):
@@ -70,7 +79,10 @@ def parse_output(text: str) -> SavedRun:
             paired[load] = {"p50": _spread(p50, p50_q), "steady": _spread(steady, steady_q)}
         elif part == "paired_http":
             load, p50, p50_q, p99, p99_q = _cells(line)
-            paired_http[load] = {"p50": _spread(p50, p50_q), "p99": _spread(p99, p99_q)}
+            pair[load] = {"p50": _spread(p50, p50_q), "p99": _spread(p99, p99_q)}
     if not medians:
         raise ValueError("no medians table: not the output of python -m bench.hotpath")
-    return SavedRun(rounds, (load_average[0], load_average[1]), medians, paired, paired_http)
+    paired_http = next(iter(paired_http_of.values()), {})
+    return SavedRun(
+        rounds, (load_average[0], load_average[1]), medians, paired, paired_http, paired_http_of
+    )

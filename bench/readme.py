@@ -114,6 +114,7 @@ SECTIONS: tuple[Section, ...] = (
             ("shadow-gated-pipe", "shadow-gated-pipe-hotpath.txt"),
             ("shadow-freed-memory", "shadow-freed-memory-hotpath.txt"),
             ("shadow-pretouch", "shadow-pretouch-hotpath.txt"),
+            ("shadow-settled", "shadow-settled-hotpath.txt"),
         )
     ),
     Section(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,21 @@ def test_an_in_process_ab_of_one_checkout_against_itself_runs(
              or line.startswith("| jobEnqueueable-c1 | 1.")]  # fmt: skip
     ratio, steady = float(row.split("|")[2]), float(row.split("|")[4])
     assert 0.5 < ratio < 2.0 and 0.5 < steady < 2.0  # the same code: nowhere near 2x
+
+
+def test_three_checkouts_are_paired_each_later_over_each_earlier(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--repo live=A --repo base=A --repo new=B``: what a shadow costs before and after a
+    change, and the change itself, from one run's rounds."""
+    argv = ["--repo", f"a={ROOT}", "--repo", f"b={ROOT}", "--repo", f"c={ROOT}", "--loads",
+            "jobEnqueueable-c1", "--rounds", "1", "--no-http", "--scale", "0.02"]  # fmt: skip
+    assert hotpath.main(argv) == 0
+    out = capsys.readouterr().out
+    pairs = [
+        line.split(",")[1].strip() for line in out.splitlines() if line.startswith("in process,")
+    ]
+    assert pairs == ["b / a", "c / a", "c / b"]
 
 
 @pytest.mark.parametrize(
@@ -135,34 +151,48 @@ def test_a_cycle_load_is_a_session_a_burst_and_the_period_idle() -> None:
     )
 
 
-def test_the_shadow_command_bench_readme_shows_runs(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """bench/README's shadow command as written, over HTTP, one short round of a cycle load
-    (two sessions of a few calls) and a back-to-back one; its output renders the README's
-    table."""
-    import shlex
-
-    from bench import readme_sections
-
-    [line] = [
+def shadow_lines() -> list[str]:
+    """bench/README's shadow commands over the cycle loads: a checkout with and without a
+    shadow, and three servers (a change's shadow against the one before it)."""
+    return [
         line
         for line in (ROOT / "bench" / "README.md").read_text().splitlines()
         if line.startswith("uv run --group bench python -m bench.hotpath") and "--shadow" in line
         and "cycle" in line
     ]  # fmt: skip
+
+
+def test_bench_readme_shows_the_two_shadow_commands() -> None:
+    assert len(shadow_lines()) == 2
+
+
+@pytest.mark.parametrize("line", shadow_lines())
+def test_a_shadow_command_bench_readme_shows_runs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, line: str
+) -> None:
+    """A shadow command of bench/README as written, every checkout this one, over HTTP, one
+    short round of a cycle load (two sessions of a few calls) and a back-to-back one; its
+    output pairs every two servers and renders the README's table."""
+    import shlex
+
+    from bench import readme_sections
+
     words = shlex.split(line)
     argv = words[words.index("bench.hotpath") + 1 :]
     argv = [f"{w.split('=')[0]}={ROOT}" if "=" in w and not w.startswith("-") else w for w in argv]
+    names = [w.split("=")[0] for w in argv if "=" in w and not w.startswith("-")]
     argv[argv.index("--loads") + 1] = "jobEnqueueable-cycle,jobEnqueueable-c1"
+    argv[argv.index("--rounds") + 1] = "1"
     short = hotpath.CycleLoad("jobEnqueueable-cycle", "jobEnqueueable-c1", 100, 0.1, 1)
     monkeypatch.setattr(hotpath, "CYCLE_LOADS", {short.name: short})
-    assert hotpath.main([*argv, "--rounds", "1", "--scale", "0.05", "--no-asgi"]) == 0
+    assert hotpath.main([*argv, "--scale", "0.05", "--no-asgi"]) == 0
     out = capsys.readouterr().out
     saved = hotpath_output.parse_output(out)
+    assert set(saved.paired_http_of) == set(itertools.combinations(names, 2))
     assert set(saved.paired_http) == {"jobEnqueueable-cycle", "jobEnqueueable-c1"}
-    assert saved.medians["jobEnqueueable-cycle", "shadowed"]["p50_ms"] > 0
-    assert "| jobEnqueueable-cycle |" in readme_sections.shadow_cost_table("x.txt", out)
+    assert saved.medians["jobEnqueueable-cycle", names[-1]]["p50_ms"] > 0
+    if names == ["live", "shadowed"]:
+        assert "| jobEnqueueable-cycle |" in readme_sections.shadow_cost_table("x.txt", out)
 
 
 @pytest.mark.parametrize(

@@ -53,3 +53,38 @@ def test_a_saved_output_reads_back_as_its_tables() -> None:
 def test_text_that_is_not_a_hotpath_output_is_refused() -> None:
     with pytest.raises(ValueError, match=r"not the output of python -m bench\.hotpath"):
         parse_output("soak: 600 s\nPASS")
+
+
+THREE = """load average (1.0, 1.0, 1.0)
+
+load average at end (2.0, 1.0, 1.0); medians over 2 rounds
+| workload | checkout | p50_ms | p99_ms | growth_MiB | dropped_sessions |
+|---|---|---|---|---|---|
+| jobEnqueueable-c1 | live | 0.500 | 0.700 | 0.004 | 0.000 |
+| jobEnqueueable-c1 | base | 0.650 | 1.000 | 25.500 | 0.000 |
+| jobEnqueueable-c1 | new | 0.550 | 0.900 | 25.700 | 0.000 |
+
+over HTTP, base / live, paired by round (median, quartiles)
+| workload | p50 ratio | quartiles | p99 ratio | quartiles |
+|---|---|---|---|---|
+| jobEnqueueable-c1 | 1.300 | 1.250–1.350 | 1.400 | 1.300–1.600 |
+
+over HTTP, new / live, paired by round (median, quartiles)
+| workload | p50 ratio | quartiles | p99 ratio | quartiles |
+|---|---|---|---|---|
+| jobEnqueueable-c1 | 1.100 | 1.050–1.150 | 1.300 | 1.200–1.400 |
+
+over HTTP, new / base, paired by round (median, quartiles)
+| workload | p50 ratio | quartiles | p99 ratio | quartiles |
+|---|---|---|---|---|
+| jobEnqueueable-c1 | 0.850 | 0.800–0.900 | 0.950 | 0.900–1.000 |
+"""
+
+
+def test_a_run_of_three_checkouts_reads_back_every_pair() -> None:
+    """``--repo live=A --repo base=A --repo new=B``: each later checkout over each earlier one;
+    ``paired_http`` stays the second over the first, as in a run of two."""
+    saved = parse_output(THREE)
+    assert set(saved.paired_http_of) == {("live", "base"), ("live", "new"), ("base", "new")}
+    assert saved.paired_http_of["base", "new"]["jobEnqueueable-c1"]["p50"] == (0.85, 0.8, 0.9)
+    assert saved.paired_http == saved.paired_http_of["live", "base"]

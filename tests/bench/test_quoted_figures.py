@@ -102,6 +102,33 @@ def trial_floor(scheduler: str) -> float:
     return float(row["idle_p50_ms"])
 
 
+def hotpath_pair(name: str, first: str, second: str, load: str, key: str) -> float:
+    """A saved bench.hotpath run's ``second`` over ``first``, paired round by round: the median
+    ratio of ``key`` (p50, p99)."""
+    from bench.hotpath_output import parse_output
+
+    run = parse_output((RESULTS / name).read_text())
+    return run.paired_http_of[first, second][load][key][0]
+
+
+def hotpath_quartiles(name: str, first: str, second: str, load: str, key: str) -> list[float]:
+    from bench.hotpath_output import parse_output
+
+    run = parse_output((RESULTS / name).read_text())
+    return list(run.paired_http_of[first, second][load][key][1:])
+
+
+def hotpath_growth(name: str, checkout: str, load: str) -> float:
+    from bench.hotpath_output import parse_output
+
+    return parse_output((RESULTS / name).read_text()).medians[load, checkout]["growth_MiB"]
+
+
+SETTLED = "shadow-settled-hotpath.txt"
+COPY_3WAY = "shadow-copy-3way-hotpath.txt"
+COPY_AB = "shadow-copy-ab-hotpath.txt"
+
+
 FULL = "full-7edf20e.json"
 """The full run the operator guide's rules of thumb (and app/sizing.py's margin) come from."""
 GUIDE = "docs/operator-guide.md"
@@ -161,6 +188,26 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("floor trial neutral ratio", BENCH, r"on cluster mode's conf \d+ ms \(([\d.]+)×\)", lambda: trial_floor("neutral-cluster") / trial_floor("intree")),
     ("floor trial at the floor", BENCH, r"protocol's floor \(([\d.]+)× it\)", lambda: trial_floor("caldera-cluster") / trial_floor("neutral-cluster")),
     ("cluster mode 1,000 ratio", BENCH, r"cluster mode's idle cycle at 1,000 / 10,000 was ([\d.]+)×", lambda: cluster_run("1000 / 10000", "job", "caldera-cluster", "idle_p50_ms") / cluster_run("1000 / 10000", "job", "intree", "idle_p50_ms")),
+    ("shadow now, job cycle p50", BENCH, r"met\*\* for jobEnqueueable \(p50 ([\d.]+), p99", lambda: hotpath_pair(SETTLED, "live", "shadowed", "jobEnqueueable-cycle", "p50")),
+    ("shadow now, job cycle p99", BENCH, r"met\*\* for jobEnqueueable \(p50 [\d.]+, p99 ([\d.]+)\)", lambda: hotpath_pair(SETTLED, "live", "shadowed", "jobEnqueueable-cycle", "p99")),
+    ("shadow now, evict cycle p99", BENCH, r"and at\s+preemptable's p99 \(([\d.]+)\); preemptable's", lambda: hotpath_pair(SETTLED, "live", "shadowed", "preemptable-cycle", "p99")),
+    ("shadow now, evict cycle p50", BENCH, r"preemptable's p50 is not shown \(([\d.]+), quartiles [\d.]+–[\d.]+\)\.\s+\*\*Back", lambda: hotpath_pair(SETTLED, "live", "shadowed", "preemptable-cycle", "p50")),
+    ("shadow now, evict cycle p50 quartiles", BENCH, r"preemptable's p50 is not shown \([\d.]+, quartiles ([\d.]+–[\d.]+)\)\.\s+\*\*Back", lambda: hotpath_quartiles(SETTLED, "live", "shadowed", "preemptable-cycle", "p50")),
+    ("shadow now, job c1 p50", BENCH, r"jobEnqueueable misses it\*\* \(p50 ([\d.]+), p99", lambda: hotpath_pair(SETTLED, "live", "shadowed", "jobEnqueueable-c1", "p50")),
+    ("shadow now, job c1 p99", BENCH, r"jobEnqueueable misses it\*\* \(p50 [\d.]+, p99 ([\d.]+)\)", lambda: hotpath_pair(SETTLED, "live", "shadowed", "jobEnqueueable-c1", "p99")),
+    ("shadow now, evict c1 p50", BENCH, r"is not shown at either \(p50 ([\d.]+), p99", lambda: hotpath_pair(SETTLED, "live", "shadowed", "preemptable-c1", "p50")),
+    ("shadow now, evict c1 p99", BENCH, r"is not shown at either \(p50 [\d.]+, p99 ([\d.]+)\)", lambda: hotpath_pair(SETTLED, "live", "shadowed", "preemptable-c1", "p99")),
+    ("copy, job c1 p50", BENCH, r"jobEnqueueable's p50 ([\d.]+) \(quartiles\s+[\d.]+–[\d.]+\) and p99", lambda: hotpath_pair(COPY_3WAY, "base", "new", "jobEnqueueable-c1", "p50")),
+    ("copy, job c1 p50 quartiles", BENCH, r"jobEnqueueable's p50 [\d.]+ \(quartiles\s+([\d.]+–[\d.]+)\) and p99", lambda: hotpath_quartiles(COPY_3WAY, "base", "new", "jobEnqueueable-c1", "p50")),
+    ("copy, job c1 p99", BENCH, r"\(quartiles\s+[\d.]+–[\d.]+\) and p99 ([\d.]+); in Volcano's", lambda: hotpath_pair(COPY_3WAY, "base", "new", "jobEnqueueable-c1", "p99")),
+    ("copy, evict cycle p50", BENCH, r"shape preemptable's p50 ([\d.]+) \(quartiles", lambda: hotpath_pair(COPY_3WAY, "base", "new", "preemptable-cycle", "p50")),
+    ("copy, evict cycle p50 quartiles", BENCH, r"shape preemptable's p50 [\d.]+ \(quartiles\s+([\d.]+–[\d.]+)\)", lambda: hotpath_quartiles(COPY_3WAY, "base", "new", "preemptable-cycle", "p50")),
+    ("copy A/B, job c1 p50", BENCH, r"back to back a p50 of ([\d.]+) and", lambda: hotpath_pair(COPY_AB, "base", "new", "jobEnqueueable-c1", "p50")),
+    ("copy A/B, evict c1 p50", BENCH, r"back to back a p50 of [\d.]+ and ([\d.]+) and", lambda: hotpath_pair(COPY_AB, "base", "new", "preemptable-c1", "p50")),
+    ("copy A/B, job c1 p99", BENCH, r"and a p99 of ([\d.]+) and [\d.]+ \(jobEnqueueable", lambda: hotpath_pair(COPY_AB, "base", "new", "jobEnqueueable-c1", "p99")),
+    ("copy A/B, evict c1 p99", BENCH, r"and a p99 of [\d.]+ and ([\d.]+) \(jobEnqueueable", lambda: hotpath_pair(COPY_AB, "base", "new", "preemptable-c1", "p99")),
+    ("copy growth, without", BENCH, r"the growth is the same, (\d+) MiB for jobEnqueueable", lambda: hotpath_growth(COPY_3WAY, "base", "jobEnqueueable-c1")),
+    ("copy growth, with", BENCH, r"the growth is the same, (\d+) MiB for jobEnqueueable", lambda: hotpath_growth(COPY_3WAY, "new", "jobEnqueueable-c1")),
     ("first derivation per pod", GUIDE, r"derives every task, node and job \((\d+) µs per pod", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"] * 1000 / results("cluster-state.json")["pods"]),
     ("first derivation", GUIDE, r"builds every task, node and job\s+\((\d+) ms median\)", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"]),
     ("derivation, nothing changed", GUIDE, r"\(([\d.]+) ms with nothing changed", lambda: results("cluster-state.json")["incremental"]["changed_0_pods_ms"]["median"]),
