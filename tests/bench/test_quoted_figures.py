@@ -129,6 +129,24 @@ COPY_3WAY = "shadow-copy-3way-hotpath.txt"
 COPY_AB = "shadow-copy-ab-hotpath.txt"
 
 
+def floor_repeat(scheduler: str, key: str = "idle_p50_ms") -> float:
+    row = next(
+        r
+        for r in results("cluster-floor-job1000-repeat3.json")["rows"]
+        if r["scheduler"] == scheduler
+    )
+    return float(row[key])
+
+
+def floor_repeat_range(scheduler: str) -> list[float]:
+    row = next(
+        r
+        for r in results("cluster-floor-job1000-repeat3.json")["rows"]
+        if r["scheduler"] == scheduler
+    )
+    return [float(v) for v in row["idle_p50_ms_range"]]
+
+
 FULL = "full-7edf20e.json"
 """The full run the operator guide's rules of thumb (and app/sizing.py's margin) come from."""
 GUIDE = "docs/operator-guide.md"
@@ -187,6 +205,18 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("floor trial neutral", BENCH, r"on cluster mode's conf (\d+) ms \(", lambda: trial_floor("neutral-cluster")),
     ("floor trial neutral ratio", BENCH, r"on cluster mode's conf \d+ ms \(([\d.]+)×\)", lambda: trial_floor("neutral-cluster") / trial_floor("intree")),
     ("floor trial at the floor", BENCH, r"protocol's floor \(([\d.]+)× it\)", lambda: trial_floor("caldera-cluster") / trial_floor("neutral-cluster")),
+    ("floor x3 minutes", BENCH, r"commit 7fef737, (\d+) min\)", lambda: results("cluster-floor-job1000-repeat3.json")["seconds"] / 60),
+    ("in-tree rounds at 1,000 (bench)", BENCH, r"moved between (\d+) and \d+ ms across\s+the committed run's rounds", lambda: cluster_range("1000 / 10000", "intree", "idle_p50_ms")[0]),
+    ("in-tree rounds top at 1,000 (bench)", BENCH, r"moved between \d+ and (\d+) ms across\s+the committed run's rounds", lambda: cluster_range("1000 / 10000", "intree", "idle_p50_ms")[1]),
+    ("floor x3 in-tree", BENCH, r"three: in-tree (\d+) ms \(", lambda: floor_repeat("intree")),
+    ("floor x3 in-tree range", BENCH, r"three: in-tree \d+ ms \((\d+–\d+)\)", lambda: floor_repeat_range("intree")),
+    ("floor x3 cluster mode", BENCH, r"\), cluster mode (\d+) ms \(\d+–\d+, \*\*", lambda: floor_repeat("caldera-cluster")),
+    ("floor x3 cluster mode range", BENCH, r"\), cluster mode \d+ ms \((\d+–\d+), \*\*", lambda: floor_repeat_range("caldera-cluster")),
+    ("floor x3 cluster ratio", BENCH, r"\*\*([\d.]+)×\*\* in-tree\), the neutral", lambda: floor_repeat("caldera-cluster") / floor_repeat("intree")),
+    ("floor x3 neutral", BENCH, r"the neutral\s+server on cluster mode's conf (\d+) ms \(\d+–\d+, [\d.]+×\)", lambda: floor_repeat("neutral-cluster")),
+    ("floor x3 neutral range", BENCH, r"the neutral\s+server on cluster mode's conf \d+ ms \((\d+–\d+), [\d.]+×\)", lambda: floor_repeat_range("neutral-cluster")),
+    ("floor x3 neutral ratio", BENCH, r"the neutral\s+server on cluster mode's conf \d+ ms \(\d+–\d+, ([\d.]+)×\)", lambda: floor_repeat("neutral-cluster") / floor_repeat("intree")),
+    ("floor x3 at the floor", BENCH, r"\*\*cluster mode at ([\d.]+)× the floor\*\*", lambda: floor_repeat("caldera-cluster") / floor_repeat("neutral-cluster")),
     ("cluster mode 1,000 ratio", BENCH, r"cluster mode's idle cycle at 1,000 / 10,000 was ([\d.]+)×", lambda: cluster_run("1000 / 10000", "job", "caldera-cluster", "idle_p50_ms") / cluster_run("1000 / 10000", "job", "intree", "idle_p50_ms")),
     ("shadow now, job cycle p50", BENCH, r"met\*\* for jobEnqueueable \(p50 ([\d.]+), p99", lambda: hotpath_pair(SETTLED, "live", "shadowed", "jobEnqueueable-cycle", "p50")),
     ("shadow now, job cycle p99", BENCH, r"met\*\* for jobEnqueueable \(p50 [\d.]+, p99 ([\d.]+)\)", lambda: hotpath_pair(SETTLED, "live", "shadowed", "jobEnqueueable-cycle", "p99")),
