@@ -19,7 +19,8 @@ class SavedRun:
     medians: dict[tuple[str, str], dict[str, float]]
     """(workload, checkout) -> column (p50_ms, p99_ms, ...) -> median over the rounds."""
     paired: dict[str, dict[str, tuple[float, float, float]]]
-    """workload -> "p50" / "steady" -> (median, first quartile, third quartile)."""
+    """workload -> "p50" / "steady" -> (median, first quartile, third quartile) of the
+    in-process figures paired by round: the second checkout over the first."""
     paired_http: dict[str, dict[str, tuple[float, float, float]]] = field(default_factory=dict)
     """workload -> "p50" / "p99" -> (median, first quartile, third quartile) of the HTTP
     figures paired by round (absent from outputs before the HTTP pairing was printed): the
@@ -29,6 +30,10 @@ class SavedRun:
     )
     """(first, second) -> what :attr:`paired_http` holds, for every pair of checkouts the run
     printed (a run of three or more pairs each later one with each earlier one)."""
+    paired_of: dict[tuple[str, str], dict[str, dict[str, tuple[float, float, float]]]] = field(
+        default_factory=dict
+    )
+    """(first, second) -> what :attr:`paired` holds, for every pair the run printed."""
 
 
 def _cells(line: str) -> list[str]:
@@ -46,9 +51,10 @@ def parse_output(text: str) -> SavedRun:
     load_average = [math.nan, math.nan]
     header: list[str] = []
     medians: dict[tuple[str, str], dict[str, float]] = {}
-    paired: dict[str, dict[str, tuple[float, float, float]]] = {}
+    paired_of: dict[tuple[str, str], dict[str, dict[str, tuple[float, float, float]]]] = {}
     paired_http_of: dict[tuple[str, str], dict[str, dict[str, tuple[float, float, float]]]] = {}
     pair: dict[str, dict[str, tuple[float, float, float]]] = {}
+    of = {"in process": paired_of, "over HTTP": paired_http_of}
     part = ""
     for line in text.splitlines():
         if line.startswith("load average"):
@@ -57,12 +63,11 @@ def parse_output(text: str) -> SavedRun:
             if at_end:
                 rounds = int(line.rsplit("medians over ", 1)[1].split()[0])
                 part = "medians"
-        elif line.startswith("in process,"):
-            part = "paired"
-        elif line.startswith("over HTTP,"):
-            part = "paired_http"
-            second, first = line.split(",")[1].strip().split(" / ")
-            pair = paired_http_of.setdefault((first, second), {})
+        elif line.startswith(("in process,", "over HTTP,")):
+            heading, names = line.split(",")[:2]
+            part = "paired" if heading == "in process" else "paired_http"
+            second, first = names.strip().split(" / ")
+            pair = of[heading].setdefault((first, second), {})
         elif not line.startswith("| ") or line.startswith("|---"):
             continue
         elif line.startswith("| workload |"):
@@ -76,13 +81,20 @@ def parse_output(text: str) -> SavedRun:
             }
         elif part == "paired":
             load, p50, p50_q, steady, steady_q = _cells(line)
-            paired[load] = {"p50": _spread(p50, p50_q), "steady": _spread(steady, steady_q)}
+            pair[load] = {"p50": _spread(p50, p50_q), "steady": _spread(steady, steady_q)}
         elif part == "paired_http":
             load, p50, p50_q, p99, p99_q = _cells(line)
             pair[load] = {"p50": _spread(p50, p50_q), "p99": _spread(p99, p99_q)}
     if not medians:
         raise ValueError("no medians table: not the output of python -m bench.hotpath")
+    paired = next(iter(paired_of.values()), {})
     paired_http = next(iter(paired_http_of.values()), {})
     return SavedRun(
-        rounds, (load_average[0], load_average[1]), medians, paired, paired_http, paired_http_of
+        rounds,
+        (load_average[0], load_average[1]),
+        medians,
+        paired,
+        paired_http,
+        paired_http_of,
+        paired_of,
     )

@@ -78,6 +78,16 @@ over HTTP, new / base, paired by round (median, quartiles)
 | workload | p50 ratio | quartiles | p99 ratio | quartiles |
 |---|---|---|---|---|
 | jobEnqueueable-c1 | 0.850 | 0.800–0.900 | 0.950 | 0.900–1.000 |
+
+in process, base / live, paired by round (median, quartiles)
+| workload | p50 ratio | quartiles | steady p50 ratio | quartiles |
+|---|---|---|---|---|
+| jobEnqueueable-c1 | 1.200 | 1.100–1.300 | 1.150 | 1.100–1.200 |
+
+in process, new / live, paired by round (median, quartiles)
+| workload | p50 ratio | quartiles | steady p50 ratio | quartiles |
+|---|---|---|---|---|
+| jobEnqueueable-c1 | 1.050 | 1.000–1.100 | 1.040 | 1.000–1.080 |
 """
 
 
@@ -88,3 +98,6 @@ def test_a_run_of_three_checkouts_reads_back_every_pair() -> None:
     assert set(saved.paired_http_of) == {("live", "base"), ("live", "new"), ("base", "new")}
     assert saved.paired_http_of["base", "new"]["jobEnqueueable-c1"]["p50"] == (0.85, 0.8, 0.9)
     assert saved.paired_http == saved.paired_http_of["live", "base"]
+    assert set(saved.paired_of) == {("live", "base"), ("live", "new")}
+    assert saved.paired == saved.paired_of["live", "base"]  # the first pair, as over HTTP
+    assert saved.paired["jobEnqueueable-c1"]["p50"] == (1.2, 1.1, 1.3)
