@@ -113,7 +113,8 @@ class Item:
 
 
 class Shadow:
-    """The shadow's queue, its process and its findings (see the module docstring)."""
+    """The shadow's queue, its process and the threads between them (see the module
+    docstring); what the process reports is kept in :attr:`reports`."""
 
     def __init__(
         self,

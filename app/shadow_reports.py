@@ -240,7 +240,8 @@ class ShadowReports:
     # --- what the routes read ------------------------------------------------------------------
 
     def loaded(self) -> dict[str, Any]:
-        """The configuration loaded (empty while none has): ``/readyz``'s ``shadow`` starts so."""
+        """The file's hash, when it loaded and its plugins and data sources (empty while none
+        has loaded): part of ``/readyz``'s ``shadow`` (:meth:`app.shadow.Shadow.describe`)."""
         out: dict[str, Any] = {}
         if self.sha256 is not None and self.loaded_at is not None:
             out["sha256"] = self.sha256

@@ -51,11 +51,8 @@ def test_three_checkouts_are_paired_each_later_over_each_earlier(
     argv = ["--repo", f"a={ROOT}", "--repo", f"b={ROOT}", "--repo", f"c={ROOT}", "--loads",
             "jobEnqueueable-c1", "--rounds", "1", "--no-http", "--scale", "0.02"]  # fmt: skip
     assert hotpath.main(argv) == 0
-    out = capsys.readouterr().out
-    pairs = [
-        line.split(",")[1].strip() for line in out.splitlines() if line.startswith("in process,")
-    ]
-    assert pairs == ["b / a", "c / a", "c / b"]
+    saved = hotpath_output.parse_output(capsys.readouterr().out)
+    assert list(saved.paired_of) == [("a", "b"), ("a", "c"), ("b", "c")]
 
 
 @pytest.mark.parametrize(

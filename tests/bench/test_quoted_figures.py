@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from bench import soak
+from bench.hotpath_output import SavedRun, parse_output
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results"
@@ -93,58 +94,49 @@ def cluster_range(size: str, scheduler: str, key: str) -> list[float]:
     return [float(v) for v in cluster_row(size, "job", scheduler)[f"{key}_range"]]
 
 
-def trial_floor(scheduler: str) -> float:
-    row = next(
-        r
-        for r in results("cluster-trial-floor-job1000.json")["rows"]
-        if r["scheduler"] == scheduler
-    )
-    return float(row["idle_p50_ms"])
+TRIAL = "cluster-trial-floor-job1000.json"
+"""One round at 1,000 / 10,000: in-tree, cluster mode and its floor."""
+FLOOR_X3 = "cluster-floor-job1000-repeat3.json"
+"""The same three schedulers, three rounds."""
+
+
+def floor_row(name: str, scheduler: str) -> dict[str, Any]:
+    """The row of ``scheduler`` in a one-size, one-group cluster run (``TRIAL``, ``FLOOR_X3``)."""
+    row: dict[str, Any] = next(r for r in results(name)["rows"] if r["scheduler"] == scheduler)
+    return row
+
+
+def idle_p50(name: str, scheduler: str) -> float:
+    return float(floor_row(name, scheduler)["idle_p50_ms"])
+
+
+def idle_p50_range(name: str, scheduler: str) -> list[float]:
+    return [float(v) for v in floor_row(name, scheduler)["idle_p50_ms_range"]]
+
+
+@cache
+def saved_run(name: str) -> SavedRun:
+    """A committed bench.hotpath output, read back as its tables."""
+    return parse_output((RESULTS / name).read_text())
 
 
 def hotpath_pair(name: str, first: str, second: str, load: str, key: str) -> float:
     """A saved bench.hotpath run's ``second`` over ``first``, paired round by round: the median
     ratio of ``key`` (p50, p99)."""
-    from bench.hotpath_output import parse_output
-
-    run = parse_output((RESULTS / name).read_text())
-    return run.paired_http_of[first, second][load][key][0]
+    return saved_run(name).paired_http_of[first, second][load][key][0]
 
 
 def hotpath_quartiles(name: str, first: str, second: str, load: str, key: str) -> list[float]:
-    from bench.hotpath_output import parse_output
-
-    run = parse_output((RESULTS / name).read_text())
-    return list(run.paired_http_of[first, second][load][key][1:])
+    return list(saved_run(name).paired_http_of[first, second][load][key][1:])
 
 
 def hotpath_growth(name: str, checkout: str, load: str) -> float:
-    from bench.hotpath_output import parse_output
-
-    return parse_output((RESULTS / name).read_text()).medians[load, checkout]["growth_MiB"]
+    return saved_run(name).medians[load, checkout]["growth_MiB"]
 
 
 SETTLED = "shadow-settled-hotpath.txt"
 COPY_3WAY = "shadow-copy-3way-hotpath.txt"
 COPY_AB = "shadow-copy-ab-hotpath.txt"
-
-
-def floor_repeat(scheduler: str, key: str = "idle_p50_ms") -> float:
-    row = next(
-        r
-        for r in results("cluster-floor-job1000-repeat3.json")["rows"]
-        if r["scheduler"] == scheduler
-    )
-    return float(row[key])
-
-
-def floor_repeat_range(scheduler: str) -> list[float]:
-    row = next(
-        r
-        for r in results("cluster-floor-job1000-repeat3.json")["rows"]
-        if r["scheduler"] == scheduler
-    )
-    return [float(v) for v in row["idle_p50_ms_range"]]
 
 
 FULL = "full-7edf20e.json"
@@ -199,24 +191,24 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("build at 500", BENCH, r"\(the table's (\d+) ms\s+of Caldera's onSessionOpen", lambda: cluster_run("500 / 5000", "job", "caldera", "caldera_open_ms")),
     ("open at 500", BENCH, r"onSessionOpen against (\d+) ms of Volcano's\)", lambda: cluster_run("500 / 5000", "job", "caldera", "extender_open_ms")),
     ("tenth of neutral at 500", BENCH, r"a tenth of the neutral server's cycle is (\d+) ms", lambda: cluster_run("500 / 5000", "job", "neutral", "cycle_p50_ms") / 10),
-    ("floor trial in-tree", BENCH, r"Idle cycle p50: in-tree (\d+) ms, cluster mode", lambda: trial_floor("intree")),
-    ("floor trial cluster mode", BENCH, r"in-tree \d+ ms, cluster mode (\d+) ms", lambda: trial_floor("caldera-cluster")),
-    ("floor trial ratio", BENCH, r"cluster mode \d+ ms\s+\(([\d.]+)×\)", lambda: trial_floor("caldera-cluster") / trial_floor("intree")),
-    ("floor trial neutral", BENCH, r"on cluster mode's conf (\d+) ms \(", lambda: trial_floor("neutral-cluster")),
-    ("floor trial neutral ratio", BENCH, r"on cluster mode's conf \d+ ms \(([\d.]+)×\)", lambda: trial_floor("neutral-cluster") / trial_floor("intree")),
-    ("floor trial at the floor", BENCH, r"protocol's floor \(([\d.]+)× it\)", lambda: trial_floor("caldera-cluster") / trial_floor("neutral-cluster")),
-    ("floor x3 minutes", BENCH, r"commit 7fef737, (\d+) min\)", lambda: results("cluster-floor-job1000-repeat3.json")["seconds"] / 60),
+    ("floor trial in-tree", BENCH, r"Idle cycle p50: in-tree (\d+) ms, cluster mode", lambda: idle_p50(TRIAL, "intree")),
+    ("floor trial cluster mode", BENCH, r"in-tree \d+ ms, cluster mode (\d+) ms", lambda: idle_p50(TRIAL, "caldera-cluster")),
+    ("floor trial ratio", BENCH, r"cluster mode \d+ ms\s+\(([\d.]+)×\)", lambda: idle_p50(TRIAL, "caldera-cluster") / idle_p50(TRIAL, "intree")),
+    ("floor trial neutral", BENCH, r"on cluster mode's conf (\d+) ms \(", lambda: idle_p50(TRIAL, "neutral-cluster")),
+    ("floor trial neutral ratio", BENCH, r"on cluster mode's conf \d+ ms \(([\d.]+)×\)", lambda: idle_p50(TRIAL, "neutral-cluster") / idle_p50(TRIAL, "intree")),
+    ("floor trial at the floor", BENCH, r"protocol's floor \(([\d.]+)× it\)", lambda: idle_p50(TRIAL, "caldera-cluster") / idle_p50(TRIAL, "neutral-cluster")),
+    ("floor x3 minutes", BENCH, r"commit 7fef737, (\d+) min\)", lambda: results(FLOOR_X3)["seconds"] / 60),
     ("in-tree rounds at 1,000 (bench)", BENCH, r"moved between (\d+) and \d+ ms across\s+the committed run's rounds", lambda: cluster_range("1000 / 10000", "intree", "idle_p50_ms")[0]),
     ("in-tree rounds top at 1,000 (bench)", BENCH, r"moved between \d+ and (\d+) ms across\s+the committed run's rounds", lambda: cluster_range("1000 / 10000", "intree", "idle_p50_ms")[1]),
-    ("floor x3 in-tree", BENCH, r"three: in-tree (\d+) ms \(", lambda: floor_repeat("intree")),
-    ("floor x3 in-tree range", BENCH, r"three: in-tree \d+ ms \((\d+–\d+)\)", lambda: floor_repeat_range("intree")),
-    ("floor x3 cluster mode", BENCH, r"\), cluster mode (\d+) ms \(\d+–\d+, \*\*", lambda: floor_repeat("caldera-cluster")),
-    ("floor x3 cluster mode range", BENCH, r"\), cluster mode \d+ ms \((\d+–\d+), \*\*", lambda: floor_repeat_range("caldera-cluster")),
-    ("floor x3 cluster ratio", BENCH, r"\*\*([\d.]+)×\*\* in-tree\), the neutral", lambda: floor_repeat("caldera-cluster") / floor_repeat("intree")),
-    ("floor x3 neutral", BENCH, r"the neutral\s+server on cluster mode's conf (\d+) ms \(\d+–\d+, [\d.]+×\)", lambda: floor_repeat("neutral-cluster")),
-    ("floor x3 neutral range", BENCH, r"the neutral\s+server on cluster mode's conf \d+ ms \((\d+–\d+), [\d.]+×\)", lambda: floor_repeat_range("neutral-cluster")),
-    ("floor x3 neutral ratio", BENCH, r"the neutral\s+server on cluster mode's conf \d+ ms \(\d+–\d+, ([\d.]+)×\)", lambda: floor_repeat("neutral-cluster") / floor_repeat("intree")),
-    ("floor x3 at the floor", BENCH, r"\*\*cluster mode at ([\d.]+)× the floor\*\*", lambda: floor_repeat("caldera-cluster") / floor_repeat("neutral-cluster")),
+    ("floor x3 in-tree", BENCH, r"three: in-tree (\d+) ms \(", lambda: idle_p50(FLOOR_X3, "intree")),
+    ("floor x3 in-tree range", BENCH, r"three: in-tree \d+ ms \((\d+–\d+)\)", lambda: idle_p50_range(FLOOR_X3, "intree")),
+    ("floor x3 cluster mode", BENCH, r"\), cluster mode (\d+) ms \(\d+–\d+, \*\*", lambda: idle_p50(FLOOR_X3, "caldera-cluster")),
+    ("floor x3 cluster mode range", BENCH, r"\), cluster mode \d+ ms \((\d+–\d+), \*\*", lambda: idle_p50_range(FLOOR_X3, "caldera-cluster")),
+    ("floor x3 cluster ratio", BENCH, r"\*\*([\d.]+)×\*\* in-tree\), the neutral", lambda: idle_p50(FLOOR_X3, "caldera-cluster") / idle_p50(FLOOR_X3, "intree")),
+    ("floor x3 neutral", BENCH, r"the neutral\s+server on cluster mode's conf (\d+) ms \(\d+–\d+, [\d.]+×\)", lambda: idle_p50(FLOOR_X3, "neutral-cluster")),
+    ("floor x3 neutral range", BENCH, r"the neutral\s+server on cluster mode's conf \d+ ms \((\d+–\d+), [\d.]+×\)", lambda: idle_p50_range(FLOOR_X3, "neutral-cluster")),
+    ("floor x3 neutral ratio", BENCH, r"the neutral\s+server on cluster mode's conf \d+ ms \(\d+–\d+, ([\d.]+)×\)", lambda: idle_p50(FLOOR_X3, "neutral-cluster") / idle_p50(FLOOR_X3, "intree")),
+    ("floor x3 at the floor", BENCH, r"\*\*cluster mode at ([\d.]+)× the floor\*\*", lambda: idle_p50(FLOOR_X3, "caldera-cluster") / idle_p50(FLOOR_X3, "neutral-cluster")),
     ("cluster mode 1,000 ratio", BENCH, r"cluster mode's idle cycle at 1,000 / 10,000 was ([\d.]+)×", lambda: cluster_run("1000 / 10000", "job", "caldera-cluster", "idle_p50_ms") / cluster_run("1000 / 10000", "job", "intree", "idle_p50_ms")),
     ("shadow now, job cycle p50", BENCH, r"met\*\* for jobEnqueueable \(p50 ([\d.]+), p99", lambda: hotpath_pair(SETTLED, "live", "shadowed", "jobEnqueueable-cycle", "p50")),
     ("shadow now, job cycle p99", BENCH, r"met\*\* for jobEnqueueable \(p50 [\d.]+, p99 ([\d.]+)\)", lambda: hotpath_pair(SETTLED, "live", "shadowed", "jobEnqueueable-cycle", "p99")),
