@@ -24,7 +24,10 @@ sidecar with a shadow the bound in RSS from the start for a shape Volcano does n
 (bench/README.md, "A shadow configuration"). Nor a copy of each small body taken after its
 answer, so that the body's buffer serves the next call: back to back in one session the copy
 still lands in fresh memory, now in the gap before the next call, and there is none (p50
-unchanged, p99 +13%, in one run of three servers; same place).
+unchanged, p99 +13%, in one run of three servers; same place). Nor a ring of shared memory the
+body was copied into and the shadow's process copied it out of during the session: the live
+process took no fault, yet back to back the p50 stayed 16% over a server without a shadow, and
+the copying out cost Volcano's shape its p99 (same place).
 
 glibc only (``mallopt``); elsewhere nothing changes and :func:`keep_freed_memory` says so.
 """

@@ -137,6 +137,7 @@ def hotpath_growth(name: str, checkout: str, load: str) -> float:
 SETTLED = "shadow-settled-hotpath.txt"
 COPY_3WAY = "shadow-copy-3way-hotpath.txt"
 COPY_AB = "shadow-copy-ab-hotpath.txt"
+RING = "shadow-ring-3way-hotpath.txt"
 
 
 FULL = "full-7edf20e.json"
@@ -230,6 +231,15 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("copy A/B, evict c1 p99", BENCH, r"and a p99 of [\d.]+ and ([\d.]+) \(jobEnqueueable", lambda: hotpath_pair(COPY_AB, "base", "new", "preemptable-c1", "p99")),
     ("copy growth, without", BENCH, r"the growth is the same, (\d+) MiB for jobEnqueueable", lambda: hotpath_growth(COPY_3WAY, "base", "jobEnqueueable-c1")),
     ("copy growth, with", BENCH, r"the growth is the same, (\d+) MiB for jobEnqueueable", lambda: hotpath_growth(COPY_3WAY, "new", "jobEnqueueable-c1")),
+    ("ring, job c1 p50", BENCH, r"back to back: jobEnqueueable's p50 ([\d.]+)\s+\(quartiles", lambda: hotpath_pair(RING, "base", "new", "jobEnqueueable-c1", "p50")),
+    ("ring, job c1 p50 quartiles", BENCH, r"back to back: jobEnqueueable's p50 [\d.]+\s+\(quartiles ([\d.]+–[\d.]+)\)", lambda: hotpath_quartiles(RING, "base", "new", "jobEnqueueable-c1", "p50")),
+    ("ring, job c1 p99", BENCH, r"\(quartiles [\d.]+–[\d.]+\) and p99 ([\d.]+), preemptable's", lambda: hotpath_pair(RING, "base", "new", "jobEnqueueable-c1", "p99")),
+    ("ring, evict c1 p50", BENCH, r"preemptable's p50 ([\d.]+) and p99 [\d.]+\. Over the server", lambda: hotpath_pair(RING, "base", "new", "preemptable-c1", "p50")),
+    ("ring, evict c1 p99", BENCH, r"preemptable's p50 [\d.]+ and p99 ([\d.]+)\. Over the server", lambda: hotpath_pair(RING, "base", "new", "preemptable-c1", "p99")),
+    ("ring over live, job c1 p50", BENCH, r"back to back was still ([\d.]+) at p50", lambda: hotpath_pair(RING, "live", "new", "jobEnqueueable-c1", "p50")),
+    ("ring over live, job c1 p99", BENCH, r"back to back was still [\d.]+ at p50 and ([\d.]+) at p99", lambda: hotpath_pair(RING, "live", "new", "jobEnqueueable-c1", "p99")),
+    ("ring over live, job cycle p99", BENCH, r"Volcano's shape its p99 went to ([\d.]+),", lambda: hotpath_pair(RING, "live", "new", "jobEnqueueable-cycle", "p99")),
+    ("ring run, base over live, job cycle p99", BENCH, r"the shadow without the ring measured ([\d.]+) in the", lambda: hotpath_pair(RING, "live", "base", "jobEnqueueable-cycle", "p99")),
     ("first derivation per pod", GUIDE, r"derives every task, node and job \((\d+) µs per pod", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"] * 1000 / results("cluster-state.json")["pods"]),
     ("first derivation", GUIDE, r"builds every task, node and job\s+\((\d+) ms median\)", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"]),
     ("derivation, nothing changed", GUIDE, r"\(([\d.]+) ms with nothing changed", lambda: results("cluster-state.json")["incremental"]["changed_0_pods_ms"]["median"]),
