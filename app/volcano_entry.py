@@ -1,0 +1,101 @@
+"""What Caldera's extender entry in volcano-scheduler.conf says: the verbs its configuration
+needs Volcano to send, the URL Volcano reaches it at, and the body limits to say beside it.
+``caldera volcano-config`` prints the entry (``app/cli.py``) and ``--merge`` puts it into an
+operator's conf (``app/volcano_merge.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app import shared_path, sizing
+from app.config import CalderaConfig
+from app.session import SessionManager
+from app.settings import Settings
+from plugins.api.extension_points import BY_VERB, VERBS, Rule
+from schemas.requests import OnSessionOpenRequest
+
+
+def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
+    """The verbs the configured plugins answer, and notes on those this release cannot send.
+
+    Asks the objects the server uses: a session opened on an empty snapshot, whose framework
+    knows which plugins take part in each verb for this release and these flags."""
+    release = config.release
+    framework = SessionManager(config).open(OnSessionOpenRequest()).framework
+    wanted = {verb for verb, names in framework.active_plugins().items() if names}
+    for entry in config.entries:
+        wanted.update(entry.cls.required_verbs(release))
+        if entry.cls.needs_snapshot:
+            wanted.update(("onSessionOpen", "onSessionClose"))
+    if config.sessionState == "compare":  # the snapshot to compare, and Volcano's placements
+        wanted.update(("onSessionOpen", "onSessionClose", "allocate", "deallocate"))
+    if config.sessionState == "cluster":  # the session's end and Volcano's placements only
+        wanted.update(("onSessionClose", "allocate", "deallocate"))
+        wanted.discard("onSessionOpen")
+    notes: list[str] = []
+    verbs: list[str] = []
+    for verb in VERBS:
+        if verb not in wanted:
+            continue
+        if verb == "jobEnqueued" and not release.admission_follows_vote:
+            notes.append(
+                f"Volcano {release} has no jobEnqueued verb: Caldera accounts an admission"
+                " when it answers jobEnqueueable"
+            )
+        elif not release.has_verb(verb):
+            notes.append(f"Volcano {release} cannot send {verb}; that part stays unused")
+        else:
+            verbs.append(verb)
+    verbs, folded = shared_path.fold_verbs(release, verbs)
+    return verbs, notes + folded
+
+
+def volcano_url(settings: Settings) -> str:
+    """Where Volcano reaches the Caldera these settings serve: a wildcard listen address is
+    reached on loopback (the sidecar shares the scheduler's network namespace)."""
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{settings.port}"
+
+
+def volcano_entry(
+    config: CalderaConfig, url: str, timeout: str, ignorable: bool
+) -> tuple[dict[str, Any], list[str]]:
+    verbs, notes = needed_verbs(config)
+    arguments: dict[str, Any] = {"extender.urlPrefix": url, "extender.httpTimeout": timeout}
+    for verb in verbs:
+        arguments[BY_VERB[verb].argument] = verb
+    if config.managedResources:
+        if config.release.has_managed_resources:
+            arguments["extender.managedResources"] = list(config.managedResources)
+        else:
+            notes.append(
+                f"Volcano {config.release} has no extender.managedResources; Caldera"
+                " still applies the filter to what it receives"
+            )
+    arguments["extender.ignorable"] = ignorable
+    return {"name": "extender", "arguments": arguments}, notes
+
+
+def body_limits_note(config: CalderaConfig, verbs: list[str]) -> str:
+    """The body limits Caldera applies to ``verbs``, said next to the extender entry: Volcano
+    knows nothing of them, and a snapshot over its limit switches Caldera off."""
+    limits = "; ".join(
+        f"{setting} = {config.body_limit(group[0])} ({sizing.mib(config.body_limit(group[0]))})"
+        f" for {', '.join(group)}"
+        for setting, group in _verbs_by_limit(verbs).items()
+    )
+    text = f"Caldera accepts request bodies up to {limits or 'no verb'}."
+    if any(BY_VERB[verb].rule is Rule.OPEN for verb in verbs):
+        text += (
+            " A larger snapshot is refused with 413 and Volcano runs that cycle without"
+            " Caldera's plugins: size it with --nodes N --pods P."
+        )
+    return text
+
+
+def _verbs_by_limit(verbs: list[str]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for verb in verbs:
+        grouped.setdefault(BY_VERB[verb].body_limit, []).append(verb)
+    return grouped
