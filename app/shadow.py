@@ -34,7 +34,8 @@ objects, so two configurations must not share them anyway.
 With ``sessionState: cluster`` Volcano posts no onSessionOpen: the session opens at its first
 call on a state the live process derived from the cluster. :class:`ShadowedAnswers` then offers
 that state as the session's onSessionOpen (a reference, not bytes), and the sending thread hands
-it over as a delta from the state it last sent (``app/shadow_state.py``); a shadow plugin that
+it over as a delta from the state it last sent (``app/shadow_state.py``), encoded entry by entry
+and stopped between two entries while the live side is in a session; a shadow plugin that
 needs the snapshot itself (``snapshot_only``) is refused by the shadow's process.
 
 Volcano never waits for it. :meth:`offer` appends to a queue bounded in bytes
@@ -321,7 +322,7 @@ class Shadow:
             self._deltas.full_next()
         started = time.perf_counter()
         try:
-            data = self._deltas.encode(state)
+            data = self._deltas.encode(state, self._while_live_is_busy)
         except Exception as exc:  # a state that does not encode: that session is skipped
             logger.exception("the session's derived state could not be encoded for the shadow")
             self._deltas.full_next()
@@ -340,6 +341,18 @@ class Shadow:
             self._to_child.send_bytes(data)
         except (OSError, ValueError):
             self._process_gone(OPEN)
+
+    def _while_live_is_busy(self) -> None:
+        """Between two entries of a state's encode: wait while the live side is in a session
+        (a whole state's encode takes longer than Volcano's idle part of the period at 10,000
+        pods, bench/README.md "A shadow in cluster mode"). Woken by the session's close
+        (:meth:`closed`), else it looks again in :data:`SEND_AFTER_SECONDS`: never polled, for
+        the reason :meth:`_send` gives. A wake taken here is not lost: once the encode is done
+        the sending thread hands over everything waiting, the new session's calls too."""
+        activity = self.activity
+        while not activity.idle():
+            self._wake.wait(SEND_AFTER_SECONDS)
+            self._wake.clear()
 
     def _process_gone(self, verb: str) -> None:
         if not self._gone:

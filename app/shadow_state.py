@@ -19,6 +19,7 @@ which the sending thread then sends (``base`` 0).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -33,6 +34,10 @@ BUILT_EVERY_SESSION = frozenset({"NamespaceInfo"})
 compared by value, not identity."""
 FULL = 0
 """``base`` of a delta that is the whole state."""
+
+
+def _go_on() -> None:
+    """Encode without stopping between entries (a benchmark, a test)."""
 
 
 class StateDelta(msgspec.Struct, gc=False):
@@ -50,20 +55,6 @@ class StateDelta(msgspec.Struct, gc=False):
     order: dict[str, list[str]] = {}
 
 
-class _EncodedDelta(msgspec.Struct, gc=False):
-    """:class:`StateDelta` as the encoder writes it: each entry already JSON (see
-    :meth:`DeltaEncoder.encode`)."""
-
-    number: int
-    base: int
-    Jobs: dict[str, msgspec.Raw] = {}
-    Nodes: dict[str, msgspec.Raw] = {}
-    Queues: dict[str, msgspec.Raw] = {}
-    NamespaceInfo: dict[str, msgspec.Raw] = {}
-    removed: dict[str, list[str]] = {}
-    order: dict[str, list[str]] = {}
-
-
 class DeltaEncoder:
     """The live side's: each session's delta from the state last encoded (the sending
     thread's, one at a time)."""
@@ -72,7 +63,6 @@ class DeltaEncoder:
         self.number = 0
         self._sent: dict[str, dict[str, Any]] | None = None
         """Each map as the process will have it once the last delta is applied."""
-        self._encoder = msgspec.json.Encoder()
         self.changed = 0
         """Entries the last delta carried (changed or added), for the figures."""
         self.changed_whole = False
@@ -82,16 +72,26 @@ class DeltaEncoder:
         """The process asked for the whole state: the next delta is one."""
         self._sent = None
 
-    def encode(self, state: OnSessionOpenRequest) -> bytes:
+    def encode(
+        self, state: OnSessionOpenRequest, between: Callable[[], None] = _go_on
+    ) -> bytearray:
+        """The delta from the state last encoded to ``state``, a :class:`StateDelta`'s JSON;
+        ``between`` is called after each entry's encode (the sending thread waits there while
+        the live side is busy)."""
         previous = self._sent
         self.number += 1
-        delta = _EncodedDelta(self.number, FULL if previous is None else self.number - 1)
+        base = FULL if previous is None else self.number - 1
+        out = JsonWriter(between)
+        out.raw(b'{"number":%d,"base":%d' % (self.number, base))
         sent: dict[str, dict[str, Any]] = {}
+        removed: dict[str, list[str]] = {}
+        order: dict[str, list[str]] = {}
         changed = 0
         for section in SECTIONS:
             new: dict[str, Any] = getattr(state, section) or {}
+            out.raw(b',"%s":' % section.encode())
             if previous is None:
-                setattr(delta, section, self._entries(new))
+                out.map(new)
                 sent[section] = dict(new)  # a copy: the live session's maps are not ours
                 changed += len(new)
                 continue
@@ -106,48 +106,71 @@ class DeltaEncoder:
             for key in gone:
                 del mirror[key]
             mirror.update(updates)  # a replaced key keeps its place, a new one goes last
-            if updates:
-                setattr(delta, section, self._entries(updates))
+            out.map(updates)
             if gone:
-                delta.removed[section] = gone
+                removed[section] = gone
             if list(mirror) != list(new):
-                delta.order[section] = list(new)
+                order[section] = list(new)
                 mirror = dict(new)
             sent[section] = mirror
             changed += len(updates)
+        out.raw(b',"removed":')
+        out.value(removed)
+        out.raw(b',"order":')
+        out.value(order)
+        out.raw(b"}")
         self._sent = sent
         self.changed = changed
         self.changed_whole = previous is None
-        return self._encoder.encode(delta)
-
-    def _entries(self, entries: dict[str, Any]) -> dict[str, msgspec.Raw]:
-        """Each entry encoded on its own: msgspec holds the GIL for the whole of one encode,
-        and a whole state takes hundreds of milliseconds; one entry at a time, the event loop
-        gets the GIL back within Python's switch interval (5 ms) whenever it wants it."""
-        encode = self._encoder.encode
-        return {key: msgspec.Raw(encode(value)) for key, value in entries.items()}
+        return out.data
 
 
-class _EncodedState(msgspec.Struct, gc=False):
-    Jobs: dict[str, msgspec.Raw]
-    Nodes: dict[str, msgspec.Raw]
-    Queues: dict[str, msgspec.Raw]
-    NamespaceInfo: dict[str, msgspec.Raw]
+class JsonWriter:
+    """JSON written a piece at a time into one buffer, ``between`` called after each map entry:
+    msgspec holds the GIL for the whole of one encode, and a whole state takes a hundred
+    milliseconds and more at 10,000 pods (its final assembly alone, one encode of the entries
+    already encoded, took 25 ms of the 130). Entry by entry, the event loop gets the GIL back
+    within Python's switch interval (5 ms) whenever it wants it, and the sending thread's
+    ``between`` stops the encode for as long as the live side is in a session, so that only the
+    call that began it waits for the GIL, not every call of the session (bench/README.md, "A
+    shadow in cluster mode"). A large ``bytearray`` grows in place (``mremap``), never copied
+    whole."""
+
+    def __init__(self, between: Callable[[], None] = _go_on) -> None:
+        self.data = bytearray()
+        self.between = between
+        self._encode = msgspec.json.Encoder().encode
+
+    def raw(self, piece: bytes) -> None:
+        self.data += piece
+
+    def value(self, value: Any) -> None:
+        self.data += self._encode(value)
+
+    def map(self, entries: dict[str, Any]) -> None:
+        """``entries`` as a JSON object, in their order."""
+        data, encode, between = self.data, self._encode, self.between
+        data += b"{"
+        for n, (key, value) in enumerate(entries.items()):
+            if n:
+                data += b","
+            data += encode(key)
+            data += b":"
+            data += encode(value)
+            between()
+        data += b"}"
 
 
-def encode_state(state: OnSessionOpenRequest) -> bytes:
-    """``state`` as the onSessionOpen body Volcano would have posted (its JSON), encoded entry
-    by entry for the reason :meth:`DeltaEncoder._entries` gives: ``serve --record``'s writer
-    thread writes a cluster-mode session's state with it (``app/record.py``)."""
-    encode = msgspec.json.encode
-    maps = {
-        section: {
-            key: msgspec.Raw(encode(value))
-            for key, value in (getattr(state, section) or {}).items()
-        }
-        for section in SECTIONS
-    }
-    return encode(_EncodedState(**maps))
+def encode_state(state: OnSessionOpenRequest) -> bytearray:
+    """``state`` as the onSessionOpen body Volcano would have posted (its JSON), written entry
+    by entry for the reason :class:`JsonWriter` gives: ``serve --record``'s writer thread writes
+    a cluster-mode session's state with it (``app/record.py``)."""
+    out = JsonWriter()
+    for n, section in enumerate(SECTIONS):
+        out.raw(b'%s"%s":' % (b"{" if n == 0 else b",", section.encode()))
+        out.map(getattr(state, section) or {})
+    out.raw(b"}")
+    return out.data
 
 
 class DeltaDecoder:

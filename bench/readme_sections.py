@@ -497,6 +497,22 @@ def shadow_state_table(doc: dict[str, Any]) -> str:
         f"One entry's encode: median {whole['entry_encode_ms']['median']:.2f} ms, p99"
         f" {whole['entry_encode_ms']['p99']:.2f} ms (wall time).",
     ]
+    calls = whole.get("calls_during_whole_encode_ms")
+    if calls is not None:
+
+        def times(way: str) -> str:
+            figures = calls[way]
+            return f"{figures['p50']:.2f} / {figures['p99']:.2f} / {figures['max']:.2f} ms"
+
+        lines += [
+            "",
+            "| a live session's calls (p50 / p99 / longest, from when each was due) | |",
+            "|---|---|",
+            f"| with no encode | {times('no_encode')} |",
+            f"| during a whole state's encode that never stops | {times('encode_never_stops')} |",
+            "| during a whole state's encode that stops between entries while the session is in"
+            f" progress (Caldera's) | {times('encode_stops_in_session')} |",
+        ]
     return "\n".join(lines)
 
 

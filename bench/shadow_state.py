@@ -8,14 +8,21 @@ The event loop's own share is not here: it appends the session's state (a refere
 shadow's queue, as it appends every call; the encode runs on the sending thread at the
 session's onSessionClose, one entry at a time (msgspec holds the GIL for one encode; between
 two, the event loop gets it back within Python's switch interval): ``entry_encode_ms``
-is what one piece takes.
+is what one piece takes. A whole state's encode takes longer than Volcano's idle part of the
+period at 10,000 pods, so the next session can begin during it: ``calls_during_whole_encode``
+times a live call (one job decoded and encoded again, due every :data:`CALL_EVERY_SECONDS`,
+timed from when it was due, so a wait for the GIL counts) on this thread while another encodes
+the whole state: with no encode, with an encode that never stops, and with one that stops
+between two entries while the session is in progress (app/shadow.py ``_while_live_is_busy``).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +31,13 @@ import msgspec
 from app.cluster_state.store import ClusterStore
 from app.shadow_state import SECTIONS, DeltaDecoder, DeltaEncoder
 from bench.cluster_state import CHANGED_PODS, changed_pod, emit, populated_store
+from schemas.api import JobInfo
 from schemas.requests import OnSessionOpenRequest
+
+CALL_EVERY_SECONDS = 0.002
+CALLS = 150
+"""A session's calls while the encode runs (a whole state's encode at 10,000 pods takes longer
+than ``CALLS * CALL_EVERY_SECONDS``)."""
 
 
 def _ms(times: list[float]) -> dict[str, float]:
@@ -55,6 +68,58 @@ def _entry_encodes(state: OnSessionOpenRequest) -> dict[str, float]:
     }
 
 
+def _session(job: bytes) -> list[float]:
+    """A live session's calls on this thread, in ms from when each was due."""
+    decoder = msgspec.json.Decoder(JobInfo)
+    encoder = msgspec.json.Encoder()
+    times: list[float] = []
+    start = time.perf_counter()
+    for i in range(CALLS):
+        due = start + i * CALL_EVERY_SECONDS
+        wait = due - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        encoder.encode(decoder.decode(job))
+        times.append((time.perf_counter() - due) * 1000)
+    return times
+
+
+def _calls_during_whole_encode(state: OnSessionOpenRequest) -> dict[str, dict[str, float]]:
+    """A live call's time during a whole state's encode on another thread, three ways (see the
+    module docstring): p50, p99 and the longest, ms."""
+    job = msgspec.json.encode(next(iter((state.Jobs or {}).values())))
+    in_session = threading.Event()
+    closed = threading.Event()
+
+    def stop_while_in_session() -> None:  # what app/shadow.py's sending thread does
+        while in_session.is_set():
+            closed.wait(1.0)
+
+    ways: dict[str, Callable[[], object] | None] = {
+        "no_encode": None,
+        "encode_never_stops": lambda: DeltaEncoder().encode(state),
+        "encode_stops_in_session": lambda: DeltaEncoder().encode(state, stop_while_in_session),
+    }
+    figures: dict[str, dict[str, float]] = {}
+    for way, encode in ways.items():
+        in_session.set()
+        closed.clear()
+        worker = threading.Thread(target=encode) if encode is not None else None
+        if worker is not None:
+            worker.start()
+        times = sorted(_session(job))
+        in_session.clear()  # the session closes; a stopped encode goes on to its end
+        closed.set()
+        if worker is not None:
+            worker.join()
+        figures[way] = {
+            "p50": round(statistics.median(times), 3),
+            "p99": round(times[int(len(times) * 0.99)], 3),
+            "max": round(times[-1], 3),
+        }
+    return figures
+
+
 def measure(pods: int, nodes: int, repeats: int = 5) -> dict[str, Any]:
     store = populated_store(pods, nodes)
     encoder, decoder = DeltaEncoder(), DeltaDecoder()
@@ -78,6 +143,7 @@ def measure(pods: int, nodes: int, repeats: int = 5) -> dict[str, Any]:
         "apply_ms": _ms(apply),
         "bytes": size,
         "entry_encode_ms": _entry_encodes(state),
+        "calls_during_whole_encode_ms": _calls_during_whole_encode(state),
     }
     session = 0
     for changed in CHANGED_PODS:

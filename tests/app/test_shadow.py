@@ -5,6 +5,7 @@ finished session's differences are kept."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -186,5 +187,24 @@ def test_the_pipe_to_the_shadow_holds_a_megabyte_where_the_kernel_allows(tmp_pat
     s = shadow(tmp_path)
     try:
         assert fcntl.fcntl(s._to_child.fileno(), fcntl.F_GETPIPE_SZ) == PIPE_BYTES
+    finally:
+        s.stop()
+
+
+def test_a_state_being_handed_over_waits_while_the_live_side_is_in_a_session(
+    tmp_path: Path,
+) -> None:
+    """Cluster mode's state encode stops between two entries while a session is in progress
+    (app/shadow.py ``_while_live_is_busy``) and goes on once the session closes."""
+    s, answers = gated(tmp_path)
+    try:
+        answers.handle("jobEnqueueable", JOB)  # a session in progress, not quiet yet
+        waiting = threading.Thread(target=s._while_live_is_busy, daemon=True)
+        waiting.start()
+        waiting.join(SEND_AFTER_SECONDS + 0.5)  # past the wait's own bound in time
+        assert waiting.is_alive()
+        answers.handle("onSessionClose", b"{}")
+        waiting.join(2.0)
+        assert not waiting.is_alive()
     finally:
         s.stop()

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from app.cluster_state.derive import derive
-from app.shadow_state import FULL, DeltaDecoder, DeltaEncoder, StateDelta, encode_state
+from app.shadow_state import FULL, SECTIONS, DeltaDecoder, DeltaEncoder, StateDelta, encode_state
 from schemas.requests import OnSessionOpenRequest
 from tests.app.cluster_state.objects import cluster
 from tests.app.cluster_state.test_compare import matching_objects
@@ -88,6 +88,7 @@ def test_a_delta_carries_what_changed_and_applies_to_the_same_state(
     first = base()
     data = encoder.encode(first)
     assert (delta_of(data).number, delta_of(data).base) == (1, FULL)
+    assert msgspec.json.encode(delta_of(data)) == data
     before = msgspec.json.encode(first)
     held = decoder.apply(data)
     assert held is not None and msgspec.json.encode(held) == before
@@ -96,6 +97,7 @@ def test_a_delta_carries_what_changed_and_applies_to_the_same_state(
     data = encoder.encode(second)
     delta = delta_of(data)
     assert (delta.number, delta.base) == (2, 1)
+    assert msgspec.json.encode(delta) == data  # written a piece at a time, it is the JSON
     sizes = {s: len(getattr(delta, s)) for s in ("Jobs", "Nodes", "Queues", "NamespaceInfo")}
     assert {s: n for s, n in sizes.items() if n} == {
         k: v for k, v in carried.items() if k not in ("removed", "order")
@@ -142,3 +144,17 @@ def test_a_state_encoded_entry_by_entry_is_the_body_encoded_whole() -> None:
                 NamespaceInfo=state.NamespaceInfo or {},
             )
         )
+
+
+def test_the_encoder_stops_after_each_entry_it_encodes() -> None:
+    """``between`` runs once per entry encoded, whole state or delta: where the sending thread
+    waits while the live side is in a session (app/shadow.py)."""
+    state = base()
+    entries = sum(len(getattr(state, section) or {}) for section in SECTIONS)
+    calls: list[int] = []
+    encoder = DeltaEncoder()
+    encoder.encode(state, lambda: calls.append(1))
+    assert len(calls) == entries == encoder.changed
+    calls.clear()
+    encoder.encode(replaced_job(state), lambda: calls.append(1))
+    assert len(calls) == encoder.changed == 1

@@ -36,6 +36,10 @@ def test_the_command_bench_readme_shows_runs(
     whole = figures["whole"]
     assert 0 < whole["encode_ms"]["min"] <= whole["encode_ms"]["median"]
     assert 0 < whole["entry_encode_ms"]["median"] <= whole["entry_encode_ms"]["p99"]
+    calls = whole["calls_during_whole_encode_ms"]
+    assert list(calls) == ["no_encode", "encode_never_stops", "encode_stops_in_session"]
+    for way in calls.values():
+        assert 0 < way["p50"] <= way["p99"] <= way["max"]
     sizes = [figures[f"changed_{n}_pods"]["bytes_median"] for n in CHANGED_PODS]
     entries = [figures[f"changed_{n}_pods"]["entries_median"] for n in CHANGED_PODS]
     assert entries[0] == 0 and entries == sorted(entries) and entries[-1] > 0
