@@ -20,8 +20,9 @@ lowest CPU priority (SCHED_IDLE, else nice 19), so the live process wins the CPU
 want it, and off the live process's CPUs when that one is pinned to some of them. What the live verbs pay is the hand-off, kept off the call: :meth:`offer` appends to a
 deque and wakes nobody; a sending thread wakes at the session's onSessionClose (Volcano's idle
 part of the period, where the shadow does its work) or :data:`SEND_AFTER_SECONDS` after it last
-sent, and writes everything waiting as one batch: a header and the bodies in one message
-(the GIL released during the write), where handing each call to the thread as it came cost
+sent, and writes everything waiting as one batch: a header, then the bodies gathered from
+their own buffers by one ``writev`` (the GIL released while the kernel copies:
+``app/shadow_pipe.py``), where handing each call to the thread as it came cost
 the live verbs a thread wake-up and GIL turns per call (bench/README.md,
 "A shadow configuration").
 The process reports back once a batch, so the receiving thread wakes once a batch too.
@@ -73,6 +74,7 @@ from app.explain import DecisionRecord
 from app.extender import Body
 from app.freed_memory import keep_freed_memory
 from app.shadow_gate import QUIET_SESSION_SECONDS, LiveActivity
+from app.shadow_pipe import write_all
 from app.shadow_reports import ShadowMetrics, ShadowReports
 from app.shadow_sources import SHARE, LiveSources, ServedConfig
 from app.shadow_state import DeltaEncoder
@@ -93,7 +95,8 @@ live verbs do."""
 PIPE_BYTES = 1 << 20
 """The pipe to the shadow's process: Linux's pipe-max-size for an unprivileged process."""
 ALONE_BYTES = 1 << 20
-"""A body this large (a snapshot) is written on its own, not copied into a batch."""
+"""A body this large (a snapshot) goes as a batch of its own, so the process reports it done,
+and the queue's bound lets go of it, before the session's other calls are evaluated."""
 DERIVED_OPEN_ANSWER = b"{}"
 """What the live configuration answers an onSessionOpen: the derived one's "answer"."""
 
@@ -286,7 +289,7 @@ class Shadow:
                     self._share_or_lose()
                     if item.state is not None:  # and cluster mode's derived state
                         self._send_state(item.state)
-                if len(item.body) >= ALONE_BYTES:  # sent as it is: no copy into the batch
+                if len(item.body) >= ALONE_BYTES:  # a batch of its own
                     self._send_batch(batch)
                     self._send_batch([item])
                     batch = []
@@ -307,9 +310,8 @@ class Shadow:
                     [(i.session, i.verb, i.answer, i.size, len(i.body)) for i in batch],
                 )
             )
-            self._to_child.send_bytes(
-                batch[0].body if len(batch) == 1 else b"".join(i.body for i in batch)
-            )
+            # The bodies as they are, gathered by the kernel: no join (app/shadow_pipe.py).
+            write_all(self._to_child.fileno(), [i.body for i in batch])
         except (OSError, ValueError):  # the process is gone: counted once, calls dropped
             self._process_gone(batch[0].verb)
             self._lost += sum(i.size for i in batch)  # never acknowledged by the process

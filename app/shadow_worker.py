@@ -4,8 +4,9 @@ sessions, decision record, plugins and plugin data sources, but for those it sha
 live configuration: ``app/shadow_sources.py``) and reports what it would decide differently.
 
 Reads from ``inbox``: a batch of calls, ``(BATCH, [(session, verb, live answer, size, length),
-...])`` then the calls' request bodies joined in one message (``length`` bytes each; a call whose
-``verb`` is empty says the parent dropped the rest of that session); or ``(SHARE, keys, states)``,
+...])`` then the calls' request bodies as raw bytes on the pipe, one after the other (``length``
+bytes each: ``app/shadow_pipe.py``; a call whose ``verb`` is empty says the parent dropped the
+rest of that session); or ``(SHARE, keys, states)``,
 the live configuration's shareable data sources and their changed states
 (``app/shadow_sources.py``), sent before a session's onSessionOpen; in cluster mode
 ``(STATE, number)`` then the session's state delta (``app/shadow_state.py``), also before its
@@ -50,6 +51,7 @@ from app.plugin_faults import Fault, PluginFaults
 from app.session import SessionManager
 from app.shadow_diff import COMPARES, compare
 from app.shadow_gate import LiveActivity
+from app.shadow_pipe import read_exactly
 from app.shadow_sources import SHARE, Mirror, MirroredSources
 from app.shadow_state import DeltaDecoder
 from schemas.requests import OnSessionOpenRequest
@@ -243,7 +245,7 @@ class Evaluator:
         if self.extender is not None:
             self.extender.sessions.close()  # its verbs are not answered: nothing lingers
 
-    def handle(self, session: int, verb: str, body: bytes, live: bytes | None) -> None:
+    def handle(self, session: int, verb: str, body: bytes | bytearray, live: bytes | None) -> None:
         state: OnSessionOpenRequest | None = None
         problem = ""
         if verb == OPEN:
@@ -385,12 +387,11 @@ def main(
             if header[0] != BATCH:
                 raise ValueError(f"not a batch: {header[0]!r}")
             _, calls = header
-            bodies = inbox.recv_bytes()
+            # Every body read before any is evaluated: the parent holds them until then.
+            bodies = [read_exactly(inbox.fileno(), call[4]) for call in calls]
         except (EOFError, OSError):
             return
-        offset = 0
-        for session, verb, live, size, length in calls:
-            body, offset = bodies[offset : offset + length], offset + length
+        for (session, verb, live, size, _), body in zip(calls, bodies, strict=True):
             if not verb:
                 evaluator.dropped(session)
                 continue
