@@ -138,6 +138,7 @@ SETTLED = "shadow-settled-hotpath.txt"
 COPY_3WAY = "shadow-copy-3way-hotpath.txt"
 COPY_AB = "shadow-copy-ab-hotpath.txt"
 RING = "shadow-ring-3way-hotpath.txt"
+WRITEV = "shadow-writev-3way-hotpath.txt"
 
 
 FULL = "full-7edf20e.json"
@@ -237,6 +238,14 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("calls with no encode p99", BENCH, r"takes the p99 from ([\d.]+) ms to", lambda: results("shadow-state.json")["whole"]["calls_during_whole_encode_ms"]["no_encode"]["p99"]),
     ("calls beside an encode that never stops p99", BENCH, r"takes the p99 from [\d.]+ ms to ([\d.]+) ms", lambda: results("shadow-state.json")["whole"]["calls_during_whole_encode_ms"]["encode_never_stops"]["p99"]),
     ("calls beside an encode that stops p99", BENCH, r"one that stops\s+leaves it at ([\d.]+) ms", lambda: results("shadow-state.json")["whole"]["calls_during_whole_encode_ms"]["encode_stops_in_session"]["p99"]),
+    ("writev, job cycle growth before", BENCH, r"Volcano's shape went from (\d+) to \d+ MiB\s+\(jobEnqueueable\)", lambda: hotpath_growth(WRITEV, "base", "jobEnqueueable-cycle")),
+    ("writev, job cycle growth after", BENCH, r"Volcano's shape went from \d+ to (\d+) MiB\s+\(jobEnqueueable\)", lambda: hotpath_growth(WRITEV, "new", "jobEnqueueable-cycle")),
+    ("writev, evict cycle growth before", BENCH, r"and from (\d+) to \d+ MiB \(preemptable\)", lambda: hotpath_growth(WRITEV, "base", "preemptable-cycle")),
+    ("writev, evict cycle growth after", BENCH, r"and from \d+ to (\d+) MiB \(preemptable\)", lambda: hotpath_growth(WRITEV, "new", "preemptable-cycle")),
+    ("writev, job cycle p50", BENCH, r"new over base, p50 ([\d.]+), quartiles", lambda: hotpath_pair(WRITEV, "base", "new", "jobEnqueueable-cycle", "p50")),
+    ("writev, job cycle p50 quartiles", BENCH, r"new over base, p50 [\d.]+, quartiles ([\d.]+–[\d.]+), and", lambda: hotpath_quartiles(WRITEV, "base", "new", "jobEnqueueable-cycle", "p50")),
+    ("writev, evict cycle p50", BENCH, r"0\.981–1\.072, and ([\d.]+), quartiles", lambda: hotpath_pair(WRITEV, "base", "new", "preemptable-cycle", "p50")),
+    ("writev, evict cycle p50 quartiles", BENCH, r", and [\d.]+, quartiles\s+([\d.]+–[\d.]+), in Volcano's shape\)", lambda: hotpath_quartiles(WRITEV, "base", "new", "preemptable-cycle", "p50")),
     ("ring, job c1 p50", BENCH, r"back to back: jobEnqueueable's p50 ([\d.]+)\s+\(quartiles", lambda: hotpath_pair(RING, "base", "new", "jobEnqueueable-c1", "p50")),
     ("ring, job c1 p50 quartiles", BENCH, r"back to back: jobEnqueueable's p50 [\d.]+\s+\(quartiles ([\d.]+–[\d.]+)\)", lambda: hotpath_quartiles(RING, "base", "new", "jobEnqueueable-c1", "p50")),
     ("ring, job c1 p99", BENCH, r"\(quartiles [\d.]+–[\d.]+\) and p99 ([\d.]+), preemptable's", lambda: hotpath_pair(RING, "base", "new", "jobEnqueueable-c1", "p99")),
