@@ -5,7 +5,7 @@ Importing nothing of bench/ keeps the README's renderers clear of the measuring 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -18,22 +18,24 @@ class SavedRun:
     """The one-minute load average when the run started and when it ended."""
     medians: dict[tuple[str, str], dict[str, float]]
     """(workload, checkout) -> column (p50_ms, p99_ms, ...) -> median over the rounds."""
-    paired: dict[str, dict[str, tuple[float, float, float]]]
-    """workload -> "p50" / "steady" -> (median, first quartile, third quartile) of the
-    in-process figures paired by round: the second checkout over the first."""
-    paired_http: dict[str, dict[str, tuple[float, float, float]]] = field(default_factory=dict)
-    """workload -> "p50" / "p99" -> (median, first quartile, third quartile) of the HTTP
-    figures paired by round (absent from outputs before the HTTP pairing was printed): the
-    second checkout over the first."""
-    paired_http_of: dict[tuple[str, str], dict[str, dict[str, tuple[float, float, float]]]] = field(
-        default_factory=dict
-    )
-    """(first, second) -> what :attr:`paired_http` holds, for every pair of checkouts the run
-    printed (a run of three or more pairs each later one with each earlier one)."""
-    paired_of: dict[tuple[str, str], dict[str, dict[str, tuple[float, float, float]]]] = field(
-        default_factory=dict
-    )
-    """(first, second) -> what :attr:`paired` holds, for every pair the run printed."""
+    paired_of: dict[tuple[str, str], dict[str, dict[str, tuple[float, float, float]]]]
+    """(first, second) -> workload -> "p50" / "steady" -> (median, first quartile, third
+    quartile) of the in-process figures paired by round, the second checkout over the first,
+    for every pair the run printed (a run of three or more checkouts pairs each later one with
+    each earlier one)."""
+    paired_http_of: dict[tuple[str, str], dict[str, dict[str, tuple[float, float, float]]]]
+    """(first, second) -> workload -> "p50" / "p99" -> the same, of the HTTP figures (none in
+    outputs from before the HTTP pairing was printed)."""
+
+    @property
+    def paired(self) -> dict[str, dict[str, tuple[float, float, float]]]:
+        """The first pair's in-process ratios (of two checkouts, the second over the first)."""
+        return next(iter(self.paired_of.values()), {})
+
+    @property
+    def paired_http(self) -> dict[str, dict[str, tuple[float, float, float]]]:
+        """The first pair's HTTP ratios."""
+        return next(iter(self.paired_http_of.values()), {})
 
 
 def _cells(line: str) -> list[str]:
@@ -87,14 +89,4 @@ def parse_output(text: str) -> SavedRun:
             pair[load] = {"p50": _spread(p50, p50_q), "p99": _spread(p99, p99_q)}
     if not medians:
         raise ValueError("no medians table: not the output of python -m bench.hotpath")
-    paired = next(iter(paired_of.values()), {})
-    paired_http = next(iter(paired_http_of.values()), {})
-    return SavedRun(
-        rounds,
-        (load_average[0], load_average[1]),
-        medians,
-        paired,
-        paired_http,
-        paired_http_of,
-        paired_of,
-    )
+    return SavedRun(rounds, (load_average[0], load_average[1]), medians, paired_of, paired_http_of)
