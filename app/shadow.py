@@ -345,16 +345,13 @@ class Shadow:
             self._process_gone(OPEN)
 
     def _while_live_is_busy(self) -> None:
-        """Between two entries of a state's encode: wait while the live side is in a session
-        (a whole state's encode takes longer than Volcano's idle part of the period at 10,000
-        pods, bench/README.md "A shadow in cluster mode"). Woken by the session's close
-        (:meth:`closed`), else it looks again in :data:`SEND_AFTER_SECONDS`: never polled, for
-        the reason :meth:`_send` gives. A wake taken here is not lost: once the encode is done
-        the sending thread hands over everything waiting, the new session's calls too."""
-        activity = self.activity
-        while not activity.idle():
-            self._wake.wait(SEND_AFTER_SECONDS)
-            self._wake.clear()
+        """Between two entries of a state's encode: wait while the live side is in a session (a
+        whole state's encode at 10,000 pods takes 0.1 s on a quiet machine and several times
+        that on a busy one, and can run into the next session). Woken by the session's close
+        (:meth:`closed`), never polled, for the reason :meth:`_send` gives. A wake taken here is
+        not lost: once the encode is done the sending thread hands over everything waiting, the
+        new session's calls too."""
+        self.activity.wait_idle_woken(self._wake, SEND_AFTER_SECONDS)
 
     def _process_gone(self, verb: str) -> None:
         if not self._gone:

@@ -18,6 +18,7 @@ once no call came for :data:`QUIET_SESSION_SECONDS`, so the shadow is not held o
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -82,6 +83,14 @@ class LiveActivity:
             return True
         now = time.monotonic() if now is None else now
         return bool(now - cells[_LAST_CALL_ENDED] >= self.quiet_session_seconds)
+
+    def wait_idle_woken(self, wake: threading.Event, look_again: float) -> None:
+        """Wait until the live side is idle, woken by ``wake`` (set when a session closes) or
+        looking again every ``look_again`` seconds: for a thread of the live process, which must
+        not poll (each wake-up takes the GIL from the live verbs: ``app/shadow.py``)."""
+        while not self.idle():
+            wake.wait(look_again)
+            wake.clear()
 
     def wait_idle(self, stop: Callable[[], bool] = lambda: False) -> bool:
         """Wait until the live side is idle (True), or until ``stop()`` says to give up (False)."""

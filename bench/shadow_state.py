@@ -8,17 +8,20 @@ The event loop's own share is not here: it appends the session's state (a refere
 shadow's queue, as it appends every call; the encode runs on the sending thread at the
 session's onSessionClose, one entry at a time (msgspec holds the GIL for one encode; between
 two, the event loop gets it back within Python's switch interval): ``entry_encode_ms``
-is what one piece takes. A whole state's encode takes longer than Volcano's idle part of the
-period at 10,000 pods, so the next session can begin during it: ``calls_during_whole_encode``
+is what one piece takes. A whole state's encode at 10,000 pods takes 0.1 s on a quiet machine
+and several times that on a busy one, so the next session can begin during it:
+``calls_during_whole_encode``
 times a live call (one job decoded and encoded again, due every :data:`CALL_EVERY_SECONDS`,
 timed from when it was due, so a wait for the GIL counts) on this thread while another encodes
 the whole state: with no encode, with an encode that never stops, and with one that stops
-between two entries while the session is in progress (app/shadow.py ``_while_live_is_busy``).
+between two entries while the session is in progress, as the shadow's sending thread does
+(app/shadow.py ``_while_live_is_busy``, on the live side's marks of app/shadow_gate.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import statistics
 import threading
 import time
@@ -29,6 +32,8 @@ from typing import Any
 import msgspec
 
 from app.cluster_state.store import ClusterStore
+from app.shadow import SEND_AFTER_SECONDS
+from app.shadow_gate import CLOSE, LiveActivity
 from app.shadow_state import SECTIONS, DeltaDecoder, DeltaEncoder
 from bench.cluster_state import CHANGED_PODS, changed_pod, emit, populated_store
 from schemas.api import JobInfo
@@ -36,8 +41,9 @@ from schemas.requests import OnSessionOpenRequest
 
 CALL_EVERY_SECONDS = 0.002
 CALLS = 150
-"""A session's calls while the encode runs (a whole state's encode at 10,000 pods takes longer
-than ``CALLS * CALL_EVERY_SECONDS``)."""
+"""A session's calls, begun with the encode: 0.3 s, longer than a whole state's encode at
+10,000 pods on a quiet machine (0.1 s), so the encode that never stops runs wholly within it."""
+VERB = "jobEnqueueable"
 
 
 def _ms(times: list[float]) -> dict[str, float]:
@@ -68,8 +74,9 @@ def _entry_encodes(state: OnSessionOpenRequest) -> dict[str, float]:
     }
 
 
-def _session(job: bytes) -> list[float]:
-    """A live session's calls on this thread, in ms from when each was due."""
+def _session(job: bytes, activity: LiveActivity) -> list[float]:
+    """A live session's calls on this thread, each marked as ``ShadowedAnswers`` marks a live
+    verb, in ms from when each was due."""
     decoder = msgspec.json.Decoder(JobInfo)
     encoder = msgspec.json.Encoder()
     times: list[float] = []
@@ -79,36 +86,38 @@ def _session(job: bytes) -> list[float]:
         wait = due - time.perf_counter()
         if wait > 0:
             time.sleep(wait)
+        activity.answering(VERB)
         encoder.encode(decoder.decode(job))
+        activity.answered(VERB)
         times.append((time.perf_counter() - due) * 1000)
     return times
 
 
 def _calls_during_whole_encode(state: OnSessionOpenRequest) -> dict[str, dict[str, float]]:
     """A live call's time during a whole state's encode on another thread, three ways (see the
-    module docstring): p50, p99 and the longest, ms."""
+    module docstring): p50, p99 and the longest, ms. The encode that stops waits as the shadow's
+    sending thread does (``LiveActivity.wait_idle_woken``, woken at the session's close)."""
     job = msgspec.json.encode(next(iter((state.Jobs or {}).values())))
-    in_session = threading.Event()
+    activity = LiveActivity(multiprocessing.get_context())
     closed = threading.Event()
-
-    def stop_while_in_session() -> None:  # what app/shadow.py's sending thread does
-        while in_session.is_set():
-            closed.wait(1.0)
-
     ways: dict[str, Callable[[], object] | None] = {
         "no_encode": None,
         "encode_never_stops": lambda: DeltaEncoder().encode(state),
-        "encode_stops_in_session": lambda: DeltaEncoder().encode(state, stop_while_in_session),
+        "encode_stops_in_session": lambda: DeltaEncoder().encode(
+            state, lambda: activity.wait_idle_woken(closed, SEND_AFTER_SECONDS)
+        ),
     }
     figures: dict[str, dict[str, float]] = {}
     for way, encode in ways.items():
-        in_session.set()
         closed.clear()
+        activity.answering(VERB)  # the session has begun when the encode starts
+        activity.answered(VERB)
         worker = threading.Thread(target=encode) if encode is not None else None
         if worker is not None:
             worker.start()
-        times = sorted(_session(job))
-        in_session.clear()  # the session closes; a stopped encode goes on to its end
+        times = sorted(_session(job, activity))
+        activity.answering(CLOSE)  # the session closes; a stopped encode goes on to its end
+        activity.answered(CLOSE)
         closed.set()
         if worker is not None:
             worker.join()
