@@ -16,8 +16,18 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
-"""Buffers one ``writev`` takes (1,024 on Linux)."""
+
+def _iov_max() -> int:
+    """Buffers one ``writev`` takes: 1,024 on Linux; POSIX's least (16) where the system does
+    not say (``sysconf`` answers -1 for no limit known)."""
+    try:
+        said = os.sysconf("SC_IOV_MAX")
+    except (AttributeError, ValueError, OSError):
+        return 16
+    return said if said > 0 else 16
+
+
+IOV_MAX = _iov_max()
 
 
 def write_all(fd: int, buffers: Sequence[bytes | bytearray]) -> None:

@@ -46,7 +46,7 @@ from app.cluster_state.modes import refusal
 from app.config import CalderaConfig, ConfigError
 from app.config_watch import Backgrounds, build_backgrounds, load_with_origin
 from app.explain import DecisionRecord
-from app.extender import Extender
+from app.extender import Body, Extender
 from app.plugin_faults import Fault, PluginFaults
 from app.session import SessionManager
 from app.shadow_diff import COMPARES, compare
@@ -245,7 +245,7 @@ class Evaluator:
         if self.extender is not None:
             self.extender.sessions.close()  # its verbs are not answered: nothing lingers
 
-    def handle(self, session: int, verb: str, body: bytes | bytearray, live: bytes | None) -> None:
+    def handle(self, session: int, verb: str, body: Body, live: bytes | None) -> None:
         state: OnSessionOpenRequest | None = None
         problem = ""
         if verb == OPEN:

@@ -14,7 +14,10 @@ CASES = [
     ("one body", [b"x" * 1000]),
     ("empty bodies among others", [b"", b"ab", b"", bytearray(b"cde"), b""]),
     ("more buffers than one writev takes", [bytes([i % 251]) * 3 for i in range(IOV_MAX * 2 + 7)]),
-    ("bodies larger than the pipe, written in part", [os.urandom(300_000), os.urandom(70_001)]),
+    (
+        "bodies larger than the pipe, the writer waiting for the reader",
+        [os.urandom(300_000), os.urandom(70_001)],
+    ),
 ]
 
 
@@ -69,3 +72,17 @@ def test_a_write_the_kernel_cuts_short_goes_on_where_it_stopped(
         assert os.read(reader, 1) == b""  # and no byte too many
     finally:
         os.close(reader)
+
+
+@pytest.mark.parametrize(
+    ("said", "taken"), [(1024, 1024), (-1, 16)], ids=["Linux", "no limit known"]
+)
+def test_writev_takes_what_the_system_says_or_posix_least(
+    monkeypatch: pytest.MonkeyPatch, said: int, taken: int
+) -> None:
+    """``sysconf`` answers -1 where no limit is known: slicing by it would send no buffer at
+    all and ``write_all`` would never end."""
+    from app import shadow_pipe
+
+    monkeypatch.setattr("app.shadow_pipe.os.sysconf", lambda name: said)
+    assert shadow_pipe._iov_max() == taken
