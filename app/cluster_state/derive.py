@@ -25,9 +25,8 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from app.cluster_state.objects import ClusterObjects, WatchedNode, WatchedPod
+from app.cluster_state.objects import ClusterObjects, WatchedNode, WatchedPod, pod_resource_request
 from app.cluster_state.overlay import Placement
-from app.cluster_state.resources import pod_resource_request
 from plugins.support.resources import (
     add_in_place,
     clone,
