@@ -4,8 +4,9 @@ The framework (app/framework.py) combines the plugins' answers; everything else 
 beside that — count each answer, write the decision record, turn a change of verdict into a
 PodGroup Event, count and log a plugin's fault — is a subscriber to this stream, as
 kube-scheduler's framework hands its Diagnosis to a recorder instead of writing Events itself.
-An answer's outcome is one :class:`Outcome`, shared by ``caldera_plugin_decisions_total`` (its
-``outcome`` label), the decision record (``GET /debug/explain``) and the Events.
+An answer's outcome is one :class:`~app.outcome.Outcome`, shared by
+``caldera_plugin_decisions_total`` (its ``outcome`` label), the decision record
+(``GET /debug/explain``) and the Events.
 
 A subscriber subclasses :class:`DecisionSink` and overrides what it listens to; :class:`Stream`
 binds, per event, only the subscribers that override it, so an event nobody listens to costs a
@@ -14,11 +15,11 @@ call to a no-op and one listened to by one subscriber costs that subscriber's ca
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from app.outcome import Outcome
 from plugins.api.base import FitError, Vote
 from plugins.api.reasons import Reason
 from schemas.api import JobInfo, QueueInfo, TaskInfo
@@ -30,41 +31,6 @@ if TYPE_CHECKING:
     from app.plugin_faults import Fault, PluginFaults
 
 
-class Outcome(enum.StrEnum):
-    """One plugin's answer to one call. The value is the metrics label."""
-
-    PASS = "pass"
-    FAIL = "fail"
-    SCORED = "scored"
-    ABSTAIN = "abstain"
-    NONE = "none"
-    VICTIMS = "victims"
-    PERMIT = "permit"
-    REJECT = "reject"
-    CALLED = "called"
-    OVERUSED = "overused"
-    OK = "ok"
-    READY = "ready"
-    NOT_READY = "not_ready"
-    ERROR = "error"
-
-    # Hashed as the string it is (Enum hashes its name in Python): an outcome is part of a
-    # metrics key on every plugin answer, and equal to its label as a dict key.
-    __hash__ = str.__hash__
-
-    @property
-    def said(self) -> str:
-        """The word ``GET /debug/explain`` has always shown for it."""
-        return _SAID.get(self, self.value)
-
-    @property
-    def holds_back(self) -> bool:
-        """Whether it keeps a job from going on (explain lists these first)."""
-        return self in _HOLDS_BACK
-
-
-_SAID = {Outcome.NOT_READY: "not ready"}
-_HOLDS_BACK = frozenset({Outcome.REJECT, Outcome.NOT_READY, Outcome.OVERUSED})
 OF_VOTE = {Vote.PERMIT: Outcome.PERMIT, Vote.ABSTAIN: Outcome.ABSTAIN, Vote.REJECT: Outcome.REJECT}
 
 

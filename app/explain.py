@@ -31,7 +31,7 @@ from datetime import datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from app.decisions import Outcome
+from app.outcome import Outcome
 from plugins.api.base import FitError
 from plugins.api.reasons import Reason
 from schemas.api import TaskInfo

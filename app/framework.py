@@ -51,7 +51,6 @@ from app.decisions import (
     EventsSubscriber,
     FaultSubscriber,
     MetricsSubscriber,
-    Outcome,
     RecordSubscriber,
     Stream,
 )
@@ -59,6 +58,7 @@ from app.errors import PluginFailure, RequestError
 from app.events import PodGroupEvents
 from app.explain import Answer, SessionLog
 from app.metrics import Metrics, TallyHistogram
+from app.outcome import Outcome
 from app.plugin_faults import (
     DEFAULT_TIME_BUDGET,
     OVERRUNS_BEFORE_POLICY,

@@ -6,9 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.decisions import EVENTS, DecisionSink, Outcome, Stream
+from app.decisions import EVENTS, DecisionSink, Stream
 from app.explain import DecisionRecord
 from app.metrics import Metrics
+from app.outcome import Outcome
 from plugins.api.base import FitError, Vote
 from plugins.api.extension_points import BY_VERB
 from schemas.api import JobInfo, NodeInfo
