@@ -46,9 +46,9 @@ from pathlib import Path
 import msgspec
 
 from app.cluster_state.cluster_mode import ClusterSessionState
+from app.cluster_state.encode import encode_state
 from app.errors import AnswerError, CalderaError
 from app.extender import Body, Extender
-from app.shadow_state import encode_state
 from plugins.api.base import utc_now
 from schemas.requests import OnSessionOpenRequest
 

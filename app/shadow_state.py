@@ -24,20 +24,15 @@ from typing import Any
 
 import msgspec
 
+from app.cluster_state.encode import SECTIONS, JsonWriter, go_on
 from schemas.api import JobInfo, NamespaceInfo, NodeInfo, QueueInfo
 from schemas.requests import OnSessionOpenRequest
 
-SECTIONS = ("Jobs", "Nodes", "Queues", "NamespaceInfo")
-"""The session's maps, each keyed as Volcano keys it."""
 BUILT_EVERY_SESSION = frozenset({"NamespaceInfo"})
 """Maps the derivation builds anew each session (one small entry per namespace with a quota):
 compared by value, not identity."""
 FULL = 0
 """``base`` of a delta that is the whole state."""
-
-
-def _go_on() -> None:
-    """Encode without stopping between entries (a benchmark, a test)."""
 
 
 class StateDelta(msgspec.Struct, gc=False):
@@ -72,9 +67,7 @@ class DeltaEncoder:
         """The process asked for the whole state: the next delta is one."""
         self._sent = None
 
-    def encode(
-        self, state: OnSessionOpenRequest, between: Callable[[], None] = _go_on
-    ) -> bytearray:
+    def encode(self, state: OnSessionOpenRequest, between: Callable[[], None] = go_on) -> bytearray:
         """The delta from the state last encoded to ``state``, a :class:`StateDelta`'s JSON;
         ``between`` is called after each entry's encode (the sending thread waits there while
         the live side is busy)."""
@@ -123,54 +116,6 @@ class DeltaEncoder:
         self.changed = changed
         self.changed_whole = previous is None
         return out.data
-
-
-class JsonWriter:
-    """JSON written a piece at a time into one buffer, ``between`` called after each map entry:
-    msgspec holds the GIL for the whole of one encode, and a whole state takes a hundred
-    milliseconds and more at 10,000 pods (its final assembly alone, one encode of the entries
-    already encoded, took 25 ms of the 130). Entry by entry, the event loop gets the GIL back
-    within Python's switch interval (5 ms) whenever it wants it, and the sending thread's
-    ``between`` stops the encode for as long as the live side is in a session, so that only the
-    call that began it waits for the GIL, not every call of the session (bench/README.md, "A
-    shadow in cluster mode"). A large ``bytearray`` grows in place (``mremap``), never copied
-    whole."""
-
-    def __init__(self, between: Callable[[], None] = _go_on) -> None:
-        self.data = bytearray()
-        self.between = between
-        self._encode = msgspec.json.Encoder().encode
-
-    def raw(self, piece: bytes) -> None:
-        self.data += piece
-
-    def value(self, value: Any) -> None:
-        self.data += self._encode(value)
-
-    def map(self, entries: dict[str, Any]) -> None:
-        """``entries`` as a JSON object, in their order."""
-        data, encode, between = self.data, self._encode, self.between
-        data += b"{"
-        for n, (key, value) in enumerate(entries.items()):
-            if n:
-                data += b","
-            data += encode(key)
-            data += b":"
-            data += encode(value)
-            between()
-        data += b"}"
-
-
-def encode_state(state: OnSessionOpenRequest) -> bytearray:
-    """``state`` as the onSessionOpen body Volcano would have posted (its JSON), written entry
-    by entry for the reason :class:`JsonWriter` gives: ``serve --record``'s writer thread writes
-    a cluster-mode session's state with it (``app/record.py``)."""
-    out = JsonWriter()
-    for n, section in enumerate(SECTIONS):
-        out.raw(b'%s"%s":' % (b"{" if n == 0 else b",", section.encode()))
-        out.map(getattr(state, section) or {})
-    out.raw(b"}")
-    return out.data
 
 
 class DeltaDecoder:

@@ -31,10 +31,11 @@ from typing import Any
 
 import msgspec
 
+from app.cluster_state.encode import SECTIONS
 from app.cluster_state.store import ClusterStore
 from app.shadow import SEND_AFTER_SECONDS
 from app.shadow_gate import CLOSE, LiveActivity
-from app.shadow_state import SECTIONS, DeltaDecoder, DeltaEncoder
+from app.shadow_state import DeltaDecoder, DeltaEncoder
 from bench.cluster_state import CHANGED_PODS, changed_pod, emit, populated_store
 from schemas.api import JobInfo
 from schemas.requests import OnSessionOpenRequest

@@ -11,7 +11,8 @@ import msgspec
 import pytest
 
 from app.cluster_state.derive import derive
-from app.shadow_state import FULL, SECTIONS, DeltaDecoder, DeltaEncoder, StateDelta, encode_state
+from app.cluster_state.encode import SECTIONS, encode_state
+from app.shadow_state import FULL, DeltaDecoder, DeltaEncoder, StateDelta
 from schemas.requests import OnSessionOpenRequest
 from tests.app.cluster_state.objects import cluster
 from tests.app.cluster_state.test_compare import matching_objects
