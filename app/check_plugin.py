@@ -319,7 +319,7 @@ def check(entry: PluginEntry, config: CalderaConfig, budget_seconds: float | Non
     """Drive ``entry``'s plugin through every scenario; the report of what it did. The p99 of
     each hook is held to ``budget_seconds``, by default the entry's ``timeBudget`` (as the
     framework holds each call)."""
-    from app.config_watch import build_backgrounds
+    from app.config import build_backgrounds
 
     backgrounds, _ = build_backgrounds(config)
     background = backgrounds.get((entry.tier, entry.index))

@@ -124,7 +124,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from app import listeners
     from app.buffers import BodyBuffers
-    from app.config_watch import load_with_origin
+    from app.config import load_with_origin
     from app.connections import ConnectionLimits, guarded_protocol
     from app.logs import configure_logging
     from app.main import create_app

@@ -19,6 +19,8 @@ rather learn at startup than from a scheduler that quietly ignores a plugin.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,7 +37,7 @@ from app.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
 from app.plugin_faults import format_duration, parse_duration
 from plugins.api import registry
 from plugins.api.arguments import Arguments
-from plugins.api.base import Plugin
+from plugins.api.base import Background, Plugin
 from plugins.api.extension_points import BY_VERB
 from plugins.api.options import FLAG_DEFAULTS
 from plugins.api.release import NEWEST_STABLE_VERSION, SUPPORTED_VERSIONS, Release
@@ -433,6 +435,75 @@ def read_config_text(path: str | Path | None) -> tuple[str, str]:
 
 def embedded_config_text() -> str:
     return files("app").joinpath(EMBEDDED_CONFIG_NAME).read_text(encoding="utf-8")
+
+
+Backgrounds = dict[tuple[int, int], Background]
+"""A configuration's background data sources by tier entry ``(tier, index)``."""
+
+
+def digest(text: str) -> str:
+    """The first 16 hex digits of the SHA-256 of the file's text: enough to tell two
+    versions of one ConfigMap apart in a metric label and a log line."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigOrigin:
+    """Where the served configuration came from: the file (None for the embedded default or
+    a configuration built in code), the source named in messages, the text's digest."""
+
+    source: str
+    sha256: str
+    path: Path | None = None
+
+    @classmethod
+    def of(cls, config: CalderaConfig) -> ConfigOrigin:
+        """For a configuration built in code (tests, the benchmark): no file to watch."""
+        text = json.dumps(config.model_dump(mode="json"), sort_keys=True)
+        return cls("<in memory>", digest(text))
+
+
+def load_with_origin(path: str | Path | None) -> tuple[CalderaConfig, ConfigOrigin]:
+    """Load ``path`` (or the embedded default) and say where it came from, reading the file
+    once so that the digest is of the text that was loaded."""
+    text, source = read_config_text(path)
+    config = load_config_text(text, source)
+    return config, ConfigOrigin(source, digest(text), None if path is None else Path(path))
+
+
+def background_key(config: CalderaConfig, entry: tuple[int, int]) -> str:
+    """What makes two tier entries' data sources interchangeable: the plugin, its arguments
+    and its flags (a background is built from exactly these)."""
+    option = config.tiers[entry[0]].plugins[entry[1]]
+    return json.dumps([option.name, option.arguments, option.flags], sort_keys=True, default=str)
+
+
+def build_backgrounds(
+    config: CalderaConfig, reuse: Mapping[str, Background] | None = None
+) -> tuple[Backgrounds, list[Background]]:
+    """The background data sources ``config`` needs, taking the ones in ``reuse`` (by
+    :func:`background_key`) instead of building anew; returns them with the new ones (which
+    the caller starts)."""
+    backgrounds: Backgrounds = {}
+    built: list[Background] = []
+    for t, tier in enumerate(config.tiers):
+        for i, option in enumerate(tier.plugins):
+            cls = registry.get(option.name)
+            if cls is None:
+                continue
+            reused = (reuse or {}).get(background_key(config, (t, i)))
+            if reused is not None:
+                backgrounds[(t, i)] = reused
+                continue
+            background = cls.create_background(
+                Arguments(
+                    option.arguments, plugin=option.name, flags=option.flags, release=config.release
+                )
+            )
+            if background is not None:
+                backgrounds[(t, i)] = background
+                built.append(background)
+    return backgrounds, built
 
 
 def release_note(config: CalderaConfig) -> str:

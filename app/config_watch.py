@@ -32,21 +32,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from app.config import CalderaConfig, ConfigError, load_config_text, read_config_text
+from app.config import (
+    Backgrounds,
+    CalderaConfig,
+    ConfigError,
+    ConfigOrigin,
+    background_key,
+    build_backgrounds,
+    digest,
+    load_config_text,
+)
 from app.config_checks import build_problems, log_problems
 from app.metrics import Metrics
-from plugins.api import registry
-from plugins.api.arguments import Arguments
 from plugins.api.base import Background, utc_now
 
 logger = logging.getLogger("caldera.config")
@@ -61,74 +65,6 @@ DEFAULT_INTERVAL_SECONDS = 2.0
 SYNC_TIMEOUT_SECONDS = 60.0
 """How long a new configuration's data sources (pdb's watch) may take to sync before the
 change is rejected and the running configuration stays."""
-
-Backgrounds = dict[tuple[int, int], Background]
-"""A configuration's background data sources by tier entry ``(tier, index)``."""
-
-
-def digest(text: str) -> str:
-    """The first 16 hex digits of the SHA-256 of the file's text: enough to tell two
-    versions of one ConfigMap apart in a metric label and a log line."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigOrigin:
-    """Where the served configuration came from: the file (None for the embedded default or
-    a configuration built in code), the source named in messages, the text's digest."""
-
-    source: str
-    sha256: str
-    path: Path | None = None
-
-    @classmethod
-    def of(cls, config: CalderaConfig) -> ConfigOrigin:
-        """For a configuration built in code (tests, the benchmark): no file to watch."""
-        text = json.dumps(config.model_dump(mode="json"), sort_keys=True)
-        return cls("<in memory>", digest(text))
-
-
-def load_with_origin(path: str | Path | None) -> tuple[CalderaConfig, ConfigOrigin]:
-    """Load ``path`` (or the embedded default) and say where it came from, reading the file
-    once so that the digest is of the text that was loaded."""
-    text, source = read_config_text(path)
-    config = load_config_text(text, source)
-    return config, ConfigOrigin(source, digest(text), None if path is None else Path(path))
-
-
-def background_key(config: CalderaConfig, entry: tuple[int, int]) -> str:
-    """What makes two tier entries' data sources interchangeable: the plugin, its arguments
-    and its flags (a background is built from exactly these)."""
-    option = config.tiers[entry[0]].plugins[entry[1]]
-    return json.dumps([option.name, option.arguments, option.flags], sort_keys=True, default=str)
-
-
-def build_backgrounds(
-    config: CalderaConfig, reuse: Mapping[str, Background] | None = None
-) -> tuple[Backgrounds, list[Background]]:
-    """The background data sources ``config`` needs, taking the ones in ``reuse`` (by
-    :func:`background_key`) instead of building anew; returns them with the new ones (which
-    the caller starts)."""
-    backgrounds: Backgrounds = {}
-    built: list[Background] = []
-    for t, tier in enumerate(config.tiers):
-        for i, option in enumerate(tier.plugins):
-            cls = registry.get(option.name)
-            if cls is None:
-                continue
-            reused = (reuse or {}).get(background_key(config, (t, i)))
-            if reused is not None:
-                backgrounds[(t, i)] = reused
-                continue
-            background = cls.create_background(
-                Arguments(
-                    option.arguments, plugin=option.name, flags=option.flags, release=config.release
-                )
-            )
-            if background is not None:
-                backgrounds[(t, i)] = background
-                built.append(background)
-    return backgrounds, built
 
 
 @dataclass(slots=True)

@@ -17,8 +17,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app import __version__
 from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
 from app.cluster_state.cluster_mode import ClusterSessionState
-from app.config import CalderaConfig
-from app.config_watch import DEFAULT_INTERVAL_SECONDS, ConfigOrigin
+from app.config import CalderaConfig, ConfigOrigin
+from app.config_watch import DEFAULT_INTERVAL_SECONDS
 from app.logs import request_id
 from app.openapi import components, verb_paths
 from app.record import Recorder, RecordingExtender

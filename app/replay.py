@@ -23,8 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
-from app.config import CalderaConfig
-from app.config_watch import Backgrounds
+from app.config import Backgrounds, CalderaConfig
 from app.extender import Extender
 from app.record import INDEX, answer_of
 from app.session import SessionManager
@@ -206,7 +205,7 @@ async def _replay(
     progress: Progress,
     stderr: TextIO,
 ) -> Report:
-    from app.config_watch import build_backgrounds
+    from app.config import build_backgrounds
 
     clock = ReplayClock()
     first = next((exchanges[0] for _, exchanges in recorded if exchanges), None)

@@ -27,15 +27,8 @@ from app import __version__
 from app.cluster_state.cluster_mode import ClusterSessionState
 from app.cluster_state.compare_mode import SessionStateComparison
 from app.cluster_state.derive import Settings
-from app.config import CalderaConfig
-from app.config_watch import (
-    DEFAULT_INTERVAL_SECONDS,
-    Backgrounds,
-    ConfigOrigin,
-    ConfigWatch,
-    Served,
-    build_backgrounds,
-)
+from app.config import Backgrounds, CalderaConfig, ConfigOrigin, build_backgrounds
+from app.config_watch import DEFAULT_INTERVAL_SECONDS, ConfigWatch, Served
 from app.events import KubeEventSink, PodGroupEvents
 from app.explain import DecisionRecord
 from app.extender import Extender

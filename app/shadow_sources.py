@@ -5,7 +5,7 @@ Without this a shadow hosting pdb opens its own list and watch of every PodDisru
 the cluster: a second LIST at start and after every watch expiry, and a second stream of every
 change, from one pod — what an operator adding a shadow does not expect to cost the API server.
 
-Which sources are shared: a shadow tier entry whose :func:`~app.config_watch.background_key`
+Which sources are shared: a shadow tier entry whose :func:`~app.config.background_key`
 (plugin, arguments, flags) is also one of the live configuration's — the same test a live reload
 uses to keep a data source across a switch — and whose data source can be mirrored
 (:class:`Shareable`: pdb's). Any other (pdb with another kubeconfig or file, a plugin only the
@@ -30,8 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
-from app.config import CalderaConfig
-from app.config_watch import Backgrounds, background_key
+from app.config import Backgrounds, CalderaConfig, background_key
 from plugins.api.base import Background
 
 ServedConfig = Callable[[], tuple[CalderaConfig, Backgrounds]]
@@ -69,7 +68,7 @@ class Shareable(Protocol):
 
 
 def shareable_keys(config: CalderaConfig, backgrounds: Backgrounds) -> dict[str, Background]:
-    """``config``'s shareable data sources by :func:`~app.config_watch.background_key`."""
+    """``config``'s shareable data sources by :func:`~app.config.background_key`."""
     return {
         background_key(config, entry): background
         for entry, background in backgrounds.items()

@@ -43,8 +43,13 @@ from pathlib import Path
 from typing import Any
 
 from app.cluster_state.modes import refusal
-from app.config import CalderaConfig, ConfigError
-from app.config_watch import Backgrounds, build_backgrounds, load_with_origin
+from app.config import (
+    Backgrounds,
+    CalderaConfig,
+    ConfigError,
+    build_backgrounds,
+    load_with_origin,
+)
 from app.explain import DecisionRecord
 from app.extender import Body, Extender
 from app.plugin_faults import Fault, PluginFaults

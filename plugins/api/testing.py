@@ -384,8 +384,7 @@ class Harness:
     def __init__(
         self, config_text: str, *, now: datetime | Callable[[], datetime] | None = None
     ) -> None:
-        from app.config import load_config_text
-        from app.config_watch import build_backgrounds
+        from app.config import build_backgrounds, load_config_text
         from app.extender import Extender
         from app.session import SessionManager
 

@@ -14,9 +14,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.cli import main
-from app.config import load_config
+from app.config import load_config, load_with_origin
 from app.config_checks import build_problems
-from app.config_watch import load_with_origin
 from app.main import create_app
 from plugins.api import registry
 from plugins.api.arguments import Arguments

@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from app.config_watch import ConfigWatch, load_with_origin
+from app.config import load_with_origin
+from app.config_watch import ConfigWatch
 from app.main import CalderaApp, create_app
 from tests.examples import example_bytes
 

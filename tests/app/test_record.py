@@ -244,7 +244,7 @@ def test_replay_warns_when_a_data_source_is_still_syncing(
 ) -> None:
     monkeypatch.setattr("app.replay.BACKGROUND_SYNC_SECONDS", 0.2)
     monkeypatch.setattr(
-        "app.config_watch.build_backgrounds", lambda config: ({(0, 1): NeverSynced()}, [])
+        "app.config.build_backgrounds", lambda config: ({(0, 1): NeverSynced()}, [])
     )
     handwritten_recording(tmp_path / "rec", CREATED + timedelta(minutes=5), b'{"status":0}')
     config = "tiers: [{plugins: [{name: sla}, {name: pdb, arguments: {source: file, file: x}}]}]\n"

@@ -10,8 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from app.config import CalderaConfig, load_config_text
-from app.config_watch import build_backgrounds
+from app.config import CalderaConfig, build_backgrounds, load_config_text
 from app.record import Recorder
 from app.runtime import Runtime
 from plugins.api import registry

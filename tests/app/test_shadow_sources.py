@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.config import load_config_text
-from app.config_watch import Backgrounds, background_key, build_backgrounds
+from app.config import Backgrounds, background_key, build_backgrounds, load_config_text
 from app.shadow_sources import OWN, SHARED, LiveSources, MirroredSources
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from app.config_watch import digest
+from app.config import digest
 from tests.service.conftest import CalderaProcess, start_caldera
 from tests.service.test_plugin_overcommit import JOB_A, QUEUED, enqueueable, job, open_session
 
