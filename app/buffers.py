@@ -41,22 +41,11 @@ _UNSHARED = _references([bytearray(1)])
 """What :func:`_references` counts for a buffer held by its slot alone."""
 
 
-OUTCOMES = ("reused", "refit", "held", "first")
-"""What happened to each large body's buffer (``caldera_body_buffers_total{outcome}``):
-
-- ``reused``: received into the kept buffer (the saving this module exists for);
-- ``refit``: the kept buffer was free but too far from the new size: freed, a fresh one kept;
-- ``held``: the kept buffer was still referenced (a body being answered or recorded, a
-  ``msgspec.Raw``): a fresh buffer, not kept. Steadily rising, it means reuse has stopped —
-  something holds bodies longer than a request (a new plugin keeping a ``Raw``, a slow
-  recorder) and every large body pays its page faults again;
-- ``first``: no buffer kept yet (the first large body since the start)."""
-
-
 class BodyBuffers:
     """One server's kept buffer for large bodies (one per ``caldera serve``). ``kept`` hears the
     kept buffer's size after every large body (``caldera_body_buffer_bytes``); ``outcome`` hears
-    what happened to it (one of :data:`OUTCOMES`, ``caldera_body_buffers_total``)."""
+    what happened to it (one of :data:`app.metrics.BUFFER_OUTCOMES`,
+    ``caldera_body_buffers_total``)."""
 
     def __init__(
         self,

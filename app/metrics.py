@@ -14,7 +14,6 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from app import __version__
-from app.buffers import OUTCOMES as BUFFER_OUTCOMES
 from app.build_info import commit
 
 # No ``<name>_created`` series beside every counter and histogram: each doubles the series a
@@ -30,6 +29,18 @@ DURATION_BUCKETS = (
 cluster a few hundred."""
 
 BYTES_BUCKETS = tuple(float(2**k) for k in range(8, 31, 2))  # 256 B … 1 GiB
+
+BUFFER_OUTCOMES = ("reused", "refit", "held", "first")
+"""What happened to each large body's buffer (``caldera_body_buffers_total{outcome}``;
+app/buffers.py keeps the buffer):
+
+- ``reused``: received into the kept buffer (the saving app/buffers.py exists for);
+- ``refit``: the kept buffer was free but too far from the new size: freed, a fresh one kept;
+- ``held``: the kept buffer was still referenced (a body being answered or recorded, a
+  ``msgspec.Raw``): a fresh buffer, not kept. Steadily rising, it means reuse has stopped —
+  something holds bodies longer than a request (a new plugin keeping a ``Raw``, a slow
+  recorder) and every large body pays its page faults again;
+- ``first``: no buffer kept yet (the first large body since the start)."""
 
 
 class Tally:
