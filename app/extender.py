@@ -329,7 +329,7 @@ class Extender:
 
     def open_derived(self, derive: Callable[[], OnSessionOpenRequest | None]) -> None:
         """Open the session on a state derived rather than posted by Volcano: the cluster
-        mode's own, or the one a shadow configuration is handed (``app/shadow_state.py``).
+        mode's own, or the one a shadow configuration is handed (``app/shadow/state.py``).
         ``derive`` returning None (nothing to derive from yet) leaves no session open."""
         if self.at_session_boundary is not None:
             self.at_session_boundary()

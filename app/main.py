@@ -26,7 +26,7 @@ from app.routes import debug, docs, health, metrics
 from app.routes import shadow as shadow_routes
 from app.routes.verbs import Answers, verb_routes
 from app.runtime import Runtime
-from app.shadow import ShadowedAnswers
+from app.shadow.service import ShadowedAnswers
 from schemas.responses import ErrorResponse
 
 DESCRIPTION = (

@@ -37,7 +37,7 @@ from app.metrics import Metrics
 from app.plugin_faults import PluginFaults
 from app.record import Recorder
 from app.session import SessionManager
-from app.shadow import DEFAULT_MAX_QUEUED_BYTES, Shadow
+from app.shadow.service import DEFAULT_MAX_QUEUED_BYTES, Shadow
 from app.snapshot_health import SnapshotHealth
 from plugins.api.base import Background, utc_now
 
@@ -63,7 +63,7 @@ class Runtime:
     :meth:`stop` bracket the app's lifespan. ``recorder`` is ``serve --record``'s, closed at
     :meth:`stop`; ``origin`` names where ``config`` was read from, watched every
     ``watch_interval`` seconds when it is a file (0: not watched); ``shadow_path`` names a
-    shadow configuration evaluated on the same requests off the hot path (app/shadow.py)."""
+    shadow configuration evaluated on the same requests off the hot path (app/shadow/service.py)."""
 
     served: Serving
     """What is served now (:meth:`publish`)."""
@@ -116,7 +116,8 @@ class Runtime:
         self.snapshot = SnapshotHealth(clock, metrics.snapshot_taken.set)
         self.publish(config, sessions, backgrounds)
         self.shadow: Shadow | None = None
-        """``serve --shadow FILE``: the shadow configuration and its findings (app/shadow.py)."""
+        """``serve --shadow FILE``: the shadow configuration and its findings
+        (app/shadow/service.py)."""
         if shadow_path is not None:
             self.shadow = Shadow(
                 shadow_path,

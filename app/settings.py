@@ -92,7 +92,7 @@ class Settings(BaseSettings):
         ),
     )
     """A second configuration answering every request beside the live one; only the live
-    answers go to Volcano (``app/shadow.py``)."""
+    answers go to Volcano (``app/shadow/service.py``)."""
     shadow_max_queued_bytes: int = Field(
         default=256 << 20,
         ge=0,

@@ -1,5 +1,5 @@
 """What handing a cluster-mode session's state to the shadow configuration costs (issue 36 with
-issue 38; app/shadow_state.py): per session, the sending thread's encode of the delta from the
+issue 38; app/shadow/state.py): per session, the sending thread's encode of the delta from the
 previous session's state (its milliseconds and bytes), and the shadow process's apply of it,
 on the synthetic store of ``bench.cluster_state`` with 0, 10 and 100 pods changed between two
 sessions, and once for the whole state (the first session, or after a lost delta).
@@ -15,7 +15,7 @@ times a live call (one job decoded and encoded again, due every :data:`CALL_EVER
 timed from when it was due, so a wait for the GIL counts) on this thread while another encodes
 the whole state: with no encode, with an encode that never stops, and with one that stops
 between two entries while the session is in progress, as the shadow's sending thread does
-(app/shadow.py ``_while_live_is_busy``, on the live side's marks of app/shadow_gate.py).
+(app/shadow/service.py ``_while_live_is_busy``, on the live side's marks of app/shadow/gate.py).
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ import msgspec
 
 from app.cluster_state.encode import SECTIONS
 from app.cluster_state.store import ClusterStore
-from app.shadow import SEND_AFTER_SECONDS
-from app.shadow_gate import CLOSE, LiveActivity
-from app.shadow_state import DeltaDecoder, DeltaEncoder
+from app.shadow.gate import CLOSE, LiveActivity
+from app.shadow.service import SEND_AFTER_SECONDS
+from app.shadow.state import DeltaDecoder, DeltaEncoder
 from bench.cluster_state import CHANGED_PODS, changed_pod, emit, populated_store
 from schemas.api import JobInfo
 from schemas.requests import OnSessionOpenRequest
@@ -60,7 +60,7 @@ def _change(store: ClusterStore, pods: int, nodes: int, changed: int, session: i
 
 def _entry_encodes(state: OnSessionOpenRequest) -> dict[str, float]:
     """One entry's encode, median and 99th percentile: how long the sending thread holds the
-    GIL in one piece (app/shadow_state.py encodes entry by entry). Wall time: on a loaded
+    GIL in one piece (app/shadow/state.py encodes entry by entry). Wall time: on a loaded
     machine the maximum is a preemption, not the encode."""
     times: list[float] = []
     for section in SECTIONS:

@@ -52,7 +52,7 @@ class ClusterSessionState(WatchBackedState):
         self.last_derive_seconds: float | None = None
         self.last_state: OnSessionOpenRequest | None = None
         """The latest session's state (None when it opened before the watch listed): what a
-        shadow configuration and ``serve --record`` are handed (``app/shadow.py``,
+        shadow configuration and ``serve --record`` are handed (``app/shadow/service.py``,
         ``app/record.py``)."""
 
     @property

@@ -1,7 +1,7 @@
 """A session's state as the JSON of the onSessionOpen body Volcano would have posted, written a
 piece at a time (:class:`JsonWriter`): ``serve --record`` writes a cluster-mode session's state
 with :func:`encode_state` (``app/record.py``), and the shadow's delta of it
-(``app/shadow_state.py``) is written the same way.
+(``app/shadow/state.py``) is written the same way.
 """
 
 from __future__ import annotations

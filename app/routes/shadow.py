@@ -1,6 +1,6 @@
 """GET /debug/shadow: what the shadow configuration (``caldera serve --shadow FILE``) would have
 decided otherwise than the live one, a summary first, then per job, task and queue, each
-difference with both configurations' answers and reasons (``app/shadow.py``)."""
+difference with both configurations' answers and reasons (``app/shadow/service.py``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from fastapi import APIRouter, Request, Response
 
 from app.routes.json import json_response
 from app.runtime import runtime_of
-from app.shadow import Shadow
-from app.shadow_diff import Difference
+from app.shadow.diff import Difference
+from app.shadow.service import Shadow
 
 router = APIRouter(tags=["operations"])
 LINES_SHOWN = 20

@@ -43,7 +43,7 @@ class PdbSource:
         self._snapshot: PdbSnapshot | None = None
         self._objects: tuple[PodDisruptionBudget, ...] = ()
         """What ``_snapshot`` was built from, for a shadow's mirror: set before it, replaced
-        whole (another thread reads it, app/shadow_sources.py)."""
+        whole (another thread reads it, app/shadow/sources.py)."""
         self.last_error: str | None = None
 
     def _publish(self, objects: Iterable[PodDisruptionBudget], snapshot: PdbSnapshot) -> None:
@@ -88,7 +88,7 @@ class PdbSource:
         }
 
     # A shadow configuration's pdb reads these budgets instead of a watch of its own
-    # (app/shadow_sources.py): the snapshot is replaced whole on every change; what is sent is
+    # (app/shadow/sources.py): the snapshot is replaced whole on every change; what is sent is
     # the objects as JSON, which the shadow's process compiles (far cheaper here than pickling
     # the compiled budgets).
     def shared_version(self) -> PdbSnapshot | None:
@@ -103,7 +103,7 @@ class PdbSource:
 
 class MirroredPdbSource(PdbSource):
     """The budgets of another process's source, as it last sent them: a shadow configuration's
-    pdb beside a live one reading the same PodDisruptionBudgets (app/shadow_sources.py)."""
+    pdb beside a live one reading the same PodDisruptionBudgets (app/shadow/sources.py)."""
 
     kind = "shared"
 

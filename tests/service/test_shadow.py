@@ -289,7 +289,7 @@ async def test_a_shadow_hosting_pdb_shares_the_live_watch_of_the_budgets(
     servers: Servers, tmp_path: Path, same_kubeconfig: bool, source: str, lists: int
 ) -> None:
     """One sidecar with a shadow lists and watches the PodDisruptionBudgets once: the shadow's
-    pdb reads the live one's budgets, sent at each session (app/shadow_sources.py). Only a pdb
+    pdb reads the live one's budgets, sent at each session (app/shadow/sources.py). Only a pdb
     entry the live configuration does not have (here, another kubeconfig) watches on its own."""
     api = FakeApiServer()
     url = await api.start()

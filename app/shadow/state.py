@@ -7,8 +7,8 @@ the session on that same view, so the live side hands it over; not whole (a full
 tens of MB of JSON at 10,000 pods), but as what changed since the state last handed over. The
 incremental derivation keeps an unchanged job, node or queue the very same object from one
 session to the next (and plugins never mutate them), so an identity test per key finds what
-changed: the sending thread (``app/shadow.py``) runs :class:`DeltaEncoder` off the event loop,
-and the shadow's process applies the delta to its copy of the previous state
+changed: the sending thread (``app/shadow/service.py``) runs :class:`DeltaEncoder` off the event
+loop, and the shadow's process applies the delta to its copy of the previous state
 (:class:`DeltaDecoder`).
 
 Every delta names the state it applies to (``base``). The process applies one only onto that

@@ -1,5 +1,5 @@
-"""app/freed_memory.py: with a shadow, the live process holds a session's bodies until the batch
-is handed over; the memory they free must serve the next session's bodies without new page
+"""app/shadow/freed_memory.py: with a shadow, the live process holds a session's bodies until the
+batch is handed over; the memory they free must serve the next session's bodies without new page
 faults (measured: 57 minor faults a 227 KiB preemptable call, 0 once freed memory is kept)."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import sys
 
 import pytest
 
-from app import freed_memory
+from app.shadow import freed_memory
 
 # A live process's sessions in miniature: 200 bodies of 227 KiB held (the shadow's queue),
 # then released (the batch handed over), three sessions; the page faults of the last one.
 SESSIONS = """
 import resource, sys
-from app.freed_memory import keep_freed_memory
+from app.shadow.freed_memory import keep_freed_memory
 if sys.argv[1] == "kept":
     assert keep_freed_memory(256 << 20)
 held = []

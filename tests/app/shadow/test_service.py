@@ -1,4 +1,4 @@
-"""The shadow's queue and process (app/shadow.py, app/shadow_worker.py): a body that does not fit drops
+"""The shadow's queue and process (app/shadow/service.py, app/shadow/worker.py): a body that does not fit drops
 the whole session and counts it, a file that does not load is a counted failure, and each
 finished session's differences are kept."""
 
@@ -14,8 +14,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from app.explain import DecisionRecord
-from app.shadow import PIPE_BYTES, SEND_AFTER_SECONDS, Shadow, ShadowedAnswers
-from app.shadow_reports import SESSIONS_KEPT
+from app.shadow.reports import SESSIONS_KEPT
+from app.shadow.service import PIPE_BYTES, SEND_AFTER_SECONDS, Shadow, ShadowedAnswers
 
 CONFIG = """\
 volcanoVersion: "1.15"
@@ -195,7 +195,7 @@ def test_a_state_being_handed_over_waits_while_the_live_side_is_in_a_session(
     tmp_path: Path,
 ) -> None:
     """Cluster mode's state encode stops between two entries while a session is in progress
-    (app/shadow.py ``_while_live_is_busy``) and goes on once the session closes."""
+    (app/shadow/service.py ``_while_live_is_busy``) and goes on once the session closes."""
     s, answers = gated(tmp_path)
     try:
         answers.handle("jobEnqueueable", JOB)  # a session in progress, not quiet yet

@@ -1,5 +1,5 @@
 """A batch's request bodies on the pipe to the shadow's process, without joining them first
-(``app/shadow.py`` writes, ``app/shadow_worker.py`` reads).
+(``app/shadow/service.py`` writes, ``app/shadow/worker.py`` reads).
 
 The batch's header goes as a ``multiprocessing`` message (it says how many bytes follow); the
 bodies follow as raw bytes on the same pipe, gathered by ``writev`` from the buffers they

@@ -1,4 +1,4 @@
-"""A cluster-mode session's state handed to the shadow as a delta (app/shadow_state.py): what
+"""A cluster-mode session's state handed to the shadow as a delta (app/shadow/state.py): what
 the delta carries for each kind of change, that applying it rebuilds the state exactly (maps in
 the same order), and that a delta that does not apply yields nothing until a whole state."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from app.cluster_state.derive import derive
 from app.cluster_state.encode import SECTIONS, encode_state
-from app.shadow_state import FULL, DeltaDecoder, DeltaEncoder, StateDelta
+from app.shadow.state import FULL, DeltaDecoder, DeltaEncoder, StateDelta
 from schemas.requests import OnSessionOpenRequest
 from tests.app.cluster_state.objects import cluster
 from tests.app.cluster_state.test_compare import matching_objects
@@ -149,7 +149,7 @@ def test_a_state_encoded_entry_by_entry_is_the_body_encoded_whole() -> None:
 
 def test_the_encoder_stops_after_each_entry_it_encodes() -> None:
     """``between`` runs once per entry encoded, whole state or delta: where the sending thread
-    waits while the live side is in a session (app/shadow.py)."""
+    waits while the live side is in a session (app/shadow/service.py)."""
     state = base()
     entries = sum(len(getattr(state, section) or {}) for section in SECTIONS)
     calls: list[int] = []

@@ -1,4 +1,4 @@
-"""app/shadow_worker.py: where the shadow's process runs, measured in a child process of its own
+"""app/shadow/worker.py: where the shadow's process runs, measured in a child process of its own
 (the test process keeps its CPUs and priority)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from app import shadow_worker
 from app.cluster_state.derive import derive
-from app.shadow_state import DeltaEncoder
+from app.shadow import worker as shadow_worker
+from app.shadow.state import DeltaEncoder
 from tests.app.cluster_state.objects import cluster
 from tests.app.cluster_state.test_compare import matching_objects
 

@@ -2,10 +2,10 @@
 differences it found in each, its failures, and the configuration it has loaded
 (``/readyz``'s ``shadow``, ``GET /debug/shadow``, ``caldera explain NAME --shadow``).
 
-The receiving thread of :class:`app.shadow.Shadow` applies each report here
+The receiving thread of :class:`app.shadow.service.Shadow` applies each report here
 (:meth:`ShadowReports.apply`); the routes read under the same lock. The live side's reasons are
 joined to each difference here, from the live session's decision record
-(:func:`app.shadow_diff.with_live_reasons`).
+(:func:`app.shadow.diff.with_live_reasons`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from app.explain import SessionLog
-from app.shadow_diff import Difference, with_live_reasons
+from app.shadow.diff import Difference, with_live_reasons
 
 logger = logging.getLogger("caldera.shadow")
 
@@ -241,7 +241,8 @@ class ShadowReports:
 
     def loaded(self) -> dict[str, Any]:
         """The file's hash, when it loaded and its plugins and data sources (empty while none
-        has loaded): part of ``/readyz``'s ``shadow`` (:meth:`app.shadow.Shadow.describe`)."""
+        has loaded): part of ``/readyz``'s ``shadow``
+        (:meth:`app.shadow.service.Shadow.describe`)."""
         out: dict[str, Any] = {}
         if self.sha256 is not None and self.loaded_at is not None:
             out["sha256"] = self.sha256

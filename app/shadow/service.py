@@ -3,14 +3,14 @@ off the hot path, so an operator sees what a policy would change before it decid
 
 ``caldera serve --shadow FILE`` (``CALDERA_SHADOW``). Each verb's request body and the live
 answer are handed to :meth:`Shadow.offer` after the live answer is computed; a process of its
-own (``app/shadow_worker.py``) answers the same body with the shadow's
+own (``app/shadow/worker.py``) answers the same body with the shadow's
 :class:`~app.extender.Extender` (its own sessions, decision record, plugins and plugin data
 sources, built per session from the shadow file as the live ones are; a data source the live
-configuration has too, pdb's watch, is read from the live one: ``app/shadow_sources.py``) and
+configuration has too, pdb's watch, is read from the live one: ``app/shadow/sources.py``) and
 compares the two
-answers (``app/shadow_diff.py``); the differences come back to the receiving thread here, and
+answers (``app/shadow/diff.py``); the differences come back to the receiving thread here, and
 are kept with the live side's reasons, read from the live decision record, in
-``app/shadow_reports.py``, which the routes read. Only the live answer ever goes to Volcano.
+``app/shadow/reports.py``, which the routes read. Only the live answer ever goes to Volcano.
 
 Why a process and not a thread, by measurement (bench/README.md, "A shadow configuration"): a
 thread doing the shadow's work holds the GIL for as long as Python lets it (5 ms slices), and a
@@ -22,12 +22,12 @@ deque and wakes nobody; a sending thread wakes at the session's onSessionClose (
 part of the period, where the shadow does its work) or :data:`SEND_AFTER_SECONDS` after it last
 sent, and writes everything waiting as one batch: a header, then the bodies gathered from
 their own buffers by one ``writev`` (the GIL released while the kernel copies:
-``app/shadow_pipe.py``), where handing each call to the thread as it came cost
+``app/shadow/pipe.py``), where handing each call to the thread as it came cost
 the live verbs a thread wake-up and GIL turns per call (bench/README.md,
 "A shadow configuration").
 The process reports back once a batch, so the receiving thread wakes once a batch too.
 Both the hand-over and the shadow's evaluation wait for the live side to be idle: no session
-in progress, no verb being answered (``app/shadow_gate.py``).
+in progress, no verb being answered (``app/shadow/gate.py``).
 The process decodes the body again rather
 than sharing the live configuration's decoded snapshot: plugins keep per-session state in those
 objects, so two configurations must not share them anyway.
@@ -35,7 +35,7 @@ objects, so two configurations must not share them anyway.
 With ``sessionState: cluster`` Volcano posts no onSessionOpen: the session opens at its first
 call on a state the live process derived from the cluster. :class:`ShadowedAnswers` then offers
 that state as the session's onSessionOpen (a reference, not bytes), and the sending thread hands
-it over as a delta from the state it last sent (``app/shadow_state.py``), encoded entry by entry
+it over as a delta from the state it last sent (``app/shadow/state.py``), encoded entry by entry
 and stopped between two entries while the live side is in a session; a shadow plugin that
 needs the snapshot itself (``snapshot_only``) is refused by the shadow's process.
 
@@ -67,17 +67,17 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from app import shadow_worker
 from app.cluster_state.cluster_mode import ClusterSessionState
 from app.config import ConfigError
 from app.explain import DecisionRecord
 from app.extender import Body
-from app.freed_memory import keep_freed_memory
-from app.shadow_gate import QUIET_SESSION_SECONDS, LiveActivity
-from app.shadow_pipe import write_all
-from app.shadow_reports import ShadowMetrics, ShadowReports
-from app.shadow_sources import SHARE, LiveSources, ServedConfig
-from app.shadow_state import DeltaEncoder
+from app.shadow import worker as shadow_worker
+from app.shadow.freed_memory import keep_freed_memory
+from app.shadow.gate import QUIET_SESSION_SECONDS, LiveActivity
+from app.shadow.pipe import write_all
+from app.shadow.reports import ShadowMetrics, ShadowReports
+from app.shadow.sources import SHARE, LiveSources, ServedConfig
+from app.shadow.state import DeltaEncoder
 from plugins.api.base import utc_now
 from schemas.requests import OnSessionOpenRequest
 
@@ -134,7 +134,7 @@ class Shadow:
         self.path = Path(path)
         self.cluster = cluster
         """``sessionState: cluster``: each session's onSessionOpen is the live session's
-        derived state, handed over as a delta (:mod:`app.shadow_state`) by the sending thread."""
+        derived state, handed over as a delta (:mod:`app.shadow.state`) by the sending thread."""
         self._deltas = DeltaEncoder()
         self._full_next = False
         """The process asked for the whole state (it could not apply a delta)."""
@@ -149,7 +149,7 @@ class Shadow:
         """What the process reported: sessions, differences, failures, the file loaded."""
         self._live_sources = LiveSources(live_sources) if live_sources is not None else None
         """``live_sources`` returns the live configuration and its data sources as served now:
-        the shadow reads the ones it shares from there (app/shadow_sources.py)."""
+        the shadow reads the ones it shares from there (app/shadow/sources.py)."""
         # The event loop's side (offer): written there only.
         self._queue: deque[Item | None] = deque()
         """Appended here, popped by the sending thread (both atomic under the GIL)."""
@@ -171,7 +171,7 @@ class Shadow:
         context: Any = multiprocessing.get_context(method)
         self.activity = LiveActivity(context, quiet_session_seconds)
         """Marked around each live verb (:class:`ShadowedAnswers`); the shadow works only while
-        it says the live side is idle (app/shadow_gate.py)."""
+        it says the live side is idle (app/shadow/gate.py)."""
         inbox, self._to_child = context.Pipe(duplex=False)
         _widen(self._to_child)
         self._from_child, outbox = context.Pipe(duplex=False)
@@ -190,7 +190,7 @@ class Shadow:
         )
         self._process.start()
         # The live side holds each body until its batch is handed over: keep what the last
-        # batch freed for the next one's bodies (app/freed_memory.py: 57 page faults a
+        # batch freed for the next one's bodies (app/shadow/freed_memory.py: 57 page faults a
         # 227 KiB call otherwise).
         keep_freed_memory(self.max_queued_bytes)
         inbox.close()
@@ -310,7 +310,7 @@ class Shadow:
                     [(i.session, i.verb, i.answer, i.size, len(i.body)) for i in batch],
                 )
             )
-            # The bodies as they are, gathered by the kernel: no join (app/shadow_pipe.py).
+            # The bodies as they are, gathered by the kernel: no join (app/shadow/pipe.py).
             write_all(self._to_child.fileno(), [i.body for i in batch])
         except (OSError, ValueError):  # the process is gone: counted once, calls dropped
             self._process_gone(batch[0].verb)
@@ -480,7 +480,7 @@ class ShadowedAnswers:
 
     def handle(self, verb: str, body: Body) -> bytes:
         activity = self.shadow.activity
-        activity.answering(verb)  # the shadow holds off until answered (app/shadow_gate.py)
+        activity.answering(verb)  # the shadow holds off until answered (app/shadow/gate.py)
         opened = self.cluster.sessions_opened if self.cluster is not None else 0
         try:
             try:

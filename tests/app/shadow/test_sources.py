@@ -1,4 +1,4 @@
-"""A shadow's data sources shared with the live configuration's (app/shadow_sources.py): which
+"""A shadow's data sources shared with the live configuration's (app/shadow/sources.py): which
 are shared, what is sent to the shadow and when, and when the shadow must rebuild."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from app.config import Backgrounds, background_key, build_backgrounds, load_config_text
-from app.shadow_sources import OWN, SHARED, LiveSources, MirroredSources
+from app.shadow.sources import OWN, SHARED, LiveSources, MirroredSources
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session
 from plugins.api.reasons import answer_of

@@ -1,20 +1,20 @@
-"""The shadow configuration's own process (``app/shadow.py`` starts it): it answers every call
-the live configuration answered with the shadow's :class:`~app.extender.Extender` (its own
+"""The shadow configuration's own process (``app/shadow/service.py`` starts it): it answers every
+call the live configuration answered with the shadow's :class:`~app.extender.Extender` (its own
 sessions, decision record, plugins and plugin data sources, but for those it shares with the
-live configuration: ``app/shadow_sources.py``) and reports what it would decide differently.
+live configuration: ``app/shadow/sources.py``) and reports what it would decide differently.
 
 Reads from ``inbox``: a batch of calls, ``(BATCH, [(session, verb, live answer, size, length),
 ...])`` then the calls' request bodies as raw bytes on the pipe, one after the other (``length``
-bytes each: ``app/shadow_pipe.py``; a call whose ``verb`` is empty says the parent dropped the
+bytes each: ``app/shadow/pipe.py``; a call whose ``verb`` is empty says the parent dropped the
 rest of that session); or ``(SHARE, keys, states)``,
 the live configuration's shareable data sources and their changed states
-(``app/shadow_sources.py``), sent before a session's onSessionOpen; in cluster mode
-``(STATE, number)`` then the session's state delta (``app/shadow_state.py``), also before its
+(``app/shadow/sources.py``), sent before a session's onSessionOpen; in cluster mode
+``(STATE, number)`` then the session's state delta (``app/shadow/state.py``), also before its
 onSessionOpen (whose body is then empty); None ends it. Writes to
-``outbox`` tuples the parent applies (:meth:`app.shadow.Shadow._apply`):
+``outbox`` tuples the parent applies (:meth:`app.shadow.service.Shadow._apply`):
 
 - ``("loaded", sha256, plugins, sources)``: ``sources``, per tier entry with a data source,
-  whether it is its own or shared with the live configuration (``app/shadow_sources.py``); ``("problem", message)`` when the file does not load;
+  whether it is its own or shared with the live configuration (``app/shadow/sources.py``); ``("problem", message)`` when the file does not load;
 - ``("session", number, skipped)``: a session begins (``skipped``: why it is not evaluated);
 - ``("skipped", number, why)``: the rest of a session is not evaluated;
 - ``("compared", number, verb, differences)``;
@@ -54,11 +54,11 @@ from app.explain import DecisionRecord
 from app.extender import Body, Extender
 from app.plugin_faults import Fault, PluginFaults
 from app.session import SessionManager
-from app.shadow_diff import COMPARES, compare
-from app.shadow_gate import LiveActivity
-from app.shadow_pipe import read_exactly
-from app.shadow_sources import SHARE, Mirror, MirroredSources
-from app.shadow_state import DeltaDecoder
+from app.shadow.diff import COMPARES, compare
+from app.shadow.gate import LiveActivity
+from app.shadow.pipe import read_exactly
+from app.shadow.sources import SHARE, Mirror, MirroredSources
+from app.shadow.state import DeltaDecoder
 from schemas.requests import OnSessionOpenRequest
 
 logger = logging.getLogger("caldera.shadow")
@@ -66,7 +66,7 @@ OPEN = "onSessionOpen"
 BATCH = "batch"
 REPORTS = "reports"
 STATE = "state"
-"""``(STATE, number)`` then the state delta's bytes (``app/shadow_state.py``): cluster mode's
+"""``(STATE, number)`` then the state delta's bytes (``app/shadow/state.py``): cluster mode's
 next session's state, sent before the batch holding its onSessionOpen."""
 FULL_STATE = "full-state"
 """``(FULL_STATE,)``: a delta did not apply; the next state must be whole."""
@@ -354,7 +354,7 @@ def main(
 ) -> None:
     """The process's entry point: answer until the parent says stop or goes away.
     ``live_keys``: the live configuration's shareable data sources at start; ``activity``: the
-    live side's marks (app/shadow_gate.py): each call is evaluated, and the reports sent, only
+    live side's marks (app/shadow/gate.py): each call is evaluated, and the reports sent, only
     while the live side is idle."""
     parent = os.getppid()
 

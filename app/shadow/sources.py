@@ -12,9 +12,9 @@ uses to keep a data source across a switch — and whose data source can be mirr
 shadow hosts, usage's metrics) is the shadow's own, as before; ``/readyz``'s ``shadow.dataSources``
 says which is which.
 
-How: at each onSessionOpen the parent's sending thread (``app/shadow.py``, off the event loop)
-asks each shareable live source for its version (:meth:`Shareable.shared_version`: an object
-replaced whole when the state changes, so an identity test tells a change) and, for each that
+How: at each onSessionOpen the parent's sending thread (``app/shadow/service.py``, off the event
+loop) asks each shareable live source for its version (:meth:`Shareable.shared_version`: an
+object replaced whole when the state changes, so an identity test tells a change) and, for each that
 changed, its state (:meth:`Shareable.shared_state`: bytes, cheap to make and to send: pdb's are
 the PodDisruptionBudgets as JSON: 0.6 ms for 1,000 of them and 2.7 ms for 5,000, where
 pickling the compiled budgets took 11 and 75-125 ms with the GIL held, on the 2-core development

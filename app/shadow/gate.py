@@ -1,4 +1,4 @@
-"""When the shadow may work: only while the live side is idle (``app/shadow.py``).
+"""When the shadow may work: only while the live side is idle (``app/shadow/service.py``).
 
 Measured (bench/README.md, "A shadow configuration"): even at SCHED_IDLE and on another CPU, a
 shadow that decodes and evaluates a session while the live process answers the next one costs
@@ -87,7 +87,7 @@ class LiveActivity:
     def wait_idle_woken(self, wake: threading.Event, look_again: float) -> None:
         """Wait until the live side is idle, woken by ``wake`` (set when a session closes) or
         looking again every ``look_again`` seconds: for a thread of the live process, which must
-        not poll (each wake-up takes the GIL from the live verbs: ``app/shadow.py``)."""
+        not poll (each wake-up takes the GIL from the live verbs: ``app/shadow/service.py``)."""
         while not self.idle():
             wake.wait(look_again)
             wake.clear()

@@ -1,4 +1,4 @@
-"""What the shadow's process reports, kept for the routes (app/shadow_reports.py): sessions kept
+"""What the shadow's process reports, kept for the routes (app/shadow/reports.py): sessions kept
 by age and by what they found, differences capped per session, failures counted against the
 session they happened in, a job found by its PodGroup's name, the file loaded or not."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from app import shadow_reports
-from app.shadow_diff import Difference, Side
-from app.shadow_reports import (
+from app.shadow import reports as shadow_reports
+from app.shadow.diff import Difference, Side
+from app.shadow.reports import (
     SESSIONS_KEPT,
     SESSIONS_WITH_DIFFERENCES_KEPT,
     ShadowMetrics,

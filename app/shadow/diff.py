@@ -336,7 +336,7 @@ onSessionClose and jobEnqueued answer nothing but ``{}``."""
 
 def with_live_reasons(difference: Difference, log: SessionLog | None) -> Difference:
     """``difference`` with the live side's deciding plugin and reason from the live session's
-    log: the shadow compares without it (it runs in a process of its own, app/shadow.py)."""
+    log: the shadow compares without it (it runs in a process of its own, app/shadow/service.py)."""
     if log is None:
         return difference
     d, answer = difference, difference.live.answer

@@ -1,4 +1,5 @@
-"""Keep freed memory for reuse: what a shadow configuration's live process needs (app/shadow.py).
+"""Keep freed memory for reuse: what a shadow configuration's live process needs
+(app/shadow/service.py).
 
 With a shadow, the live process holds each call's body until the session's batch is handed
 over (after onSessionClose), so a new body cannot reuse the memory the last one freed: glibc

@@ -1,4 +1,4 @@
-"""app/shadow_gate.py: when the live side counts as idle, for the shadow to work in."""
+"""app/shadow/gate.py: when the live side counts as idle, for the shadow to work in."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from app.shadow_gate import LiveActivity
+from app.shadow.gate import LiveActivity
 
 CONTEXT = multiprocessing.get_context()
 QUIET = 1.0

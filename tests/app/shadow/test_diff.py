@@ -1,4 +1,4 @@
-"""Each verb's two answers compared (app/shadow_diff.py): what the shadow would do differently,
+"""Each verb's two answers compared (app/shadow/diff.py): what the shadow would do differently,
 with each side's deciding plugin and reason read from its own session log."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from app.explain import SessionLog
-from app.shadow_diff import compare
+from app.shadow.diff import compare
 from plugins.api.base import FitError
 from plugins.api.reasons import Reason
 from schemas.api import TaskInfo

@@ -1,4 +1,4 @@
-"""app/shadow_pipe.py: a batch's bodies written by ``writev`` from their own buffers and read
+"""app/shadow/pipe.py: a batch's bodies written by ``writev`` from their own buffers and read
 back exactly, through a real pipe smaller than what goes through it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from app.shadow_pipe import IOV_MAX, read_exactly, write_all
+from app.shadow.pipe import IOV_MAX, read_exactly, write_all
 
 CASES = [
     ("one body", [b"x" * 1000]),
@@ -62,7 +62,7 @@ def test_a_write_the_kernel_cuts_short_goes_on_where_it_stopped(
         out = b"".join(bytes(b) for b in buffers)[:1001]  # an odd size: buffers cut midway
         return real_writev(fd, [out])
 
-    monkeypatch.setattr("app.shadow_pipe.os.writev", cut_short)
+    monkeypatch.setattr("app.shadow.pipe.os.writev", cut_short)
     bodies = [os.urandom(2500), b"", os.urandom(3), os.urandom(4000)]
     reader, writer = os.pipe()
     try:
@@ -82,7 +82,7 @@ def test_writev_takes_what_the_system_says_or_posix_least(
 ) -> None:
     """``sysconf`` answers -1 where no limit is known: slicing by it would send no buffer at
     all and ``write_all`` would never end."""
-    from app import shadow_pipe
+    from app.shadow import pipe as shadow_pipe
 
-    monkeypatch.setattr("app.shadow_pipe.os.sysconf", lambda name: said)
+    monkeypatch.setattr("app.shadow.pipe.os.sysconf", lambda name: said)
     assert shadow_pipe._iov_max() == taken
