@@ -31,7 +31,7 @@ from app.config import (
     release_note,
 )
 from app.config_checks import argument_warnings, build_problems, log_problems
-from app.settings import DEFAULT_PORT, Settings, cli_options
+from app.server.settings import DEFAULT_PORT, Settings, cli_options
 from app.volcano_entry import body_limits_note, volcano_entry, volcano_url
 from plugins.api.extension_points import BY_VERB, VERBS
 from schemas.goduration import DurationError, parse_go_duration
@@ -122,12 +122,12 @@ def _add_setting_options(parser: argparse.ArgumentParser, *only: str) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app import listeners
-    from app.buffers import BodyBuffers
     from app.config import load_with_origin
-    from app.connections import ConnectionLimits, guarded_protocol
-    from app.logs import configure_logging
-    from app.main import create_app
+    from app.server import listeners
+    from app.server.buffers import BodyBuffers
+    from app.server.connections import ConnectionLimits, guarded_protocol
+    from app.server.logs import configure_logging
+    from app.server.main import create_app
 
     settings = _settings(args)
     try:
@@ -150,13 +150,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     recorder = None
     unrecorded = None
     if args.record is not None:
-        from app.record import Recorder, RecordError
+        from app.server.record import Recorder, RecordError
 
         try:
             recorder = Recorder(args.record, args.record_max_bytes)
         except RecordError as exc:
             # A debug feature must not keep the scheduler from starting (a native sidecar that
-            # exits holds vc-scheduler back): serve without it, loudly (app/features.py).
+            # exits holds vc-scheduler back): serve without it, loudly (app/server/features.py).
             unrecorded = str(exc)
     app = create_app(
         config,
@@ -168,7 +168,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         shadow_max_queued_bytes=settings.shadow_max_queued_bytes,
     )
     if unrecorded is not None:
-        from app.features import RECORD
+        from app.server.features import RECORD
 
         app.runtime.features.failed(RECORD, unrecorded, "nothing is recorded")
     limits = ConnectionLimits(
@@ -501,7 +501,7 @@ def cmd_check_plugin(args: argparse.Namespace) -> int:
 
 
 def cmd_openapi(args: argparse.Namespace) -> int:
-    from app.main import create_app
+    from app.server.main import create_app
 
     print(openapi_text(create_app(load_config(None)).openapi()), end="")
     return 0

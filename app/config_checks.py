@@ -1,7 +1,7 @@
 """What a valid configuration may still get wrong, said before it is served: arguments the
 plugins warn about or never read, and files a plugin will read that are not there. ``caldera
 check-config`` prints them, ``caldera serve`` logs them at start, and a live reload logs them
-when it takes a changed file (``app/config_watch.py``)."""
+when it takes a changed file (``app/server/config_watch.py``)."""
 
 from __future__ import annotations
 

@@ -114,7 +114,7 @@ class PodGroupEvents:
         self._task: asyncio.Task[None] | None = None
         self.health: Callable[[str | None], None] | None = None
         """Told each send's outcome: the error, or None when the API server took the Event
-        (``app/features.py``: Events failing is a degraded feature, loudly)."""
+        (``app/server/features.py``: Events failing is a degraded feature, loudly)."""
 
     # --- from the framework (synchronous, on the verb's path) --------------------------------
 
@@ -247,7 +247,7 @@ class PodGroupEvents:
         self.stats.last_error = text
         kind = type(exc).__name__
         if self.health is not None:
-            self.health(text)  # an ERROR once, by app/features.py, rather than this warning
+            self.health(text)  # an ERROR once, by app/server/features.py, rather than this warning
             return
         if kind not in self.stats.errors_logged:
             self.stats.errors_logged.add(kind)

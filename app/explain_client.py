@@ -1,7 +1,7 @@
 """``caldera explain``: ask a running Caldera why a job or task waits, and print it for a person.
 
-Reads ``GET /debug/explain`` (``app/routes/debug.py``) from the verb listener (loopback in the
-sidecar: run it with ``kubectl exec`` into the scheduler pod, or through a port-forward).
+Reads ``GET /debug/explain`` (``app/server/routes/debug.py``) from the verb listener (loopback in
+the sidecar: run it with ``kubectl exec`` into the scheduler pod, or through a port-forward).
 """
 
 from __future__ import annotations

@@ -179,7 +179,7 @@ class Extender:
         self.reconfigure(config, sessions)
         self.at_session_boundary: Callable[[], None] | None = None
         """Called as each onSessionOpen arrives, before the previous session is dropped: the
-        one moment a new configuration may take over (``app/config_watch.py``)."""
+        one moment a new configuration may take over (``app/server/config_watch.py``)."""
         self.session_opened: Callable[[], None] | None = None
         """Called when a session opened."""
         self.session_open_failed: Callable[[PluginFailure], bool] | None = None
@@ -252,13 +252,13 @@ class Extender:
         return answer
 
     def answers_first(self, verb: str, body: Body) -> bool:
-        """Whether the call may be answered before its work is done (``app/routes/verbs.py``):
-        onSessionOpen and onSessionClose, whose answer is always ``{}`` and never read by
-        Volcano, once what can be checked without the work has been checked. onSessionClose's
-        body (``{}``) is decoded here, so a bad one is still refused; onSessionOpen's only has
-        its envelope checked (non-empty, one JSON object from its first byte to its last): the
-        snapshot's decode is the work, and a body that fails it leaves the cycle without a
-        session, reported where it is found (``app/snapshot_health.py``)."""
+        """Whether the call may be answered before its work is done
+        (``app/server/routes/verbs.py``): onSessionOpen and onSessionClose, whose answer is always
+        ``{}`` and never read by Volcano, once what can be checked without the work has been
+        checked. onSessionClose's body (``{}``) is decoded here, so a bad one is still refused;
+        onSessionOpen's only has its envelope checked (non-empty, one JSON object from its first
+        byte to its last): the snapshot's decode is the work, and a body that fails it leaves the
+        cycle without a session, reported where it is found (``app/server/snapshot_health.py``)."""
         point = BY_VERB[verb]
         if point.rule not in ANSWERED_FIRST:
             return False

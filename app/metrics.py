@@ -32,9 +32,9 @@ BYTES_BUCKETS = tuple(float(2**k) for k in range(8, 31, 2))  # 256 B … 1 GiB
 
 BUFFER_OUTCOMES = ("reused", "refit", "held", "first")
 """What happened to each large body's buffer (``caldera_body_buffers_total{outcome}``;
-app/buffers.py keeps the buffer):
+app/server/buffers.py keeps the buffer):
 
-- ``reused``: received into the kept buffer (the saving app/buffers.py exists for);
+- ``reused``: received into the kept buffer (the saving app/server/buffers.py exists for);
 - ``refit``: the kept buffer was free but too far from the new size: freed, a fresh one kept;
 - ``held``: the kept buffer was still referenced (a body being answered or recorded, a
   ``msgspec.Raw``): a fresh buffer, not kept. Steadily rising, it means reuse has stopped —

@@ -141,7 +141,8 @@ class PluginFaults:
     """Every plugin's faults, for the life of the server (kept across sessions and reloads).
 
     Written on the verbs' event loop and read by ``/readyz`` and ``/metrics``, which may run on
-    the health listener's own thread (app/listeners.py): a lock keeps the readers' copy whole.
+    the health listener's own thread (app/server/listeners.py): a lock keeps the readers' copy
+    whole.
     """
 
     def __init__(

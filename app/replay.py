@@ -1,5 +1,5 @@
-"""``caldera replay DIR [--config FILE]``: answer a recording (app/record.py) again, in process,
-and say verb by verb where the answers differ.
+"""``caldera replay DIR [--config FILE]``: answer a recording (app/server/record.py) again, in
+process, and say verb by verb where the answers differ.
 
 Every session of the recording is replayed in order through one :class:`~app.extender.Extender`
 built from the configuration given, as one server would have answered them: the bodies go
@@ -25,7 +25,7 @@ from typing import TextIO
 
 from app.config import Backgrounds, CalderaConfig
 from app.extender import Extender
-from app.record import INDEX, answer_of
+from app.server.record import INDEX, answer_of
 from app.session import SessionManager
 
 BACKGROUND_SYNC_SECONDS = 30.0
@@ -77,7 +77,7 @@ def _has_sessions(directory: Path) -> bool:
 def recordings(directory: Path) -> list[Path]:
     """Every recording ``directory`` holds, oldest first: its own sessions (the first serve
     start that recorded there), then each ``run-*`` subdirectory, one per later start
-    (``app/record.py``). Each is replayed from a fresh start, as it was recorded."""
+    (``app/server/record.py``). Each is replayed from a fresh start, as it was recorded."""
     if not directory.is_dir():
         raise ReplayError(f"{directory} is not a directory")
     found = [directory] if _has_sessions(directory) else []

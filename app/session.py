@@ -162,7 +162,8 @@ class SessionManager:
     def _open_failed(self, plugin: str, policy: OnError, kind: FaultKind, exc: Exception) -> None:
         """Count, log and show in ``/readyz`` a plugin that could not be built or opened. What
         follows is the caller's: a configuration just switched to gives way to the one served
-        before it (app/config_watch.py), otherwise onSessionOpen is answered with the error."""
+        before it (app/server/config_watch.py), otherwise onSessionOpen is answered with the
+        error."""
         step = "building it" if kind is FaultKind.BUILD else "opening the session"
         fault = Fault(
             plugin, "onSessionOpen", kind, f"{step} raised {type(exc).__name__}: {exc}", policy,

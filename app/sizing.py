@@ -91,9 +91,9 @@ def _open_time_fit() -> tuple[float, float]:
 
 OPEN_SECONDS_PER_MIB, OPEN_SECONDS_PER_MIB_SQUARED = _open_time_fit()
 """Volcano's extender OnSessionOpen (``json.Marshal`` of the whole session, the POST, Caldera's
-answer, which comes before its build: app/routes/verbs.py) for a snapshot of x MiB: a x + b x²
-(15.8 MiB in 0.114 s, 158.4 MiB in 1.623 s, medians of three rounds; the 500 / 5,000 run
-between them, 78.4 MiB in 0.666 s, the fit says 0.670 s). The rate moves with the snapshot and
+answer, which comes before its build: app/server/routes/verbs.py) for a snapshot of x MiB:
+a x + b x² (15.8 MiB in 0.114 s, 158.4 MiB in 1.623 s, medians of three rounds; the 500 / 5,000
+run between them, 78.4 MiB in 0.666 s, the fit says 0.670 s). The rate moves with the snapshot and
 with the machine (139 MiB/s at 16 MiB and 98 MiB/s at 158 MiB in this run; 99 and 110 MiB/s in
 the single run of c68e0e9; 86 and 94 MiB/s in the run of 938ab83, whose answer still waited for
 the build), so the fit goes through both ends rather than assume one rate."""
@@ -206,8 +206,8 @@ class Cluster:
 
     def session_state_seconds(self, session_state: str) -> float:
         """What the session's first call waits for before Caldera answers it: the decode and
-        build of the snapshot, done after onSessionOpen was answered (app/routes/verbs.py), at
-        the p99 ingest rate (``snapshot`` and ``compare``, whose own derivation runs off the
+        build of the snapshot, done after onSessionOpen was answered (app/server/routes/verbs.py),
+        at the p99 ingest rate (``snapshot`` and ``compare``, whose own derivation runs off the
         verbs' path); the first derivation from the watched objects (``cluster``)."""
         if session_state == "cluster":
             return self.pods * FIRST_DERIVATION_SECONDS_PER_POD

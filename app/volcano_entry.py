@@ -9,8 +9,8 @@ from typing import Any
 
 from app import shared_path, sizing
 from app.config import CalderaConfig
+from app.server.settings import Settings
 from app.session import SessionManager
-from app.settings import Settings
 from plugins.api.extension_points import BY_VERB, VERBS, Rule
 from schemas.requests import OnSessionOpenRequest
 

@@ -6,7 +6,7 @@ checkout's request view in one process, alternating the order every round, and r
 checkout the median and best CPU time and the ratio of each checkout to the first, paired round
 by round (median and quartiles). Each checkout's ``schemas`` package is copied under another
 name (``schemas_<name>``, its imports rewritten) so both load side by side; the body is decoded
-from a ``bytearray`` as the server does (app/connections.py).
+from a ``bytearray`` as the server does (app/server/connections.py).
 
     uv run python -m bench.decode --repo before=/tmp/caldera-base --repo after=. \\
         --body bench/results/tmp/quick/onSessionOpen-100n-2000p.json --verb onSessionOpen

@@ -1,8 +1,8 @@
 """``python -m bench.offloop``: what running each verb's hooks off the event loop would cost.
 
 The probes must answer while a hook runs for seconds (issue 35). Two ways: the health listener
-on a thread and loop of its own (what app/listeners.py does; the verbs' path is unchanged), or
-every verb's plugin work handed to a worker thread and awaited. This measures the second's
+on a thread and loop of its own (what app/server/listeners.py does; the verbs' path is unchanged),
+or every verb's plugin work handed to a worker thread and awaited. This measures the second's
 price per verb: the median time of ``await loop.run_in_executor(pool, work)`` over the median
 time of ``work()`` called in place, for a body of work as long as a verb's plugin work
 (``--work-us``, 20 µs by default: a predicate over four plugins), on uvloop when installed, as

@@ -1,9 +1,9 @@
 """``python -m bench profile WORKLOAD``: profile Caldera's in-process request path.
 
-The ASGI app from ``app.main.create_app`` is driven directly (no sockets, no uvicorn HTTP
+The ASGI app from ``app.server.main.create_app`` is driven directly (no sockets, no uvicorn HTTP
 parsing): routing, body reading, decoding, plugins and response encoding are what is left.
 The body arrives as one chunk, as the server's direct body read delivers it
-(``app/connections.py``). pyinstrument writes an HTML report and prints a text summary.
+(``app/server/connections.py``). pyinstrument writes an HTML report and prints a text summary.
 ``--server`` profiles the real server instead (uvicorn and the socket included).
 
 Each workload runs under its own plugin configuration (bench/configs.py, as ``bench run``) after
@@ -60,7 +60,7 @@ def main(
 
     sys.path.insert(0, str(servers.REPO))
     from app.config import load_config
-    from app.main import create_app
+    from app.server.main import create_app
 
     found = _workload(workload, config)
     if found is None:

@@ -403,7 +403,7 @@ def first_snapshot_growth(srv: servers.Server, loads: list[Load], log: Any) -> d
     """Peak RSS growth of the first snapshot a freshly started Caldera receives (the 100-node
     one, when this server runs it). The load itself is measured later, after this cluster's
     snapshot has been received before, as every cycle's is: its body then lands in the buffer
-    the previous one left (app/buffers.py) and its snapshot in the memory of the one it
+    the previous one left (app/server/buffers.py) and its snapshot in the memory of the one it
     replaces. Both figures are reported; this one is the worst case."""
     load = next((ld for ld in loads if ld.name == FIRST_SNAPSHOT_LOAD), None)
     if load is None:
@@ -745,7 +745,7 @@ def asgi_main(plan_path: str, out_path: str) -> int:
     import asyncio
 
     from app.config import load_config
-    from app.main import create_app
+    from app.server.main import create_app
     from bench.asgi import drive
 
     plan = json.loads(Path(plan_path).read_text())

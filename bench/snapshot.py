@@ -17,7 +17,7 @@ server: its time is reported apart, it is not the cycle's onSessionOpen). The ty
 alone (the body into ``OnSessionOpenRequest``, nothing else) is timed in the same rounds, so the
 session build's share is their difference; so is msgspec's skip of the whole body (decoded into
 a struct with no field: every byte scanned, nothing built), the floor of any decode with msgspec.
-CPU time per call; the body is a ``bytearray`` as the server reads it (app/connections.py).
+CPU time per call; the body is a ``bytearray`` as the server reads it (app/server/connections.py).
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ attribute that decodes those bytes into the typed view each time it is read.
 
 The raw bytes are a view of the request body, not a copy: an object holding one keeps its body
 alive. The session's objects live until onSessionClose, and a large body's buffer is kept for the
-next one anyway (app/buffers.py), so no memory is added there; a plugin that keeps such an object
-beyond its session keeps the body too (``caldera_body_buffers_total{outcome="held"}`` says so).
+next one anyway (app/server/buffers.py), so no memory is added there; a plugin that keeps such an
+object beyond its session keeps the body too (``caldera_body_buffers_total{outcome="held"}`` says
+so).
 
 To build such an object in a test, give the raw field the value's JSON: ``raw(value)``.
 """

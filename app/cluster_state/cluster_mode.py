@@ -53,7 +53,7 @@ class ClusterSessionState(WatchBackedState):
         self.last_state: OnSessionOpenRequest | None = None
         """The latest session's state (None when it opened before the watch listed): what a
         shadow configuration and ``serve --record`` are handed (``app/shadow/service.py``,
-        ``app/record.py``)."""
+        ``app/server/record.py``)."""
 
     @property
     def sessions_opened(self) -> int:

@@ -1,6 +1,6 @@
 """A session's state as the JSON of the onSessionOpen body Volcano would have posted, written a
 piece at a time (:class:`JsonWriter`): ``serve --record`` writes a cluster-mode session's state
-with :func:`encode_state` (``app/record.py``), and the shadow's delta of it
+with :func:`encode_state` (``app/server/record.py``), and the shadow's delta of it
 (``app/shadow/state.py``) is written the same way.
 """
 
@@ -60,7 +60,7 @@ class JsonWriter:
 def encode_state(state: OnSessionOpenRequest) -> bytearray:
     """``state`` as the onSessionOpen body Volcano would have posted (its JSON), written entry
     by entry for the reason :class:`JsonWriter` gives: ``serve --record``'s writer thread writes
-    a cluster-mode session's state with it (``app/record.py``)."""
+    a cluster-mode session's state with it (``app/server/record.py``)."""
     out = JsonWriter()
     for n, section in enumerate(SECTIONS):
         out.raw(b'%s"%s":' % (b"{" if n == 0 else b",", section.encode()))

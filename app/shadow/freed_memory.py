@@ -11,7 +11,7 @@ without a shadow. Each fault is a kernel entry and a zeroed page on the live ver
 
 ``M_MMAP_THRESHOLD`` fixed at 32 MiB (glibc's maximum; a fixed value also turns off the
 threshold's own adjustment) keeps every body below it in the heap, where a freed one is
-reusable; larger ones are snapshots, whose buffer app/buffers.py keeps. ``M_TRIM_THRESHOLD``
+reusable; larger ones are snapshots, whose buffer app/server/buffers.py keeps. ``M_TRIM_THRESHOLD``
 keeps up to the shadow's queue bound of freed memory at the top of the heap instead of giving
 it back after each batch: the process's RSS stays at the largest batch it held, which the
 queue bound (``shadow_max_queued_bytes``) already sizes.

@@ -46,7 +46,7 @@ of that session (and the session, when it is the snapshot that does not fit), co
 that fails to load, whose plugin raises, or that is slow is counted
 (``caldera_shadow_failures_total``) and shown (``/readyz``, ``/debug/shadow``); the live
 configuration never sees it. The shadow file is checked for a change at each session boundary,
-as the live one is (``app/config_watch.py``): a valid change applies from that session, an
+as the live one is (``app/server/config_watch.py``): a valid change applies from that session, an
 invalid one is a failure and the shadow goes on with the configuration it had.
 """
 
@@ -297,7 +297,7 @@ class Shadow:
                     batch.append(item)
             self._send_batch(batch)
             # Let go of the bodies: the live process reuses a large body's buffer only once
-            # nothing else holds it (app/buffers.py).
+            # nothing else holds it (app/server/buffers.py).
             batch, item = [], None
 
     def _send_batch(self, batch: list[Item]) -> None:

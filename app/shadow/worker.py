@@ -139,7 +139,7 @@ class Evaluator:
 
     def reload(self) -> None:
         """Load the file when its size or modification time changed: at start and at each
-        session boundary, as the live file is (``app/config_watch.py``)."""
+        session boundary, as the live file is (``app/server/config_watch.py``)."""
         try:
             stat = os.stat(self.path)
             seen: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)

@@ -406,7 +406,7 @@ class Harness:
     def answer(self, verb: str, body: bytes | str | Mapping[str, Any]) -> Answer:
         """The answer to ``verb`` (``"predicate"``, ``"onSessionOpen"``...) for ``body``:
         bytes as Volcano posts them, a JSON text, or a mapping encoded as JSON."""
-        from app.record import answer_of as wire_answer
+        from app.server.record import answer_of as wire_answer
 
         if verb not in BY_VERB:
             raise KeyError(f"no verb {verb!r} (verbs: {', '.join(BY_VERB)})")

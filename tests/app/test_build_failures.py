@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from app.cli import main
 from app.config import load_config, load_with_origin
 from app.config_checks import build_problems
-from app.main import create_app
+from app.server.main import create_app
 from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin, Session
@@ -244,7 +244,7 @@ async def test_a_proven_configuration_failing_later_is_its_own_error(tmp_path: P
         path.write_text(config_text("name: test-open-fails-on\n    arguments: {when: poison}"))
         client.portal.call(app.runtime.config_watch.check)  # type: ignore[union-attr]
         assert client.post("/onSessionOpen", content=snapshot(False)).status_code == 200
-        # After a snapshot taken the next is answered before its build (app/routes/verbs.py):
+        # After a snapshot taken the next is answered before its build (app/server/routes/verbs.py):
         # its failure is reported in /readyz, and the one after it is answered as it is.
         answered_first = client.post("/onSessionOpen", content=snapshot(True))
         assert (answered_first.status_code, answered_first.json()) == (200, {})
@@ -312,7 +312,7 @@ async def test_a_session_open_that_raises_is_counted_as_the_plugins_fault(
     tmp_path: Path, proven: bool
 ) -> None:
     """Its first session (answered by the configuration served before) or a later one
-    (answered 200 before its build, after a snapshot taken: app/routes/verbs.py): either way
+    (answered 200 before its build, after a snapshot taken: app/server/routes/verbs.py): either way
     the failure is counted once per open, as ``raised``."""
     path = tmp_path / "caldera.yaml"
     path.write_text(config_text())

@@ -12,7 +12,7 @@ import yaml
 
 from app.cli import main, openapi_text
 from app.config import load_config
-from app.main import create_app
+from app.server.main import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,7 +21,7 @@ from app.events import (
     PodGroupEvents,
 )
 from app.framework import Framework, Slot
-from app.main import create_app
+from app.server.main import create_app
 from plugins.api.base import Vote
 from plugins.api.extension_points import BY_VERB
 from plugins.api.reasons import Reason
@@ -208,8 +208,8 @@ async def test_the_kubernetes_sink_creates_then_patches_as_the_api_server_expect
 
 
 async def test_a_failing_api_server_is_a_degraded_feature_until_an_event_goes_through() -> None:
-    """With the app's feature health attached (app/runtime.py), each send reports its outcome:
-    the failure (made an ERROR once by app/features.py), then the recovery."""
+    """With the app's feature health attached (app/server/runtime.py), each send reports its
+    outcome: the failure (made an ERROR once by app/server/features.py), then the recovery."""
     sink = Sink(fail=RuntimeError("403 Forbidden"))
     events = await recorder(sink)
     outcomes: list[str | None] = []

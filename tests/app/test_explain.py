@@ -11,8 +11,8 @@ import pytest
 from app.config import CalderaConfig
 from app.explain import DecisionRecord, SessionLog
 from app.framework import Framework, Slot
-from app.main import create_app
 from app.metrics import Metrics
+from app.server.main import create_app
 from plugins.api.arguments import Arguments
 from plugins.api.base import EvictResult, FitError, Plugin, StatusCode, Vote
 from plugins.api.extension_points import BY_VERB

@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 
 from app.config import load_config_text
-from app.main import create_app
+from app.server.main import create_app
 from plugins.api import registry
 from plugins.api.base import EvictResult, FitError, Plugin, Session, Vote
 from schemas.api import JobInfo, NodeInfo, TaskInfo

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from app.config import load_config_text
 from app.errors import CalderaError, PluginFailure
 from app.extender import Extender
-from app.main import create_app
+from app.server.main import create_app
 from plugins.api.release import PredicateShape, Release
 from schemas import responses as rs
 from tests.every_plugin import every_plugin_config

@@ -14,7 +14,7 @@ from app import __version__
 from app.build_info import COMMIT_VARIABLE
 from app.cli import main, parser
 from app.config import CalderaConfig, load_config
-from app.main import create_app
+from app.server.main import create_app
 from plugins.api.release import NEWEST_STABLE_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]

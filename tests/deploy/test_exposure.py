@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from app.cli import _settings, parser
-from app.listeners import HEALTH_PATHS, is_loopback
-from app.settings import Settings
+from app.server.listeners import HEALTH_PATHS, is_loopback
+from app.server.settings import Settings
 from tests.deploy.kustomize import render
 from tests.deploy.test_kubernetes import OVERLAY, container, find
 from tests.deploy.upstream import volcano_file

@@ -22,7 +22,7 @@ import yaml
 
 from app.cli import main
 from app.config import load_config
-from app.main import create_app
+from app.server.main import create_app
 from tests.deploy.kustomize import Document, load_documents, overlay_urls, render
 from tests.deploy.upstream import volcano_file
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from app.config_watch import RESTART_ONLY
+from app.server.config_watch import RESTART_ONLY
 from plugins.api.extension_points import BY_VERB
 
 ROOT = Path(__file__).resolve().parents[2]

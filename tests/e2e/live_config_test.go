@@ -22,10 +22,10 @@ tiers:
 `
 }
 
-// live configuration (app/config_watch.py): Caldera's file is edited while vc-scheduler runs.
-// At factor 1.0 overcommit keeps a job whose PodGroup asks for 20 CPUs Pending (16 CPUs in the
-// cluster); a file that does not validate is rejected and changes nothing; the file rewritten at
-// factor 2.0 (32 CPUs) takes over at a session boundary and the job is admitted and bound,
+// live configuration (app/server/config_watch.py): Caldera's file is edited while vc-scheduler
+// runs. At factor 1.0 overcommit keeps a job whose PodGroup asks for 20 CPUs Pending (16 CPUs in
+// the cluster); a file that does not validate is rejected and changes nothing; the file rewritten
+// at factor 2.0 (32 CPUs) takes over at a session boundary and the job is admitted and bound,
 // without restarting Caldera or vc-scheduler.
 func testLiveConfig(t *testing.T, c *Cluster) {
 	s := c.NewScenario(t, "live-config", liveConfig("1.0"), "enqueue, allocate, backfill", false,

@@ -1,4 +1,4 @@
-"""onSessionOpen and onSessionClose are answered before their work (app/routes/verbs.py): the
+"""onSessionOpen and onSessionClose are answered before their work (app/server/routes/verbs.py): the
 snapshot's decode and session build, and its release, run after ``{}`` is sent, so Volcano's
 cycle goes on meanwhile; the next call is read only when the work is done, so it is answered
 from the new session, never the previous one. A session build the test holds open

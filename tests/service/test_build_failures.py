@@ -91,7 +91,7 @@ async def test_a_reload_that_cannot_build_or_open_keeps_the_running_configuratio
         answer = await server.client.post("/onSessionOpen", content=snapshot(True))
         assert answer.status_code == 200, answer.text
         # The session before asked nothing, so this one is built at its first call
-        # (app/routes/verbs.py, AfterAnswer): ask it something.
+        # (app/server/routes/verbs.py, AfterAnswer): ask it something.
         ready = await server.client.post("/jobReady", content=b'{"job": {"UID": "j"}}')
         assert ready.status_code == 200, ready.text
         config = await config_state(server, "rejected")

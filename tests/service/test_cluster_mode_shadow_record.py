@@ -16,7 +16,7 @@ import msgspec
 import pytest_asyncio
 
 from app.cluster_state.derive import derive
-from app.record import INDEX
+from app.server.record import INDEX
 from tests.app.cluster_state.objects import cluster
 from tests.app.cluster_state.test_compare import matching_objects
 from tests.cluster_api import ClusterApi

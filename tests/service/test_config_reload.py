@@ -1,6 +1,6 @@
 """Live configuration over a real server: a changed file is validated at once and applied at
 the next session boundary; a change that does not validate keeps the running configuration
-and says so in /readyz, the metrics and the log (``app/config_watch.py``)."""
+and says so in /readyz, the metrics and the log (``app/server/config_watch.py``)."""
 
 from __future__ import annotations
 

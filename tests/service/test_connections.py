@@ -187,7 +187,7 @@ def _oversized_head(host: str, port: int, size: int) -> bytes:
 async def test_a_refused_client_reads_its_answer_whatever_it_still_sends(tmp_path: Path) -> None:
     """Closed with bytes of the client's unread, a socket sends a reset instead of its FIN, and
     the reset can overtake the answer: the client sees ConnectionResetError, never the 431.
-    The connection lingers instead (app/connections.py, LINGER_SECONDS)."""
+    The connection lingers instead (app/server/connections.py, LINGER_SECONDS)."""
     server = await start_caldera(None, tmp_path)
     try:
         host, port = address(server.url)

@@ -1,9 +1,9 @@
 """The protocol writes a POST body of declared length straight into one buffer
-(``app.connections.DirectBody``): what comes with the head through the parser, the rest received
-by the transport into the buffer itself while a stand-in protocol holds the connection; and
-``app.body.read_body`` takes it. Every other request is read from uvicorn's messages as before.
-Driven here through the guarded protocol with a transport that swaps protocols and picks its read
-path as asyncio's and uvloop's do, the bytes fed in pieces as a socket would deliver them."""
+(``app.server.connections.DirectBody``): what comes with the head through the parser, the rest
+received by the transport into the buffer itself while a stand-in protocol holds the connection; and
+``app.server.body.read_body`` takes it. Every other request is read from uvicorn's messages as
+before. Driven here through the guarded protocol with a transport that swaps protocols and picks its
+read path as asyncio's and uvloop's do, the bytes fed in pieces as a socket would deliver them."""
 
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ import pytest
 from uvicorn.config import Config
 from uvicorn.server import ServerState
 
-from app.body import read_body
-from app.buffers import BodyBuffers
-from app.connections import (
+from app.errors import CalderaError, Disconnected
+from app.server.body import read_body
+from app.server.buffers import BodyBuffers
+from app.server.connections import (
     DIRECT_BODY,
     ConnectionLimits,
     DirectBody,
     _DirectBodyReader,
     guarded_protocol,
 )
-from app.errors import CalderaError, Disconnected
 
 LIMIT = 1 << 20
 

@@ -266,7 +266,7 @@ async def test_connection_dropped_mid_body_leaves_the_server_healthy(served: Ser
 
 async def test_every_error_is_logged_without_a_traceback(served: Served) -> None:
     """None of the cases above is a Caldera bug: none may log a traceback, nor an error — but
-    for an onSessionOpen not taken, which app/snapshot_health.py logs as the error it is for
+    for an onSessionOpen not taken, which app/server/snapshot_health.py logs as the error it is for
     Volcano's cycle (every plugin off), without a traceback."""
     entries = [
         json.loads(line) for line in served.server.log().splitlines() if line.startswith("{")

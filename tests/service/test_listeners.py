@@ -1,4 +1,4 @@
-"""Two listeners over real sockets (app/listeners.py): the verbs on loopback, the probes and
+"""Two listeners over real sockets (app/server/listeners.py): the verbs on loopback, the probes and
 metrics on a port of their own that serves nothing else; both stop on SIGTERM with exit 0."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app import listeners
 from app.cli import main
+from app.server import listeners
 from tests.examples import example_bytes
 from tests.service.conftest import caldera_command, free_port
 
@@ -150,7 +150,7 @@ def test_caldera_serve_logs_the_exposure_warning_at_start(
     served: list[object] = []
     monkeypatch.setattr(listeners, "run", lambda verbs, health, factory: served.append(verbs))
     monkeypatch.setattr(signal, "signal", lambda *args: None)
-    monkeypatch.setattr("app.logs.configure_logging", lambda *args: None)
+    monkeypatch.setattr("app.server.logs.configure_logging", lambda *args: None)
     assert main(["serve", "--host", "0.0.0.0", "--port", "0"]) == 1  # never started
     assert served, "the server was not built"
     assert any("listen on 0.0.0.0 without TLS" in r.message for r in caplog.records)

@@ -43,7 +43,7 @@ def not_a_server_error_but_readiness(
     ctx: Any, response: Any, case: schemathesis.Case
 ) -> bool | None:
     """``not_a_server_error``, except /readyz's documented 503: after a fuzzed onSessionOpen
-    that Caldera refused, Caldera is rightly not ready (app/snapshot_health.py)."""
+    that Caldera refused, Caldera is rightly not ready (app/server/snapshot_health.py)."""
     if case.path == "/readyz" and response.status_code == 503:
         return None
     return not_a_server_error(ctx, response, case)

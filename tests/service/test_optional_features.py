@@ -127,7 +127,7 @@ async def test_pdb_with_an_unreachable_api_server_is_degraded_and_keeps_serving(
 ) -> None:
     """Not ready during the start's grace (the startupProbe holds vc-scheduler back, so its
     first session has the budgets); the ERROR, the gauge and the reason come at once.
-    After the grace, ready and degraded: tests/app/test_features.py."""
+    After the grace, ready and degraded: tests/app/server/test_features.py."""
     kubeconfig = unreachable_kubeconfig(tmp_path)
     config = f"{CONFIG}  - name: pdb\n    arguments: {{kubeconfig: {kubeconfig}}}\n"
     server = await start_caldera(config, tmp_path)

@@ -89,7 +89,7 @@ async def test_lazy_fields_leave_the_snapshot_buffer_free_after_the_session(
 ) -> None:
     """A lazy field is a view of the body it came from (schemas/lazy.py): the session's objects
     hold the snapshot's buffer until onSessionClose, and no longer, so the next snapshot is
-    received into the same buffer (app/buffers.py ``reused``, not ``held``)."""
+    received into the same buffer (app/server/buffers.py ``reused``, not ``held``)."""
     site = entry_point_site(tmp_path / "site")
     config = (
         "maxRequestBytes: 134217728\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.record import INDEX
+from app.server.record import INDEX
 from tests.examples import CAPTURED_BODIES
 from tests.service.conftest import (
     STARTUP_TIMEOUT,

@@ -126,8 +126,8 @@ async def test_metrics_after_traffic(caldera_server: StartCaldera) -> None:
 
 
 async def test_the_buffer_kept_for_large_bodies_is_a_metric(caldera_server: StartCaldera) -> None:
-    """A body of 32 MiB or more leaves its buffer for the next one (app/buffers.py); the gauge
-    says how much RSS that keeps between cycles, the counter whether reuse goes on."""
+    """A body of 32 MiB or more leaves its buffer for the next one (app/server/buffers.py); the
+    gauge says how much RSS that keeps between cycles, the counter whether reuse goes on."""
     server = await caldera_server("maxRequestBytes: 67108864\n")
     text = (await server.client.get("/metrics")).text
     assert "caldera_body_buffer_bytes 0.0" in text

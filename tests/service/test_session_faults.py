@@ -156,7 +156,7 @@ async def test_a_failed_open_leaves_no_session_not_half_of_one(
     server: CalderaProcess, case: str, status: int, outcome: str
 ) -> None:
     """After a snapshot taken, the next is answered ``{}`` before it is read
-    (app/routes/verbs.py): one that then fails leaves no session and says so in /readyz. The
+    (app/server/routes/verbs.py): one that then fails leaves no session and says so in /readyz. The
     one after a failure is answered after its build, so a failure that repeats is the JSON
     error Volcano logs. A body that is not one JSON object from end to end ("cut short") is
     refused at once."""

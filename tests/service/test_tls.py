@@ -37,7 +37,7 @@ async def test_tls_serves_https_and_refuses_plain_http(tmp_path: Path) -> None:
         response = await server.client.post("/jobReady", content=b'{"job": {"UID": "j"}}')
         assert response.status_code == 200 and response.json() == {"status": True}
         # A body spread over many TLS records is received into its buffer by the stand-in
-        # protocol (app/connections.py) through the TLS layer; the connection then reads the
+        # protocol (app/server/connections.py) through the TLS layer; the connection then reads the
         # next request.
         padding = "x" * (3 << 20)
         large = f'{{"job": {{"UID": "j", "Name": "{padding}"}}}}'.encode()

@@ -1,5 +1,5 @@
-"""The parts of uvicorn's httptools protocol that app/connections.py builds on, checked for the
-versions pyproject.toml pins (uvicorn 0.54.x, httptools 0.9.x).
+"""The parts of uvicorn's httptools protocol that app/server/connections.py builds on, checked for
+the versions pyproject.toml pins (uvicorn 0.54.x, httptools 0.9.x).
 
 GuardedHttpToolsProtocol overrides uvicorn's protocol and reads its state: none of it is
 uvicorn's public API, so a new uvicorn may rename or reshape it without notice. Each case names
@@ -19,7 +19,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http import httptools_impl
 from uvicorn.server import ServerState
 
-from app.connections import ConnectionLimits, GuardedHttpToolsProtocol, guarded_protocol
+from app.server.connections import ConnectionLimits, GuardedHttpToolsProtocol, guarded_protocol
 
 
 class Transport(asyncio.Transport):
@@ -140,8 +140,8 @@ async def test_request_state_the_guard_reads() -> None:
 
 
 async def test_a_close_mid_request_lingers_and_an_idle_close_does_not() -> None:
-    """app/connections.py _LingeringTransport: closed while the client is still sending (here,
-    part of a head), the answer is followed by a FIN and what arrives is dropped until the
+    """app/server/connections.py _LingeringTransport: closed while the client is still sending
+    (here, part of a head), the answer is followed by a FIN and what arrives is dropped until the
     client's EOF; closed between requests, the socket closes at once."""
     protocol, transport = await connected()
     protocol.data_received(b"POST /predicate HTTP/1.1\r\nhost:")  # a head, incomplete

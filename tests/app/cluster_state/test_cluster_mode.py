@@ -20,7 +20,7 @@ from app.cluster_state.cluster_mode import ClusterSessionState
 from app.cluster_state.compare import compare
 from app.cluster_state.derive import derive
 from app.config import load_config_text
-from app.main import create_app
+from app.server.main import create_app
 from plugins.pdb.kube import ClusterConfig, object_key
 from schemas.api import TaskStatus
 from schemas.requests import OnSessionOpenRequest
@@ -327,8 +327,8 @@ async def test_a_podgroup_deleted_between_sessions_leaves_the_next() -> None:
 
 
 async def test_a_staged_configuration_takes_over_at_a_sessions_first_call() -> None:
-    """The session boundary a live reload waits for (app/config_watch.py) is, in cluster mode,
-    each session's first call: once per session, before the session opens."""
+    """The session boundary a live reload waits for (app/server/config_watch.py) is, in cluster
+    mode, each session's first call: once per session, before the session opens."""
     app = cluster_app(matching_objects())
     extender = app.runtime.extender
     seen: list[object] = []

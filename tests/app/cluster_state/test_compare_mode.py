@@ -15,7 +15,7 @@ from app.cluster_state.compare import Difference
 from app.cluster_state.compare_mode import SessionStateComparison
 from app.cluster_state.derive import Settings
 from app.config import load_config_text
-from app.main import create_app
+from app.server.main import create_app
 from plugins.pdb.kube import ClusterConfig, object_key
 from schemas.requests import OnSessionOpenRequest
 from tests.app.cluster_state.objects import captured_in_a_cluster

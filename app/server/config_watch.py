@@ -117,7 +117,7 @@ def with_discovery_hint(error: str) -> str:
 DISCOVERY_HINT = "plugins are discovered when caldera starts; restart after installing one"
 
 Switch = Callable[[CalderaConfig, Backgrounds], None]
-"""Makes the app answer from a configuration and its data sources (``Runtime.switch``, app/runtime.py)."""
+"""Makes the app answer from a configuration and its data sources (``Runtime.switch``, app/server/runtime.py)."""
 
 
 class ConfigWatch:

@@ -1,5 +1,5 @@
-"""app/logs.py: the throttle for what a client can repeat at will, and the refused-request
-line that uses it (app/routes/verbs.py)."""
+"""app/server/logs.py: the throttle for what a client can repeat at will, and the refused-request
+line that uses it (app/server/routes/verbs.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.config import load_config
-from app.logs import Throttle
-from app.main import create_app
+from app.server.logs import Throttle
+from app.server.main import create_app
 
 
 def test_throttle_lets_one_a_minute_through_and_counts_the_rest() -> None:

@@ -1,5 +1,5 @@
-"""The verbs' POSTs go straight to their endpoints (``app.main.VerbDispatcher``); everything else
-goes through FastAPI's stack. Both keep the request id and answer errors as JSON, and a
+"""The verbs' POSTs go straight to their endpoints (``app.server.main.VerbDispatcher``); everything
+else goes through FastAPI's stack. Both keep the request id and answer errors as JSON, and a
 middleware added with ``add_middleware`` (tracing, authentication) wraps both."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.config import load_config_text
-from app.main import CalderaApp, create_app
+from app.server.main import CalderaApp, create_app
 
 
 class Seen:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.body import read_body
 from app.errors import BadLength, BodyTimeout, BodyTooLarge, Disconnected
+from app.server.body import read_body
 
 
 def scope(length: int | None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app.runtime import runtime_of
+from app.server.runtime import runtime_of
 
 router = APIRouter(tags=["operations"])
 

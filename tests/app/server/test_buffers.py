@@ -1,5 +1,5 @@
-"""app/buffers.py: the buffer of the last large body is reused only when nothing else holds it
-and its allocation fits the next body."""
+"""app/server/buffers.py: the buffer of the last large body is reused only when nothing else holds
+it and its allocation fits the next body."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 import msgspec
 import pytest
 
-from app.buffers import BodyBuffers
+from app.server.buffers import BodyBuffers
 
 LARGE = 4096
 FIRST = LARGE * 4

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from app.cli import _settings, parser
-from app.settings import Settings
+from app.server.settings import Settings
 
 
 def test_defaults_listen_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,7 +58,7 @@ def test_serve_with_bad_environment_exits_2(monkeypatch: pytest.MonkeyPatch, cap
     assert "CALDERA_PORT" in capsys.readouterr().err
 
 
-# Each setting is declared once (app/settings.py); the serve options are derived from it.
+# Each setting is declared once (app/server/settings.py); the serve options are derived from it.
 OPTION_VALUES = {
     "config": ("/etc/caldera.yaml", "/etc/caldera.yaml"),
     "host": ("0.0.0.0", "0.0.0.0"),
@@ -73,7 +73,7 @@ OPTION_VALUES = {
 
 
 def test_every_command_line_setting_is_a_serve_option_that_sets_it() -> None:
-    from app.settings import cli_options
+    from app.server.settings import cli_options
 
     assert set(cli_options()) == set(OPTION_VALUES) | {"ssl_certfile", "ssl_keyfile"}
     tls = ["--ssl-certfile", "/c.pem", "--ssl-keyfile", "/k.pem"]
@@ -95,7 +95,7 @@ def test_an_option_is_checked_as_its_setting_is_typed(argv: list[str]) -> None:
 
 
 def test_environment_only_settings_are_not_options() -> None:
-    from app.settings import cli_options
+    from app.server.settings import cli_options
 
     env_only = set(Settings.model_fields) - set(cli_options())
     assert "keep_alive_seconds" in env_only and "config_watch_seconds" in env_only
@@ -110,10 +110,10 @@ def test_the_default_port_is_the_one_the_shipped_sidecar_serves_on() -> None:
 
     import yaml
 
-    from app.settings import DEFAULT_PORT
+    from app.server.settings import DEFAULT_PORT
 
     sidecar = (
-        Path(__file__).resolve().parents[2] / "deploy/kubernetes/sidecar/scheduler-sidecar.yaml"
+        Path(__file__).resolve().parents[3] / "deploy/kubernetes/sidecar/scheduler-sidecar.yaml"
     )
     [deployment] = [d for d in yaml.safe_load_all(sidecar.read_text()) if d]
     [caldera] = deployment["spec"]["template"]["spec"]["initContainers"]
@@ -180,7 +180,7 @@ def test_serve_help_says_where_settings_come_from_and_what_record_does() -> None
     text = " ".join(serve.format_help().split())
     assert "new or empty" not in text
     assert "CALDERA_<OPTION>" in text and "CALDERA_CONFIG_WATCH_SECONDS" in text
-    from app.settings import cli_options
+    from app.server.settings import cli_options
 
     for name in set(Settings.model_fields) - set(cli_options()):
         assert f"CALDERA_{name.upper()}" in text, name

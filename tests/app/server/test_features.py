@@ -1,4 +1,4 @@
-"""app/features.py: optional features degrade, loudly, and never stop the scheduler. Over a
+"""app/server/features.py: optional features degrade, loudly, and never stop the scheduler. Over a
 real server: tests/service/test_optional_features.py."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry, Gauge
 
 from app.config import load_config
-from app.features import Features
-from app.main import create_app
+from app.server.features import Features
+from app.server.main import create_app
 
 
 def features(grace: float = 60.0) -> tuple[Features, CollectorRegistry, list[float]]:
@@ -122,9 +122,9 @@ def test_readyz_waits_for_pdb_only_during_the_grace(
 
 
 def test_the_operator_guide_lists_every_optional_feature() -> None:
-    from app.features import EVENTS, RECORD
+    from app.server.features import EVENTS, RECORD
 
-    guide = (Path(__file__).resolve().parents[2] / "docs" / "operator-guide.md").read_text()
+    guide = (Path(__file__).resolve().parents[3] / "docs" / "operator-guide.md").read_text()
     table = guide[guide.index("### Optional features never stop the scheduler") :]
     table = table[: table.index("\n### ")]
     for feature in (RECORD, EVENTS, "pdb (tiers[T].plugins[I])", "live reload"):

@@ -1,4 +1,4 @@
-"""app/snapshot_health.py: each way a snapshot is not taken, as /readyz describes it."""
+"""app/server/snapshot_health.py: each way a snapshot is not taken, as /readyz describes it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from app.errors import BadLength, BodyTooLarge, CalderaError, PluginFailure
-from app.snapshot_health import SnapshotHealth
+from app.server.snapshot_health import SnapshotHealth
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""The live reload's bookkeeping, in process (``app/config_watch.py``): which data sources a
+"""The live reload's bookkeeping, in process (``app/server/config_watch.py``): which data sources a
 change keeps, starts and stops, a change whose data source never syncs, a change superseded
 before a session boundary, and what carries over. Over a real server:
 ``tests/service/test_config_reload.py``."""
@@ -10,8 +10,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from app.config import load_with_origin
-from app.config_watch import ConfigWatch
-from app.main import CalderaApp, create_app
+from app.server.config_watch import ConfigWatch
+from app.server.main import CalderaApp, create_app
 from tests.examples import example_bytes
 
 BUDGETS = """\

@@ -15,7 +15,7 @@ connection and buffer for ever. :class:`GuardedHttpToolsProtocol` adds, per conn
   size, a body longer than its Content-Length that runs into the next request line): 400 and
   close, as uvicorn does.
 
-The body's own deadline is the app's (``app/body.py``), where the request's verb is known.
+The body's own deadline is the app's (``app/server/body.py``), where the request's verb is known.
 Every refusal here closes the connection: after a broken or abandoned frame nothing that follows
 on it can be trusted to start a request.
 
@@ -42,7 +42,7 @@ import httptools
 import msgspec
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-from app.buffers import BodyBuffers
+from app.server.buffers import BodyBuffers
 from schemas.responses import ErrorResponse
 
 logger = logging.getLogger("caldera.connections")
@@ -85,10 +85,10 @@ class DirectBody:
     copied once, into place, and the rest is received by the transport directly into the
     buffer (:class:`_DirectBodyReader`): no copy, no parser pass, as many bytes per read as the
     socket holds. The app's ``receive()`` returns once the whole body is in (or the client went
-    away) and the app takes the buffer (:meth:`take`, ``app/body.py``). Memory is bounded as
+    away) and the app takes the buffer (:meth:`take`, ``app/server/body.py``). Memory is bounded as
     before: only a length within ``maxRequestBytes`` is preallocated, and the app's body
     deadline still runs while it waits. A body of 32 MiB or more is received into the buffer
-    the last one left, when nothing holds that any more (``app/buffers.py``)."""
+    the last one left, when nothing holds that any more (``app/server/buffers.py``)."""
 
     __slots__ = ("_view", "buffer", "received")
 
@@ -100,7 +100,7 @@ class DirectBody:
     def take(self) -> bytearray:
         """The complete body, handed over: this object lets go of it, so that once the request
         is answered nothing holds the buffer and the next large body may reuse it
-        (``app/buffers.py``)."""
+        (``app/server/buffers.py``)."""
         buffer = self.buffer
         self._view.release()
         del self.buffer, self._view

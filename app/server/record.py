@@ -66,7 +66,7 @@ class RecordError(Exception):
 
 
 def answer_of(extender: Extender, verb: str, body: Body) -> tuple[int, bytes]:
-    """The status and bytes the HTTP layer would send for ``verb`` (app/routes/verbs.py)."""
+    """The status and bytes the HTTP layer would send for ``verb`` (app/server/routes/verbs.py)."""
     try:
         return 200, extender.handle(verb, body)
     except CalderaError as exc:
@@ -109,7 +109,7 @@ class Recorder:
         self.seq = 0
         self.now: datetime | None = None
         self.on_failure: Callable[[str], None] | None = None
-        """Told why recording stopped on a write error (``app/features.py``), from the
+        """Told why recording stopped on a write error (``app/server/features.py``), from the
         writer thread."""
         self._open_directory()
         self._queue: queue.Queue[Entry | None] = queue.Queue()

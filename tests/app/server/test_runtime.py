@@ -1,6 +1,6 @@
-"""The runtime's own lifecycle, without an app (``app/runtime.py``): what :meth:`Runtime.start`
-starts, what :meth:`Runtime.stop` stops (also after a start that raised), and what a switch
-publishes. Through the app and a real server: tests/app/test_config_watch.py,
+"""The runtime's own lifecycle, without an app (``app/server/runtime.py``): what
+:meth:`Runtime.start` starts, what :meth:`Runtime.stop` stops (also after a start that raised), and
+what a switch publishes. Through the app and a real server: tests/app/server/test_config_watch.py,
 tests/service/test_config_reload.py."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 import pytest
 
 from app.config import CalderaConfig, build_backgrounds, load_config_text
-from app.record import Recorder
-from app.runtime import Runtime
+from app.server.record import Recorder
+from app.server.runtime import Runtime
 from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin

@@ -1,5 +1,5 @@
-"""The app factory: ``create_app(config)`` builds the :class:`~app.runtime.Runtime` that serves
-``config``, hands it to the lifespan (which starts and stops it) and mounts the routes."""
+"""The app factory: ``create_app(config)`` builds the :class:`~app.server.runtime.Runtime` that
+serves ``config``, hands it to the lifespan (which starts and stops it) and mounts the routes."""
 
 from __future__ import annotations
 
@@ -15,17 +15,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import __version__
-from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
 from app.cluster_state.cluster_mode import ClusterSessionState
 from app.config import CalderaConfig, ConfigOrigin
-from app.config_watch import DEFAULT_INTERVAL_SECONDS
-from app.logs import request_id
-from app.openapi import components, verb_paths
-from app.record import Recorder, RecordingExtender
-from app.routes import debug, docs, health, metrics
-from app.routes import shadow as shadow_routes
-from app.routes.verbs import Answers, verb_routes
-from app.runtime import Runtime
+from app.server.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
+from app.server.config_watch import DEFAULT_INTERVAL_SECONDS
+from app.server.logs import request_id
+from app.server.openapi import components, verb_paths
+from app.server.record import Recorder, RecordingExtender
+from app.server.routes import debug, docs, health, metrics
+from app.server.routes import shadow as shadow_routes
+from app.server.routes.verbs import Answers, verb_routes
+from app.server.runtime import Runtime
 from app.shadow.service import ShadowedAnswers
 from schemas.responses import ErrorResponse
 
@@ -89,8 +89,8 @@ class VerbDispatcher:
     FastAPI's own stack (error, telemetry, body-limit and exception middleware, the async exit
     stack, the router's match over every route) cost about 20 us of the ~30 us an
     onSessionClose takes in process. The endpoint already answers every error as JSON
-    (``app/routes/verbs.py``). Every other request, and a verb path under another method (405),
-    goes through FastAPI's stack as before."""
+    (``app/server/routes/verbs.py``). Every other request, and a verb path under another method
+    (405), goes through FastAPI's stack as before."""
 
     def __init__(self, verbs: dict[str, ASGIApp], rest: ASGIApp) -> None:
         self.verbs = verbs
@@ -109,8 +109,8 @@ class CalderaApp(FastAPI):
     """FastAPI with :class:`VerbDispatcher` between the middleware added with
     ``add_middleware`` and FastAPI's own stack: such a middleware (the request id, and any
     tracing or authentication added later) wraps every request, the verbs included
-    (tests/app/test_dispatcher.py). It sits outside FastAPI's error handling, so it must answer
-    its own errors; pure ASGI middleware costs the verbs nothing measurable."""
+    (tests/app/server/test_dispatcher.py). It sits outside FastAPI's error handling, so it must
+    answer its own errors; pure ASGI middleware costs the verbs nothing measurable."""
 
     verb_endpoints: dict[str, ASGIApp]
     runtime: Runtime
@@ -190,7 +190,7 @@ def create_app(
     shadow_path: str | None = None,
     shadow_max_queued_bytes: int | None = None,
 ) -> CalderaApp:
-    """The app for ``config``: its :class:`~app.runtime.Runtime` (which the arguments but
+    """The app for ``config``: its :class:`~app.server.runtime.Runtime` (which the arguments but
     ``body_timeout`` configure), started and stopped by the lifespan, and the routes. A request
     body must arrive within ``body_timeout`` seconds (``CALDERA_BODY_TIMEOUT_SECONDS``)."""
     runtime = Runtime(
@@ -203,7 +203,7 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={StarletteHTTPException: http_error},
         redoc_url=None,
-        docs_url=None,  # app/routes/docs.py: the same page, with a note for offline browsers
+        docs_url=None,  # app/server/routes/docs.py: the same page, with a note for offline browsers
     )
     app.runtime = runtime
     routes = verb_routes(

@@ -1,4 +1,4 @@
-"""GET /docs (app/routes/docs.py): Swagger UI from its CDN, and a note that says where the
+"""GET /docs (app/server/routes/docs.py): Swagger UI from its CDN, and a note that says where the
 same description is when the browser cannot reach that CDN (issue 34: a blank page offline)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 from fastapi.testclient import TestClient
 
 from app.config import load_config
-from app.main import create_app
+from app.server.main import create_app
 
 
 def page() -> str:

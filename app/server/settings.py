@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
+from app.server.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
 
 LogLevel = Literal["critical", "error", "warning", "info", "debug"]
 
@@ -54,7 +54,7 @@ class Settings(BaseSettings):
         ),
     )
     """The health listener's address: only ``/livez``, ``/healthz``, ``/readyz`` and
-    ``/metrics``, for the kubelet's probes and Prometheus, which reach the pod IP (``app/listeners.py``)."""
+    ``/metrics``, for the kubelet's probes and Prometheus, which reach the pod IP (``app/server/listeners.py``)."""
     health_port: int | None = Field(
         default=None,
         ge=0,
@@ -83,7 +83,7 @@ class Settings(BaseSettings):
     """Request line plus headers (Volcano sends about 200 bytes); above it, 431 and close."""
     config_watch_seconds: float = Field(default=2.0, ge=0)
     """How often the configuration file is checked for a change, applied at the next session
-    boundary (``app/config_watch.py``); 0 turns the live reload off."""
+    boundary (``app/server/config_watch.py``); 0 turns the live reload off."""
     shadow: str | None = Field(
         default=None,
         json_schema_extra=cli(

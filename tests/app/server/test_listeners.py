@@ -1,5 +1,5 @@
-"""The health listener's app (app/listeners.py ``HealthListener``): the probes and /metrics of
-the wrapped app, a JSON 404 for anything else, and /readyz not ready until the verbs' listener
+"""The health listener's app (app/server/listeners.py ``HealthListener``): the probes and /metrics
+of the wrapped app, a JSON 404 for anything else, and /readyz not ready until the verbs' listener
 serves."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.listeners import HealthListener
+from app.server.listeners import HealthListener
 
 
 async def _inner(scope: Any, receive: Any, send: Any) -> None:

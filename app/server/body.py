@@ -5,9 +5,9 @@ The limit is checked against ``Content-Length`` before a byte is read, and count
 streaming when the length is absent (chunked), so an oversized body is never buffered past the
 limit. With a declared length the body is read into one preallocated buffer: a 75 MiB snapshot
 is not copied again to be joined. Under ``caldera serve`` the server has already written such a
-body into a buffer of its length as it arrived (:class:`app.connections.DirectBody`); that
+body into a buffer of its length as it arrived (:class:`app.server.connections.DirectBody`); that
 buffer is taken as it is (and, once the request is answered, may receive the next large body:
-``app/buffers.py``).
+``app/server/buffers.py``).
 
 The whole body must arrive within ``timeout`` seconds of the first read: a client that stalls
 mid-body, or sends a byte a second, is answered 408 instead of holding its connection and its
@@ -20,8 +20,8 @@ import asyncio
 
 from starlette.types import Receive, Scope
 
-from app.connections import DIRECT_BODY, DirectBody
 from app.errors import BadLength, BodyTimeout, BodyTooLarge, Disconnected
+from app.server.connections import DIRECT_BODY, DirectBody
 
 DEFAULT_TIMEOUT = 10.0
 """Seconds for a whole body; ``CALDERA_BODY_TIMEOUT_SECONDS``. A 75 MiB snapshot takes well
@@ -71,7 +71,7 @@ async def read_body(
 
 
 async def _read_direct(receive: Receive, direct: DirectBody) -> bytearray:
-    """The server wrote the body into ``direct`` as it arrived (``app/connections.py``): one
+    """The server wrote the body into ``direct`` as it arrived (``app/server/connections.py``): one
     ``receive()`` returns when it is complete or the client is gone."""
     message = await receive()
     if message["type"] == "http.disconnect":

@@ -26,7 +26,7 @@ CONSEQUENCE = (
     " (extender.ignorable does not apply to onSessionOpen)"
 )
 CONSEQUENCE_ANSWERED = (
-    "it was answered before it was read (app/routes/verbs.py), so Volcano goes on with the"
+    "it was answered before it was read (app/server/routes/verbs.py), so Volcano goes on with the"
     " cycle and its calls are answered without a session: only the plugins that need no"
     " snapshot take part"
 )
@@ -69,7 +69,8 @@ class SnapshotHealth:
     @property
     def last_taken(self) -> bool:
         """A snapshot came and the last one was taken: the next is answered before it is
-        read (``app/routes/verbs.py``); otherwise after, so that its refusal reaches Volcano."""
+        read (``app/server/routes/verbs.py``); otherwise after, so that its refusal reaches
+        Volcano."""
         return self.last is not None and self.last.status == "taken"
 
     def taken(self, size: int) -> None:

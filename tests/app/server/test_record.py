@@ -1,4 +1,4 @@
-"""app/record.py and app/replay.py in process: layout, permissions, the size cap, the replay
+"""app/server/record.py and app/replay.py in process: layout, permissions, the size cap, the replay
 clock and the report. The real server records in tests/service/test_record_replay.py."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from app.cluster_state.derive import derive
 from app.config import load_config
 from app.errors import CalderaError
 from app.extender import Extender
-from app.record import INDEX, Recorder, RecordingExtender
 from app.replay import BACKGROUND_SYNC_SECONDS, ReplayError, exchanges, recordings, render, replay
+from app.server.record import INDEX, Recorder, RecordingExtender
 from app.session import SessionManager
 from tests.app.cluster_state.objects import cluster
 from tests.app.cluster_state.test_compare import matching_objects
@@ -260,8 +260,8 @@ def test_replay_warns_when_a_data_source_is_still_syncing(
 def test_without_record_the_endpoints_call_the_extender_itself(tmp_path: Path) -> None:
     """Recording off is absent, not a flag checked per request: the verb endpoints hold the
     plain Extender and the sessions the plain clock."""
-    from app.main import create_app
-    from app.routes.verbs import VerbEndpoint
+    from app.server.main import create_app
+    from app.server.routes.verbs import VerbEndpoint
     from plugins.api.base import utc_now
 
     def verb_endpoints(app: Any) -> list[VerbEndpoint]:

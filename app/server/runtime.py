@@ -1,13 +1,13 @@
 """What the app runs on, as one typed object: :class:`Runtime` builds the pieces a configuration
 needs (metrics, sessions, the extender, the decision record and its Events, the live reload,
 the optional session state and shadow), starts and stops them for the app's lifespan
-(``create_app``, app/main.py), switches to a reloaded configuration at a session boundary, and is
-what the operator routes (``/readyz``, ``/metrics``, ``/debug/*``) read through
+(``create_app``, app/server/main.py), switches to a reloaded configuration at a session boundary,
+and is what the operator routes (``/readyz``, ``/metrics``, ``/debug/*``) read through
 :func:`runtime_of`, instead of untyped ``app.state`` attributes.
 
 The parts that a live reload replaces (``config``, ``sessions``, ``backgrounds``) are swapped
 together by :meth:`Runtime.publish`, between sessions; a route reading them on the health
-listener's thread (app/listeners.py) sees either the old three or the new three, since each
+listener's thread (app/server/listeners.py) sees either the old three or the new three, since each
 read goes through the one ``served`` reference.
 """
 
@@ -28,17 +28,17 @@ from app.cluster_state.cluster_mode import ClusterSessionState
 from app.cluster_state.compare_mode import SessionStateComparison
 from app.cluster_state.derive import Settings
 from app.config import Backgrounds, CalderaConfig, ConfigOrigin, build_backgrounds
-from app.config_watch import DEFAULT_INTERVAL_SECONDS, ConfigWatch, Served
 from app.events import KubeEventSink, PodGroupEvents
 from app.explain import DecisionRecord
 from app.extender import Extender
-from app.features import EVENTS, POLL_SECONDS, RECORD, Features
 from app.metrics import Metrics
 from app.plugin_faults import PluginFaults
-from app.record import Recorder
+from app.server.config_watch import DEFAULT_INTERVAL_SECONDS, ConfigWatch, Served
+from app.server.features import EVENTS, POLL_SECONDS, RECORD, Features
+from app.server.record import Recorder
+from app.server.snapshot_health import SnapshotHealth
 from app.session import SessionManager
 from app.shadow.service import DEFAULT_MAX_QUEUED_BYTES, Shadow
-from app.snapshot_health import SnapshotHealth
 from plugins.api.base import Background, utc_now
 
 logger = logging.getLogger("caldera")
@@ -287,6 +287,6 @@ def release_caveat(config: CalderaConfig) -> str:
 
 
 def runtime_of(request: Request) -> Runtime:
-    """The runtime of the app serving ``request`` (``CalderaApp.runtime``, app/main.py)."""
+    """The runtime of the app serving ``request`` (``CalderaApp.runtime``, app/server/main.py)."""
     runtime: Runtime = request.app.runtime
     return runtime

@@ -1,6 +1,6 @@
 """The buffer a large request body is received into, kept for the next large body.
 
-A body is received into a fresh buffer of its declared length (``app/connections.py``). For a
+A body is received into a fresh buffer of its declared length (``app/server/connections.py``). For a
 body above the allocator's mmap threshold (glibc maps anything over at most 32 MiB fresh from
 the kernel and unmaps it on free) every page of that buffer is a page fault the first time the
 socket writes into it: for a 75 MiB snapshot some 19,000 faults, which measured 60 % of the time

@@ -1,13 +1,13 @@
 """GET /livez and /healthz (the process answers) and /readyz (configuration loaded, plugins
 built, every plugin's background data source synced, the last session snapshot Volcano sent
-taken: ``app/snapshot_health.py``, and with ``sessionState: cluster`` every watched collection
-listed once).
+taken: ``app/server/snapshot_health.py``, and with ``sessionState: cluster`` every watched
+collection listed once).
 
 Each answers HEAD as well as GET: load balancers and ``curl -I`` probe with HEAD, and a 405
 there reads as "down". ``/livez`` is the name Kubernetes' own components use for liveness;
 ``/healthz`` stays for the probes and scripts written against it.
 
-An optional feature that does not work (``app/features.py``) is listed under ``features`` and
+An optional feature that does not work (``app/server/features.py``) is listed under ``features`` and
 makes the status ``degraded``, still 200: it must not keep the scheduler from starting; a data
 source that has not synced holds readiness back only during the start's grace."""
 
@@ -20,8 +20,8 @@ from fastapi import APIRouter, Request, Response
 
 from app import __version__
 from app.cluster_state.cluster_mode import ClusterSessionState
-from app.routes.json import json_response
-from app.runtime import runtime_of
+from app.server.routes.json import json_response
+from app.server.runtime import runtime_of
 
 router = APIRouter(tags=["operations"])
 
@@ -51,7 +51,7 @@ async def readyz(request: Request) -> Response:
     ready = state.snapshot.ready
     # A data source that has not synced holds readiness back during the start's grace only
     # (the startupProbe then holds vc-scheduler back); after it, it is a degraded feature
-    # and the scheduler may start: app/features.py.
+    # and the scheduler may start: app/server/features.py.
     waiting = state.features.in_grace()
     state.features.check_backgrounds(served.backgrounds)
     for key, background in served.backgrounds.items():

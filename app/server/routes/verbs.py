@@ -4,7 +4,7 @@ Each verb is a plain ASGI endpoint mounted as a Starlette route: no per-request 
 solving or Request object, because these calls sit inside Volcano's scheduling cycle and the
 framework's share of a small call is larger than the work. The endpoint reads the body under the
 limit, times it, hands it to :class:`~app.extender.Extender` and sends the bytes back. Their
-OpenAPI description is attached separately (``app/openapi.py``).
+OpenAPI description is attached separately (``app/server/openapi.py``).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import msgspec
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from app.body import DEFAULT_TIMEOUT, read_body
 from app.errors import AnswerError, CalderaError, Disconnected, PluginFailure, RequestError
 from app.extender import ANSWERED_FIRST, EMPTY, Body
-from app.logs import Throttle
 from app.metrics import Metrics
-from app.snapshot_health import SnapshotHealth
+from app.server.body import DEFAULT_TIMEOUT, read_body
+from app.server.logs import Throttle
+from app.server.snapshot_health import SnapshotHealth
 from plugins.api.extension_points import BY_VERB, Rule
 
 logger = logging.getLogger("caldera.verbs")

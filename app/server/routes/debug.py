@@ -7,8 +7,8 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from app.routes.json import json_response
-from app.runtime import runtime_of
+from app.server.routes.json import json_response
+from app.server.runtime import runtime_of
 
 router = APIRouter(tags=["operations"])
 
