@@ -49,7 +49,7 @@ DEFAULT_MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 """onSessionOpen carries the whole cluster: about 437 MB (417 MiB) for 1,000 nodes and 10,000
 pods with the hot-path benchmark's heavy objects (``bench/workloads.py``: 88.4 KB a node, 34.9 KB
 a pod), 156 MiB for the plainer ones vc-scheduler marshalled in the cluster run
-(``app/sizing.py``). A snapshot refused here switches every
+(``app/commands/sizing.py``). A snapshot refused here switches every
 hosted plugin off for that cycle without an error on Volcano's side, so the default errs large;
 the memory it may take is the sidecar's limit to size (docs/operator-guide.md, "Size it")."""
 EMBEDDED_CONFIG_NAME = "default_config.yaml"

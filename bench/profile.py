@@ -128,7 +128,7 @@ def main_server(workload: str, requests: int, config: str | None, out: str | Non
         "-o",
         str(out_path),
         "-m",
-        "app.cli",
+        "app.commands.cli",
         "serve",
         "--config",
         config,

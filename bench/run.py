@@ -1016,7 +1016,7 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
 
 def result_stem(mode: str) -> str:
     """The results' file stem: only a full run writes latest.{json,md} (the published numbers,
-    which app/sizing.py's test and the README's generated section read); --quick writes
+    which app/commands/sizing.py's test and the README's generated section read); --quick writes
     quick.*, --smoke smoke.*."""
     return {"full": "latest", "quick": "quick", "smoke": "smoke"}[mode]
 

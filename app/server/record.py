@@ -1,5 +1,5 @@
 """``caldera serve --record DIR``: every request and answer of every session, on disk, for
-``caldera replay`` (app/replay.py).
+``caldera replay`` (app/commands/replay.py).
 
 Layout, one directory per session (a new one at each onSessionOpen; verbs before the first go
 to ``session-000000``)::

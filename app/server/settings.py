@@ -1,7 +1,7 @@
 """Process settings: where to listen and which configuration to load.
 
 Each field is declared once, here: from the command line where it has a ``cli`` help text
-(``caldera serve --<field-with-dashes>``, the options derived by ``app/cli.py``), else the
+(``caldera serve --<field-with-dashes>``, the options derived by ``app/commands/cli.py``), else the
 environment (``CALDERA_<FIELD>``, e.g. ``CALDERA_PORT``), else the default: a sidecar listens on
 loopback.
 """

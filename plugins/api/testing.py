@@ -461,7 +461,7 @@ STARTUP_SECONDS = 20.0
 def caldera_command() -> list[str]:
     """The ``caldera`` console script beside this interpreter, as an operator runs it."""
     script = Path(sys.executable).with_name("caldera")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "app.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "app.commands.cli"]
 
 
 def _free_port() -> int:

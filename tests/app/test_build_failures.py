@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.cli import main
+from app.commands.cli import main
 from app.config import load_config, load_with_origin
 from app.config_checks import build_problems
 from app.server.main import create_app

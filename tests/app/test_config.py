@@ -218,7 +218,7 @@ def test_the_verbs_a_plugin_needs_depend_on_the_release(
     """Issue 29 item 3: nodegroup's and usage's allocate/deallocate handlers exist from 1.16;
     before it they need no event verbs, so the releases whose upstream plugin they follow (1.13
     and 1.10 on) can use them. An older release is refused for the real reason."""
-    from app.volcano_entry import needed_verbs
+    from app.commands.volcano_entry import needed_verbs
 
     text = f'volcanoVersion: "{version}"\ntiers: [{{plugins: [{{name: {plugin}}}]}}]\n'
     if refusal is not None:

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from app import __version__
 from app.build_info import COMMIT_VARIABLE
-from app.cli import main, parser
+from app.commands.cli import main, parser
 from app.config import CalderaConfig, load_config
 from app.server.main import create_app
 from plugins.api.release import NEWEST_STABLE_VERSION

@@ -142,7 +142,8 @@ WRITEV = "shadow-writev-3way-hotpath.txt"
 
 
 FULL = "full-7edf20e.json"
-"""The full run the operator guide's rules of thumb (and app/sizing.py's margin) come from."""
+"""The full run the operator guide's rules of thumb (and app/commands/sizing.py's margin) come
+from."""
 GUIDE = "docs/operator-guide.md"
 BENCH = "bench/README.md"
 AUTHORS = "docs/plugin-author-guide.md"

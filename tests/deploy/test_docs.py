@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.cli import parser
+from app.commands.cli import parser
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDES = [

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.cli import _settings, parser
+from app.commands.cli import _settings, parser
 from app.server.listeners import HEALTH_PATHS, is_loopback
 from app.server.settings import Settings
 from tests.deploy.kustomize import render

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.cli import main
+from app.commands.cli import main
 from app.config import load_config
 from app.server.main import create_app
 from tests.deploy.kustomize import Document, load_documents, overlay_urls, render

@@ -32,7 +32,7 @@ def caldera_command() -> list[str]:
     script = Path(sys.executable).with_name("caldera")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "app.cli"]
+    return [sys.executable, "-m", "app.commands.cli"]
 
 
 @dataclass

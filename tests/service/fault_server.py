@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.cli import main
+from app.commands.cli import main
 from app.extender import Body, Extender
 from plugins.api import registry
 from plugins.api.arguments import Arguments

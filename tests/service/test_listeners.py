@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.cli import main
+from app.commands.cli import main
 from app.server import listeners
 from tests.examples import example_bytes
 from tests.service.conftest import caldera_command, free_port

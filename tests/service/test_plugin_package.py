@@ -145,7 +145,7 @@ def assert_check_plugin_prints_as_the_guide_shows(printed: str) -> None:
 def test_the_protective_plugin_spares_what_it_cannot_read_and_passes_check_plugin() -> None:
     """ "A protective plugin fails safe by failing": its example spares annotated pods and pods
     it cannot read, names them, and is clean under check-plugin."""
-    from app.check_plugin import check, entry_of
+    from app.commands.check_plugin import check, entry_of
     from plugins.api import Arguments, Plugin, Vote, answer_of, registry
     from plugins.api.reasons import Explained
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.cli import main
+from app.commands.cli import main
 from tests.certificates import server_and_client
 from tests.service.conftest import start_caldera
 

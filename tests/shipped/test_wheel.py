@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from app.cli import parser
+from app.commands.cli import parser
 from tests.shipped.install import (
     IMPORT_EVERY_MODULE,
     PACKAGES,

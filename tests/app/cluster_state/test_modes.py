@@ -84,7 +84,7 @@ def test_refused_with_the_reason(text: str, messages: list[str]) -> None:
 def test_volcano_config_asks_for_what_compare_mode_reads() -> None:
     """The snapshot to compare, and allocate/deallocate for Volcano's placements, even when no
     hosted plugin answers them."""
-    from app.volcano_entry import needed_verbs
+    from app.commands.volcano_entry import needed_verbs
 
     config = load_config_text('volcanoVersion: "1.14"\nsessionState: compare\n', "caldera.yaml")
     verbs, _ = needed_verbs(config)
@@ -96,7 +96,7 @@ def test_volcano_config_asks_for_what_compare_mode_reads() -> None:
 def test_volcano_config_leaves_onsessionopen_out_in_cluster_mode() -> None:
     """Cluster mode's point: Volcano never marshals its snapshot. It still sends the session's
     end and its placements, even when no hosted plugin answers them."""
-    from app.volcano_entry import needed_verbs
+    from app.commands.volcano_entry import needed_verbs
 
     for plugins in ("", SLA, "tiers:\n- plugins:\n  - name: priority\n  - name: overcommit\n"):
         config = load_config_text(
@@ -130,7 +130,7 @@ def test_the_refusal_is_the_plugin_class_own() -> None:
 def test_check_config_refuses_cluster_mode_with_every_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from app.cli import main
+    from app.commands.cli import main
 
     path = tmp_path / "caldera.yaml"
     path.write_text('volcanoVersion: "1.12"\nsessionState: cluster\n' + USAGE)
@@ -143,7 +143,7 @@ def test_check_config_refuses_cluster_mode_with_every_reason(
 def test_volcano_config_sizes_no_snapshot_in_cluster_mode(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from app.cli import main
+    from app.commands.cli import main
 
     path = tmp_path / "caldera.yaml"
     path.write_text('volcanoVersion: "1.14"\nsessionState: cluster\n' + SLA)

@@ -1,5 +1,5 @@
-"""app/server/record.py and app/replay.py in process: layout, permissions, the size cap, the replay
-clock and the report. The real server records in tests/service/test_record_replay.py."""
+"""app/server/record.py and app/commands/replay.py in process: layout, permissions, the size cap,
+the replay clock and the report. The real server records in tests/service/test_record_replay.py."""
 
 from __future__ import annotations
 
@@ -15,12 +15,19 @@ from typing import Any
 import msgspec
 import pytest
 
-from app.cli import main
 from app.cluster_state.derive import derive
+from app.commands.cli import main
+from app.commands.replay import (
+    BACKGROUND_SYNC_SECONDS,
+    ReplayError,
+    exchanges,
+    recordings,
+    render,
+    replay,
+)
 from app.config import load_config
 from app.errors import CalderaError
 from app.extender import Extender
-from app.replay import BACKGROUND_SYNC_SECONDS, ReplayError, exchanges, recordings, render, replay
 from app.server.record import INDEX, Recorder, RecordingExtender
 from app.session import SessionManager
 from tests.app.cluster_state.objects import cluster
@@ -242,7 +249,7 @@ class NeverSynced:
 def test_replay_warns_when_a_data_source_is_still_syncing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("app.replay.BACKGROUND_SYNC_SECONDS", 0.2)
+    monkeypatch.setattr("app.commands.replay.BACKGROUND_SYNC_SECONDS", 0.2)
     monkeypatch.setattr(
         "app.config.build_backgrounds", lambda config: ({(0, 1): NeverSynced()}, [])
     )

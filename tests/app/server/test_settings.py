@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from app.cli import _settings, parser
+from app.commands.cli import _settings, parser
 from app.server.settings import Settings
 
 
@@ -51,7 +51,7 @@ def test_bad_environment_value_is_refused(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_serve_with_bad_environment_exits_2(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from app.cli import main
+    from app.commands.cli import main
 
     monkeypatch.setenv("CALDERA_PORT", "eighty")
     assert main(["serve"]) == 2
@@ -154,7 +154,7 @@ def test_the_default_port_is_the_one_the_shipped_sidecar_serves_on() -> None:
 def test_a_refused_setting_is_named_as_the_user_gave_it(
     monkeypatch: pytest.MonkeyPatch, capsys, argv: list[str], env: dict[str, str], said: str
 ) -> None:
-    from app.cli import main
+    from app.commands.cli import main
 
     for name in Settings.model_fields:
         monkeypatch.delenv(f"CALDERA_{name.upper()}", raising=False)

@@ -8,8 +8,8 @@ from typing import ClassVar
 
 import pytest
 
+from app.commands.volcano_entry import needed_verbs
 from app.config import ConfigError, load_config_text
-from app.volcano_entry import needed_verbs
 from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Plugin, implemented_hooks

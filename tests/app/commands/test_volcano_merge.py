@@ -1,6 +1,6 @@
 """``caldera volcano-config --merge``: the operator's scheduler conf with Caldera's entry in
 place, everything else kept byte for byte, and a warning for every layout that changes a
-decision (app/volcano_merge.py)."""
+decision (app/commands/volcano_merge.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.cli import main
+from app.commands.cli import main
 from tests.examples import HELM_DEFAULT_CONF
 
 # Volcano v1.15.1's chart default (installer/helm/chart/volcano/config/volcano-scheduler-ci.conf),

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.check_plugin import check, entry_of
-from app.cli import main
+from app.commands.check_plugin import check, entry_of
+from app.commands.cli import main
 from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, EvictResult, FitError, Plugin, Session, Vote

@@ -1,13 +1,14 @@
 """What Caldera's extender entry in volcano-scheduler.conf says: the verbs its configuration
 needs Volcano to send, the URL Volcano reaches it at, and the body limits to say beside it.
-``caldera volcano-config`` prints the entry (``app/cli.py``) and ``--merge`` puts it into an
-operator's conf (``app/volcano_merge.py``)."""
+``caldera volcano-config`` prints the entry (``app/commands/cli.py``) and ``--merge`` puts it into
+an operator's conf (``app/commands/volcano_merge.py``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from app import shared_path, sizing
+from app import shared_path
+from app.commands import sizing
 from app.config import CalderaConfig
 from app.server.settings import Settings
 from app.session import SessionManager

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.explain_client import get_debug
+from app.commands.explain_client import get_debug
 
 
 def fetch(url: str, query: dict[str, str], timeout: float = 5.0) -> dict[str, Any]:

@@ -19,7 +19,9 @@ from typing import Any, Literal, get_args, get_origin
 import yaml
 from pydantic import ValidationError
 
-from app import __version__, sizing
+from app import __version__
+from app.commands import sizing
+from app.commands.volcano_entry import body_limits_note, volcano_entry, volcano_url
 from app.config import (
     CalderaConfig,
     ConfigError,
@@ -32,7 +34,6 @@ from app.config import (
 )
 from app.config_checks import argument_warnings, build_problems, log_problems
 from app.server.settings import DEFAULT_PORT, Settings, cli_options
-from app.volcano_entry import body_limits_note, volcano_entry, volcano_url
 from plugins.api.extension_points import BY_VERB, VERBS
 from schemas.goduration import DurationError, parse_go_duration
 
@@ -388,7 +389,7 @@ def print_merged(
 ) -> int:
     """``--merge FILE``: the operator's scheduler conf with Caldera's entry in place; notes and
     warnings go to stderr so stdout is the file to apply."""
-    from app.volcano_merge import MergeError, merge
+    from app.commands.volcano_merge import MergeError, merge
 
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text()
@@ -410,7 +411,7 @@ def print_merged(
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from app.replay import ReplayError, render, replay
+    from app.commands.replay import ReplayError, render, replay
 
     settings = _settings(args)
     try:
@@ -428,7 +429,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from app.explain_client import ExplainError, default_url, fetch, render
+    from app.commands.explain_client import ExplainError, default_url, fetch, render
 
     namespace, _, name = args.name.partition("/")
     if not namespace or not name or "/" in name:
@@ -454,7 +455,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_shadow(args: argparse.Namespace) -> int:
-    from app.explain_client import default_url
+    from app.commands.explain_client import default_url
 
     if args.url:
         url = args.url
@@ -467,8 +468,8 @@ def cmd_shadow(args: argparse.Namespace) -> int:
 def print_shadow(url: str, query: dict[str, str], as_json: bool, command: str) -> int:
     """``GET /debug/shadow`` printed for a person (or as JSON): ``caldera shadow`` and
     ``caldera explain NAME --shadow``."""
-    from app.explain_client import ExplainError
-    from app.shadow_client import fetch, render
+    from app.commands.explain_client import ExplainError
+    from app.commands.shadow_client import fetch, render
 
     try:
         document = fetch(url, query)
@@ -483,7 +484,7 @@ def print_shadow(url: str, query: dict[str, str], as_json: bool, command: str) -
 
 
 def cmd_check_plugin(args: argparse.Namespace) -> int:
-    from app.check_plugin import EXIT_PROBLEMS, check, entry_of, render
+    from app.commands.check_plugin import EXIT_PROBLEMS, check, entry_of, render
 
     try:
         config, entry = entry_of(args.name, args.config)

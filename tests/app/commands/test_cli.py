@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
-from app.cli import main, openapi_text
+from app.commands.cli import main, openapi_text
 from app.config import load_config
 from app.server.main import create_app
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def write(tmp_path: Path, text: str) -> str:
@@ -281,7 +281,7 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(argv: list[str]) -> 
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     script = Path(sys.executable).with_name("caldera")
     process = subprocess.Popen(
         [str(script), *argv], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE

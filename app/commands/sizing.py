@@ -4,8 +4,8 @@ given size: the estimates behind ``caldera volcano-config --nodes N --pods P`` w
 The session snapshot and Volcano's time for it come from the measurement of the real scheduler,
 :data:`MEASUREMENT` (``python -m bench cluster``): the snapshot bytes and the extender plugin's
 OnSessionOpen time vc-scheduler reported at 100 / 1,000, 500 / 5,000 and 1,000 / 10,000 nodes /
-pods. ``tests/app/test_sizing.py`` reads ``bench/results/cluster.json`` and holds every estimate
-within 25% of it, so a new measurement keeps the model honest. Its objects are plain (bare
+pods. ``tests/app/commands/test_sizing.py`` reads ``bench/results/cluster.json`` and holds every
+estimate within 25% of it, so a new measurement keeps the model honest. Its objects are plain (bare
 Nodes, small pods): a cluster whose pods carry more gives its own figure from
 ``caldera_request_body_bytes`` (``--snapshot-bytes`` / ``--bytes-per-pod``).
 

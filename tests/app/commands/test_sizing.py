@@ -1,5 +1,5 @@
-"""app/sizing.py: the body-size model against bench/workloads.py's bodies, and each warning of
-`caldera volcano-config --nodes/--pods`."""
+"""app/commands/sizing.py: the body-size model against bench/workloads.py's bodies, and each warning
+of `caldera volcano-config --nodes/--pods`."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from app import sizing
-from app.cli import main
+from app.commands import sizing
+from app.commands.cli import main
 from bench import workloads
 from plugins.api import registry
 from plugins.api.base import FitError, Plugin
