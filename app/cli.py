@@ -58,18 +58,28 @@ def _fail_build(source: str, problems: list[tuple[str, str]]) -> int:
     return _fail_config(ConfigError.of(source, problems))
 
 
+SETTING_OPTIONS = "_setting_options"
+"""The ``args`` attribute naming the settings a subcommand took as options
+(:func:`_add_setting_options`): only those are settings. Another option of the same
+subcommand may share a setting's name (``explain --shadow`` is a flag, ``serve --shadow`` a
+file), so a setting is never read from an attribute its subcommand did not declare as one."""
+
+
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings this subcommand took as options that the user gave."""
+    declared: tuple[str, ...] = getattr(args, SETTING_OPTIONS, ())
+    return {name: value for name in declared if (value := getattr(args, name, None)) is not None}
+
+
 def _settings(args: argparse.Namespace) -> Settings:
-    overrides = {
-        name: getattr(args, name) for name in cli_options() if getattr(args, name, None) is not None
-    }
-    return Settings(**overrides)
+    return Settings(**_given(args))
 
 
 def setting_source(name: str, args: argparse.Namespace) -> str:
     """How the user gave setting ``name``: the option (``--port``), the environment variable
     (``CALDERA_PORT``), or, when neither, the option and its default."""
     option = f"--{name.replace('_', '-')}"
-    if name in cli_options() and getattr(args, name, None) is not None:
+    if name in _given(args):
         return option
     variable = f"CALDERA_{name.upper()}"
     if variable in os.environ:
@@ -101,13 +111,28 @@ def settings_problems(exc: ValidationError, args: argparse.Namespace) -> str:
     return "; ".join(problems)
 
 
-def _add_setting_options(parser: argparse.ArgumentParser, *only: str) -> None:
+ASKING_OPTIONS = {
+    "host": "the address of the Caldera to ask (default: serve's --host as CALDERA_HOST sets it,"
+    " a wildcard address reached on 127.0.0.1)",
+    "port": f"the port of its verb listener (default: CALDERA_PORT, else {DEFAULT_PORT})",
+}
+"""``--host`` and ``--port`` of the commands that ask a running Caldera (explain, shadow): the
+same settings as serve's, read as where to reach it rather than where to listen."""
+
+
+def _add_setting_options(
+    parser: argparse.ArgumentParser, *only: str, helps: dict[str, str] | None = None
+) -> None:
     """The ``Settings`` fields marked ``cli`` as options (``only``: just those), their types,
-    choices and help from the field's declaration; the default stays the setting's own (an
-    unset option leaves the environment's value or the default in charge)."""
+    choices and help from the field's declaration (``helps`` overrides it per option); the
+    default stays the setting's own (an unset option leaves the environment's value or the
+    default in charge)."""
+    declared = list(parser.get_default(SETTING_OPTIONS) or ())
     for name, help in cli_options().items():
         if only and name not in only:
             continue
+        declared.append(name)
+        help = (helps or {}).get(name, help)
         annotation = Settings.model_fields[name].annotation
         kinds = [a for a in get_args(annotation) or (annotation,) if a is not type(None)]
         kwargs: dict[str, Any] = {"dest": name, "help": help}
@@ -117,6 +142,7 @@ def _add_setting_options(parser: argparse.ArgumentParser, *only: str) -> None:
             kwargs["choices"] = list(get_args(annotation))
             kwargs["type"] = str.lower  # --log-level DEBUG as well as debug
         parser.add_argument(f"--{name.replace('_', '-')}", **kwargs)
+    parser.set_defaults(**{SETTING_OPTIONS: tuple(declared)})
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -660,7 +686,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="what the shadow configuration (serve --shadow) would decide differently about it",
     )
-    _add_setting_options(explain, "host", "port")
+    _add_setting_options(explain, "host", "port", helps=ASKING_OPTIONS)
     explain.set_defaults(run=cmd_explain)
 
     shadow = sub.add_parser(
@@ -679,7 +705,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also print the live configuration file against the shadow file",
     )
-    _add_setting_options(shadow, "host", "port")
+    _add_setting_options(shadow, "host", "port", helps=ASKING_OPTIONS)
     shadow.set_defaults(run=cmd_shadow)
 
     check_plugin = sub.add_parser(
