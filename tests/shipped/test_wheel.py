@@ -81,3 +81,20 @@ def test_the_documents_caldera_commands_run_from_the_wheel(
     walk.walk(commands)
     assert walk.problems == [], "\n\n".join(walk.problems)
     assert len(walk.outcomes) >= len(commands)
+
+
+def test_the_docs_page_files_ship_with_the_runtime_dependencies(
+    shipped: Installed, tmp_path: Path
+) -> None:
+    """/docs works without internet access only if the wheel's runtime dependencies bring
+    Swagger UI's files (app/routes/docs.py): read them as the installed server does."""
+    read = (
+        "import json; from app.routes.docs import ASSETS, asset;"
+        " print(json.dumps({name: len(asset(name)) for name in ASSETS}))"
+    )
+    result = subprocess.run([str(shipped.python), "-I", "-c", read], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    sizes = json.loads(result.stdout)
+    assert sorted(sizes) == ["favicon.png", "swagger-ui-bundle.js", "swagger-ui.css"]
+    assert sizes["swagger-ui-bundle.js"] > 500_000, sizes
