@@ -37,7 +37,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Any
 
@@ -60,6 +60,7 @@ from app.events import PodGroupEvents
 from app.explain import Answer, SessionLog
 from app.metrics import Metrics, TallyHistogram
 from app.plugin_faults import (
+    BENCHED_WITHOUT_SESSION,
     DEFAULT_TIME_BUDGET,
     OVERRUNS_BEFORE_POLICY,
     Contract,
@@ -147,8 +148,12 @@ class Framework:
         clock: Callable[[], datetime] = utc_now,
         events: PodGroupEvents | None = None,
         faults: PluginFaults | None = None,
+        sessionless: bool = False,
     ) -> None:
         self.tiers = [list(tier) for tier in tiers]
+        self.sessionless = sessionless
+        """The framework that answers when no session is open (app/session.py): it lives as
+        long as its configuration, so what a session would start afresh ends by time here."""
         self.faults = faults if faults is not None else PluginFaults(metrics, clock)
         """Where a plugin's fault is counted, logged and kept for ``/readyz``."""
         self._times: TallyHistogram | None = (
@@ -156,8 +161,9 @@ class Framework:
         )
         self._overruns: dict[str, int] = {}
         """Plugin → its calls in a row over budget, this session."""
-        self._benched: set[str] = set()
-        """Plugins over budget too often this session: their policy applies to every call."""
+        self._benched: dict[str, datetime | None] = {}
+        """Plugins over budget too often: their policy applies to every call, for the rest of
+        the session (None) or, without one, until the time given (then they are asked again)."""
         self.release = release
         self.log = log
         """The session's decision record (None: not recorded, as without a snapshot)."""
@@ -211,12 +217,18 @@ class Framework:
         """The plugin's answer, checked against the contract (app/contract.py) and timed
         against its budget; :data:`DROPPED` when a fault's policy drops it. Raises
         :class:`PluginFailure` when the policy fails the verb."""
-        if self._benched and slot.name in self._benched:
-            return self._fault(
-                slot, point, args, FaultKind.OVER_BUDGET,
-                f"not asked: {OVERRUNS_BEFORE_POLICY} calls in a row over its"
-                f" {slot.budget * 1e3:g} ms budget this session",
-            )  # fmt: skip
+        if self._benched and slot.name in self._benched and point is not CLOSE:
+            until = self._benched[slot.name]
+            if until is None or self.clock() < until:
+                return self._fault(
+                    slot, point, args, FaultKind.OVER_BUDGET,
+                    f"not asked: {OVERRUNS_BEFORE_POLICY} calls in a row over its"
+                    f" {slot.budget * 1e3:g} ms budget"
+                    + (" this session" if until is None else f", until {until:%H:%M:%S}"),
+                )  # fmt: skip
+            # Asked again on probation: one more call over budget benches it again.
+            del self._benched[slot.name]
+            self._overruns[slot.name] = OVERRUNS_BEFORE_POLICY - 1
         started = _clock()
         try:
             result = getattr(slot.plugin, point.hook)(*args)
@@ -263,11 +275,19 @@ class Framework:
                 used=True,
             )  # fmt: skip
             return False
-        self._benched.add(slot.name)
+        if self.sessionless:
+            until = self.clock() + timedelta(seconds=BENCHED_WITHOUT_SESSION)
+            self._benched[slot.name] = until
+            span = (
+                f"until {until:%H:%M:%S} ({BENCHED_WITHOUT_SESSION:g} s: no session is open to"
+                " end it), then it is asked again"
+            )
+        else:
+            self._benched[slot.name] = None
+            span = "for the rest of the session"
         self._fault(
             slot, point, args, FaultKind.OVER_BUDGET,
-            f"{took}, {runs} calls in a row: onError applies to its calls for the rest of"
-            " the session",
+            f"{took}, {runs} calls in a row: onError applies to its calls {span}",
         )  # fmt: skip
         return True
 
@@ -523,6 +543,12 @@ class Framework:
         return first
 
     def close(self) -> None:
+        """Every plugin's ``on_session_close``, benched or not (closing is not an answer a
+        budget can spare). A fault here is counted and told like any other, but fails nothing,
+        as Volcano's onSessionClose errors are only logged: the next session still opens."""
         for tier in self.tiers:
             for slot in tier:
-                self._call(slot, CLOSE)
+                try:
+                    self._call(slot, CLOSE)
+                except PluginFailure:
+                    continue
