@@ -43,7 +43,7 @@ from app.features import EVENTS, POLL_SECONDS, RECORD, Features
 from app.metrics import Metrics
 from app.plugin_faults import PluginFaults
 from app.record import Recorder
-from app.session import SessionManager
+from app.session import SessionManager, SessionNumbers
 from app.shadow import DEFAULT_MAX_QUEUED_BYTES, Shadow
 from app.snapshot_health import SnapshotHealth
 from plugins.api.base import Background, utc_now
@@ -102,6 +102,8 @@ class Runtime:
             self.features.enabled(RECORD)
             recorder.on_failure = functools.partial(self.features.failed, RECORD)
         self.faults = PluginFaults(metrics, clock)
+        self.session_numbers = SessionNumbers()
+        """Shared by every configuration's sessions: numbered for the process's life."""
         sessions = self.sessions_for(config, backgrounds)
         self.extender = extender = Extender(config, sessions, metrics)
         self.session_state = extender.session_state = session_state_for(config, metrics)
@@ -143,7 +145,7 @@ class Runtime:
         """``config``'s sessions, telling the decision stream's subscribers of this runtime."""
         return SessionManager(
             config, self.metrics, backgrounds, clock=self.clock, record=self.record,
-            events=self.events, faults=self.faults,
+            events=self.events, faults=self.faults, numbers=self.session_numbers,
         )  # fmt: skip
 
     def switch(self, new: CalderaConfig, new_backgrounds: Backgrounds) -> None:

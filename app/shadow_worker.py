@@ -48,7 +48,7 @@ from app.config_watch import Backgrounds, build_backgrounds, load_with_origin
 from app.explain import DecisionRecord
 from app.extender import Body, Extender
 from app.plugin_faults import Fault, PluginFaults
-from app.session import SessionManager
+from app.session import SessionManager, SessionNumbers
 from app.shadow_diff import COMPARES, compare
 from app.shadow_gate import LiveActivity
 from app.shadow_pipe import read_exactly
@@ -124,6 +124,8 @@ class Evaluator:
         self.backgrounds: Backgrounds = {}
         self.faults = ForwardedFaults(send)
         """Kept across reloads, as the live process keeps its own."""
+        self.numbers = SessionNumbers()
+        """The shadow's own sessions' numbers, kept across reloads as the live process's are."""
         self.sha: str | None = None
         self.stat: tuple[int, int] | None = None
         self.session = -1
@@ -151,7 +153,9 @@ class Evaluator:
                 self._refuse_snapshot_only(config)
             backgrounds, mirrors, chosen, described = self._start(config)
             record = DecisionRecord(config.explainSessions, config.explainEntries)
-            sessions = SessionManager(config, None, backgrounds, record=record, faults=self.faults)
+            sessions = SessionManager(
+                config, None, backgrounds, record=record, faults=self.faults, numbers=self.numbers
+            )
             extender = Extender(config, sessions, None)
         except Exception as exc:
             self.send(("problem", describe(exc)))

@@ -15,6 +15,7 @@ import pytest_asyncio
 
 from app.config_watch import digest
 from tests.service.conftest import CalderaProcess, start_caldera
+from tests.service.plugin_bodies import post
 from tests.service.test_plugin_overcommit import JOB_A, QUEUED, enqueueable, job, open_session
 
 WATCH = {"CALDERA_CONFIG_WATCH_SECONDS": "0.1"}
@@ -252,3 +253,27 @@ async def test_the_operator_guides_rollout_check_prints_the_same_digest_twice(
         assert result.returncode == 0, result.stderr
         printed.append(result.stdout.strip())
     assert printed == [changed, changed]
+
+
+async def test_sessions_are_numbered_on_across_live_reloads(watched: Watched) -> None:
+    """Issue 47 item 8: each reload builds new sessions, whose numbers went back to 1, so
+    ``caldera explain`` showed two sessions numbered 1. The numbers go on for the process's
+    life, in ``/debug/session`` and in the decision record alike."""
+    server, path = await watched(overcommit(1.0))
+    numbers: list[int] = []
+    for factor in (1.0, 2.0, 1.5):
+        if factor != 1.0:
+            changed = replace(path, overcommit(factor))
+            await config_state(server, lambda s, c=changed: s["sha256"] == c)
+        await open_session(server, [QUEUED])
+        await enqueueable(server, BIG)  # the session's first call: it is built by then
+        session = (await server.client.get("/debug/session")).json()
+        assert session["open"] is True
+        numbers.append(session["session"])
+        await post(server, "onSessionClose", {})  # between sessions a change applies at once
+    assert numbers == [1, 2, 3]
+    explained = (await server.client.get("/debug/explain", params={"job": "team-a/big"})).json()
+    assert explained["session"]["session"] == 3  # the newest session that decided about it
+    # The record keeps the three sessions, each under its own number.
+    kept = (await server.client.get("/debug/explain", params={"job": "team-a/none"})).json()
+    assert [s["session"] for s in kept["record"]["sessions"]] == [1, 2, 3], kept
