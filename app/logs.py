@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import orjson
 
@@ -48,6 +49,26 @@ class JsonFormatter(logging.Formatter):
 
 
 TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(name)s [%(request_id)s] %(message)s"
+SHADOW_PREFIX = "shadow:"
+"""Before the logger name of every line the shadow configuration's process logs."""
+
+
+def mark_as_shadow() -> None:
+    """Name every record this process makes from now on as the shadow configuration's: its
+    logger name gets :data:`SHADOW_PREFIX` (``shadow:caldera.plugins.overcommit``), in JSON and
+    text alike. The shadow's process (app/shadow_worker.py) writes to the live process's stderr,
+    and its plugins log what the live ones do ("resource in cluster is overused"): unmarked, a
+    decision the shadow only considered reads as one Volcano was given. Set at record creation,
+    not in a handler's filter, so that every handler sees one mark whatever the loggers and
+    handlers a plugin sets up."""
+    make = logging.getLogRecordFactory()
+
+    def shadow_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        record.name = SHADOW_PREFIX + record.name
+        return record
+
+    logging.setLogRecordFactory(shadow_record)
 
 
 def configure_logging(level: str = "info", fmt: str = "auto") -> None:

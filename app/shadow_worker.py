@@ -47,6 +47,7 @@ from app.config import CalderaConfig, ConfigError
 from app.config_watch import Backgrounds, build_backgrounds, load_with_origin
 from app.explain import DecisionRecord
 from app.extender import Body, Extender
+from app.logs import mark_as_shadow
 from app.plugin_faults import Fault, PluginFaults
 from app.session import SessionManager, SessionNumbers
 from app.shadow_diff import COMPARES, compare
@@ -362,6 +363,7 @@ def main(
             activity.wait_idle(lambda: os.getppid() != parent)
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the parent, which ends us
+    mark_as_shadow()  # its lines share the live process's stderr: say whose they are
     lowest_priority()
     reports = Reports(outbox)
     evaluator = Evaluator(Path(path), reports.append, live_keys, cluster)
