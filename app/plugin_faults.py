@@ -31,6 +31,9 @@ The time budget: a hook that runs longer than its entry's ``timeBudget`` (defaul
 :data:`OVERRUNS_BEFORE_POLICY` calls in a row over budget, the plugin's policy applies to each
 of its calls for the rest of the session (``abstain``: it is not asked, its answer is dropped;
 ``fail``: the verb fails), so one slow plugin cannot keep every verb past Volcano's timeout.
+The budget never stops a hook that is running (Python cannot preempt it safely): the verbs are
+answered one at a time, so the calls queued behind a slow one wait for it, and the calls that
+bench a plugin have already waited (docs/plugin-author-guide.md, "A budget is not a timeout").
 Where no session is open (Volcano's extender entry without session verbs, or calls between
 sessions) nothing would end that, so the plugin is benched for :data:`BENCHED_WITHOUT_SESSION`
 seconds instead and then asked again on probation: one more call over budget benches it again.

@@ -521,3 +521,87 @@ def test_the_guide_says_how_long_a_plugin_is_benched_without_a_session() -> None
     text = " ".join(guide.split())
     assert f"benched for {BENCHED_WITHOUT_SESSION:g} seconds instead" in text
     assert f"another {BENCHED_WITHOUT_SESSION:g} seconds" in text
+
+
+# Issue 47 item 5: a slow hook holds every verb queued behind it on the one verb listener. A
+# prioritize call whose overrun benches its plugin is dropped (or fails) whatever the other
+# nodes score, so a plugin scoring node by node is not asked about them.
+SECONDS_PER_NODE = 3.0
+"""The walk-through's node_score: 3 s a node, against a 100 ms budget."""
+
+
+class NodeScorer(Plugin):
+    """``node_score`` only (the default ``node_order`` asks it per node): each node advances
+    the framework's call clock by ``took``, and the nodes asked are kept."""
+
+    name = "scorer"
+
+    def __init__(self, arguments: Arguments, clock: list[float], took: float) -> None:
+        super().__init__(arguments)
+        self.clock, self.took = clock, took
+        self.asked: list[str] = []
+
+    def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        self.clock[0] += self.took
+        self.asked.append(node.Name)
+        return 1.0
+
+
+class BatchScorer(NodeScorer):
+    """The same scores from a ``node_order`` of its own: one call the framework cannot split."""
+
+    name = "scorer"
+
+    def node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Mapping[str, float]:
+        return {node.Name: self.node_score(task, node) for node in nodes}
+
+
+CUT_CASES = [
+    # (case, plugin class, seconds per node, nodes, onError, nodes asked per call, last total)
+    ("over budget: the two calls whose answer is used ask every node, the benching one one",
+     NodeScorer, SECONDS_PER_NODE, 2, "abstain", [2, 2, 1], {}),
+    ("the same over 100 nodes: the benching call takes 3 s, not 300", NodeScorer,
+     SECONDS_PER_NODE, 100, "abstain", [100, 100, 1], {}),
+    ("under fail the benching call fails after one node", NodeScorer, SECONDS_PER_NODE, 2, "fail",
+     [2, 2, 1], None),
+    ("a node_order of its own is one call: every node is asked", BatchScorer, SECONDS_PER_NODE,
+     2, "abstain", [2, 2, 2], {}),
+    ("within budget every node is asked and scored", NodeScorer, 0.001, 2, "abstain", [2, 2, 2],
+     {"n0": 1.0, "n1": 1.0}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "cls", "took", "count", "policy", "asked", "last"),
+    CUT_CASES,
+    ids=[c[0] for c in CUT_CASES],
+)
+def test_a_prioritize_that_benches_its_plugin_stops_asking_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
+    cls: type[NodeScorer],
+    took: float,
+    count: int,
+    policy: str,
+    asked: list[int],
+    last: dict[str, float] | None,
+) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(framework_module, "_clock", lambda: clock[0])
+    scorer = cls(Arguments(), clock, took)
+    faults = PluginFaults()
+    fw = build([("scorer", scorer, policy)], budget=0.1, faults=faults)
+    point, nodes = BY_VERB["prioritize"], [NodeInfo(Name=f"n{i}") for i in range(count)]
+    per_call, total = [], None
+    for _ in asked:
+        before = len(scorer.asked)
+        try:
+            total = fw.score_sum(point, task("t"), nodes)
+        except PluginFailure as exc:
+            assert exc.kind == "over_budget"
+            total = None
+        per_call.append(len(scorer.asked) - before)
+    assert (per_call, total) == (asked, last), case
+    if asked[-1] < count:
+        last_fault = faults.describe()["scorer"]["last"]["error"]
+        assert f"stopped after 1 of {count} nodes, the others not asked" in last_fault
