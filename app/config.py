@@ -360,11 +360,43 @@ def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) 
 
 def unknown_plugin(name: str, known: str) -> str:
     """Plugins are discovered once, when the process starts (``plugins.api.registry``): one
-    installed into a running server's environment stays unknown to its live reload."""
+    installed into a running server's environment stays unknown to its live reload. One that is
+    installed but failed to load (its module raised on import) is said so, with the error:
+    telling its author to install it would send them the wrong way (issue 47 item 9)."""
+    failed = registry.failure(name)
+    if failed is not None:
+        return (
+            f"plugin {name!r} is installed but failed to load: {failed} (fix the package, then"
+            " restart caldera)"
+        )
     return (
         f"unknown plugin {name!r} (known plugins: {known}; plugins are discovered when caldera"
         " starts: restart it after installing one)"
     )
+
+
+def _argument_errors(
+    cls: type[Plugin], arguments: Arguments, name: str, where: str
+) -> list[tuple[str, str]]:
+    """``cls.argument_errors`` as (key path, problem). A plugin's own code: one that raises or
+    answers anything but a mapping of argument names to messages is a configuration error that
+    names the plugin (issue 47 item 9: a list made ``check-config`` print a traceback)."""
+    contract = "expected a dict of argument name to problem (dict[str, str])"
+    try:
+        errors = cls.argument_errors(arguments)
+    except Exception as exc:
+        return [(f"{where}.arguments", f"plugin {name!r}: argument_errors raised"
+                 f" {type(exc).__name__}: {exc}")]  # fmt: skip
+    if not isinstance(errors, Mapping):
+        return [(f"{where}.arguments", f"plugin {name!r}: argument_errors returned"
+                 f" {type(errors).__name__} {errors!r:.80}; {contract}")]  # fmt: skip
+    problems = []
+    for key, problem in errors.items():
+        if not isinstance(key, str) or not isinstance(problem, str):
+            return [(f"{where}.arguments", f"plugin {name!r}: argument_errors returned the"
+                     f" entry {key!r:.40}: {problem!r:.40}; {contract}")]  # fmt: skip
+        problems.append((f"{where}.arguments.{key}", problem))
+    return problems
 
 
 def _entry_problems(
@@ -373,8 +405,7 @@ def _entry_problems(
     """What makes one entry of a known plugin unservable on ``release``."""
     problems: list[tuple[str, str]] = []
     arguments = Arguments(option.arguments, option.name, option.flags, release)
-    for key, problem in cls.argument_errors(arguments).items():
-        problems.append((f"{where}.arguments.{key}", problem))
+    problems.extend(_argument_errors(cls, arguments, option.name, where))
     ported = cls.ported_from
     if ported is not None and not release.has(ported):
         first = ".".join(map(str, max(ported.first)))

@@ -70,7 +70,7 @@ from app.plugin_faults import (
     OnError,
     PluginFaults,
 )
-from plugins.api.base import FitError, Plugin, StatusCode, Vote, utc_now
+from plugins.api.base import FitError, Plugin, StatusCode, Vote, hook_name, utc_now
 from plugins.api.extension_points import (
     BY_VERB,
     EXTENSION_POINTS,
@@ -308,7 +308,10 @@ class Framework:
         # answer ("no" is not ready, 5 is not a Permit).
         if CONFORMS[point.hook](result):
             return result
-        detail = check_answer(point.hook, result) or "returned an answer of another type"
+        detail = (
+            check_answer(point.hook, result, type(slot.plugin))
+            or "returned an answer of another type"
+        )
         return self._fault(slot, point, args, FaultKind.WRONG_TYPE, detail)
 
     def _overran(
@@ -404,7 +407,8 @@ class Framework:
                     continue
                 if not all(map(math.isfinite, scores.values())):
                     bad = next(n for n, score in scores.items() if not math.isfinite(score))
-                    detail = f"returned the score {scores[bad]} for {bad}; expected a finite float"
+                    hook = hook_name(type(slot.plugin), point.hook)
+                    detail = f"returned the score {scores[bad]} for {bad} from {hook}; expected a finite float"
                     self._fault(slot, point, (task,), FaultKind.WRONG_TYPE, detail)
                     continue
                 for node, score in scores.items():
