@@ -31,6 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from app.cluster_state.modes import problems as session_state_problems
+from app.cluster_state.staleness import DEFAULT_MAX_STALENESS, OnStaleState
 from app.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
 from app.plugin_faults import format_duration, parse_duration
 from plugins.api import registry
@@ -141,7 +142,19 @@ class CalderaConfig(BaseModel):
     """vc-scheduler's ``--scheduler-name`` values: whose pending pods its cache keeps."""
     sessionStateDefaultQueue: str = "default"
     """vc-scheduler's ``--default-queue``: the queue of a PodGroup that names none."""
+    sessionStateMaxStaleness: float = Field(default=DEFAULT_MAX_STALENESS, gt=0)
+    """Seconds (the file says ``"30s"``) a watch may stay broken before the view is stale
+    (app/cluster_state/staleness.py)."""
+    onStaleState: OnStaleState = OnStaleState.HOLD
+    """What a session opened on a stale view answers (``OnStaleState``)."""
     tiers: list[Tier] = Field(default_factory=list)
+
+    @field_validator("sessionStateMaxStaleness", mode="before")
+    @classmethod
+    def _parse_staleness(cls, value: Any) -> Any:
+        # A bare number is refused as timeBudget's is (its unit would be a guess); a float is
+        # the parsed value itself, as a live reload hands it back.
+        return value if isinstance(value, float) else parse_duration(value)
 
     @field_validator("volcanoVersion", mode="before")
     @classmethod
@@ -513,6 +526,8 @@ def effective_config(config: CalderaConfig, all_flags: bool = False) -> dict[str
                 "sessionStateKubeconfig": config.sessionStateKubeconfig,
                 "sessionStateSchedulerNames": list(config.sessionStateSchedulerNames),
                 "sessionStateDefaultQueue": config.sessionStateDefaultQueue,
+                "sessionStateMaxStaleness": format_duration(config.sessionStateMaxStaleness),
+                "onStaleState": config.onStaleState.value,
             }
             if config.sessionState != "snapshot"
             else {}

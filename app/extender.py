@@ -21,8 +21,9 @@ import msgspec
 from app import shared_path
 from app.cluster_state.cluster_mode import ClusterSessionState
 from app.cluster_state.compare_mode import SessionStateComparison
+from app.cluster_state.staleness import OnStaleState, held_answer
 from app.config import CalderaConfig
-from app.errors import AnswerError, PluginFailure, RequestError
+from app.errors import AnswerError, PluginFailure, RequestError, StaleView
 from app.framework import Framework
 from app.gcpolicy import SnapshotGC
 from app.managed import is_interested
@@ -192,6 +193,9 @@ class Extender:
         self._between_sessions = True
         """Cluster mode: onSessionClose ended the last session (or none opened yet), so the
         next call opens one."""
+        self._stale: str | None = None
+        """Cluster mode: why the open session's view is stale, when ``onStaleState`` holds or
+        fails its answers (app/cluster_state/staleness.py); None: answered as usual."""
         self._snapshot_unread_warned = False
         self._sessionless: str | None = None
         """The verb of the call being answered when no session was open for it."""
@@ -237,6 +241,8 @@ class Extender:
                 return self._snapshot_unread()
             if verb != "onSessionClose" and self._between_sessions:
                 self._open_from_cluster(self.session_state)
+            if self._stale is not None and (held := self._held(verb, self._stale)) is not None:
+                return held
         if verb == "reclaimable" and release.shares_reclaimable_path:
             answer = self.shared_reclaimable_path(body)
         else:
@@ -325,7 +331,23 @@ class Extender:
         :meth:`open` does on Volcano's snapshot. Before the watch has listed once the session
         stays without state (its calls are answered as sessionless) until onSessionClose."""
         self._between_sessions = False
+        over = source.staleness.stale()
+        answering = self.config.onStaleState is OnStaleState.ANSWER
+        self._stale = source.staleness.reason(over) if over and not answering else None
         self.open_derived(source.open_session)
+
+    def _held(self, verb: str, why: str) -> bytes | None:
+        """A stale session's answer to ``verb`` under ``onStaleState`` (hold: the fail-safe
+        one; fail: a 503), or None where the verb is answered as usual."""
+        point = BY_VERB[verb]
+        policy = self.config.onStaleState
+        reason = f"Caldera's view of the cluster is stale (onStaleState {policy.value})"
+        held = held_answer(point, self.release, reason)
+        if held is None:
+            return None
+        if policy is OnStaleState.FAIL:
+            raise StaleView(why)
+        return held
 
     def open_derived(self, derive: Callable[[], OnSessionOpenRequest | None]) -> None:
         """Open the session on a state derived rather than posted by Volcano: the cluster

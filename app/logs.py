@@ -71,6 +71,10 @@ def mark_as_shadow() -> None:
     logging.setLogRecordFactory(shadow_record)
 
 
+HTTP_CLIENT_LOGGER = "httpx2"
+"""lightkube's HTTP client (the watches, pdb's, the PodGroup Events)."""
+
+
 def configure_logging(level: str = "info", fmt: str = "auto") -> None:
     use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
     handler = logging.StreamHandler(sys.stderr)
@@ -83,6 +87,11 @@ def configure_logging(level: str = "info", fmt: str = "auto") -> None:
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
     logging.getLogger("uvicorn.access").disabled = True  # per-call lines would cost the hot path
+    # The HTTP client logs every request at INFO: a watch's relists and pdb's and Events' calls
+    # would bury Caldera's own lines. Shown only when the operator asks for debug.
+    logging.getLogger(HTTP_CLIENT_LOGGER).setLevel(
+        logging.NOTSET if level.lower() == "debug" else logging.WARNING
+    )
 
 
 class Throttle:

@@ -257,8 +257,14 @@ class Runtime:
 def session_state_for(config: CalderaConfig, metrics: Metrics) -> SessionState | None:
     """The cluster state ``sessionState`` asks Caldera to watch, if any."""
     watched = Settings(config.sessionStateSchedulerNames, config.sessionStateDefaultQueue)
+    staleness = config.sessionStateMaxStaleness
+
+    def watch_error(collection: str, kind: str) -> None:
+        metrics.session_state_watch_errors.labels(collection, kind).inc()
+
+    state: SessionState
     if config.sessionState == "compare":
-        return SessionStateComparison(
+        state = SessionStateComparison(
             watched,
             config.sessionStateKubeconfig,
             count=lambda kind, n: metrics.session_state_differences.labels(kind).inc(n),
@@ -266,12 +272,19 @@ def session_state_for(config: CalderaConfig, metrics: Metrics) -> SessionState |
                 kind
             ).inc(n),
             outcome=lambda outcome: metrics.session_state_sessions.labels(outcome).inc(),
+            max_staleness=staleness,
+            on_error=watch_error,
         )
-    if config.sessionState == "cluster":
-        return ClusterSessionState(
-            watched, config.sessionStateKubeconfig, metrics.session_state_derive.observe
-        )
-    return None
+    elif config.sessionState == "cluster":
+        state = ClusterSessionState(
+            watched, config.sessionStateKubeconfig, metrics.session_state_derive.observe,
+            max_staleness=staleness, on_error=watch_error,
+        )  # fmt: skip
+    else:
+        return None
+    # Read at each scrape: the gauge is right whether or not a session asks meanwhile.
+    metrics.session_state_stale.set_function(lambda: 1.0 if state.staleness.stale() else 0.0)
+    return state
 
 
 def feature_health(features: Features, feature: str, problem: str | None) -> None:

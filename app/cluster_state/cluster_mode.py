@@ -27,7 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 from app.cluster_state.derive import Settings
-from app.cluster_state.watch import WatchBackedState
+from app.cluster_state.staleness import DEFAULT_MAX_STALENESS
+from app.cluster_state.watch import WatchBackedState, WatchErrors
 from schemas.requests import OnSessionOpenRequest
 
 
@@ -42,8 +43,10 @@ class ClusterSessionState(WatchBackedState):
         settings: Settings,
         kubeconfig: str | None = None,
         derived: Callable[[float], None] | None = None,
+        max_staleness: float = DEFAULT_MAX_STALENESS,
+        on_error: WatchErrors | None = None,
     ) -> None:
-        super().__init__(settings, kubeconfig)
+        super().__init__(settings, kubeconfig, max_staleness, on_error)
         self._derived = derived
         """Observes each derivation's seconds (``caldera_session_state_derive_seconds``)."""
         self.sessions_derived = 0

@@ -499,3 +499,59 @@ def test_check_config_says_every_warning_in_one_shape_with_key_path_and_value(
     [sla] = [w for w in warnings if w.startswith("plugin sla")]
     assert sla.startswith("plugin sla (tiers[0].plugins[1].arguments.sla-waiting-time = 5): ")
     assert 'invalid duration ""' not in sla and 'such as "5m"' in sla
+
+
+GOOD_KUBECONFIG = (
+    "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+    "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443'}}]\n"
+    "users: [{name: u, user: {token: t}}]\n"
+)
+# Issue 49 item 4: (case, the sessionStateKubeconfig file's text or None for no file, exit
+# status, what is said). The mode cannot serve without the cluster it names.
+KUBECONFIG_CASES = [
+    ("a kubeconfig that parses", GOOD_KUBECONFIG, 0, None),
+    ("no such file", None, 2, "sessionStateKubeconfig: {path}: no such file here"),
+    ("not a kubeconfig", "just: [text", 2, "sessionStateKubeconfig: {path}: does not parse"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "said"),
+    [c[1:] for c in KUBECONFIG_CASES],
+    ids=[c[0] for c in KUBECONFIG_CASES],
+)
+@pytest.mark.parametrize("mode", ["cluster", "compare"])
+def test_check_config_refuses_a_session_state_kubeconfig_it_cannot_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str, text: str | None, code: int,
+    said: str | None,
+) -> None:  # fmt: skip
+    kubeconfig = tmp_path / "kc"
+    if text is not None:
+        kubeconfig.write_text(text)
+    path = tmp_path / "caldera.yaml"
+    path.write_text(
+        f'volcanoVersion: "1.14"\nsessionState: {mode}\nsessionStateKubeconfig: {kubeconfig}\n'
+        "tiers: [{plugins: [{name: sla}]}]\n"
+    )
+    assert main(["check-config", str(path)]) == code
+    out = capsys.readouterr()
+    if said is not None:
+        assert said.format(path=kubeconfig) in out.err, out.err
+        assert "Traceback" not in out.err
+
+
+def test_check_config_warns_when_no_cluster_would_be_watched_here(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    path = tmp_path / "caldera.yaml"
+    path.write_text(
+        'volcanoVersion: "1.14"\nsessionState: cluster\ntiers: [{plugins: [{name: sla}]}]\n'
+    )
+    assert main(["check-config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "sessionStateKubeconfig is unset and no cluster" in out
+    assert "in a pod the service account is used" in out

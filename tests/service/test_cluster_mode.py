@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,7 @@ from tests.app.cluster_state.objects import quota
 from tests.app.cluster_state.test_compare import matching_objects
 from tests.cluster_api import ClusterApi
 from tests.examples import example_bytes
-from tests.service.conftest import start_caldera
+from tests.service.conftest import CalderaProcess, start_caldera
 
 WAIT = 20.0
 JOB = example_bytes("volcano-1.14", "jobEnqueueable.request.json")
@@ -85,3 +86,92 @@ async def test_refused_at_start_with_the_reason(tmp_path: Path, text: str, messa
     with pytest.raises(RuntimeError, match="caldera exited with 2") as caught:
         await start_caldera(text, tmp_path)
     assert message in str(caught.value)
+
+
+PREDICATE = example_bytes("volcano-1.14", "predicate.request.json")
+STALE_AFTER = "1s"
+
+
+async def stale_config(api: ClusterApi, tmp_path: Path, policy: str) -> str:
+    return config(
+        api.kubeconfig(tmp_path / "kc"), "  - name: resourcequota\n  - name: nodegroup\n"
+    ).replace("tiers:", f"sessionStateMaxStaleness: {STALE_AFTER}\nonStaleState: {policy}\ntiers:")
+
+
+async def readyz_until(server: CalderaProcess, status: int) -> dict[str, Any]:
+    deadline = time.monotonic() + WAIT
+    while (ready := await server.client.get("/readyz")).status_code != status:
+        assert time.monotonic() < deadline, ready.text
+        await asyncio.sleep(0.1)
+    body: dict[str, Any] = ready.json()
+    return body
+
+
+async def new_session(server: CalderaProcess) -> None:
+    assert (await server.client.post("/onSessionClose", content=b"{}")).status_code == 200
+
+
+# Issue 49 item 1. Each case: onStaleState, then (verb, body, the status code and answer) of a
+# session opened while the API server is down past sessionStateMaxStaleness.
+STALE_CASES = [
+    ("hold: nothing admitted, no node fits", "hold", [
+        ("jobEnqueueable", JOB, 200, {"status": -1}),
+        ("predicate", PREDICATE, 200, "rejected"),
+    ]),
+    ("fail: a 503 naming the stale view", "fail", [
+        ("jobEnqueueable", JOB, 503, "the cluster view is stale"),
+    ]),
+    ("answer: as from the last view", "answer", [
+        ("jobEnqueueable", JOB, 200, {"status": 1}),
+    ]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("policy", "calls"), [c[1:] for c in STALE_CASES], ids=[c[0] for c in STALE_CASES]
+)
+async def test_a_view_stale_past_the_limit_is_said_and_answered_as_configured(
+    tmp_path: Path, policy: str, calls: list[tuple[str, bytes, int, Any]]
+) -> None:
+    api = ClusterApi(objects=matching_objects())
+    api.listing.set()
+    await api.start()
+    port = int(api.url.rsplit(":", 1)[1])
+    server = await start_caldera(await stale_config(api, tmp_path, policy), tmp_path)
+    try:
+        await readyz_until(server, 200)
+        before = await server.client.post("/jobEnqueueable", content=JOB)
+        assert before.json() == {"status": 1}, "admitted while the view is current"
+        await new_session(server)
+
+        await api.stop()  # the watches break; every retry is refused
+        body = await readyz_until(server, 503)
+        state = body["sessionState"]
+        assert body["status"] == "stale" and state["stale"] is True
+        assert f"127.0.0.1:{port}" in state["reason"]
+        assert "sessionStateKubeconfig" in state["reason"]
+        assert {w["collection"] for w in state["brokenWatches"]} >= {"pods", "nodes"}
+        scraped = (await server.client.get("/metrics")).text
+        assert "caldera_session_state_stale 1.0" in scraped
+        assert (
+            'caldera_session_state_watch_errors_total{collection="pods",kind="connect"}' in scraped
+        )
+        for verb, request, status, expected in calls:
+            answer = await server.client.post(f"/{verb}", content=request)
+            assert answer.status_code == status, (verb, answer.text)
+            if isinstance(expected, dict):
+                assert answer.json() == expected, verb
+            elif verb == "predicate":
+                assert answer.json()["code"] == 3, answer.text  # unresolvable: not preempted for
+            else:
+                assert expected in answer.json()["error"], answer.text
+        await new_session(server)
+
+        await api.start(port)  # back: a list of one object proves each watch works again
+        await readyz_until(server, 200)
+        assert "caldera_session_state_stale 0.0" in (await server.client.get("/metrics")).text
+        after = await server.client.post("/jobEnqueueable", content=JOB)
+        assert after.json() == {"status": 1}
+    finally:
+        await server.stop()
+        await api.stop()
