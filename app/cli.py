@@ -321,6 +321,9 @@ def _print_warnings(warnings: list[str], stream: Any) -> None:
         print(f"# warning: {warning}", file=stream)
 
 
+_DROPPED = object()
+
+
 def salvaged(text: str, source: str, error: ConfigError) -> CalderaConfig | None:
     """The configuration without the keys ``error`` names, when that much loads: so that
     check-config shows the warnings of the rest of a file that has an error (a typo in one
@@ -341,6 +344,15 @@ def salvaged(text: str, source: str, error: ConfigError) -> CalderaConfig | None
                 break
         if isinstance(node, dict) and last in node and last != "name":
             del node[last]
+        elif last == "name" and isinstance(node, dict) and parents:
+            # An entry whose plugin cannot be served (unknown, or not of this release) goes
+            # whole; the others keep their warnings (issue 47 item 10).
+            node[_DROPPED] = True
+    for tier in (document.get("tiers") if isinstance(document, dict) else None) or []:
+        if isinstance(tier, dict) and isinstance(tier.get("plugins"), list):
+            tier["plugins"] = [
+                p for p in tier["plugins"] if not (isinstance(p, dict) and p.get(_DROPPED))
+            ]
     try:
         return parse_config(document, source)
     except ConfigError:
@@ -379,7 +391,7 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"# note: {note}")
     verbs = [v for v in VERBS if BY_VERB[v].argument in entry["arguments"]]
-    print(f"# {body_limits_note(config, verbs)}")
+    print(f"# {body_limits_note(config, verbs, sized=args.nodes is not None)}")
     if args.nodes is not None:
         cluster = sizing.Cluster(
             args.nodes, args.pods, args.pending_tasks, args.snapshot_bytes, args.bytes_per_pod

@@ -135,7 +135,7 @@ async def test_a_tighter_shadow_would_hold_the_job_the_live_configuration_admits
     assert difference["shadow"]["answer"] == "reject"
     assert difference["shadow"]["plugin"] == "overcommit"
     assert "6 CPU x 1 less 0 CPU in use" in difference["shadow"]["reason"]
-    assert body["summary"][0].startswith("session 1: 1 differences in 2 calls compared")
+    assert body["summary"][0].startswith("session 1: 1 difference in 2 calls compared")
     assert "jobEnqueueable: the shadow would hold it: 1 job" in body["summary"]
 
     sha = hashlib.sha256(shadow_file.read_text().encode()).hexdigest()[:16]
@@ -267,6 +267,12 @@ async def test_a_shadow_file_that_does_not_load_is_shown_and_watched(servers: Se
     assert ready["shadow"]["status"] == "failing"
     assert "no-such-plugin" in ready["shadow"]["problem"]
     assert ready["shadow"]["failures"]["load"] == 1
+    # Issue 47 item 10: caldera shadow said "(sha256 none)" of a file that failed to load.
+    printed = cli(server, "shadow")
+    assert printed.returncode == 0, printed.stderr
+    heading = printed.stdout.splitlines()[0]
+    assert heading.startswith(f"shadow {shadow_file} (failed to load: "), heading
+    assert "no-such-plugin" in heading and "sha256" not in heading, heading
     assert await post(server, "onSessionOpen", SNAPSHOT) == {}
     assert (await post(server, "jobEnqueueable", {"job": BIG}))["status"] != -1
 
