@@ -30,6 +30,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from app.cluster_state.audit import DEFAULT_MAX_DIVERGENT_SESSIONS
 from app.cluster_state.modes import problems as session_state_problems
 from app.cluster_state.staleness import DEFAULT_MAX_STALENESS, OnStaleState
 from app.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
@@ -147,6 +148,9 @@ class CalderaConfig(BaseModel):
     (app/cluster_state/staleness.py)."""
     onStaleState: OnStaleState = OnStaleState.HOLD
     """What a session opened on a stale view answers (``OnStaleState``)."""
+    sessionStateMaxDivergentSessions: int = Field(default=DEFAULT_MAX_DIVERGENT_SESSIONS, ge=0)
+    """Sessions in a row whose self-audit found an unexplained difference before the view
+    counts as stale (0: the audit only reports; app/cluster_state/audit.py)."""
     tiers: list[Tier] = Field(default_factory=list)
 
     @field_validator("sessionStateMaxStaleness", mode="before")
@@ -528,6 +532,7 @@ def effective_config(config: CalderaConfig, all_flags: bool = False) -> dict[str
                 "sessionStateDefaultQueue": config.sessionStateDefaultQueue,
                 "sessionStateMaxStaleness": format_duration(config.sessionStateMaxStaleness),
                 "onStaleState": config.onStaleState.value,
+                "sessionStateMaxDivergentSessions": config.sessionStateMaxDivergentSessions,
             }
             if config.sessionState != "snapshot"
             else {}

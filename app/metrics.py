@@ -360,6 +360,15 @@ class Metrics:
             ["collection", "kind"],
             registry=r,
         )
+        self.session_state_audit_differences = Counter(
+            "caldera_session_state_audit_differences",
+            "sessionState cluster: differences the self-audit found between the objects"
+            " Volcano's calls carry and the session's derived state, per kind and explanation"
+            " (no; in_flight: an object changed between the two views; in_session: a placement"
+            " Volcano reported this session touched it).",
+            ["kind", "explained"],
+            registry=r,
+        )
         self.session_state_derive = Histogram(
             "caldera_session_state_derive_seconds",
             "sessionState cluster: time to derive a session's state from the watched objects,"

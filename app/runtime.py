@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from fastapi import Request
 
 from app import __version__
+from app.cluster_state.audit import SelfAudit
 from app.cluster_state.cluster_mode import ClusterSessionState
 from app.cluster_state.compare_mode import SessionStateComparison
 from app.cluster_state.derive import Settings
@@ -276,9 +277,15 @@ def session_state_for(config: CalderaConfig, metrics: Metrics) -> SessionState |
             on_error=watch_error,
         )
     elif config.sessionState == "cluster":
+        audit = SelfAudit(
+            max_divergent_sessions=config.sessionStateMaxDivergentSessions,
+            count=lambda kind, why, n: metrics.session_state_audit_differences.labels(
+                kind, why
+            ).inc(n),
+        )
         state = ClusterSessionState(
             watched, config.sessionStateKubeconfig, metrics.session_state_derive.observe,
-            max_staleness=staleness, on_error=watch_error,
+            max_staleness=staleness, on_error=watch_error, audit=audit,
         )  # fmt: skip
     else:
         return None

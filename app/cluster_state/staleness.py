@@ -120,6 +120,9 @@ class Staleness:
         self.kubeconfig = kubeconfig
         self._monotonic = monotonic
         self._was_stale = False
+        self.divergence: Callable[[], str | None] = lambda: None
+        """Why the self-audit holds the view wrong although every watch works
+        (app/cluster_state/audit.py), or None: cluster mode sets it to its audit's."""
 
     def broken(self) -> list[BrokenWatch]:
         """Every watch failing now, however briefly."""
@@ -130,16 +133,21 @@ class Staleness:
             if (since := r.status.failing_since) is not None
         ]
 
-    def stale(self) -> list[BrokenWatch]:
-        """The watches broken past the limit (empty: the view is current). Logs the change."""
+    def stale(self) -> list[str]:
+        """Why the view is stale: the watches broken past the limit, and a divergence the
+        self-audit found (empty: the view is current). Logs each change."""
         over = [watch for watch in self.broken() if watch.seconds >= self.limit]
-        if bool(over) != self._was_stale:
-            self._was_stale = bool(over)
-            if over:
-                logger.error("%s", self.reason(over))
+        reasons = [self.reason(over)] if over else []
+        diverged = self.divergence()
+        if diverged is not None:
+            reasons.append(f"the cluster view is stale: {diverged}")
+        if bool(reasons) != self._was_stale:
+            self._was_stale = bool(reasons)
+            if reasons:
+                logger.error("%s", "; ".join(reasons))
             else:
-                logger.warning("sessionState cluster view is current again: every watch works")
-        return over
+                logger.warning("the cluster view is current again: every watch works")
+        return reasons
 
     def server(self) -> str:
         """The API server the watches reach, and the setting that chose it."""
@@ -164,10 +172,10 @@ class Staleness:
         )
 
     def describe(self) -> dict[str, Any]:
-        over = self.stale()
+        reasons = self.stale()
         return {
-            "stale": bool(over),
+            "stale": bool(reasons),
             "maxStalenessSeconds": self.limit,
             "brokenWatches": [watch.describe() for watch in self.broken()],
-            **({"reason": self.reason(over)} if over else {}),
+            **({"reason": "; ".join(reasons)} if reasons else {}),
         }

@@ -5,6 +5,7 @@ call on the listed objects; and the configurations the mode refuses, refused at 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -172,6 +173,71 @@ async def test_a_view_stale_past_the_limit_is_said_and_answered_as_configured(
         assert "caldera_session_state_stale 0.0" in (await server.client.get("/metrics")).text
         after = await server.client.post("/jobEnqueueable", content=JOB)
         assert after.json() == {"status": 1}
+    finally:
+        await server.stop()
+        await api.stop()
+
+
+def job_as_volcano_sends_it() -> bytes:
+    """The captured jobEnqueueable body as a real cluster's Volcano sends it: its objects at the
+    versions the API server gave them and its pod with the scheduler's name (the capture, from
+    Volcano's mock cache, has neither), so nothing is in flight."""
+    body = json.loads(JOB)
+    body["job"]["PodGroup"]["metadata"]["resourceVersion"] = "5"  # tests/cluster_api.py's
+    for task in body["job"]["Tasks"].values():
+        task["Pod"]["metadata"]["resourceVersion"] = "1"  # tests/app/cluster_state/objects.py
+        task["Pod"]["spec"]["schedulerName"] = "volcano"  # the capture's pods carry none
+    return json.dumps(body).encode()
+
+
+def miscounting_objects() -> dict[str, Any]:
+    """The mutant: the cluster shows worker-0 asking 2 CPUs where Volcano's job says 1; no watch
+    fails, only the self-audit can see it."""
+    objects = matching_objects()
+    objects["pods"][0]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    return objects
+
+
+# Issue 49 item 2: (case, the API server's objects, whether the view ends stale)
+AUDIT_CASES = [
+    ("the derived state matches what Volcano sends", matching_objects, False),
+    ("one field miscounted is caught by the self-audit alone", miscounting_objects, True),
+]
+
+
+@pytest.mark.parametrize(
+    ("objects", "diverges"), [c[1:] for c in AUDIT_CASES], ids=[c[0] for c in AUDIT_CASES]
+)
+async def test_the_self_audit_catches_a_derived_state_volcano_does_not_share(
+    tmp_path: Path, objects: Any, diverges: bool
+) -> None:
+    api = ClusterApi(objects=objects())
+    api.listing.set()
+    await api.start()
+    text = config(api.kubeconfig(tmp_path / "kc")).replace(
+        "tiers:", "sessionStateMaxDivergentSessions: 2\ntiers:"
+    )
+    server = await start_caldera(text, tmp_path)
+    job = job_as_volcano_sends_it()
+    try:
+        await readyz_until(server, 200)
+        for _ in range(2):
+            answer = await server.client.post("/jobEnqueueable", content=job)
+            assert answer.json() == {"status": 1}
+            await new_session(server)  # the audit runs after onSessionClose's answer
+        scraped = (await server.client.get("/metrics")).text
+        unexplained = (
+            'caldera_session_state_audit_differences_total{explained="no",kind="task.Resreq"} 2.0'
+        )
+        assert (unexplained in scraped) is diverges, scraped
+        ready = await server.client.get("/readyz")
+        assert ready.status_code == (503 if diverges else 200), ready.text
+        audit = (await server.client.get("/debug/session")).json()["sessionState"]["selfAudit"]
+        assert audit["sessionsAudited"] == 2 and audit["objectsAudited"] == 2
+        if diverges:
+            assert "self-audit found differences" in ready.json()["sessionState"]["reason"]
+            held = await server.client.post("/jobEnqueueable", content=job)
+            assert held.json() == {"status": -1}, "onStaleState hold: nothing admitted"
     finally:
         await server.stop()
         await api.stop()
