@@ -74,9 +74,10 @@ def test_the_documents_caldera_commands_run_from_the_wheel(
 ) -> None:
     commands = documented_commands()
     # The walk-through must reach every subcommand the documents show, explain among them.
-    assert {"serve", "explain", "replay", "check-config", "volcano-config", "openapi"} <= {
-        c.subcommand for c in commands
-    }
+    assert {
+        "serve", "explain", "shadow", "replay", "check-config", "check-plugin", "volcano-config",
+        "openapi",
+    } <= {c.subcommand for c in commands}  # fmt: skip
     walk = Walkthrough([str(shipped.caldera)], tmp_path / "scratch")
     walk.walk(commands)
     assert walk.problems == [], "\n\n".join(walk.problems)
