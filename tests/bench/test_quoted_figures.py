@@ -178,6 +178,44 @@ def decode_run(name: str, index: int) -> tuple[float, float, float]:
     return parse_decode((RESULTS / name).read_text())[index].paired["after"]
 
 
+def hotpath_rounds(name: str, key: str) -> list[dict[tuple[int, str, str], float]]:
+    """Per run a saved bench.hotpath output holds (a file may hold two, one after the other: a
+    round seen again begins the next), ``key``'s value by round, checkout and load."""
+    runs: list[dict[tuple[int, str, str], float]] = [{}]
+    for line in (RESULTS / name).read_text().splitlines():
+        found = re.match(r"round (\d+) (\w+) \[[^\]]*\]: (\{.*\})$", line)
+        if not found:
+            continue
+        number, checkout, figures = int(found[1]), found[2], json.loads(found[3])
+        if any((number, checkout, load) in runs[-1] for load in figures):
+            runs.append({})
+        for load, values in figures.items():
+            runs[-1][number, checkout, load] = values[key]
+    return runs
+
+
+def rounds_of_runs(name: str) -> list[float]:
+    """How many rounds each run of a saved bench.hotpath output has."""
+    return [float(max(n for n, _, _ in run)) for run in hotpath_rounds(name, "p50_ms")]
+
+
+def round_ratios(name: str, key: str) -> list[float]:
+    """Every round's shadowed-over-live ratio of ``key``, each load of each round of each run
+    the file holds."""
+    runs = hotpath_rounds(name, key)
+    return [
+        value / run[number, "live", load]
+        for run in runs
+        for (number, checkout, load), value in run.items()
+        if checkout == "shadowed"
+    ]
+
+
+def load_range(name: str) -> list[float]:
+    """A saved bench.hotpath run's load average at its start and at its end."""
+    return list(saved_run(name).load)
+
+
 @cache
 def decode_megabytes(name: str, index: int) -> float:
     from bench.decode import parse_output as parse_decode
@@ -207,6 +245,7 @@ PIPE = "shadow-gated-pipe-hotpath.txt"
 FREED = "shadow-freed-memory-hotpath.txt"
 PRETOUCH = "shadow-pretouch-hotpath.txt"
 PRETOUCH_AB = "shadow-pretouch-ab-hotpath.txt"
+PRETOUCH_FIRST = "shadow-pretouch-first-hotpath.txt"
 PAIRED_DECODE = "snapshot-real-decode-paired.txt"
 JOB100, JOB500 = "cluster-trial-job100-repeat3.json", "cluster-trial-job500-repeat3.json"
 SETTLED = "shadow-settled-hotpath.txt"
@@ -216,6 +255,7 @@ RING = "shadow-ring-3way-hotpath.txt"
 WRITEV = "shadow-writev-3way-hotpath.txt"
 
 
+AUDIT = "audit.json"
 FULL = "full-7edf20e.json"
 """The full run the operator guide's rules of thumb (and app/sizing.py's margin) come from."""
 GUIDE = "docs/operator-guide.md"
@@ -335,6 +375,14 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("derivation, nothing changed", GUIDE, r"\(([\d.]+) ms with nothing changed", lambda: results("cluster-state.json")["incremental"]["changed_0_pods_ms"]["median"]),
     ("derivation, 100 pods changed", GUIDE, r"(\d+) ms with 100 pods changed\)", lambda: results("cluster-state.json")["incremental"]["changed_100_pods_ms"]["median"]),
     # bench/README's prose beside the shadow's generated tables (issue 47 item 15)
+    ("batched, load", BENCH, r"On these rounds \(load average ([\d.]+-[\d.]+) on the 2 cores\): at the", lambda: load_range(BATCHED)),
+    ("gated, load", BENCH, r"On these rounds \(load average ([\d.]+-[\d.]+) on the 2 cores, with other work", lambda: load_range(GATED)),
+    ("pretouch first, per-round low", BENCH, r"rounds\) swung between ([\d.]+) and [\d.]+ per round", lambda: min(round_ratios(PRETOUCH_FIRST, "p50_ms"))),
+    ("pretouch first, per-round high", BENCH, r"rounds\) swung between [\d.]+ and ([\d.]+) per round", lambda: max(round_ratios(PRETOUCH_FIRST, "p50_ms"))),
+    ("pretouch first, rounds", BENCH, r"shadow-pretouch-first-hotpath\.txt\), (\d+) and \d+\s+rounds\)", lambda: rounds_of_runs(PRETOUCH_FIRST)[0]),
+    ("pretouch first, rounds of the second run", BENCH, r"shadow-pretouch-first-hotpath\.txt\), \d+ and (\d+)\s+rounds\)", lambda: rounds_of_runs(PRETOUCH_FIRST)[1]),
+    ("cluster idle cycles", BENCH, r"bound for the settle time and then (\d+) more cycles passed", lambda: results("cluster.json")["plan"]["idleCycles"]),
+    ("cluster time box", BENCH, r"or at the time box \((\d+) s\)", lambda: results("cluster.json")["plan"]["timeboxSeconds"]),
     ("batched, job cycle p50", BENCH, r"jobEnqueueable's p50 is missed \(\+(\d+)%, quartiles \+\d+% to \+\d+%\) and preemptable's", lambda: percent(hotpath_pair(BATCHED, "live", "shadowed", "jobEnqueueable-cycle", "p50"))),
     ("batched, job cycle p50 q1", BENCH, r"jobEnqueueable's p50 is missed \(\+\d+%, quartiles \+(\d+)% to", lambda: percent(hotpath_quartiles(BATCHED, "live", "shadowed", "jobEnqueueable-cycle", "p50")[0])),
     ("batched, job cycle p50 q3", BENCH, r"jobEnqueueable's p50 is missed \(\+\d+%, quartiles \+\d+% to \+(\d+)%\) and preemptable's", lambda: percent(hotpath_quartiles(BATCHED, "live", "shadowed", "jobEnqueueable-cycle", "p50")[1])),
@@ -422,6 +470,19 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("store per 1,000 pods", BENCH, r"\(7\.75 → ([\d.]+) MiB per 1,000\s+pods", lambda: results("cluster-state.json")["store_mib_per_1000_pods"]),
     ("committed run minutes", BENCH, r"\(commit d2e7bc4, (\d+)\s+min\)", lambda: results("cluster.json")["seconds"] / 60),
     ("committed snapshot at 500", BENCH, r"Caldera's build of the (\d+) MiB snapshot \(the table's", lambda: cluster_run("500 / 5000", "job", "caldera", "snapshot_MiB")),
+    ("audit rounds", BENCH, r"CPU time, (\d+) rounds, paired round by round, load average", lambda: results(AUDIT)["rounds"]),
+    ("audit load", BENCH, r"paired round by round, load average\s+([\d.]+) with other work", lambda: results(AUDIT)["loadAverage"]),
+    *[
+        case
+        for verb, label in (("predicate", "predicate"), ("prioritize", "prioritize, 10 nodes"), ("jobEnqueueable", "jobEnqueueable"))
+        for case in (
+            (f"audit {verb} per call", BENCH, rf"\| {label} \| ([\d.]+) µs \|", lambda verb=verb: results(AUDIT)["perCall"][verb]["withoutAuditMicroseconds"]),
+            (f"audit {verb} ratio", BENCH, rf"\| {label} \| [\d.]+ µs \| ([\d.]+) \(", lambda verb=verb: results(AUDIT)["perCall"][verb]["ratioMedian"]),
+            (f"audit {verb} quartiles", BENCH, rf"\| {label} \| [\d.]+ µs \| [\d.]+ \(([\d.]+–[\d.]+)\)", lambda verb=verb: results(AUDIT)["perCall"][verb]["ratioQuartiles"]),
+        )
+    ],
+    ("audit session close", BENCH, r"comparing a full sample\s+takes ([\d.]+) ms \(median", lambda: results(AUDIT)["sessionClosedMilliseconds"]["median"]),
+    ("audit session close max", BENCH, r"ms \(median; ([\d.]+) ms at most\)", lambda: results(AUDIT)["sessionClosedMilliseconds"]["max"]),
     ("soak ratio", BENCH, r"the last minute within ([\d.]+)× \(or", lambda: soak.P99_RATIO_LIMIT),
     ("soak slack", BENCH, r"within [\d.]+× \(or (\d+) ms\) of the first", lambda: soak.P99_SLACK_MS),
     ("soak warm-up", BENCH, r"of the first after a (\d+) s warm-up", lambda: soak.WARMUP_SECONDS),
