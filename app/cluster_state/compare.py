@@ -115,9 +115,16 @@ def _walk(sent: Any, derived: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
     """(path, sent, derived) for every leaf that differs; None and an empty map or list are
     the same to a plugin only where Go writes both (they are not: kept distinct)."""
     if isinstance(sent, msgspec.Raw) and isinstance(derived, msgspec.Raw):
+        if sent == derived:  # the same bytes: nothing to decode
+            return
         # A field kept as its JSON until read (schemas/lazy.py): compared by its value.
         sent, derived = msgspec.json.decode(sent), msgspec.json.decode(derived)
     if isinstance(sent, msgspec.Struct) and type(sent) is type(derived):
+        # Equal structs (msgspec compares every field, in C) hold no difference: the walk
+        # below is for finding one, and would find none (its numbers' tolerance only widens
+        # equality). Most objects of a session are equal on both sides.
+        if sent == derived:
+            return
         for name in _fields(sent):
             yield from _walk(getattr(sent, name), getattr(derived, name), f"{path}.{name}")
         return
@@ -146,6 +153,8 @@ def _walk(sent: Any, derived: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
 def _object_differences(
     section: str, name: str, sent: msgspec.Struct, derived: msgspec.Struct
 ) -> Iterator[Difference]:
+    if sent == derived:  # before any lazy field (a node's Tasks) is decoded to be walked
+        return
     for field in _fields(sent):
         a, b = getattr(sent, field), getattr(derived, field)
         if section == "job" and field == "Tasks":
