@@ -237,6 +237,7 @@ def forgiven_text(document: dict[str, Any]) -> str:
     by_round = {these[0].get("round", 1): these for these in rounds(runs)}
     parts: list[str] = []
     short: dict[str, list[int]] = {}
+    left: list[str] = []  # what the short runs left behind, where TestScale recorded it
     evicted_none = True
     for number, cases in differing:
         for case, lines in sorted(cases.items()):
@@ -256,6 +257,8 @@ def forgiven_text(document: dict[str, Any]) -> str:
                 if r["bound"] < preemptors:
                     short.setdefault(LABELS[r["scheduler"]], []).append(number)
                     evicted_none = evicted_none and r.get("evicted") == r["bound"]
+                    if "pendingPreemptors" in r or "terminating" in r:
+                        left.append(leftovers(r, where))
     rounds_text = (
         f"the first runs of {len(differing)} of {len(by_round)} rounds of the plan differed"
         if len(by_round) > 1
@@ -274,6 +277,8 @@ def forgiven_text(document: dict[str, Any]) -> str:
             text += ", each such run having evicted exactly as many pods as it bound: none for it"
         if "in-tree" in short:
             text += "; in-tree among them, so not a difference Caldera's answers made"
+        if left:
+            text += f" ({'; '.join(left)})"
     reruns = reruns_of(document)
     if reruns:
         hosted = [s for s in reruns[-1].get("schedulers", ["caldera"]) if s in HOSTED]
@@ -285,6 +290,21 @@ def forgiven_text(document: dict[str, Any]) -> str:
             f" {'decided identically' if clean else 'as below'}"
         )
     return text
+
+
+def leftovers(run: dict[str, Any], where: str) -> str:
+    """What a run short of a preemptor left (tests/e2e/scale_evict_test.go): the preemptors
+    pending with the node each was nominated to, the pods still terminating, and the fill's pods
+    not yet Running when the preemptors came. A pending preemptor with a pod terminating on its
+    nominated node waits on the harness's fake kubelet; one with none waits on Volcano."""
+    pending = run.get("pendingPreemptors") or []
+    terminating = run.get("terminating") or []
+    return (
+        f"{where}{LABELS[run['scheduler']]} left {_and(pending) if pending else 'no preemptor'}"
+        f" pending, {len(terminating)} pod{'' if len(terminating) == 1 else 's'} terminating"
+        + (f" ({_and(terminating)})" if terminating else "")
+        + f", {run.get('fillNotRunning', 0)} fill pods not Running when the preemptors came"
+    )
 
 
 def compared_text(runs: list[dict[str, Any]]) -> str:

@@ -850,6 +850,31 @@ def test_the_headline_says_which_rounds_differed_and_why() -> None:
     assert "none for it" not in decisions.decisions_block(document)
 
 
+def test_the_headline_says_what_a_short_run_left_behind() -> None:
+    """TestScale records, for an evict run, the preemptors left pending (with the node each was
+    nominated to) and the pods left terminating: whether Volcano or the fake kubelet kept the
+    preemptor waiting. The committed run predates them: the line says nothing of them there."""
+    document = short_rounds()
+    document["runs"][4].update(
+        pendingPreemptors=["scale-evict-intree-3/high-00019-0 nominated to scale-0007"],
+        terminating=[],
+        fillNotRunning=120,
+    )
+    document["runs"][9].update(
+        pendingPreemptors=["scale-evict-caldera-4/high-00004-0 nominated to none"],
+        terminating=["scale-evict-caldera-2/job-00012-3 on scale-0011"],
+    )
+    text = decisions.decisions_block(document)
+    assert (
+        "(round 2: in-tree left scale-evict-intree-3/high-00019-0 nominated to scale-0007"
+        " pending, 0 pods terminating, 120 fill pods not Running when the preemptors came;"
+        " round 3: Caldera left scale-evict-caldera-4/high-00004-0 nominated to none pending,"
+        " 1 pod terminating (scale-evict-caldera-2/job-00012-3 on scale-0011), 0 fill pods not"
+        " Running when the preemptors came)" in text
+    )
+    assert "terminating" not in decisions.decisions_block(short_rounds())
+
+
 def test_the_committed_headline_counts_the_rounds_that_differed() -> None:
     document = json.loads((cluster.RESULTS / "cluster.json").read_text())
     differing = decisions.differing_rounds(document["runs"])
