@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from app.cluster_state import multi_scheduler
 from app.config import CalderaConfig, PluginEntry
 from app.session import SessionManager
 from plugins.api.base import Background, Session
@@ -30,6 +32,7 @@ def build_problems(
     Each entry is built on its own, as the first onSessionOpen builds it (with its data source,
     when ``backgrounds`` has one), so that every failing plugin is named, not only the first."""
     problems: list[tuple[str, str]] = kubeconfig_problems(config)
+    problems += multi_scheduler.problems(config.sessionState, os.environ)
     for entry in config.entries:
         ssn = Session(has_snapshot=True, release=config.release)
         background = (backgrounds or {}).get((entry.tier, entry.index))
@@ -92,6 +95,7 @@ def argument_warnings(config: CalderaConfig) -> list[str]:
         plugin_warnings(config)
         + path_problems(config)
         + kubeconfig_warnings(config)
+        + multi_scheduler.warnings(config.sessionState, os.environ)
         + unread_arguments(config)
         + ([NO_PLUGIN] if not config.entries else [])
     )
@@ -174,5 +178,9 @@ def log_problems(config: CalderaConfig, log: logging.Logger) -> None:
     plugin_warnings(config)
     for problem in path_problems(config):
         log.error("%s", problem)
-    for warning in unread_arguments(config) + ([NO_PLUGIN] if not config.entries else []):
+    for warning in (
+        multi_scheduler.warnings(config.sessionState, os.environ)
+        + unread_arguments(config)
+        + ([NO_PLUGIN] if not config.entries else [])
+    ):
         log.warning("%s", warning)

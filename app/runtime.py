@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from fastapi import Request
 
 from app import __version__
+from app.cluster_state import multi_scheduler
 from app.cluster_state.audit import SelfAudit
 from app.cluster_state.cluster_mode import ClusterSessionState
 from app.cluster_state.compare_mode import SessionStateComparison
@@ -257,7 +259,11 @@ class Runtime:
 
 def session_state_for(config: CalderaConfig, metrics: Metrics) -> SessionState | None:
     """The cluster state ``sessionState`` asks Caldera to watch, if any."""
-    watched = Settings(config.sessionStateSchedulerNames, config.sessionStateDefaultQueue)
+    watched = Settings(
+        config.sessionStateSchedulerNames,
+        config.sessionStateDefaultQueue,
+        multi_scheduler.from_env(os.environ),  # refused before (config_checks) when it raises
+    )
     staleness = config.sessionStateMaxStaleness
 
     def watch_error(collection: str, kind: str) -> None:

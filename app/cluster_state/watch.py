@@ -118,4 +118,7 @@ class WatchBackedState:
             "watches": self.watch.describe(),
             "placementsNotYetSeen": len(self.store.overlay),
             "placementsExpired": self.store.overlay.expired,
+            "multiScheduler": (
+                multi.describe() if (multi := self.store.settings.multi_scheduler) else None
+            ),
         }
