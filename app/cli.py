@@ -20,6 +20,7 @@ import yaml
 from pydantic import ValidationError
 
 from app import __version__, sizing
+from app.cluster_state import scheduler_flags
 from app.config import (
     CalderaConfig,
     ConfigError,
@@ -382,6 +383,15 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
         )
         return EXIT_CONFIG
     entry, notes = volcano_entry(config, url.rstrip("/"), args.http_timeout, args.ignorable)
+    flags = scheduler_flags.SchedulerFlags(
+        args.scheduler_sharding_mode, args.scheduler_num, tuple(args.node_selector or ())
+    )
+    following = scheduler_flags.flag_notes(config.sessionState, config.release, flags)
+    for refusal in following.refusals:
+        print(f"caldera: {refusal}", file=sys.stderr)
+    if following.refusals:
+        return EXIT_CONFIG
+    notes = [*notes, *following.notes]
     if args.merge is not None:
         return print_merged(args.merge, config, entry, notes)
     print(
@@ -673,6 +683,23 @@ def parser() -> argparse.ArgumentParser:
     )
     volcano.add_argument(
         "--schedule-period", default="1s", help="vc-scheduler --schedule-period (default 1s)"
+    )
+    volcano.add_argument(
+        "--scheduler-sharding-mode",
+        metavar="MODE",
+        help="vc-scheduler --scheduler-sharding-mode (none, hard, soft; Volcano 1.14+)",
+    )
+    volcano.add_argument(
+        "--scheduler-num",
+        type=_count,
+        metavar="N",
+        help="vc-scheduler's SCHEDULER_NUM, when it runs with MULTI_SCHEDULER_ENABLE=true",
+    )
+    volcano.add_argument(
+        "--node-selector",
+        action="append",
+        metavar="LABEL:VALUE",
+        help="vc-scheduler --node-selector (repeat it as vc-scheduler's)",
     )
     volcano.set_defaults(run=cmd_volcano_config)
 
