@@ -463,6 +463,14 @@ def _volcano_config(
             "size it with --nodes N --pods P" in outcome.stdout
         ) is sized:
             return False, "volcano-config's sizing lines do not follow --nodes/--pods"
+    notes = outcome.stderr if "--merge" in argv else outcome.stdout
+    said = {  # the scheduler's settings, each with its note
+        "--scheduler-sharding-mode": "# note: --scheduler-sharding-mode ",
+        "--scheduler-num": "# note: MULTI_SCHEDULER_ENABLE=true, SCHEDULER_NUM=",
+    }
+    for flag, note in said.items():
+        if flag in argv and note not in notes:
+            return False, f"volcano-config printed no note for {flag}"
     extenders = [e for e in entries if e.get("name") == "extender"]
     return (
         outcome.returncode == 0
