@@ -8,4 +8,6 @@ Volcano's cache is built from, the same ``OnSessionOpenRequest`` Volcano would s
 * :mod:`overlay`: what allocate/deallocate told Caldera and the cluster does not show yet.
 * :mod:`store`: the list+watch store and its per-session frozen view.
 * :mod:`compare`: the differences between Volcano's snapshot and the derived one.
+* :mod:`multi_scheduler`: the share of one replica of Volcano's multi-scheduler mode (the hash
+  ring); :mod:`scheduler_flags`: what vc-scheduler's sharding settings mean for the state.
 """
