@@ -32,7 +32,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from app.cluster_state.audit import DEFAULT_MAX_DIVERGENT_SESSIONS
 from app.cluster_state.modes import problems as session_state_problems
+from app.cluster_state.staleness import DEFAULT_MAX_STALENESS, OnStaleState
 from app.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
 from app.plugin_faults import format_duration, parse_duration
 from plugins.api import registry
@@ -143,7 +145,22 @@ class CalderaConfig(BaseModel):
     """vc-scheduler's ``--scheduler-name`` values: whose pending pods its cache keeps."""
     sessionStateDefaultQueue: str = "default"
     """vc-scheduler's ``--default-queue``: the queue of a PodGroup that names none."""
+    sessionStateMaxStaleness: float = Field(default=DEFAULT_MAX_STALENESS, gt=0)
+    """Seconds (the file says ``"30s"``) a watch may stay broken before the view is stale
+    (app/cluster_state/staleness.py)."""
+    onStaleState: OnStaleState = OnStaleState.HOLD
+    """What a session opened on a stale view answers (``OnStaleState``)."""
+    sessionStateMaxDivergentSessions: int = Field(default=DEFAULT_MAX_DIVERGENT_SESSIONS, ge=0)
+    """Sessions in a row whose self-audit found an unexplained difference before the view
+    counts as stale (0: the audit only reports; app/cluster_state/audit.py)."""
     tiers: list[Tier] = Field(default_factory=list)
+
+    @field_validator("sessionStateMaxStaleness", mode="before")
+    @classmethod
+    def _parse_staleness(cls, value: Any) -> Any:
+        # A bare number is refused as timeBudget's is (its unit would be a guess); a float is
+        # the parsed value itself, as a live reload hands it back.
+        return value if isinstance(value, float) else parse_duration(value)
 
     @field_validator("volcanoVersion", mode="before")
     @classmethod
@@ -362,11 +379,43 @@ def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) 
 
 def unknown_plugin(name: str, known: str) -> str:
     """Plugins are discovered once, when the process starts (``plugins.api.registry``): one
-    installed into a running server's environment stays unknown to its live reload."""
+    installed into a running server's environment stays unknown to its live reload. One that is
+    installed but failed to load (its module raised on import) is said so, with the error:
+    telling its author to install it would send them the wrong way (issue 47 item 9)."""
+    failed = registry.failure(name)
+    if failed is not None:
+        return (
+            f"plugin {name!r} is installed but failed to load: {failed} (fix the package, then"
+            " restart caldera)"
+        )
     return (
         f"unknown plugin {name!r} (known plugins: {known}; plugins are discovered when caldera"
         " starts: restart it after installing one)"
     )
+
+
+def _argument_errors(
+    cls: type[Plugin], arguments: Arguments, name: str, where: str
+) -> list[tuple[str, str]]:
+    """``cls.argument_errors`` as (key path, problem). A plugin's own code: one that raises or
+    answers anything but a mapping of argument names to messages is a configuration error that
+    names the plugin (issue 47 item 9: a list made ``check-config`` print a traceback)."""
+    contract = "expected a dict of argument name to problem (dict[str, str])"
+    try:
+        errors = cls.argument_errors(arguments)
+    except Exception as exc:
+        return [(f"{where}.arguments", f"plugin {name!r}: argument_errors raised"
+                 f" {type(exc).__name__}: {exc}")]  # fmt: skip
+    if not isinstance(errors, Mapping):
+        return [(f"{where}.arguments", f"plugin {name!r}: argument_errors returned"
+                 f" {type(errors).__name__} {errors!r:.80}; {contract}")]  # fmt: skip
+    problems = []
+    for key, problem in errors.items():
+        if not isinstance(key, str) or not isinstance(problem, str):
+            return [(f"{where}.arguments", f"plugin {name!r}: argument_errors returned the"
+                     f" entry {key!r:.40}: {problem!r:.40}; {contract}")]  # fmt: skip
+        problems.append((f"{where}.arguments.{key}", problem))
+    return problems
 
 
 def _entry_problems(
@@ -375,8 +424,7 @@ def _entry_problems(
     """What makes one entry of a known plugin unservable on ``release``."""
     problems: list[tuple[str, str]] = []
     arguments = Arguments(option.arguments, option.name, option.flags, release)
-    for key, problem in cls.argument_errors(arguments).items():
-        problems.append((f"{where}.arguments.{key}", problem))
+    problems.extend(_argument_errors(cls, arguments, option.name, where))
     ported = cls.ported_from
     if ported is not None and not release.has(ported):
         first = ".".join(map(str, max(ported.first)))
@@ -553,6 +601,9 @@ def effective_config(config: CalderaConfig, all_flags: bool = False) -> dict[str
                 "sessionStateKubeconfig": config.sessionStateKubeconfig,
                 "sessionStateSchedulerNames": list(config.sessionStateSchedulerNames),
                 "sessionStateDefaultQueue": config.sessionStateDefaultQueue,
+                "sessionStateMaxStaleness": format_duration(config.sessionStateMaxStaleness),
+                "onStaleState": config.onStaleState.value,
+                "sessionStateMaxDivergentSessions": config.sessionStateMaxDivergentSessions,
             }
             if config.sessionState != "snapshot"
             else {}

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from app.cluster_state import multi_scheduler
 from app.config import CalderaConfig, PluginEntry
 from app.session import SessionManager
 from plugins.api.base import Background, Session
+from plugins.pdb.kube import default_config, kubeconfig_config
 from schemas.requests import OnSessionOpenRequest
 
 
@@ -28,7 +31,8 @@ def build_problems(
 
     Each entry is built on its own, as the first onSessionOpen builds it (with its data source,
     when ``backgrounds`` has one), so that every failing plugin is named, not only the first."""
-    problems: list[tuple[str, str]] = []
+    problems: list[tuple[str, str]] = kubeconfig_problems(config)
+    problems += multi_scheduler.problems(config.sessionState, os.environ)
     for entry in config.entries:
         ssn = Session(has_snapshot=True, release=config.release)
         background = (backgrounds or {}).get((entry.tier, entry.index))
@@ -44,6 +48,44 @@ def build_problems(
     return problems
 
 
+def kubeconfig_problems(config: CalderaConfig) -> list[tuple[str, str]]:
+    """A ``sessionStateKubeconfig`` that is not there or does not parse, in compare or cluster
+    mode: the watch would never list, so cluster mode could never open a session (/readyz
+    503 for good) and compare mode never compare. Named with the setting, as an error."""
+    path = config.sessionStateKubeconfig
+    if config.sessionState == "snapshot" or not path:
+        return []
+    if not Path(path).is_file():
+        return [
+            (
+                "sessionStateKubeconfig",
+                f"{path}: no such file here: the cluster could not be"
+                f" watched, and sessionState {config.sessionState} never gets a state",
+            )
+        ]
+    try:
+        kubeconfig_config(path).release()
+    except Exception as exc:
+        return [("sessionStateKubeconfig", f"{path}: does not parse as a kubeconfig: {exc}")]
+    return []
+
+
+def kubeconfig_warnings(config: CalderaConfig) -> list[str]:
+    """No ``sessionStateKubeconfig`` and no cluster this machine would reach by default (not in
+    a pod, no $KUBECONFIG, no ~/.kube/config): fine for a file checked on a workstation and
+    served in a pod, whose service account is used there; said so it is not a surprise."""
+    if config.sessionState == "snapshot" or config.sessionStateKubeconfig:
+        return []
+    try:
+        default_config(setting="sessionStateKubeconfig").release()
+    except Exception as exc:
+        return [
+            f"sessionStateKubeconfig is unset and {exc}: in a pod the service account is used,"
+            " here nothing would be watched"
+        ]
+    return []
+
+
 def argument_warnings(config: CalderaConfig) -> list[str]:
     """Every problem of a valid configuration, all at once: what the plugins warn about their
     arguments (each built, and a session opened on an empty snapshot, as some read theirs
@@ -52,6 +94,8 @@ def argument_warnings(config: CalderaConfig) -> list[str]:
     return (
         plugin_warnings(config)
         + path_problems(config)
+        + kubeconfig_warnings(config)
+        + multi_scheduler.warnings(config.sessionState, os.environ)
         + unread_arguments(config)
         + ([NO_PLUGIN] if not config.entries else [])
     )
@@ -134,5 +178,9 @@ def log_problems(config: CalderaConfig, log: logging.Logger) -> None:
     plugin_warnings(config)
     for problem in path_problems(config):
         log.error("%s", problem)
-    for warning in unread_arguments(config) + ([NO_PLUGIN] if not config.entries else []):
+    for warning in (
+        multi_scheduler.warnings(config.sessionState, os.environ)
+        + unread_arguments(config)
+        + ([NO_PLUGIN] if not config.entries else [])
+    ):
         log.warning("%s", warning)

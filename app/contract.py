@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plugins.api.base import Plugin
+from plugins.api.base import hook_name as hook_name_of
 from plugins.api.extension_points import EXTENSION_POINTS
 from plugins.api.reasons import Explained
 
@@ -285,10 +286,22 @@ CONFORMS: dict[str, Callable[[object], bool]] = {
 """Per hook, the yes/no check the framework runs on every answer."""
 
 
-def check_answer(hook_name: str, value: object) -> str | None:
+def check_answer(hook_name: str, value: object, plugin: type[Plugin] | None = None) -> str | None:
     """None when ``value`` is of the type hook ``hook_name`` declares; otherwise a short
-    description of what was returned and what was expected."""
+    description of what was returned and what was expected. ``plugin``: the class that
+    answered; one that scores node by node is told about its ``node_score``, the hook it wrote,
+    not about the mapping the default ``node_order`` built from it."""
     if CONFORMS[hook_name](value):
         return None
+    if (
+        plugin is not None
+        and hook_name_of(plugin, hook_name) == "node_score"
+        and isinstance(value, Mapping)
+    ):
+        for node, score in value.items():
+            if not _is_number(score):
+                return (
+                    f"returned {described(score)} from node_score for node {node!r}; expected float"
+                )
     problem = COMPILED[hook_name].problem(value) or described(value)
     return f"returned {problem}; expected {EXPECTED[hook_name]}"

@@ -93,5 +93,14 @@ class AnswerError(CalderaError):
     """An answer Volcano would refuse to read."""
 
 
+class StaleView(CalderaError):
+    """``sessionState: cluster`` with ``onStaleState: fail``: the session opened on a view of the
+    cluster that is stale (app/cluster_state/staleness.py); answered 503, and Volcano applies
+    ``extender.ignorable``."""
+
+    status = 503
+    outcome = "stale"
+
+
 class Disconnected(Exception):
     """The client went away before the body was complete: nobody to answer."""

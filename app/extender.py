@@ -19,10 +19,12 @@ from typing import Any
 import msgspec
 
 from app import shared_path
+from app.cluster_state.audit import SelfAudit
 from app.cluster_state.cluster_mode import ClusterSessionState
 from app.cluster_state.compare_mode import SessionStateComparison
+from app.cluster_state.staleness import OnStaleState, held_answer
 from app.config import CalderaConfig
-from app.errors import AnswerError, PluginFailure, RequestError
+from app.errors import AnswerError, PluginFailure, RequestError, StaleView
 from app.framework import Framework
 from app.gcpolicy import SnapshotGC
 from app.managed import is_interested
@@ -186,12 +188,15 @@ class Extender:
         """Called when a plugin failed to open a session; True: the configuration that failed
         was just switched to and the previous one is back, so the session is opened again
         with it (the cycle is answered, not refused)."""
-        self.session_state: SessionStateComparison | ClusterSessionState | None = None
-        """``sessionState: compare``: told of each session's snapshot, allocations and close;
-        ``cluster``: also the source of each session's state (:meth:`_open_from_cluster`)."""
+        self._session_state: SessionStateComparison | ClusterSessionState | None = None
+        self._audit: SelfAudit | None = None
+        """Cluster mode: where each call's objects are offered to the self-audit."""
         self._between_sessions = True
         """Cluster mode: onSessionClose ended the last session (or none opened yet), so the
         next call opens one."""
+        self._stale: str | None = None
+        """Cluster mode: why the open session's view is stale, when ``onStaleState`` holds or
+        fails its answers (app/cluster_state/staleness.py); None: answered as usual."""
         self._snapshot_unread_warned = False
         self._sessionless: str | None = None
         """The verb of the call being answered when no session was open for it."""
@@ -205,6 +210,18 @@ class Extender:
             point.verb: functools.partial(getattr(self, point.rule.value), point)
             for point in EXTENSION_POINTS
         }
+
+    @property
+    def session_state(self) -> SessionStateComparison | ClusterSessionState | None:
+        """``sessionState: compare``: told of each session's snapshot, allocations and close;
+        ``cluster``: also the source of each session's state (:meth:`_open_from_cluster`),
+        whose self-audit is offered what each call carries."""
+        return self._session_state
+
+    @session_state.setter
+    def session_state(self, state: SessionStateComparison | ClusterSessionState | None) -> None:
+        self._session_state = state
+        self._audit = state.audit if isinstance(state, ClusterSessionState) else None
 
     def reconfigure(self, config: CalderaConfig, sessions: SessionManager) -> None:
         """Answer from ``config`` and its ``sessions`` from now on. Called between sessions
@@ -232,11 +249,13 @@ class Extender:
         release = self.release
         if not release.has_verb(verb):
             self.sessions.set_release(self.release_watch.check_verb(verb))
-        if isinstance(self.session_state, ClusterSessionState):
+        if isinstance(self._session_state, ClusterSessionState):
             if verb == "onSessionOpen":
                 return self._snapshot_unread()
             if verb != "onSessionClose" and self._between_sessions:
-                self._open_from_cluster(self.session_state)
+                self._open_from_cluster(self._session_state)
+            if self._stale is not None and (held := self._held(verb, self._stale)) is not None:
+                return held
         if verb == "reclaimable" and release.shares_reclaimable_path:
             answer = self.shared_reclaimable_path(body)
         else:
@@ -325,7 +344,23 @@ class Extender:
         :meth:`open` does on Volcano's snapshot. Before the watch has listed once the session
         stays without state (its calls are answered as sessionless) until onSessionClose."""
         self._between_sessions = False
+        reasons = source.staleness.stale()
+        answering = self.config.onStaleState is OnStaleState.ANSWER
+        self._stale = "; ".join(reasons) if reasons and not answering else None
         self.open_derived(source.open_session)
+
+    def _held(self, verb: str, why: str) -> bytes | None:
+        """A stale session's answer to ``verb`` under ``onStaleState`` (hold: the fail-safe
+        one; fail: a 503), or None where the verb is answered as usual."""
+        point = BY_VERB[verb]
+        policy = self.config.onStaleState
+        reason = f"Caldera's view of the cluster is stale (onStaleState {policy.value})"
+        held = held_answer(point, self.release, reason)
+        if held is None:
+            return None
+        if policy is OnStaleState.FAIL:
+            raise StaleView(why)
+        return held
 
     def open_derived(self, derive: Callable[[], OnSessionOpenRequest | None]) -> None:
         """Open the session on a state derived rather than posted by Volcano: the cluster
@@ -369,6 +404,9 @@ class Extender:
         if framework is None:
             return encode_predicate(self.release, None)
         request: PredicateRequest = _DECODERS[point.request](body)
+        if (audit := self._audit) is not None:
+            audit.task(request.task)
+            audit.nodes((request.node,))
         if not self._interested(request.task):
             return encode_predicate(self.release, None)
         error = framework.first_failure(point, request.task, request.node)
@@ -379,6 +417,9 @@ class Extender:
         if framework is None:
             return self._neutral[point.verb]
         request: PrioritizeRequest = _DECODERS[point.request](body)
+        if (audit := self._audit) is not None:
+            audit.task(request.task)
+            audit.nodes(request.nodes or ())
         if not self._interested(request.task):
             return self._neutral[point.verb]
         scores = framework.score_sum(point, request.task, request.nodes or [])
@@ -391,6 +432,8 @@ class Extender:
         if framework is None:
             return self._neutral[point.verb]
         evictor, evictees, raws = self._evict_request(point, body)
+        if (audit := self._audit) is not None:
+            audit.task(evictor)
         if not self._interested(evictor):
             return self._neutral[point.verb]
         decision = framework.victims(point, evictor, evictees)
@@ -439,6 +482,8 @@ class Extender:
         if framework is None:
             return self._neutral[point.verb]
         request: JobRequest = _DECODERS[point.request](body)
+        if (audit := self._audit) is not None:
+            audit.job(request.job)
         return _encode(JobEnqueueableResponse(status=int(framework.vote(point, request.job))))
 
     def notify(self, point: ExtensionPoint, body: Body) -> bytes:
@@ -460,18 +505,20 @@ class Extender:
         if framework is None:
             return self._neutral[point.verb]
         request: JobRequest = _DECODERS[point.request](body)
+        if (audit := self._audit) is not None:
+            audit.job(request.job)
         return _READY if framework.all_true(point, request.job) else _NOT_READY
 
     def event(self, point: ExtensionPoint, body: Body) -> bytes:
         framework = self._answering(point, body)
         request: EventHandlerRequest | None = None
-        if self.session_state is not None:  # the derived state follows Volcano's placements
+        if self._session_state is not None:  # the derived state follows Volcano's placements
             request = _DECODERS[point.request](body)
             assert request is not None
             if point.verb == "allocate":
-                self.session_state.allocate(request.task)
+                self._session_state.allocate(request.task)
             else:
-                self.session_state.deallocate(request.task)
+                self._session_state.deallocate(request.task)
         if framework is None:
             return self._neutral[point.verb]
         if request is None:

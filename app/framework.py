@@ -32,12 +32,13 @@ plugin name, both positions consult the instance registered last.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Any
 
@@ -60,6 +61,7 @@ from app.explain import Answer, SessionLog
 from app.metrics import Metrics, TallyHistogram
 from app.outcome import Outcome
 from app.plugin_faults import (
+    BENCHED_WITHOUT_SESSION,
     DEFAULT_TIME_BUDGET,
     OVERRUNS_BEFORE_POLICY,
     Contract,
@@ -68,7 +70,7 @@ from app.plugin_faults import (
     OnError,
     PluginFaults,
 )
-from plugins.api.base import FitError, Plugin, StatusCode, Vote, utc_now
+from plugins.api.base import FitError, Plugin, StatusCode, Vote, hook_name, utc_now
 from plugins.api.extension_points import (
     BY_VERB,
     EXTENSION_POINTS,
@@ -82,6 +84,7 @@ from schemas.quantity import QuantityError
 
 ENQUEUED = BY_VERB["jobEnqueued"]
 CLOSE = BY_VERB["onSessionClose"]
+PRIORITIZE = BY_VERB["prioritize"]
 FIT_STATUS = {code: code.name.lower() for code in StatusCode}
 """A predicate rejection's ``reason`` label: its status (bounded, unlike its message)."""
 CODE = attrgetter("code")
@@ -95,6 +98,33 @@ PASS, FAIL, SCORED, ABSTAIN = Outcome.PASS, Outcome.FAIL, Outcome.SCORED, Outcom
 NONE, VICTIMS, REJECT, PERMIT = Outcome.NONE, Outcome.VICTIMS, Outcome.REJECT, Outcome.PERMIT
 CALLED, OVERUSED, OK, ERROR = Outcome.CALLED, Outcome.OVERUSED, Outcome.OK, Outcome.ERROR
 READY, NOT_READY = Outcome.READY, Outcome.NOT_READY
+
+
+class _CutShort(Exception):
+    """:func:`_scores_until` stopped at the deadline: ``asked`` of ``of`` nodes were scored."""
+
+    def __init__(self, asked: int, of: int) -> None:
+        super().__init__(asked, of)
+        self.asked, self.of = asked, of
+
+
+def _scores_until(
+    score: Callable[[TaskInfo, NodeInfo], float],
+    deadline: float,
+    task: TaskInfo,
+    nodes: Sequence[NodeInfo],
+) -> dict[str, float]:
+    """``Plugin.node_order``'s default, each node's ``node_score``, but stopped once the call
+    clock passes ``deadline`` with nodes left (:class:`_CutShort`). Used only for a call whose
+    overrun benches its plugin: that answer is dropped (or the verb failed) whatever the other
+    nodes would score, so asking them only keeps every verb queued behind this one waiting
+    (a 3 s node_score held a prioritize of two nodes for 6 s)."""
+    scores: dict[str, float] = {}
+    for asked, node in enumerate(nodes):
+        if asked and _clock() > deadline:
+            raise _CutShort(asked, len(nodes))
+        scores[node.Name] = score(task, node)
+    return scores
 
 
 def explained(result: Any) -> tuple[Any, Reason | None, Mapping[str, Reason]]:
@@ -147,8 +177,12 @@ class Framework:
         clock: Callable[[], datetime] = utc_now,
         events: PodGroupEvents | None = None,
         faults: PluginFaults | None = None,
+        sessionless: bool = False,
     ) -> None:
         self.tiers = [list(tier) for tier in tiers]
+        self.sessionless = sessionless
+        """The framework that answers when no session is open (app/session.py): it lives as
+        long as its configuration, so what a session would start afresh ends by time here."""
         self.faults = faults if faults is not None else PluginFaults(metrics, clock)
         """Where a plugin's fault is counted, logged and kept for ``/readyz``."""
         self._times: TallyHistogram | None = (
@@ -156,8 +190,9 @@ class Framework:
         )
         self._overruns: dict[str, int] = {}
         """Plugin → its calls in a row over budget, this session."""
-        self._benched: set[str] = set()
-        """Plugins over budget too often this session: their policy applies to every call."""
+        self._benched: dict[str, datetime | None] = {}
+        """Plugins over budget too often: their policy applies to every call, for the rest of
+        the session (None) or, without one, until the time given (then they are asked again)."""
         self.release = release
         self.log = log
         """The session's decision record (None: not recorded, as without a snapshot)."""
@@ -211,15 +246,41 @@ class Framework:
         """The plugin's answer, checked against the contract (app/contract.py) and timed
         against its budget; :data:`DROPPED` when a fault's policy drops it. Raises
         :class:`PluginFailure` when the policy fails the verb."""
-        if self._benched and slot.name in self._benched:
-            return self._fault(
-                slot, point, args, FaultKind.OVER_BUDGET,
-                f"not asked: {OVERRUNS_BEFORE_POLICY} calls in a row over its"
-                f" {slot.budget * 1e3:g} ms budget this session",
-            )  # fmt: skip
+        if self._benched and slot.name in self._benched and point is not CLOSE:
+            until = self._benched[slot.name]
+            if until is None or self.clock() < until:
+                return self._fault(
+                    slot, point, args, FaultKind.OVER_BUDGET,
+                    f"not asked: {OVERRUNS_BEFORE_POLICY} calls in a row over its"
+                    f" {slot.budget * 1e3:g} ms budget"
+                    + (" this session" if until is None else f", until {until:%H:%M:%S}"),
+                )  # fmt: skip
+            # Asked again on probation: one more call over budget benches it again.
+            del self._benched[slot.name]
+            self._overruns[slot.name] = OVERRUNS_BEFORE_POLICY - 1
+        hook = getattr(slot.plugin, point.hook)
         started = _clock()
+        if (
+            self._overruns
+            and point is PRIORITIZE
+            and self._overruns.get(slot.name, 0) >= OVERRUNS_BEFORE_POLICY - 1
+            and type(slot.plugin).node_order is Plugin.node_order
+        ):
+            # One more overrun benches it: score node by node and stop at the budget. A hook
+            # that runs cannot be stopped safely (nor a plugin's own node_order), only not
+            # called again.
+            hook = functools.partial(_scores_until, slot.plugin.node_score, started + slot.budget)
         try:
-            result = getattr(slot.plugin, point.hook)(*args)
+            result = hook(*args)
+        except _CutShort as cut:
+            elapsed = _clock() - started
+            if self._times is not None:
+                self._times.observe((slot.name, point.verb), elapsed)
+            self._overran(
+                slot, point, args, elapsed,
+                f"; stopped after {cut.asked} of {cut.of} nodes, the others not asked",
+            )  # fmt: skip
+            return DROPPED  # the policy applied: under fail, _overran has raised
         except (
             msgspec.ValidationError,
             msgspec.DecodeError,
@@ -247,15 +308,24 @@ class Framework:
         # answer ("no" is not ready, 5 is not a Permit).
         if CONFORMS[point.hook](result):
             return result
-        detail = check_answer(point.hook, result) or "returned an answer of another type"
+        detail = (
+            check_answer(point.hook, result, type(slot.plugin))
+            or "returned an answer of another type"
+        )
         return self._fault(slot, point, args, FaultKind.WRONG_TYPE, detail)
 
     def _overran(
-        self, slot: Slot, point: ExtensionPoint, args: tuple[Any, ...], elapsed: float
+        self,
+        slot: Slot,
+        point: ExtensionPoint,
+        args: tuple[Any, ...],
+        elapsed: float,
+        cut: str = "",
     ) -> bool:
-        """Count a call over budget; True when its answer is dropped (the policy applies)."""
+        """Count a call over budget; True when its answer is dropped (the policy applies).
+        ``cut``: how the call was stopped short (:func:`_scores_until`)."""
         runs = self._overruns[slot.name] = self._overruns.get(slot.name, 0) + 1
-        took = f"took {elapsed * 1e3:.0f} ms, over its {slot.budget * 1e3:g} ms budget"
+        took = f"took {elapsed * 1e3:.0f} ms, over its {slot.budget * 1e3:g} ms budget{cut}"
         if runs < OVERRUNS_BEFORE_POLICY:
             self._fault(
                 slot, point, args, FaultKind.OVER_BUDGET,
@@ -263,11 +333,19 @@ class Framework:
                 used=True,
             )  # fmt: skip
             return False
-        self._benched.add(slot.name)
+        if self.sessionless:
+            until = self.clock() + timedelta(seconds=BENCHED_WITHOUT_SESSION)
+            self._benched[slot.name] = until
+            span = (
+                f"until {until:%H:%M:%S} ({BENCHED_WITHOUT_SESSION:g} s: no session is open to"
+                " end it), then it is asked again"
+            )
+        else:
+            self._benched[slot.name] = None
+            span = "for the rest of the session"
         self._fault(
             slot, point, args, FaultKind.OVER_BUDGET,
-            f"{took}, {runs} calls in a row: onError applies to its calls for the rest of"
-            " the session",
+            f"{took}, {runs} calls in a row: onError applies to its calls {span}",
         )  # fmt: skip
         return True
 
@@ -329,7 +407,8 @@ class Framework:
                     continue
                 if not all(map(math.isfinite, scores.values())):
                     bad = next(n for n, score in scores.items() if not math.isfinite(score))
-                    detail = f"returned the score {scores[bad]} for {bad}; expected a finite float"
+                    hook = hook_name(type(slot.plugin), point.hook)
+                    detail = f"returned the score {scores[bad]} for {bad} from {hook}; expected a finite float"
                     self._fault(slot, point, (task,), FaultKind.WRONG_TYPE, detail)
                     continue
                 for node, score in scores.items():
@@ -523,6 +602,12 @@ class Framework:
         return first
 
     def close(self) -> None:
+        """Every plugin's ``on_session_close``, benched or not (closing is not an answer a
+        budget can spare). A fault here is counted and told like any other, but fails nothing,
+        as Volcano's onSessionClose errors are only logged: the next session still opens."""
         for tier in self.tiers:
             for slot in tier:
-                self._call(slot, CLOSE)
+                try:
+                    self._call(slot, CLOSE)
+                except PluginFailure:
+                    continue

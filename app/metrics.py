@@ -356,6 +356,30 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.session_state_stale = Gauge(
+            "caldera_session_state_stale",
+            "sessionState compare or cluster: 1 while a watch of the cluster has been broken"
+            " (its list, watch or probe failing) longer than sessionStateMaxStaleness; cluster"
+            " mode then answers as onStaleState says.",
+            registry=r,
+        )
+        self.session_state_watch_errors = Counter(
+            "caldera_session_state_watch_errors",
+            "sessionState compare or cluster: failures of a watch of the cluster, per collection"
+            " and kind (connect, stream, unauthorized, forbidden, not_found, gone, throttled,"
+            " server_error, client_error, config, other).",
+            ["collection", "kind"],
+            registry=r,
+        )
+        self.session_state_audit_differences = Counter(
+            "caldera_session_state_audit_differences",
+            "sessionState cluster: differences the self-audit found between the objects"
+            " Volcano's calls carry and the session's derived state, per kind and explanation"
+            " (no; in_flight: an object changed between the two views; in_session: a placement"
+            " Volcano reported this session touched it).",
+            ["kind", "explained"],
+            registry=r,
+        )
         self.session_state_derive = Histogram(
             "caldera_session_state_derive_seconds",
             "sessionState cluster: time to derive a session's state from the watched objects,"

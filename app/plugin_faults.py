@@ -31,6 +31,13 @@ The time budget: a hook that runs longer than its entry's ``timeBudget`` (defaul
 :data:`OVERRUNS_BEFORE_POLICY` calls in a row over budget, the plugin's policy applies to each
 of its calls for the rest of the session (``abstain``: it is not asked, its answer is dropped;
 ``fail``: the verb fails), so one slow plugin cannot keep every verb past Volcano's timeout.
+The budget never stops a hook that is running (Python cannot preempt it safely): the verbs are
+answered one at a time, so the calls queued behind a slow one wait for it, and the calls that
+bench a plugin have already waited (docs/plugin-author-guide.md, "A budget is not a timeout").
+Where no session is open (Volcano's extender entry without session verbs, or calls between
+sessions) nothing would end that, so the plugin is benched for :data:`BENCHED_WITHOUT_SESSION`
+seconds instead and then asked again on probation: one more call over budget benches it again.
+onSessionClose is never benched: a plugin is always told its session ended.
 """
 
 from __future__ import annotations
@@ -57,6 +64,10 @@ plugins at their budget still answer within the timeout; a predicate hook normal
 microseconds, a prioritize hook over 100 nodes well under a millisecond (bench/README.md)."""
 OVERRUNS_BEFORE_POLICY = 3
 """Calls in a row over budget after which the plugin's ``onError`` applies for the session."""
+BENCHED_WITHOUT_SESSION = 10.0
+"""Seconds a plugin over budget is not asked when no session is open to end its benching: ten of
+Volcano's default 1 s scheduling periods, so a plugin that stays slow costs one slow call per
+ten seconds (the probation call), and one that recovers is back within them."""
 LOG_INTERVAL = 60.0
 """Seconds between log lines of the same (plugin, verb, kind) after its first."""
 

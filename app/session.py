@@ -32,6 +32,16 @@ logger = logging.getLogger("caldera.session")
 
 
 @dataclass(slots=True)
+class SessionNumbers:
+    """The number of the last session opened, for the life of the process. A live reload or a
+    promoted shadow builds a new :class:`SessionManager` (app/server/runtime.py, ``switch``), so a count
+    kept in each manager started again at 1, and ``caldera explain`` and ``/debug/session``
+    showed two sessions numbered 1: every manager of a process is handed the same one."""
+
+    last: int = 0
+
+
+@dataclass(slots=True)
 class OpenSession:
     """An open session: its snapshot (seen by plugins through ``ssn``) and its framework."""
 
@@ -82,6 +92,7 @@ class SessionManager:
         record: DecisionRecord | None = None,
         events: PodGroupEvents | None = None,
         faults: PluginFaults | None = None,
+        numbers: SessionNumbers | None = None,
     ) -> None:
         self.config = config
         self.faults = faults if faults is not None else PluginFaults(metrics, clock)
@@ -100,7 +111,7 @@ class SessionManager:
         self.release = config.release
         """The release sessions are built for: the configured one, or the inferred one."""
         self.current: OpenSession | None = None
-        self._opened = 0
+        self.numbers = numbers if numbers is not None else SessionNumbers()
         # One labelled child per snapshot part, looked up once: labels() takes a lock and
         # validates the values, a tenth of onSessionClose's time over HTTP.
         self._snapshot_size = (
@@ -156,7 +167,7 @@ class SessionManager:
         )
         return Framework(
             tiers, self.release, self.metrics, log, self.clock, self.events if snapshot else None,
-            self.faults,
+            self.faults, sessionless=not snapshot,
         )  # fmt: skip
 
     def _open_failed(self, plugin: str, policy: OnError, kind: FaultKind, exc: Exception) -> None:
@@ -189,9 +200,10 @@ class SessionManager:
         previous, self.current = self.current, None
         if previous is not None:
             previous.framework.close()
-        framework = self._build(ssn, snapshot=True, number=self._opened + 1)
-        self._opened += 1
-        self.current = OpenSession(self._opened, ssn, framework)
+        number = self.numbers.last + 1  # taken once the session is built: no gap on failure
+        framework = self._build(ssn, snapshot=True, number=number)
+        self.numbers.last = number
+        self.current = OpenSession(number, ssn, framework)
         if self.metrics is not None:
             self.metrics.sessions_opened.inc()
             for kind, part in SNAPSHOT_PARTS.items():

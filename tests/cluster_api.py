@@ -37,8 +37,9 @@ class ClusterApi:
     _server: asyncio.Server | None = None
     _handlers: set[asyncio.Task[Any]] = field(default_factory=set)
 
-    async def start(self) -> str:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+    async def start(self, port: int = 0) -> str:
+        """Serve on ``port`` (0: any free one; the same port again to restart a stopped API)."""
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", port)
         self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
         return self.url
 

@@ -10,4 +10,6 @@ Volcano's cache is built from, the same ``OnSessionOpenRequest`` Volcano would s
 * :mod:`compare`: the differences between Volcano's snapshot and the derived one.
 * :mod:`encode`: a state as the onSessionOpen body Volcano would have posted, written entry by
   entry.
+* :mod:`multi_scheduler`: the share of one replica of Volcano's multi-scheduler mode (the hash
+  ring); :mod:`scheduler_flags`: what vc-scheduler's sharding settings mean for the state.
 """

@@ -26,8 +26,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from app.cluster_state.audit import SelfAudit
 from app.cluster_state.derive import Settings
-from app.cluster_state.watch import WatchBackedState
+from app.cluster_state.staleness import DEFAULT_MAX_STALENESS
+from app.cluster_state.watch import WatchBackedState, WatchErrors
+from schemas.api import TaskInfo
 from schemas.requests import OnSessionOpenRequest
 
 
@@ -42,8 +45,14 @@ class ClusterSessionState(WatchBackedState):
         settings: Settings,
         kubeconfig: str | None = None,
         derived: Callable[[float], None] | None = None,
+        max_staleness: float = DEFAULT_MAX_STALENESS,
+        on_error: WatchErrors | None = None,
+        audit: SelfAudit | None = None,
     ) -> None:
-        super().__init__(settings, kubeconfig)
+        super().__init__(settings, kubeconfig, max_staleness, on_error)
+        self.audit = audit or SelfAudit()
+        """What Volcano sends, compared with each session's state (app/cluster_state/audit.py)."""
+        self.staleness.divergence = self.audit.divergence
         self._derived = derived
         """Observes each derivation's seconds (``caldera_session_state_derive_seconds``)."""
         self.sessions_derived = 0
@@ -70,6 +79,7 @@ class ClusterSessionState(WatchBackedState):
         if not self.watch.synced:
             self.sessions_before_sync += 1
             self.last_state = None
+            self.audit.session_opened(self.sessions_opened, None)
             return None
         started = time.perf_counter()
         derived = self.store.open_session()
@@ -77,9 +87,24 @@ class ClusterSessionState(WatchBackedState):
         self.sessions_derived += 1
         self.last_derive_seconds = seconds
         self.last_state = derived.snapshot
+        self.audit.session_opened(self.sessions_opened, derived.snapshot)
         if self._derived is not None:
             self._derived(seconds)
         return derived.snapshot
+
+    def allocate(self, task: TaskInfo) -> None:
+        super().allocate(task)
+        self.audit.placed(task)
+
+    def deallocate(self, task: TaskInfo) -> None:
+        super().deallocate(task)
+        self.audit.placed(task)
+
+    def session_closed(self) -> None:
+        """onSessionClose, after its answer: the placements committed, then the session's
+        sample of what Volcano sent compared with its state (bounded: ``AuditBudget``)."""
+        super().session_closed()
+        self.audit.session_closed()
 
     def describe(self) -> dict[str, Any]:
         """The /debug/session and /readyz section: the watch's, and the sessions derived."""
@@ -90,4 +115,5 @@ class ClusterSessionState(WatchBackedState):
             "lastDeriveSeconds": (
                 round(self.last_derive_seconds, 4) if self.last_derive_seconds is not None else None
             ),
+            "selfAudit": self.audit.describe(),
         }

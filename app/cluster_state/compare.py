@@ -34,21 +34,36 @@ from schemas.api import NodeInfo, PodGroup, Queue, TaskInfo
 from schemas.k8s import ObjectMeta
 from schemas.requests import OnSessionOpenRequest
 
-_SKIPPED: dict[type, frozenset[str]] = {
-    NodeInfo: frozenset({"TasksRaw", "Capability"}),
-    PodGroup: frozenset(
-        {"name", "namespace", "uid", "creationTimestamp", "labels", "annotations", "Spec", "Status"}
-    ),
-    Queue: frozenset(
-        {"name", "uid", "creationTimestamp", "labels", "annotations", "Spec", "Status"}
+LEGACY_METADATA = (
+    "v1.6-v1.13 flattened key, folded into metadata/spec/status by __post_init__ and compared there"
+)
+SKIPPED: dict[type, dict[str, str]] = {
+    NodeInfo: {
+        "TasksRaw": "the node's tasks as raw bytes: compared decoded, as the Tasks property",
+        "Capability": "v1.6-v1.7 name of Capacity, folded into it and compared there",
+    },
+    PodGroup: dict.fromkeys(
+        ("name", "namespace", "uid", "creationTimestamp", "labels", "annotations"),
+        LEGACY_METADATA,
+    )
+    | dict.fromkeys(("Spec", "Status"), LEGACY_METADATA),
+    Queue: dict.fromkeys(
+        ("name", "uid", "creationTimestamp", "labels", "annotations", "Spec", "Status"),
+        LEGACY_METADATA,
     ),
     # An object's version bookkeeping: Volcano's informer and Caldera's watch see the same
     # object at versions a few events apart, and no scheduling rule reads them.
-    ObjectMeta: frozenset({"resourceVersion", "generation", "managedFieldsRaw"}),
+    ObjectMeta: {
+        "resourceVersion": "version bookkeeping: tells what is in flight, read by no plugin",
+        "generation": "version bookkeeping, read by no plugin",
+        "managedFieldsRaw": "the API server's field ownership, read by no plugin",
+    },
 }
-"""Fields that are not what a plugin reads: NodeInfo's raw task bytes (read through the
-``Tasks`` property instead) and v1.6–v1.13 aliases, and the legacy keys of PodGroup and Queue
-that ``__post_init__`` folds into ``metadata``/``spec``/``status``."""
+"""Every field of the typed views that compare mode does not compare, with the reason: none is
+what a plugin reads. Every other field of every view an onSessionOpen body holds is compared
+(tests/app/cluster_state/test_compare_fields.py proves each one, and pins this table), and
+that is what cluster mode guarantees a plugin (docs/plugin-author-guide.md)."""
+_SKIPPED: dict[type, frozenset[str]] = {kind: frozenset(why) for kind, why in SKIPPED.items()}
 
 _EXTRA_FIELDS: dict[type, tuple[str, ...]] = {NodeInfo: ("Tasks",)}
 
@@ -100,9 +115,16 @@ def _walk(sent: Any, derived: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
     """(path, sent, derived) for every leaf that differs; None and an empty map or list are
     the same to a plugin only where Go writes both (they are not: kept distinct)."""
     if isinstance(sent, msgspec.Raw) and isinstance(derived, msgspec.Raw):
+        if sent == derived:  # the same bytes: nothing to decode
+            return
         # A field kept as its JSON until read (schemas/lazy.py): compared by its value.
         sent, derived = msgspec.json.decode(sent), msgspec.json.decode(derived)
     if isinstance(sent, msgspec.Struct) and type(sent) is type(derived):
+        # Equal structs (msgspec compares every field, in C) hold no difference: the walk
+        # below is for finding one, and would find none (its numbers' tolerance only widens
+        # equality). Most objects of a session are equal on both sides.
+        if sent == derived:
+            return
         for name in _fields(sent):
             yield from _walk(getattr(sent, name), getattr(derived, name), f"{path}.{name}")
         return
@@ -131,6 +153,8 @@ def _walk(sent: Any, derived: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
 def _object_differences(
     section: str, name: str, sent: msgspec.Struct, derived: msgspec.Struct
 ) -> Iterator[Difference]:
+    if sent == derived:  # before any lazy field (a node's Tasks) is decoded to be walked
+        return
     for field in _fields(sent):
         a, b = getattr(sent, field), getattr(derived, field)
         if section == "job" and field == "Tasks":

@@ -22,7 +22,8 @@ from app.cluster_state.derive import Settings
 from app.cluster_state.incremental import IncrementalDerivation
 from app.cluster_state.objects import ClusterObjects
 from app.cluster_state.overlay import Placement
-from app.cluster_state.watch import WatchBackedState
+from app.cluster_state.staleness import DEFAULT_MAX_STALENESS
+from app.cluster_state.watch import WatchBackedState, WatchErrors
 from schemas.requests import OnSessionOpenRequest
 
 logger = logging.getLogger("caldera.session_state")
@@ -62,8 +63,10 @@ class SessionStateComparison(WatchBackedState):
         count: Callable[[str, int], None] | None = None,
         outcome: Callable[[str], None] | None = None,
         count_in_flight: Callable[[str, int], None] | None = None,
+        max_staleness: float = DEFAULT_MAX_STALENESS,
+        on_error: WatchErrors | None = None,
     ) -> None:
-        super().__init__(settings, kubeconfig)
+        super().__init__(settings, kubeconfig, max_staleness, on_error)
         self._count = count
         """Adds to ``caldera_session_state_differences_total{kind}``."""
         self._count_in_flight = count_in_flight

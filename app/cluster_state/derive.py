@@ -8,6 +8,17 @@ scratch the state the cache keeps incrementally:
   scheduler's names, and any pod already bound to a node (a DaemonSet's pods use the node's
   resources too); a pod joins a job only through its ``scheduling.k8s.io/group-name``
   annotation (``getJobID``), whatever its scheduler;
+* in Volcano's multi-scheduler mode (``MULTI_SCHEDULER_ENABLE=true``, Caldera given the
+  scheduler's environment): only the pods, PodGroups and nodes the replicas' hash ring gives
+  this replica (``responsibleForPod``, ``responsibleForPodGroup``, ``responsibleForNode`` in
+  util.go; :mod:`app.cluster_state.multi_scheduler`);
+* node sharding (``--scheduler-sharding-mode hard|soft``, v1.14 and later) changes nothing
+  here: ``Snapshot`` (cache.go) puts every Ready node in ``ClusterInfo.Nodes`` and the shard's
+  only in ``NodesInShard`` (``RefreshNodeShards``, shard_coordinator.go), which the extender's
+  ``OnSessionOpenRequest`` (plugins/extender/argument.go) does not carry; the NodeShard
+  informer touches no pod, PodGroup or node filter (same in v1.15, whose pluggable shard
+  policies are the sharding controller's, ``pkg/controllers/sharding/policy``, choosing
+  ``spec.nodesDesired``);
 * nodes: ``NewNodeInfo`` and ``AddTask`` (node_info.go); a terminated task (Succeeded,
   Failed) is not on its node (``addTask``, event_handlers.go); a node that is not watched (a
   pod bound to a node the cache never saw) is ``NotReady`` and left out, like ``Snapshot``;
@@ -25,6 +36,7 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from app.cluster_state.multi_scheduler import MultiScheduler
 from app.cluster_state.objects import ClusterObjects, WatchedNode, WatchedPod, pod_resource_request
 from app.cluster_state.overlay import Placement
 from plugins.support.resources import (
@@ -52,7 +64,7 @@ from schemas.api import (
     TaskStatus,
 )
 from schemas.goduration import GO_ZERO_TIME, DurationError, parse_go_duration
-from schemas.k8s import ResourceQuotaStatus
+from schemas.k8s import ObjectMeta, ResourceQuotaStatus
 from schemas.requests import OnSessionOpenRequest
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -87,10 +99,12 @@ def _go_bool(text: str) -> bool | None:
 
 @dataclass(frozen=True)
 class Settings:
-    """What the scheduler's command line decides (``--scheduler-name``, ``--default-queue``)."""
+    """What the scheduler's command line decides (``--scheduler-name``, ``--default-queue``)
+    and its environment (the multi-scheduler ring, ``multi_scheduler.from_env``)."""
 
     scheduler_names: Collection[str] = ("volcano",)
     default_queue: str = "default"
+    multi_scheduler: MultiScheduler | None = None
 
 
 # --- tasks ------------------------------------------------------------------------------------
@@ -331,9 +345,35 @@ class Derived:
     settled: set[str]
 
 
-def _keeps(watched: WatchedPod, settings: Settings) -> bool:
-    """The pod informer's filter, without multi-scheduler sharding."""
-    return watched.scheduler_name in settings.scheduler_names or bool(watched.node_name)
+def _ring_key(meta: ObjectMeta | None) -> str:
+    """The ring's key of a pod or PodGroup: its first owner reference's name, else its own."""
+    if meta is None:
+        return ""
+    owners = meta.ownerReferences
+    return owners[0].name if owners else meta.name
+
+
+def keeps_pod(watched: WatchedPod, settings: Settings) -> bool:
+    """The pod informer's filter: ``responsibleForPod``, else bound to a node
+    ``responsibleForNode`` gives this scheduler (any node without a multi-scheduler ring)."""
+    multi = settings.multi_scheduler
+    if watched.scheduler_name in settings.scheduler_names and (
+        multi is None or multi.owns(_ring_key(watched.pod.metadata))
+    ):
+        return True
+    return bool(watched.node_name) and (multi is None or multi.owns(watched.node_name))
+
+
+def keeps_podgroup(pg: PodGroup, settings: Settings) -> bool:
+    """The PodGroup informer's filter: ``responsibleForPodGroup``."""
+    multi = settings.multi_scheduler
+    return multi is None or multi.owns(_ring_key(pg.metadata))
+
+
+def keeps_node(name: str, settings: Settings) -> bool:
+    """``nodeCanAddCache``'s ``responsibleForNode``: a node the cache never adds."""
+    multi = settings.multi_scheduler
+    return multi is None or multi.owns(name)
 
 
 def derive(
@@ -348,11 +388,15 @@ def derive(
 
     nodes: dict[str, NodeInfo] = {}
     for watched_node in objects.nodes.values():
-        info = new_node_info(watched_node)
-        nodes[info.Name] = info
+        meta = watched_node.node.metadata
+        if keeps_node(meta.name if meta else "", settings):
+            info = new_node_info(watched_node)
+            nodes[info.Name] = info
 
     jobs: dict[str, JobInfo] = {}
     for key, pg in objects.podgroups.items():
+        if not keeps_podgroup(pg, settings):
+            continue
         uid = f"{pg.metadata.namespace}/{pg.metadata.name}" if pg.metadata.name else key
         job = jobs.get(uid)
         if job is None:
@@ -360,7 +404,7 @@ def derive(
         set_pod_group(job, pg, settings.default_queue)
 
     for watched in objects.pods.values():
-        if not _keeps(watched, settings):
+        if not keeps_pod(watched, settings):
             continue
         task = new_task_info(watched)
         if _apply_placement(task, watched, placements.get(task.UID)):

@@ -41,6 +41,9 @@ from app.cluster_state.derive import (
     _priorities,
     add_task_to_job,
     add_task_to_node,
+    keeps_node,
+    keeps_pod,
+    keeps_podgroup,
     namespace_infos,
     new_job_info,
     new_node_info,
@@ -218,8 +221,7 @@ class IncrementalDerivation:
         if old is not None:
             _discard(self._node_keys, old, key)
             dirty.add(old)
-        if watched is not None:
-            name = _node_name(watched)
+        if watched is not None and keeps_node(name := _node_name(watched), self.settings):
             self._node_name_of[key] = name
             _add(self._node_keys, name, key)
             dirty.add(name)
@@ -229,7 +231,7 @@ class IncrementalDerivation:
         if old is not None:
             _discard(self._pg_keys, old, key)
             dirty.add(old)
-        if pg is not None:
+        if pg is not None and keeps_podgroup(pg, self.settings):
             uid = _job_uid(key, pg)
             self._job_uid_of[key] = uid
             _add(self._pg_keys, uid, key)
@@ -252,6 +254,7 @@ class IncrementalDerivation:
         base, final, node_of, job_of = self._base, self._final, self._node_of, self._job_of
         pods_on, pods_in = self._pods_on, self._pods_in
         scheduler_names = self.settings.scheduler_names
+        ring = self.settings.multi_scheduler is not None
         for key in keys:
             if key in uid_of or key in metaless:  # known: what it gave goes
                 node = node_of.pop(key, None)
@@ -277,8 +280,11 @@ class IncrementalDerivation:
                 keys_of_uid.setdefault(meta.uid, set()).add(key)
             else:
                 metaless.add(key)
-            # _keeps: the pod informer's filter
-            if watched.scheduler_name not in scheduler_names and not watched.node_name:
+            # keeps_pod: the pod informer's filter (inlined without a multi-scheduler ring)
+            if ring:
+                if not keeps_pod(watched, self.settings):
+                    continue
+            elif watched.scheduler_name not in scheduler_names and not watched.node_name:
                 continue
             task = new_task_info(watched)
             placement = placements.get(task.UID)
@@ -361,13 +367,14 @@ class IncrementalDerivation:
         """The session's maps, in the full derivation's order (the stores' order)."""
         nodes: dict[str, NodeInfo] = {}
         for key in objects.nodes:
-            name = self._node_name_of[key]
-            nodes[name] = self._node_infos[name]
+            name = self._node_name_of.get(key)
+            if name is not None:  # None: a node the multi-scheduler ring gives another replica
+                nodes[name] = self._node_infos[name]
         queues = self._queues(objects)
         jobs: dict[str, JobInfo] = {}
         for key in objects.podgroups:
-            uid = self._job_uid_of[key]
-            if uid not in jobs:
+            uid = self._job_uid_of.get(key)
+            if uid is not None and uid not in jobs:
                 job = self._jobs[uid]
                 if job.Queue in queues:
                     jobs[uid] = job

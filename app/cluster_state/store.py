@@ -237,14 +237,20 @@ class ClusterStore:
     def close_session(self) -> None:
         self.overlay.close_session()
 
-    def reflectors(self, load_config: Callable[[], ClusterConfig]) -> list[Reflector[Any]]:
-        """One reflector per collection; each object reaches its store as a plain dict."""
+    def reflectors(
+        self,
+        load_config: Callable[[], ClusterConfig],
+        on_error: Callable[[str, str], None] | None = None,
+    ) -> list[Reflector[Any]]:
+        """One reflector per collection; each object reaches its store as a plain dict.
+        ``on_error`` is told (collection, kind) of each failure."""
         return [
             Reflector(
                 resource=namespaced_collection(c.group, c.version, c.kind, c.plural),
                 decode=dict,
                 store=self.stores()[name],
                 load_config=load_config,
+                on_error=on_error,
             )
             for name, c in COLLECTIONS.items()
         ]

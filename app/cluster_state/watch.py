@@ -6,26 +6,37 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 from app.cluster_state.derive import Settings
+from app.cluster_state.staleness import DEFAULT_MAX_STALENESS, Staleness
 from app.cluster_state.store import ClusterStore
 from plugins.pdb.kube import ClusterConfig, Reflector, named_or_default_config
 from schemas.api import TaskInfo
 
+WatchErrors = Callable[[str, str], None]
+"""Told (collection, kind) of each failure of a watch: ``caldera_session_state_watch_errors``."""
+
 
 class ClusterWatch:
-    def __init__(self, settings: Settings, kubeconfig: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        kubeconfig: str | None = None,
+        on_error: WatchErrors | None = None,
+    ) -> None:
         self.store = ClusterStore(settings)
         self._kubeconfig = kubeconfig
+        self._on_error = on_error
         self.reflectors: list[Reflector[Any]] = []
         self._tasks: list[asyncio.Task[None]] = []
 
     def _load_config(self) -> ClusterConfig:
-        return named_or_default_config(self._kubeconfig)
+        return named_or_default_config(self._kubeconfig, setting="sessionStateKubeconfig")
 
     async def start(self) -> None:
-        self.reflectors = self.store.reflectors(self._load_config)
+        self.reflectors = self.store.reflectors(self._load_config, self._on_error)
         self._tasks = [asyncio.create_task(r.run(), name=r.name) for r in self.reflectors]
 
     async def stop(self) -> None:
@@ -50,6 +61,8 @@ class ClusterWatch:
                 "resourceVersion": r.status.resource_version,
                 "lists": r.status.lists,
                 "lastError": r.status.last_error,
+                "errorsInARow": r.status.errors_in_a_row,
+                "errors": dict(r.status.errors),
             }
             for r in self.reflectors
         }
@@ -63,9 +76,17 @@ class WatchBackedState:
     mode: str
     """``sessionState``'s value, shown in ``/debug/session``."""
 
-    def __init__(self, settings: Settings, kubeconfig: str | None = None) -> None:
-        self.watch = ClusterWatch(settings, kubeconfig)
+    def __init__(
+        self,
+        settings: Settings,
+        kubeconfig: str | None = None,
+        max_staleness: float = DEFAULT_MAX_STALENESS,
+        on_error: WatchErrors | None = None,
+    ) -> None:
+        self.watch = ClusterWatch(settings, kubeconfig, on_error)
         self.store = self.watch.store
+        self.staleness = Staleness(lambda: self.watch.reflectors, max_staleness, kubeconfig)
+        """Whether a watch has been broken past ``sessionStateMaxStaleness``."""
 
     async def start(self) -> None:
         await self.watch.start()
@@ -92,8 +113,12 @@ class WatchBackedState:
         return {
             "mode": self.mode,
             "synced": self.watch.synced,
+            **self.staleness.describe(),
             "objects": self.store.sizes(),
             "watches": self.watch.describe(),
             "placementsNotYetSeen": len(self.store.overlay),
             "placementsExpired": self.store.overlay.expired,
+            "multiScheduler": (
+                multi.describe() if (multi := self.store.settings.multi_scheduler) else None
+            ),
         }

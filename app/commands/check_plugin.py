@@ -4,7 +4,8 @@ report what Caldera would have to refuse at run time.
 
 A problem is a hook that raised, an answer outside the hook's declared type (the contract the
 framework checks, :func:`app.contract.check_answer`), victims that are not elements of the
-evictees given, a score that is not finite, and a hook whose 99th-percentile time exceeds the
+evictees given, a score that is not finite, a hook that changed the objects it was given, and a
+hook whose 99th-percentile time exceeds the
 plugin's time budget (its entry's ``timeBudget``). The plugin is built as the server builds
 it, from its entry in the configuration (its arguments and flags; with no ``--config``, a
 configuration of that plugin alone), once per session: a session on each captured snapshot, on a generated one and on an
@@ -38,7 +39,7 @@ from app.config import (
 from app.contract import check_answer
 from app.plugin_faults import DEFAULT_TIME_BUDGET
 from plugins.api import registry, testing
-from plugins.api.base import Plugin, Session, implemented_hooks
+from plugins.api.base import Plugin, Session, hook_name, implemented_hooks
 from plugins.api.extension_points import BY_HOOK
 from plugins.api.reasons import answer_of
 from plugins.support.resources import total_allocatable
@@ -81,7 +82,7 @@ class Scenario:
 class Problem:
     hook: str
     kind: str
-    """"raised", "wrong type", "over budget", "constructor", "session open"."""
+    """"raised", "wrong type", "mutated", "over budget", "constructor", "session open"."""
     message: str
     first: str
     """The input that first showed it."""
@@ -95,6 +96,8 @@ class Report:
     budget_seconds: float
     scenarios: int = 0
     times: dict[str, list[float]] = field(default_factory=dict)
+    shown: dict[str, str] = field(default_factory=dict)
+    """A hook's name as the plugin's author wrote it (``node_score`` for ``node_order``)."""
     problems: dict[tuple[str, str, str], Problem] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -281,8 +284,10 @@ def _at_release(session: Session, config: CalderaConfig) -> Session:
 # --- the check ---------------------------------------------------------------------------
 
 
-def _checked(report: Report, hook: str, call: Call, result: object) -> None:
-    problem = check_answer(hook, result)
+def _checked(
+    report: Report, hook: str, call: Call, result: object, plugin: type[Plugin] | None = None
+) -> None:
+    problem = check_answer(hook, result, plugin)
     if problem is not None:
         report.add(hook, "wrong type", problem, call.source)
         return
@@ -304,15 +309,56 @@ def _checked(report: Report, hook: str, call: Call, result: object) -> None:
 
 def _call(report: Report, plugin: Plugin, hook: str, call: Call) -> None:
     method = getattr(plugin, hook)
+    before = [msgspec.json.encode(arg) for arg in call.args]
     started = time.perf_counter()
     try:
         result = method(*call.args)
     except Exception as exc:
         report.times[hook].append(time.perf_counter() - started)
         report.add(hook, "raised", f"raised {type(exc).__name__}: {exc}", call.source)
+        _mutated(report, hook, call, before)
         return
     report.times[hook].append(time.perf_counter() - started)
-    _checked(report, hook, call, result)
+    _mutated(report, hook, call, before)
+    _checked(report, hook, call, result, type(plugin))
+
+
+def _mutated(report: Report, hook: str, call: Call, before: list[bytes]) -> None:
+    """A hook that changed what it was given (issue 47 item 9). Volcano's objects are shared by
+    every plugin of the session and by the decision record, which then files the answer under
+    the changed name: a plugin must read its inputs, never write them. Compared as encoded
+    before and after the call (a lazily decoded part, ``NodeInfo.Tasks``, is a fresh copy at
+    each read, so only what the body carries counts)."""
+    for position, (arg, old) in enumerate(zip(call.args, before, strict=True)):
+        new = msgspec.json.encode(arg)
+        if new == old:
+            continue
+        where = _first_difference(json.loads(old), json.loads(new))
+        report.add(
+            hook, "mutated",
+            f"changed its argument {position + 1} ({_kind(arg)}) at {where}: a hook must not"
+            " modify its inputs (every plugin of the session and the decision record share them)",
+            call.source,
+        )  # fmt: skip
+
+
+def _kind(arg: object) -> str:
+    if isinstance(arg, list):
+        return f"list of {type(arg[0]).__name__}" if arg else "list"
+    return type(arg).__name__
+
+
+def _first_difference(old: Any, new: Any, path: str = "") -> str:
+    """The path of the first value that differs, as ``[0].Pod.metadata.name``."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(k for k in new if k not in old)]:
+            if old.get(key) != new.get(key):
+                return _first_difference(old.get(key), new.get(key), f"{path}.{key}")
+    elif isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for index, (a, b) in enumerate(zip(old, new, strict=True)):
+            if a != b:
+                return _first_difference(a, b, f"{path}[{index}]")
+    return path.lstrip(".") or "the whole value"
 
 
 def check(entry: PluginEntry, config: CalderaConfig, budget_seconds: float | None = None) -> Report:
@@ -327,6 +373,7 @@ def check(entry: PluginEntry, config: CalderaConfig, budget_seconds: float | Non
     if budget_seconds is None:
         budget_seconds = entry.option.timeBudget or DEFAULT_TIME_BUDGET
     report = Report(entry.name, hooks, budget_seconds)
+    report.shown = {hook: hook_name(entry.cls, hook) for hook in hooks}
     if background is not None and testing.load_backgrounds([background], BACKGROUND_SECONDS):
         report.notes.append(
             f"its background data source was not ready after {BACKGROUND_SECONDS:g}s"
@@ -377,25 +424,28 @@ def check(entry: PluginEntry, config: CalderaConfig, budget_seconds: float | Non
 
 def render(report: Report) -> list[str]:
     calls = sum(len(times) for times in report.times.values())
+    shown = {hook: report.shown.get(hook, hook) for hook in report.hooks}
     lines = [
         f"caldera check-plugin {report.plugin}: {report.scenarios} sessions, {calls} calls of"
-        f" {', '.join(report.hooks) or 'no hook'}"
+        f" {', '.join(shown.values()) or 'no hook'}"
     ]
     for hook in report.hooks:
         times = report.times[hook]
         counted = Counter(p.kind for p in report.problems.values() if p.hook == hook)
         verdict = ", ".join(f"{n} {kind}" for kind, n in counted.items()) or "ok"
         lines.append(
-            f"  {hook:<16} {BY_HOOK[hook].verb:<15} {len(times):>5} calls"
+            f"  {shown[hook]:<16} {BY_HOOK[hook].verb:<15} {len(times):>5} calls"
             f"  p99 {report.p99(hook) * 1000:8.3f} ms"
             f" (budget {report.budget_seconds * 1000:g} ms)  {verdict}"
         )
     lines.extend(f"note: {note}" for note in report.notes)
     if report.problems:
-        lines.append(f"{len(report.problems)} problems:")
+        count = len(report.problems)
+        lines.append(f"{count} problem{'' if count == 1 else 's'}:")
         for problem in report.problems.values():
             repeated = f" ({problem.count} times)" if problem.count > 1 else ""
-            lines.append(f"  {problem.hook}: {problem.message}{repeated}")
+            name = shown.get(problem.hook, problem.hook)
+            lines.append(f"  {name}: {problem.message}{repeated}")
             lines.append(f"    first on {problem.first}")
     else:
         lines.append("no problems")

@@ -20,6 +20,7 @@ import yaml
 from pydantic import ValidationError
 
 from app import __version__
+from app.cluster_state import scheduler_flags
 from app.commands import sizing
 from app.commands.volcano_entry import body_limits_note, volcano_entry, volcano_url
 from app.config import (
@@ -59,18 +60,28 @@ def _fail_build(source: str, problems: list[tuple[str, str]]) -> int:
     return _fail_config(ConfigError.of(source, problems))
 
 
+SETTING_OPTIONS = "_setting_options"
+"""The ``args`` attribute naming the settings a subcommand took as options
+(:func:`_add_setting_options`): only those are settings. Another option of the same
+subcommand may share a setting's name (``explain --shadow`` is a flag, ``serve --shadow`` a
+file), so a setting is never read from an attribute its subcommand did not declare as one."""
+
+
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings this subcommand took as options that the user gave."""
+    declared: tuple[str, ...] = getattr(args, SETTING_OPTIONS, ())
+    return {name: value for name in declared if (value := getattr(args, name, None)) is not None}
+
+
 def _settings(args: argparse.Namespace) -> Settings:
-    overrides = {
-        name: getattr(args, name) for name in cli_options() if getattr(args, name, None) is not None
-    }
-    return Settings(**overrides)
+    return Settings(**_given(args))
 
 
 def setting_source(name: str, args: argparse.Namespace) -> str:
     """How the user gave setting ``name``: the option (``--port``), the environment variable
     (``CALDERA_PORT``), or, when neither, the option and its default."""
     option = f"--{name.replace('_', '-')}"
-    if name in cli_options() and getattr(args, name, None) is not None:
+    if name in _given(args):
         return option
     variable = f"CALDERA_{name.upper()}"
     if variable in os.environ:
@@ -102,13 +113,28 @@ def settings_problems(exc: ValidationError, args: argparse.Namespace) -> str:
     return "; ".join(problems)
 
 
-def _add_setting_options(parser: argparse.ArgumentParser, *only: str) -> None:
+ASKING_OPTIONS = {
+    "host": "the address of the Caldera to ask (default: serve's --host as CALDERA_HOST sets it,"
+    " a wildcard address reached on 127.0.0.1)",
+    "port": f"the port of its verb listener (default: CALDERA_PORT, else {DEFAULT_PORT})",
+}
+"""``--host`` and ``--port`` of the commands that ask a running Caldera (explain, shadow): the
+same settings as serve's, read as where to reach it rather than where to listen."""
+
+
+def _add_setting_options(
+    parser: argparse.ArgumentParser, *only: str, helps: dict[str, str] | None = None
+) -> None:
     """The ``Settings`` fields marked ``cli`` as options (``only``: just those), their types,
-    choices and help from the field's declaration; the default stays the setting's own (an
-    unset option leaves the environment's value or the default in charge)."""
+    choices and help from the field's declaration (``helps`` overrides it per option); the
+    default stays the setting's own (an unset option leaves the environment's value or the
+    default in charge)."""
+    declared = list(parser.get_default(SETTING_OPTIONS) or ())
     for name, help in cli_options().items():
         if only and name not in only:
             continue
+        declared.append(name)
+        help = (helps or {}).get(name, help)
         annotation = Settings.model_fields[name].annotation
         kinds = [a for a in get_args(annotation) or (annotation,) if a is not type(None)]
         kwargs: dict[str, Any] = {"dest": name, "help": help}
@@ -118,6 +144,7 @@ def _add_setting_options(parser: argparse.ArgumentParser, *only: str) -> None:
             kwargs["choices"] = list(get_args(annotation))
             kwargs["type"] = str.lower  # --log-level DEBUG as well as debug
         parser.add_argument(f"--{name.replace('_', '-')}", **kwargs)
+    parser.set_defaults(**{SETTING_OPTIONS: tuple(declared)})
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -296,6 +323,9 @@ def _print_warnings(warnings: list[str], stream: Any) -> None:
         print(f"# warning: {warning}", file=stream)
 
 
+_DROPPED = object()
+
+
 def salvaged(text: str, source: str, error: ConfigError) -> CalderaConfig | None:
     """The configuration without the keys ``error`` names, when that much loads: so that
     check-config shows the warnings of the rest of a file that has an error (a typo in one
@@ -316,6 +346,15 @@ def salvaged(text: str, source: str, error: ConfigError) -> CalderaConfig | None
                 break
         if isinstance(node, dict) and last in node and last != "name":
             del node[last]
+        elif last == "name" and isinstance(node, dict) and parents:
+            # An entry whose plugin cannot be served (unknown, or not of this release) goes
+            # whole; the others keep their warnings (issue 47 item 10).
+            node[_DROPPED] = True
+    for tier in (document.get("tiers") if isinstance(document, dict) else None) or []:
+        if isinstance(tier, dict) and isinstance(tier.get("plugins"), list):
+            tier["plugins"] = [
+                p for p in tier["plugins"] if not (isinstance(p, dict) and p.get(_DROPPED))
+            ]
     try:
         return parse_config(document, source)
     except ConfigError:
@@ -345,6 +384,15 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
         )
         return EXIT_CONFIG
     entry, notes = volcano_entry(config, url.rstrip("/"), args.http_timeout, args.ignorable)
+    flags = scheduler_flags.SchedulerFlags(
+        args.scheduler_sharding_mode, args.scheduler_num, tuple(args.node_selector or ())
+    )
+    following = scheduler_flags.flag_notes(config.sessionState, config.release, flags)
+    for refusal in following.refusals:
+        print(f"caldera: {refusal}", file=sys.stderr)
+    if following.refusals:
+        return EXIT_CONFIG
+    notes = [*notes, *following.notes]
     if args.merge is not None:
         return print_merged(args.merge, config, entry, notes)
     print(
@@ -354,7 +402,7 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"# note: {note}")
     verbs = [v for v in VERBS if BY_VERB[v].argument in entry["arguments"]]
-    print(f"# {body_limits_note(config, verbs)}")
+    print(f"# {body_limits_note(config, verbs, sized=args.nodes is not None)}")
     if args.nodes is not None:
         cluster = sizing.Cluster(
             args.nodes, args.pods, args.pending_tasks, args.snapshot_bytes, args.bytes_per_pod
@@ -637,6 +685,23 @@ def parser() -> argparse.ArgumentParser:
     volcano.add_argument(
         "--schedule-period", default="1s", help="vc-scheduler --schedule-period (default 1s)"
     )
+    volcano.add_argument(
+        "--scheduler-sharding-mode",
+        metavar="MODE",
+        help="vc-scheduler --scheduler-sharding-mode (none, hard, soft; Volcano 1.14+)",
+    )
+    volcano.add_argument(
+        "--scheduler-num",
+        type=_count,
+        metavar="N",
+        help="vc-scheduler's SCHEDULER_NUM, when it runs with MULTI_SCHEDULER_ENABLE=true",
+    )
+    volcano.add_argument(
+        "--node-selector",
+        action="append",
+        metavar="LABEL:VALUE",
+        help="vc-scheduler --node-selector (repeat it as vc-scheduler's)",
+    )
     volcano.set_defaults(run=cmd_volcano_config)
 
     replay = sub.add_parser(
@@ -661,7 +726,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="what the shadow configuration (serve --shadow) would decide differently about it",
     )
-    _add_setting_options(explain, "host", "port")
+    _add_setting_options(explain, "host", "port", helps=ASKING_OPTIONS)
     explain.set_defaults(run=cmd_explain)
 
     shadow = sub.add_parser(
@@ -680,7 +745,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also print the live configuration file against the shadow file",
     )
-    _add_setting_options(shadow, "host", "port")
+    _add_setting_options(shadow, "host", "port", helps=ASKING_OPTIONS)
     shadow.set_defaults(run=cmd_shadow)
 
     check_plugin = sub.add_parser(

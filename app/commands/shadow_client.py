@@ -19,11 +19,21 @@ def _side(side: dict[str, str]) -> str:
     return f"{side['answer']}{by}{why}"
 
 
+def _heading(shadow: dict[str, Any]) -> str:
+    """The shadow file and the hash of what it loaded; a file that has not loaded says so, with
+    why when the server knows (issue 47 item 10: it printed ``(sha256 none)``)."""
+    source = shadow.get("source")
+    if "sha256" in shadow:
+        return f"shadow {source} (sha256 {shadow['sha256']}):"
+    if shadow.get("status") == "starting":
+        return f"shadow {source} (not loaded yet: its process is starting):"
+    return f"shadow {source} (failed to load: {shadow.get('problem', 'no reason given')}):"
+
+
 def render(document: dict[str, Any]) -> list[str]:
     """The summary, then each difference with both sides; with ``configDiff`` (``--diff``) the
     configuration difference first, beside the decisions it makes."""
-    shadow = document.get("shadow", {})
-    lines = [f"shadow {shadow.get('source')} (sha256 {shadow.get('sha256', 'none')}):"]
+    lines = [_heading(document.get("shadow", {}))]
     if "configDiff" in document:
         lines.append("configuration difference (live -> shadow):")
         diff = document["configDiff"]

@@ -138,6 +138,34 @@ CYCLE_BYTES_PER_SECOND = 2047 * 2**20 / 5.715
 BENCH_PENDING_TASKS = 50
 """Pending tasks per cycle in the benchmark's replayed cycle: the default of --pending-tasks."""
 
+# --- memory: what the container's limit must hold (docs/operator-guide.md §2, "Memory") ---
+
+IDLE_RSS_BYTES = 60 * 2**20
+"""A started server's RSS before its first snapshot (59 MiB measured: the sidecar manifest's
+comment)."""
+PEAK_RSS_PER_SNAPSHOT_BYTE = 1.5
+"""The peak over idle per byte of the largest snapshot: 1.3 measured, 1.47 for the first snapshot
+of a freshly started server (the operator guide's rules of thumb), rounded up."""
+SHADOW_RSS_MEASURED = "bench/results/shadow-settled-hotpath.txt"
+"""Where the shadow's memory was measured (``python -m bench.hotpath --shadow``, commit 7fef737):
+the peak RSS growth of the server's processes summed over Volcano's shape of load, 75 MiB
+snapshots, 92 MiB without a shadow and 315-381 MiB with one (tests/app/test_sizing.py holds the
+estimate above it)."""
+
+
+def memory_limit_bytes(max_snapshot_bytes: int, shadow_queued_bytes: int | None = None) -> int:
+    """The container memory that holds the largest snapshot the configuration accepts, so a
+    snapshot Caldera takes never gets it OOM-killed: idle plus 1.5 x ``maxSnapshotBytes``. With
+    a shadow configuration (``shadow_queued_bytes``: its ``--shadow-max-queued-bytes``), as much
+    again for the shadow's process, which decodes and builds every session the live one does,
+    plus the bodies the live process holds until the shadow has taken them: a little over double.
+    An estimate from the measured ratios, not a measurement of the sum at the limit."""
+    one = IDLE_RSS_BYTES + PEAK_RSS_PER_SNAPSHOT_BYTE * max_snapshot_bytes
+    if shadow_queued_bytes is None:
+        return round(one)
+    return round(2 * one + shadow_queued_bytes)
+
+
 # --- what a session's first call waits for (its state), on top of its own answer ---
 
 FIRST_DERIVATION_SECONDS_PER_POD = 0.3557 / 10_000

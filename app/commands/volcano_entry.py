@@ -78,9 +78,11 @@ def volcano_entry(
     return {"name": "extender", "arguments": arguments}, notes
 
 
-def body_limits_note(config: CalderaConfig, verbs: list[str]) -> str:
+def body_limits_note(config: CalderaConfig, verbs: list[str], sized: bool = False) -> str:
     """The body limits Caldera applies to ``verbs``, said next to the extender entry: Volcano
-    knows nothing of them, and a snapshot over its limit switches Caldera off."""
+    knows nothing of them, and a snapshot over its limit switches Caldera off. ``sized``: the
+    command was given the cluster's size (``--nodes``, ``--pods``), so the sizing lines that
+    follow say whether the snapshot fits, rather than asking for the size (issue 47 item 10)."""
     limits = "; ".join(
         f"{setting} = {config.body_limit(group[0])} ({sizing.mib(config.body_limit(group[0]))})"
         f" for {', '.join(group)}"
@@ -90,7 +92,12 @@ def body_limits_note(config: CalderaConfig, verbs: list[str]) -> str:
     if any(BY_VERB[verb].rule is Rule.OPEN for verb in verbs):
         text += (
             " A larger snapshot is refused with 413 and Volcano runs that cycle without"
-            " Caldera's plugins: size it with --nodes N --pods P."
+            " Caldera's plugins: "
+            + (
+                "the sizing below says whether yours fits."
+                if sized
+                else "size it with --nodes N --pods P."
+            )
         )
     return text
 

@@ -18,8 +18,12 @@ would change an answer:
   (Volcano issue #2147): an in-tree victim voter in a later tier than the extender can evict what
   Caldera's victim plugins (min-runtime, pdb, ...) protect.
 - An in-tree entry of a hosted plugin with a flag off that Caldera's configuration leaves on (or
-  the reverse) now decides differently; a plugin listed twice; an extender entry already there;
-  a verb the configured release cannot send.
+  the reverse) now decides differently; a plugin listed twice; an extender entry of another URL
+  already there (Caldera's own is replaced where it stands, with a note); a verb the configured
+  release cannot send.
+- Each entry the merge changes leaves a trace comment with its values before (``TRACE``): merging
+  the merged conf again starts from the conf as it was, so it prints the same text and the same
+  warnings (issue 47 item 6), and an entry whose plugin Caldera no longer hosts comes back.
 - A verb of the extender entry that no configured action asks (the ``actions`` column of
   ``plugins/api/extension_points.py``): Caldera's answers to it are never used, so the warning
   names the action to add. Every other warning about a verb holds only when an action asks it:
@@ -32,6 +36,7 @@ rewritten.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +75,9 @@ VICTIM_VOTERS: dict[str, frozenset[str]] = {
 }
 """The in-tree plugins registering a PreemptableFn / ReclaimableFn in v1.15.1."""
 
+HIERARCHY_ONLY = frozenset({("drf", "enableReclaimable")})
+"""(plugin, flag) of VICTIM_VOTERS registered only when the plugin's ``enableHierarchy`` is on."""
+
 ENQUEUE_VOTERS = frozenset({"capacity", "overcommit", "proportion", "resourcequota", "sla"})
 """The in-tree plugins registering a JobEnqueueableFn in v1.15.1 (``Session.JobEnqueueable``
 ends the vote after the first tier in which one permits)."""
@@ -90,8 +98,9 @@ class Merged:
 class _Entry:
     tier: int
     name: str
-    node: yaml.MappingNode
+    node: yaml.MappingNode | None  # None: the entry is gone, a trace of an earlier merge says so
     values: dict[str, Any]
+    trace_line: int | None = None  # the line of that trace
 
 
 def hosted_flags(config: CalderaConfig, entry_verbs: list[str]) -> dict[str, dict[str, bool]]:
@@ -112,7 +121,12 @@ def merge(
     conf_text: str, config: CalderaConfig, extender: dict[str, Any], entry_verbs: list[str]
 ) -> Merged:
     """``conf_text`` with ``extender`` (what ``caldera volcano-config`` prints) in place of the
-    in-tree plugins ``config`` hosts."""
+    in-tree plugins ``config`` hosts.
+
+    Every hosted entry the merge changes leaves a trace line with its original values (``TRACE``),
+    so that a merge of a merged conf (the guide runs it again after each change of caldera.yaml)
+    works from the conf as it was before Caldera: the same text and the same warnings, and an
+    entry whose plugin Caldera no longer hosts comes back as it was."""
     try:
         root = yaml.compose(conf_text)
         data = yaml.safe_load(conf_text)
@@ -120,18 +134,33 @@ def merge(
         raise MergeError(f"not YAML: {exc}") from None
     if not isinstance(root, yaml.MappingNode) or not isinstance(data, dict):
         raise MergeError("not a volcano-scheduler.conf: expected a mapping with tiers")
-    entries = _entries(root)
+    entries = _with_traces(_entries(root), _traces(conf_text, root))
     hosted = hosted_flags(config, entry_verbs)
     result = Merged(conf_text)
     asked = Asked(_actions(data, result), config.release)
     actions = asked.actions
     _warn_unasked_verbs(config, entry_verbs, asked, result)
 
+    url = extender.get("arguments", {}).get("extender.urlPrefix")
+    # The verbs the conf's own extender entry already asks: an in-tree flag that is off for one
+    # of them was turned off for the extender (an earlier merge, or the shipped conf), not by
+    # the operator's choice.
+    answered: set[str] = set()
     for entry in entries:
-        if entry.name == "extender":
+        if entry.name != "extender":
+            continue
+        arguments = entry.values.get("arguments") or {}
+        answered |= {point.verb for point in EXTENSION_POINTS if arguments.get(point.argument)}
+        if arguments.get("extender.urlPrefix") == url:
+            result.notes.append(
+                f"tier {entry.tier + 1} already has Caldera's extender entry ({url}): it is"
+                " replaced by the one for this configuration"
+            )
+        else:
             result.warnings.append(
-                f"tier {entry.tier + 1} already has an extender entry: it is replaced by"
-                " Caldera's (one scheduler has one extender plugin)"
+                f"tier {entry.tier + 1} already has an extender entry"
+                f" ({arguments.get('extender.urlPrefix')}): it is replaced by Caldera's (one"
+                " scheduler has one extender plugin)"
             )
     names = [e.name for e in entries]
     for name in sorted({n for n in names if names.count(n) > 1 and n in hosted}):
@@ -145,17 +174,35 @@ def merge(
         )
         home = None
     else:
-        home = targets[0]
+        # A conf merged before keeps the entry where it stands (merging again changes nothing);
+        # otherwise it takes the place of the first hosted plugin.
+        home = next((e for e in targets if e.name == "extender"), targets[0])
 
     edits: list[tuple[int, int, str]] = []  # (first line, end line exclusive, new text)
+    left: dict[int, int] = {}  # plugin entries each tier keeps
     placed = False
     for entry in entries:
+        trace = entry.trace_line  # the line of its trace: an earlier merge changed it
         if entry.name not in hosted and entry.name != "extender":
+            if trace is not None:  # Caldera no longer hosts it: the entry comes back as it was
+                back = _render(entry.values, _trace_indent(conf_text, entry))
+                if entry.node is not None:
+                    edits.append((trace, trace + 1, ""))
+                    edits.append((*_span(conf_text, entry.node)[1:], back))
+                else:
+                    edits.append((trace, trace + 1, back))
+                result.notes.append(
+                    f"{entry.name}: back in tier {entry.tier + 1} as it was, Caldera no longer"
+                    " hosts it"
+                )
+            left[entry.tier] = left.get(entry.tier, 0) + 1
             continue
-        indent, first, end = _span(conf_text, entry.node)
+        indent = _trace_indent(conf_text, entry)
         pieces: list[str] = []
         if entry.name in hosted:
             kept = _kept_in_tree(entry, hosted[entry.name], config, actions, result)
+            if trace is None and kept != entry.values:  # an entry left as it was needs none
+                pieces.append(f"{indent}{TRACE}{_flow(entry.values)}\n")
             if kept is not None:
                 pieces.append(_render(kept, indent))
             voting = asked.flags(f for f, served in hosted[entry.name].items() if served)
@@ -164,15 +211,22 @@ def merge(
                     f"{entry.name} was in tier {entry.tier + 1}; through the extender it votes"
                     f" in tier {home.tier + 1} with the extender entry"
                 )
-            _compare_flags(entry, hosted[entry.name], asked, result)
+            _compare_flags(entry, hosted[entry.name], asked, answered, result)
+            if kept is not None:
+                left[entry.tier] = left.get(entry.tier, 0) + 1
         if not placed and entry is home:
             pieces.append(_render(extender, indent))
             placed = True
-        edits.append((first, end, "".join(pieces)))
+            left[entry.tier] = left.get(entry.tier, 0) + 1
+        if entry.node is not None:
+            edits.append((*_span(conf_text, entry.node)[1:], "".join(pieces)))
+        elif trace is not None:  # only its trace is left: what it gets goes after the trace
+            edits.append((trace + 1, trace + 1, "".join(pieces)))
 
-    edits = _drop_emptied_tiers(conf_text, root, entries, edits)
+    emptied = {e.tier for e in entries} - set(left)
+    edits = _drop_emptied_tiers(conf_text, root, emptied, edits)
     lines = conf_text.splitlines(keepends=True)
-    for first, end, text in sorted(edits, reverse=True):
+    for first, end, text in sorted(edits, key=lambda edit: (edit[0], edit[1]), reverse=True):
         lines[first:end] = [text] if text else []
     text = "".join(lines)
     if home is None:
@@ -184,6 +238,73 @@ def merge(
     result.text = text
     yaml.safe_load(text)  # the merged file is YAML (a bug here must not reach a ConfigMap)
     return result
+
+
+TRACE = "# handed to Caldera by caldera volcano-config --merge: "
+"""The line a hosted entry leaves where it was, with its values before the merge (YAML flow
+style): a later merge of the merged conf reads it back (``_traces``)."""
+
+_TRACE = re.compile(r"^(?P<indent>[ \t]*)" + re.escape(TRACE) + r"(?P<entry>\{.*\})[ \t]*$")
+
+
+@dataclass(frozen=True)
+class _Trace:
+    tier: int
+    line: int
+    values: dict[str, Any]
+
+
+def _flow(values: dict[str, Any]) -> str:
+    return yaml.safe_dump(values, default_flow_style=True, sort_keys=False, width=10**6).strip()
+
+
+def _traces(text: str, root: yaml.MappingNode) -> list[_Trace]:
+    """The trace lines an earlier merge left, each in the tier whose lines hold it."""
+    tiers = next((v for k, v in root.value if getattr(k, "value", None) == "tiers"), None)
+    if not isinstance(tiers, yaml.SequenceNode) or not tiers.value:
+        return []
+    starts = [tier.start_mark.line for tier in tiers.value]
+    found = []
+    for number, line in enumerate(text.splitlines()):
+        match = _TRACE.match(line)
+        if match is None or number < starts[0]:
+            continue
+        try:
+            values = yaml.safe_load(match["entry"])
+        except yaml.YAMLError:
+            continue  # not ours after all: a comment is kept as it is
+        if isinstance(values, dict) and isinstance(values.get("name"), str):
+            tier = max(t for t, start in enumerate(starts) if start <= number)
+            found.append(_Trace(tier, number, values))
+    return found
+
+
+def _with_traces(current: list[_Entry], traces: list[_Trace]) -> list[_Entry]:
+    """The conf's entries as they were before any merge: an entry kept in-tree with a trace has
+    the trace's values; a trace whose entry the merge removed is an entry without a node."""
+    unused = list(traces)
+    entries = []
+    for entry in current:
+        trace = next((t for t in unused if t.tier == entry.tier and t.values["name"] == entry.name
+                      and t.line < entry.node.start_mark.line), None)  # type: ignore[union-attr]  # fmt: skip
+        if trace is None:
+            entries.append(entry)
+            continue
+        unused.remove(trace)
+        entries.append(_Entry(entry.tier, entry.name, entry.node, trace.values, trace.line))
+    entries += [_Entry(t.tier, t.values["name"], None, t.values, t.line) for t in unused]
+    return sorted(entries, key=_line)
+
+
+def _line(entry: _Entry) -> int:
+    return entry.node.start_mark.line if entry.node is not None else entry.trace_line or 0
+
+
+def _trace_indent(text: str, entry: _Entry) -> str:
+    if entry.node is not None:
+        return _span(text, entry.node)[0]
+    match = _TRACE.match(text.splitlines()[entry.trace_line or 0])
+    return match["indent"] if match else ""
 
 
 def _actions(data: dict[str, Any], result: Merged) -> tuple[str, ...] | None:
@@ -272,15 +393,10 @@ def _names(names: list[str], last: str = "and") -> str:
 
 
 def _drop_emptied_tiers(
-    text: str, root: yaml.MappingNode, entries: list[_Entry], edits: list[tuple[int, int, str]]
+    text: str, root: yaml.MappingNode, emptied: set[int], edits: list[tuple[int, int, str]]
 ) -> list[tuple[int, int, str]]:
-    """A tier whose every plugin was handed to Caldera goes whole (an empty ``plugins:``
-    would be ``null``)."""
-    emptied = {e.tier for e in entries} - {
-        e.tier
-        for e in entries
-        if not any(first == _span(text, e.node)[1] and not new for first, _, new in edits)
-    }
+    """A tier whose every plugin was handed to Caldera goes whole, its trace lines with it (an
+    empty ``plugins:`` would be ``null``)."""
     if not emptied:
         return edits
     tiers = next(v for k, v in root.value if getattr(k, "value", None) == "tiers")
@@ -385,11 +501,24 @@ def _enabled(values: dict[str, Any], flag: str) -> bool:
     return value is not False
 
 
-def _compare_flags(entry: _Entry, flags: dict[str, bool], asked: Asked, result: Merged) -> None:
+def _compare_flags(
+    entry: _Entry, flags: dict[str, bool], asked: Asked, answered: set[str], result: Merged
+) -> None:
+    """``answered``: the verbs the conf's extender entry asks already. An entry with a trace has
+    its values from before any merge; one without (a conf written by hand with the extender's
+    entry, as the shipped overlays) has a flag off for a verb that entry asks because the
+    extender answers it there."""
     for flag, served in sorted(flags.items()):
         if not asked.flags([flag]):
             continue  # no configured action asks it: on or off, nothing is decided by it
         in_tree = _enabled(entry.values, flag)
+        if (
+            served
+            and not in_tree
+            and entry.trace_line is None
+            and {p.verb for p in EXTENSION_POINTS if p.flag == flag} <= answered
+        ):
+            continue
         if in_tree and not served:
             result.warnings.append(
                 f"{entry.name}: {flag} is on in-tree but off in Caldera's configuration: the"
@@ -451,6 +580,7 @@ def _warn_later_voters(
                 and entry.name in voters
                 and entry.name not in hosted
                 and _enabled(entry.values, flag)
+                and _registers(entry, flag)
             ):
                 continue
             turn = (
@@ -464,6 +594,15 @@ def _warn_later_voters(
             else:
                 risk_text = risk.format(name=entry.name, flag=flag, home=home_tier + 1)
                 result.warnings.append(f"{turn}: {risk_text}")
+
+
+def _registers(entry: _Entry, flag: str) -> bool:
+    """Whether the in-tree plugin registers the function ``flag`` gates at all: drf registers its
+    ReclaimableFn only with ``enableHierarchy: true`` (hdrf; ``drf.go``, v1.7 to v1.15), so the
+    drf of Volcano's default conf never votes on reclaim."""
+    if (entry.name, flag) in HIERARCHY_ONLY:
+        return entry.values.get("enableHierarchy", FLAG_DEFAULTS["enableHierarchy"]) is True
+    return True
 
 
 def _prepend_tier(text: str, root: yaml.MappingNode, extender: dict[str, Any]) -> str:

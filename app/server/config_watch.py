@@ -58,7 +58,8 @@ logger = logging.getLogger("caldera.config")
 RESTART_ONLY = (
     "volcanoVersion", "maxRequestBytes", "maxSnapshotBytes", "explainSessions", "explainEntries",
     "explainEvents", "explainEventsKubeconfig", "sessionState", "sessionStateKubeconfig",
-    "sessionStateSchedulerNames", "sessionStateDefaultQueue",
+    "sessionStateSchedulerNames", "sessionStateDefaultQueue", "sessionStateMaxStaleness",
+    "sessionStateMaxDivergentSessions",
 )  # fmt: skip
 """Top-level keys a live reload cannot change (see the module docstring)."""
 DEFAULT_INTERVAL_SECONDS = 2.0

@@ -48,6 +48,8 @@ class JsonFormatter(logging.Formatter):
 
 
 TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(name)s [%(request_id)s] %(message)s"
+HTTP_CLIENT_LOGGER = "httpx2"
+"""lightkube's HTTP client (the watches, pdb's, the PodGroup Events)."""
 
 
 def configure_logging(level: str = "info", fmt: str = "auto") -> None:
@@ -62,6 +64,11 @@ def configure_logging(level: str = "info", fmt: str = "auto") -> None:
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
     logging.getLogger("uvicorn.access").disabled = True  # per-call lines would cost the hot path
+    # The HTTP client logs every request at INFO: a watch's relists and pdb's and Events' calls
+    # would bury Caldera's own lines. Shown only when the operator asks for debug.
+    logging.getLogger(HTTP_CLIENT_LOGGER).setLevel(
+        logging.NOTSET if level.lower() == "debug" else logging.WARNING
+    )
 
 
 class Throttle:

@@ -7,6 +7,7 @@ checked-in copy of ``caldera openapi``; a test fails when the two differ.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import msgspec
@@ -23,7 +24,24 @@ def components() -> dict[str, Any]:
         kinds.append(point.request)
         kinds.extend(point.answers)
     _, comps = msgspec.json.schema_components(kinds, ref_template=REF)
-    return dict(sorted(comps.items()))
+    return dict(sorted(_cleaned(comps).items()))
+
+
+def _cleaned(schema: Any) -> Any:
+    """Every ``description`` (a struct's docstring) as ``inspect.cleandoc`` leaves it: msgspec
+    0.23 cleans docstrings and 0.22 keeps their indentation, so the document would depend on the
+    version installed (issue 47 item 10: the wheel's ``caldera openapi`` differed from
+    openapi/openapi.json)."""
+    if isinstance(schema, dict):
+        return {
+            key: inspect.cleandoc(value)
+            if key == "description" and isinstance(value, str)
+            else _cleaned(value)
+            for key, value in schema.items()
+        }
+    if isinstance(schema, list):
+        return [_cleaned(value) for value in schema]
+    return schema
 
 
 def _ref(kind: type[Any]) -> dict[str, str]:

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 from fastapi import Request
 
 from app import __version__
+from app.cluster_state import multi_scheduler
+from app.cluster_state.audit import SelfAudit
 from app.cluster_state.cluster_mode import ClusterSessionState
 from app.cluster_state.compare_mode import SessionStateComparison
 from app.cluster_state.derive import Settings
@@ -37,7 +40,7 @@ from app.server.config_watch import DEFAULT_INTERVAL_SECONDS, ConfigWatch, Serve
 from app.server.features import EVENTS, POLL_SECONDS, RECORD, Features
 from app.server.record import Recorder
 from app.server.snapshot_health import SnapshotHealth
-from app.session import SessionManager
+from app.session import SessionManager, SessionNumbers
 from app.shadow.service import DEFAULT_MAX_QUEUED_BYTES, Shadow
 from plugins.api.base import Background, utc_now
 
@@ -95,6 +98,8 @@ class Runtime:
             self.features.enabled(RECORD)
             recorder.on_failure = functools.partial(self.features.failed, RECORD)
         self.faults = PluginFaults(metrics, clock)
+        self.session_numbers = SessionNumbers()
+        """Shared by every configuration's sessions: numbered for the process's life."""
         sessions = self.sessions_for(config, backgrounds)
         self.extender = extender = Extender(config, sessions, metrics)
         self.session_state = extender.session_state = session_state_for(config, metrics)
@@ -137,7 +142,7 @@ class Runtime:
         """``config``'s sessions, telling the decision stream's subscribers of this runtime."""
         return SessionManager(
             config, self.metrics, backgrounds, clock=self.clock, record=self.record,
-            events=self.events, faults=self.faults,
+            events=self.events, faults=self.faults, numbers=self.session_numbers,
         )  # fmt: skip
 
     def switch(self, new: CalderaConfig, new_backgrounds: Backgrounds) -> None:
@@ -248,9 +253,19 @@ class Runtime:
 
 def session_state_for(config: CalderaConfig, metrics: Metrics) -> SessionState | None:
     """The cluster state ``sessionState`` asks Caldera to watch, if any."""
-    watched = Settings(config.sessionStateSchedulerNames, config.sessionStateDefaultQueue)
+    watched = Settings(
+        config.sessionStateSchedulerNames,
+        config.sessionStateDefaultQueue,
+        multi_scheduler.from_env(os.environ),  # refused before (config_checks) when it raises
+    )
+    staleness = config.sessionStateMaxStaleness
+
+    def watch_error(collection: str, kind: str) -> None:
+        metrics.session_state_watch_errors.labels(collection, kind).inc()
+
+    state: SessionState
     if config.sessionState == "compare":
-        return SessionStateComparison(
+        state = SessionStateComparison(
             watched,
             config.sessionStateKubeconfig,
             count=lambda kind, n: metrics.session_state_differences.labels(kind).inc(n),
@@ -258,12 +273,25 @@ def session_state_for(config: CalderaConfig, metrics: Metrics) -> SessionState |
                 kind
             ).inc(n),
             outcome=lambda outcome: metrics.session_state_sessions.labels(outcome).inc(),
+            max_staleness=staleness,
+            on_error=watch_error,
         )
-    if config.sessionState == "cluster":
-        return ClusterSessionState(
-            watched, config.sessionStateKubeconfig, metrics.session_state_derive.observe
+    elif config.sessionState == "cluster":
+        audit = SelfAudit(
+            max_divergent_sessions=config.sessionStateMaxDivergentSessions,
+            count=lambda kind, why, n: metrics.session_state_audit_differences.labels(
+                kind, why
+            ).inc(n),
         )
-    return None
+        state = ClusterSessionState(
+            watched, config.sessionStateKubeconfig, metrics.session_state_derive.observe,
+            max_staleness=staleness, on_error=watch_error, audit=audit,
+        )  # fmt: skip
+    else:
+        return None
+    # Read at each scrape: the gauge is right whether or not a session asks meanwhile.
+    metrics.session_state_stale.set_function(lambda: 1.0 if state.staleness.stale() else 0.0)
+    return state
 
 
 def feature_health(features: Features, feature: str, problem: str | None) -> None:

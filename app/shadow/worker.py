@@ -53,7 +53,7 @@ from app.config import (
 from app.explain import DecisionRecord
 from app.extender import Body, Extender
 from app.plugin_faults import Fault, PluginFaults
-from app.session import SessionManager
+from app.session import SessionManager, SessionNumbers
 from app.shadow.diff import COMPARES, compare
 from app.shadow.gate import LiveActivity
 from app.shadow.pipe import read_exactly
@@ -129,6 +129,8 @@ class Evaluator:
         self.backgrounds: Backgrounds = {}
         self.faults = ForwardedFaults(send)
         """Kept across reloads, as the live process keeps its own."""
+        self.numbers = SessionNumbers()
+        """The shadow's own sessions' numbers, kept across reloads as the live process's are."""
         self.sha: str | None = None
         self.stat: tuple[int, int] | None = None
         self.session = -1
@@ -156,7 +158,9 @@ class Evaluator:
                 self._refuse_snapshot_only(config)
             backgrounds, mirrors, chosen, described = self._start(config)
             record = DecisionRecord(config.explainSessions, config.explainEntries)
-            sessions = SessionManager(config, None, backgrounds, record=record, faults=self.faults)
+            sessions = SessionManager(
+                config, None, backgrounds, record=record, faults=self.faults, numbers=self.numbers
+            )
             extender = Extender(config, sessions, None)
         except Exception as exc:
             self.send(("problem", describe(exc)))
@@ -344,6 +348,28 @@ def off_live_cpus() -> None:
             os.sched_setaffinity(0, others)
 
 
+SHADOW_PREFIX = "shadow:"
+"""Before the logger name of every line the shadow configuration's process logs."""
+
+
+def mark_as_shadow() -> None:
+    """Name every record this process makes from now on as the shadow configuration's: its
+    logger name gets :data:`SHADOW_PREFIX` (``shadow:caldera.plugins.overcommit``), in JSON and
+    text alike. The shadow's process (this module) writes to the live process's stderr,
+    and its plugins log what the live ones do ("resource in cluster is overused"): unmarked, a
+    decision the shadow only considered reads as one Volcano was given. Set at record creation,
+    not in a handler's filter, so that every handler sees one mark whatever the loggers and
+    handlers a plugin sets up."""
+    make = logging.getLogRecordFactory()
+
+    def shadow_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        record.name = SHADOW_PREFIX + record.name
+        return record
+
+    logging.setLogRecordFactory(shadow_record)
+
+
 def main(
     path: str,
     inbox: Connection,
@@ -363,6 +389,7 @@ def main(
             activity.wait_idle(lambda: os.getppid() != parent)
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the parent, which ends us
+    mark_as_shadow()  # its lines share the live process's stderr: say whose they are
     lowest_priority()
     reports = Reports(outbox)
     evaluator = Evaluator(Path(path), reports.append, live_keys, cluster)

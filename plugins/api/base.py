@@ -176,9 +176,11 @@ class Plugin:
 
     @classmethod
     def argument_errors(cls, arguments: Arguments) -> dict[str, str]:
-        """Problems Volcano's getter rules cannot absorb, by argument name: an unknown choice,
-        a missing companion argument. Any makes the configuration invalid (exit 2 at startup);
-        a mere wrong type keeps the default with a warning, as in Volcano."""
+        """Problems Volcano's getter rules cannot absorb, by argument name (argument key to
+        message): an unknown choice, a missing companion argument. Any makes the configuration
+        invalid (exit 2 at startup); a mere wrong type keeps the default with a warning, as in
+        Volcano. An answer of another type, or an exception, is a configuration error naming
+        the plugin."""
         return {}
 
     @classmethod
@@ -265,6 +267,15 @@ _hook_cache: dict[type[Plugin], frozenset[str]] = {}
 
 def _overrides(cls: type[Plugin], method: str) -> bool:
     return getattr(cls, method) is not getattr(Plugin, method)
+
+
+def hook_name(cls: type[Plugin], hook: str) -> str:
+    """The name of ``hook`` as ``cls``'s author wrote it: ``node_score`` for a plugin that scores
+    node by node (the default ``node_order`` asks it), the hook itself otherwise. Messages a
+    plugin author reads use it (issue 47 item 9)."""
+    if hook == "node_order" and _overrides(cls, "node_score") and not _overrides(cls, hook):
+        return "node_score"
+    return hook
 
 
 def implemented_hooks(cls: type[Plugin]) -> frozenset[str]:

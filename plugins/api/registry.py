@@ -39,6 +39,9 @@ plugins share) are not plugins; tests/plugins/api/test_registry.py checks that e
 module and package of ``plugins/`` is listed here."""
 
 _registry: dict[str, type[Plugin]] = {}
+_failed: dict[str, str] = {}
+"""Entry points that are installed but gave no plugin: name to why (an import that raised, an
+object that is not a Plugin), so a configuration naming one is told that, not to install it."""
 _P = TypeVar("_P", bound=Plugin)
 _loaded = False
 
@@ -63,6 +66,7 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
+    _failed.clear()
     for module in BUILT_IN:
         importlib.import_module(module)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -70,12 +74,15 @@ def _load() -> None:
             obj = ep.load()
         except Exception as exc:  # a broken third-party package must not hide the others
             logger.error("plugin entry point %s (%s) failed to load: %s", ep.name, ep.value, exc)
+            _failed[ep.name] = f"importing {ep.value} raised {type(exc).__name__}: {exc}"
             continue
         if not (isinstance(obj, type) and issubclass(obj, Plugin)):
             logger.error("plugin entry point %s (%s) is not a Plugin subclass", ep.name, ep.value)
+            _failed[ep.name] = f"{ep.value} is not a Plugin subclass"
             continue
         if obj.name != ep.name:
             logger.error("plugin entry point %s names class with name %r", ep.name, obj.name)
+            _failed[ep.name] = f"{ep.value} is a plugin named {obj.name!r}, not {ep.name!r}"
             continue
         if ep.name in _registry and _registry[ep.name] is not obj:
             logger.error("plugin entry point %s clashes with a plugin of that name", ep.name)
@@ -93,6 +100,12 @@ def reload() -> None:
 def get(name: str) -> type[Plugin] | None:
     _load()
     return _registry.get(name)
+
+
+def failure(name: str) -> str | None:
+    """Why the installed entry point ``name`` gave no plugin; ``None`` when none failed."""
+    _load()
+    return _failed.get(name)
 
 
 def names() -> list[str]:

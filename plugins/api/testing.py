@@ -67,12 +67,15 @@ from schemas.api import (
 from schemas.k8s import (
     Container,
     Node,
+    NodeSpec,
     ObjectMeta,
     Pod,
     PodSpec,
     PodStatus,
     ResourceList,
     ResourceRequirements,
+    Taint,
+    Toleration,
 )
 
 if TYPE_CHECKING:
@@ -158,11 +161,15 @@ def task(
     memory: float = 0,
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
+    tolerations: Iterable[Toleration | Mapping[str, Any]] | None = None,
     **fields: Any,
 ) -> TaskInfo:
     """A pod of PodGroup ``namespace/job`` asking ``milli_cpu`` millicores and ``memory`` bytes,
     with the Pod Volcano embeds (its metadata, one container with those requests, the phase
-    that goes with ``status``). ``UID`` defaults to ``uid-<namespace>-<name>``."""
+    that goes with ``status``). ``UID`` defaults to ``uid-<namespace>-<name>``. ``tolerations``:
+    the pod's ``spec.tolerations``, each a :class:`~schemas.k8s.Toleration` or a mapping in
+    Kubernetes' JSON shape (``{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}``);
+    read back as ``task.Pod.spec.tolerations``."""
     meta = ObjectMeta(
         name=name,
         namespace=namespace,
@@ -176,7 +183,8 @@ def task(
     pod = Pod(
         metadata=meta,
         spec=PodSpec(
-            containers=[Container(name="main", resources=ResourceRequirements(requests=requests))]
+            containers=[Container(name="main", resources=ResourceRequirements(requests=requests))],
+            tolerationsRaw=_listed(tolerations, Toleration),
         ),
         status=PodStatus(phase="Running" if running else "Pending"),
     )
@@ -202,11 +210,16 @@ def node(
     milli_cpu: float = 8000,
     memory: float = 32 << 30,
     tasks: Iterable[TaskInfo] = (),
+    taints: Iterable[Taint | Mapping[str, Any]] | None = None,
+    unschedulable: bool = False,
     **fields: Any,
 ) -> NodeInfo:
     """A Ready node with ``milli_cpu`` and ``memory`` allocatable, running ``tasks`` (their
     requests are its ``Used``, the rest its ``Idle``). ``node.Tasks`` holds them keyed
-    ``namespace/name``, as Volcano sends them."""
+    ``namespace/name``, as Volcano sends them. ``taints`` (each a :class:`~schemas.k8s.Taint`
+    or a mapping in Kubernetes' JSON shape, ``{"key": "gpu", "value": "h100", "effect":
+    "NoSchedule"}``) and ``unschedulable`` (``kubectl cordon``) are the Node's ``spec``; read
+    back as ``node.Node.spec.taints``."""
     bound = {f"{t.Namespace}/{t.Name}": t for t in tasks}
     used_cpu = float(sum(t.Resreq.MilliCPU for t in bound.values() if t.Resreq is not None))
     used_memory = float(sum(t.Resreq.Memory for t in bound.values() if t.Resreq is not None))
@@ -215,7 +228,8 @@ def node(
     values: dict[str, Any] = {
         "Name": name,
         "Node": Node(
-            metadata=ObjectMeta(name=name, labels=dict(labels or {}), creationTimestamp=T0)
+            metadata=ObjectMeta(name=name, labels=dict(labels or {}), creationTimestamp=T0),
+            specRaw=_node_spec(taints, unschedulable),
         ),
         "State": NodeState(Phase=int(NodePhase.Ready)),
         "Allocatable": allocatable,
@@ -226,6 +240,36 @@ def node(
         **fields,
     }
     return NodeInfo(**values)
+
+
+def _listed(items: Iterable[Any] | None, kind: type[Any]) -> msgspec.Raw:
+    """``items`` as the raw JSON list of a lazy field, each checked against ``kind`` (a mapping
+    with a misspelt key or a wrong type fails here, not in the plugin under test); absent when
+    ``None``."""
+    if items is None:
+        return msgspec.Raw(b"null")
+    listed = []
+    for item in items:
+        if not isinstance(item, kind):
+            unknown = sorted(set(item) - set(kind.__struct_fields__))
+            if unknown:
+                raise TypeError(
+                    f"{kind.__name__} has no field {unknown[0]!r} (its fields:"
+                    f" {', '.join(kind.__struct_fields__)})"
+                )
+            item = msgspec.convert(dict(item), kind, strict=True)
+        listed.append(item)
+    return msgspec.Raw(msgspec.json.encode(listed))
+
+
+def _node_spec(taints: Iterable[Any] | None, unschedulable: bool) -> msgspec.Raw:
+    if taints is None and not unschedulable:
+        return msgspec.Raw(b"null")  # as a node without a spec Volcano would send
+    spec = NodeSpec(
+        unschedulable=unschedulable,
+        taints=msgspec.json.decode(_listed(taints, Taint), type=list[Taint] | None),
+    )
+    return msgspec.Raw(msgspec.json.encode(spec))
 
 
 def job(

@@ -32,6 +32,7 @@ import contextlib
 import logging
 import os
 import random
+import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,7 @@ def default_config(
     environ: Mapping[str, str] | None = None,
     home: str | None = None,
     service_account_dir: str = SERVICE_ACCOUNT_DIR,
+    setting: str = "the plugin's kubeconfig argument",
 ) -> ClusterConfig:
     """No kubeconfig named: in a pod, the service account (``rest.InClusterConfig``); outside
     one (``caldera replay`` on a workstation), client-go's default loading rules — the first
@@ -100,13 +102,15 @@ def default_config(
             return kubeconfig_config(path)
     raise KubeconfigError(
         "no cluster: not in a pod (KUBERNETES_SERVICE_HOST unset), $KUBECONFIG names no file"
-        " and ~/.kube/config does not exist; give the plugin a kubeconfig argument"
+        f" and ~/.kube/config does not exist; name a kubeconfig file in {setting}"
     )
 
 
-def named_or_default_config(kubeconfig: str | None) -> ClusterConfig:
-    """The kubeconfig file a plugin argument names, else :func:`default_config`."""
-    return kubeconfig_config(kubeconfig) if kubeconfig else default_config()
+def named_or_default_config(
+    kubeconfig: str | None, setting: str = "the plugin's kubeconfig argument"
+) -> ClusterConfig:
+    """The kubeconfig file ``setting`` names, else :func:`default_config`."""
+    return kubeconfig_config(kubeconfig) if kubeconfig else default_config(setting=setting)
 
 
 def connect(config: ClusterConfig, request_timeout: float) -> AsyncClient:
@@ -273,6 +277,33 @@ class ReflectorStatus:
     lists: int = 0
     watch_restarts: int = 0
     events: int = 0
+    errors_in_a_row: int = 0
+    """Failures since the watch last worked (a list, an event or bookmark, a watch that ran to
+    its deadline): a quiet watch has none, a broken one keeps counting."""
+    failing_since: float | None = None
+    """``time.monotonic()`` of the first of those failures; None while the watch works."""
+    errors: dict[str, int] = field(default_factory=dict)
+    """Failures by kind (:func:`error_kind`) since the start."""
+
+
+def error_kind(exc: BaseException) -> str:
+    """A failure's kind, a bounded label: what an operator does about it differs by kind."""
+    code: int | None = None
+    if isinstance(exc, ApiError):
+        code = exc.status.code
+    elif isinstance(exc, httpx2.HTTPStatusError):
+        code = exc.response.status_code
+    if code is not None:
+        named = {401: "unauthorized", 403: "forbidden", 404: "not_found", 410: "gone",
+                 429: "throttled"}  # fmt: skip
+        return named.get(code, "server_error" if code >= 500 else "client_error")
+    if isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout):
+        return "connect"
+    if isinstance(exc, httpx2.TransportError):
+        return "stream"  # the connection broke or timed out after it was made
+    if isinstance(exc, ConfigError | OSError):
+        return "config"
+    return "other"
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -303,8 +334,13 @@ class Reflector(Generic[T]):
         watch_timeout_seconds: tuple[float, float] = (300, 600),
         backoff: Backoff | None = None,
         request_timeout: float = 30.0,
+        on_error: Callable[[str, str], None] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.resource = resource
+        self._on_error = on_error
+        """Told (collection, kind) of each failure: ``caldera_session_state_watch_errors_total``."""
+        self._monotonic = monotonic
         self._decode = decode
         self._store = store
         self._load_config = load_config
@@ -324,6 +360,7 @@ class Reflector(Generic[T]):
     async def run(self) -> None:
         """The reflector loop; returns only when cancelled."""
         need_list = True
+        recovering = False
         try:
             while True:
                 watching = False
@@ -333,9 +370,13 @@ class Reflector(Generic[T]):
                         await self._list(client)
                         need_list = False
                         self.backoff.reset()
+                    elif recovering:
+                        await self._probe(client)
+                    recovering = False
                     watching = True
                     await self._watch(client)
                     self.status.watch_restarts += 1  # the deadline passed: watch again
+                    self._working()
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
@@ -346,11 +387,33 @@ class Reflector(Generic[T]):
                         if watching:  # our resourceVersion is too old: list again, at once
                             logger.info("%s: watch expired (%s); listing again", self.name, exc)
                             continue
+                    recovering = True
                     await self._failed(exc)
         finally:
             await self.close()
 
+    async def _probe(self, client: AsyncClient) -> None:
+        """After a failure, before the watch resumes from its resourceVersion: a list of one
+        object. A resumed watch that stays quiet proves nothing (a healthy collection can go
+        minutes without an event), so this is what shows the collection is reachable and
+        readable again, at the cost of one object, not a relist."""
+        async for _ in client.list(self.resource, namespace=ALL_NS, chunk_size=1):
+            break
+        self._working()
+
+    def _working(self) -> None:
+        self.status.errors_in_a_row = 0
+        self.status.failing_since = None
+
     async def _failed(self, exc: Exception) -> None:
+        kind = error_kind(exc)
+        status = self.status
+        status.errors[kind] = status.errors.get(kind, 0) + 1
+        status.errors_in_a_row += 1
+        if status.failing_since is None:
+            status.failing_since = self._monotonic()
+        if self._on_error is not None:
+            self._on_error(self.name, kind)
         self.status.last_error = f"{type(exc).__name__}: {exc}"
         delay = self.backoff.next()
         logger.warning("%s: %s; retrying in %.1fs", self.name, self.status.last_error, delay)
@@ -378,6 +441,7 @@ class Reflector(Generic[T]):
         self.status.lists += 1
         self.status.synced = True
         self.status.last_error = None
+        self._working()
         logger.info(
             "%s: listed %d objects at resourceVersion %s", self.name, len(items), resource_version
         )
@@ -420,3 +484,5 @@ class Reflector(Generic[T]):
             self.status.resource_version = resource_version
         self.status.events += 1
         self.backoff.reset()  # the stream works: a later break retries quickly
+        if self.status.failing_since is not None:
+            self._working()

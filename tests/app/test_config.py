@@ -15,6 +15,10 @@ from app.config import (
     load_config,
     load_config_text,
 )
+from plugins.api import registry
+from plugins.api.arguments import Arguments
+from plugins.api.base import Plugin
+from schemas.api import QueueInfo
 
 
 def load(text: str):
@@ -227,3 +231,56 @@ def test_the_verbs_a_plugin_needs_depend_on_the_release(
         return
     needed, _ = needed_verbs(load(text))
     assert set(needed) - {"onSessionOpen", "onSessionClose"} == verbs
+
+
+class _ArgumentErrors(Plugin):
+    """A plugin whose ``argument_errors`` answers whatever the case gives it."""
+
+    name = "test-config-argument-errors"
+    answer: object = None
+
+    @classmethod
+    def argument_errors(cls, arguments: Arguments) -> dict[str, str]:
+        if isinstance(cls.answer, Exception):
+            raise cls.answer
+        return cls.answer  # type: ignore[return-value]
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("name", "answer", "problem"),
+    [
+        pytest.param("a list, as an author wrote it", ["limit must be positive"],
+                     "plugin 'test-config-argument-errors': argument_errors returned list"
+                     " ['limit must be positive']; expected a dict of"
+                     " argument name to problem (dict[str, str])", id="list"),
+        pytest.param("a message that is not a string", {"limit": 3},
+                     "plugin 'test-config-argument-errors': argument_errors returned the entry"
+                     " 'limit': 3; expected a dict", id="int"),
+        pytest.param("raises", ValueError("limit"),
+                     "plugin 'test-config-argument-errors': argument_errors raised ValueError:"
+                     " limit", id="raises"),
+        pytest.param("the contract: its problems, by key", {"limit": "must be positive"},
+                     "tiers[0].plugins[0].arguments.limit: must be positive", id="dict"),
+    ],
+)  # fmt: skip
+def test_argument_errors_of_another_type_are_a_configuration_error_naming_the_plugin(
+    name: str, answer: object, problem: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 47 item 9: a plugin returning a list from argument_errors made check-config print a
+    traceback."""
+    from app.commands.cli import main
+
+    registry.register(_ArgumentErrors)
+    _ArgumentErrors.answer = answer
+    try:
+        path = tmp_path / "caldera.yaml"
+        path.write_text(f"tiers: [{{plugins: [{{name: {_ArgumentErrors.name}}}]}}]\n")
+        assert main(["check-config", str(path)]) == 2, name
+        err = capsys.readouterr().err
+        assert problem in err, (name, err)
+        assert "Traceback" not in err
+    finally:
+        registry._registry.pop(_ArgumentErrors.name, None)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from app.explain import DecisionRecord
 from app.framework import Framework, Slot
 from app.metrics import Metrics
 from app.plugin_faults import (
+    BENCHED_WITHOUT_SESSION,
     DEFAULT_TIME_BUDGET,
     OVERRUNS_BEFORE_POLICY,
     Fault,
@@ -70,6 +72,8 @@ def build(
     metrics: Metrics | None = None,
     faults: PluginFaults | None = None,
     budget: float | None = None,
+    clock: Callable[[], datetime] = lambda: AT,
+    sessionless: bool = False,
 ) -> Framework:
     """Tiers of (name, plugin, onError); the decision record is on."""
     built = [
@@ -84,7 +88,9 @@ def build(
         for tier in tiers
     ]
     log = DecisionRecord().open(1, AT)
-    return Framework(built, Release(1, 16), metrics, log, lambda: AT, None, faults)
+    return Framework(
+        built, Release(1, 16), metrics, log, clock, None, faults, sessionless=sessionless
+    )
 
 
 # Each verb with a broken plugin beside a working one: under abstain the working one's answer
@@ -324,6 +330,104 @@ def test_a_call_within_budget_resets_the_run(ticking: list[float]) -> None:
         assert fw.all_true(ready, JOB) is False
 
 
+class SlowCloser(Slow):
+    """Slow at jobReady (under ``ticking``), and counts the session closes it is told."""
+
+    name = "slow"
+    closed = 0
+
+    def on_session_close(self) -> None:
+        type(self).closed += 1
+
+
+class RaisingCloser(Plugin):
+    name = "raising"
+
+    def on_session_close(self) -> None:
+        raise RuntimeError("close broke")
+
+
+# Issue 47: with no session to end it, a plugin benched for its budget stayed benched for good
+# (every later call a 500 "not asked"). Each case: the framework (sessionless or a session's),
+# then seconds after the benching and each step's call time, with whether the plugin is asked.
+BENCH_CASES = [
+    # (case, sessionless, [(seconds after the benching, call time, asked)])
+    ("a session's bench lasts the session", False,
+     [(1, 0.01, False), (BENCHED_WITHOUT_SESSION + 60, 0.01, False)]),
+    ("without a session, not asked within the window", True,
+     [(1, 0.01, False), (BENCHED_WITHOUT_SESSION - 1, 0.01, False)]),
+    ("without a session, asked again after it; a fast call ends the probation", True,
+     [(BENCHED_WITHOUT_SESSION, 0.01, True), (BENCHED_WITHOUT_SESSION, 0.2, True),
+      (BENCHED_WITHOUT_SESSION, 0.2, True), (BENCHED_WITHOUT_SESSION, 0.01, True)]),
+    ("without a session, a slow probation call benches it again at once", True,
+     [(BENCHED_WITHOUT_SESSION, 0.2, True), (BENCHED_WITHOUT_SESSION + 1, 0.01, False),
+      (2 * BENCHED_WITHOUT_SESSION, 0.01, True)]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "sessionless", "steps"), BENCH_CASES, ids=[c[0] for c in BENCH_CASES]
+)
+def test_how_long_an_overrunning_plugin_is_benched(
+    ticking: list[float], case: str, sessionless: bool, steps: list[tuple[float, float, bool]]
+) -> None:
+    now = [AT]
+    metrics = Metrics()
+    fw = build(
+        [("slow", Slow(Arguments()), "fail")], metrics=metrics, budget=0.1,
+        clock=lambda: now[0], sessionless=sessionless,
+    )  # fmt: skip
+    ready = BY_VERB["jobReady"]
+    ticking[0] = 0.2
+    for _ in range(OVERRUNS_BEFORE_POLICY - 1):
+        assert fw.all_true(ready, JOB) is False
+    with pytest.raises(PluginFailure):
+        fw.all_true(ready, JOB)  # the third in a row: benched from here
+    benched_at = now[0]
+    calls = {"plugin": "slow", "verb": "jobReady"}
+
+    def made() -> float:
+        return (
+            metrics.registry.get_sample_value("caldera_plugin_call_duration_seconds_count", calls)
+            or 0.0
+        )
+
+    for seconds, took, asked in steps:
+        now[0] = benched_at + timedelta(seconds=seconds)
+        ticking[0] = took
+        before = made()
+        try:
+            fw.all_true(ready, JOB)
+        except PluginFailure as exc:
+            assert exc.kind == "over_budget"
+        assert (made() > before) is asked, (case, seconds, took)
+
+
+def test_a_benched_plugin_is_still_told_its_session_closed(ticking: list[float]) -> None:
+    SlowCloser.closed = 0
+    metrics = Metrics()
+    fw = build(
+        [("slow", SlowCloser(Arguments()), "fail"), ("raising", RaisingCloser(Arguments()), "fail")],
+        metrics=metrics, budget=0.1,
+    )  # fmt: skip
+    ticking[0] = 0.2
+    ready = BY_VERB["jobReady"]
+    for _ in range(OVERRUNS_BEFORE_POLICY - 1):
+        fw.all_true(ready, JOB)
+    with pytest.raises(PluginFailure):
+        fw.all_true(ready, JOB)
+    ticking[0] = 0.0
+    fw.close()  # neither the bench nor a raising on_session_close fails the close
+    assert SlowCloser.closed == 1
+
+    def errors(plugin: str, kind: str) -> float | None:
+        labels = {"plugin": plugin, "verb": "onSessionClose", "kind": kind}
+        return metrics.registry.get_sample_value("caldera_plugin_errors_total", labels)
+
+    assert errors("slow", "over_budget") is None
+    assert errors("raising", "raised") == 1
+
+
 def test_faults_are_logged_once_then_rate_limited(caplog: pytest.LogCaptureFixture) -> None:
     now = [0.0]
     faults = PluginFaults(monotonic=lambda: now[0], log_interval=60)
@@ -398,3 +502,106 @@ def test_built_in_defaults_are_the_documented_ones() -> None:
         cls = registry.get(name)
         assert cls is not None and cls.on_error == policy, name
         assert f"| {name} | `{policy}` |" in guide, name
+
+
+def test_only_the_framework_without_a_session_benches_by_time() -> None:
+    """The sessionless framework lives as long as its configuration: it is the one whose
+    benching must end by time (issue 47: an extender entry without session verbs)."""
+    from app.session import SessionManager
+    from schemas.requests import OnSessionOpenRequest
+
+    config = parse_config({"tiers": [{"plugins": [{"name": "priority"}]}]}, "test")
+    sessions = SessionManager(config)
+    assert sessions.without_snapshot.sessionless
+    assert not sessions.open(OnSessionOpenRequest()).framework.sessionless
+
+
+def test_the_guide_says_how_long_a_plugin_is_benched_without_a_session() -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "plugin-author-guide.md").read_text()
+    text = " ".join(guide.split())
+    assert f"benched for {BENCHED_WITHOUT_SESSION:g} seconds instead" in text
+    assert f"another {BENCHED_WITHOUT_SESSION:g} seconds" in text
+
+
+# Issue 47 item 5: a slow hook holds every verb queued behind it on the one verb listener. A
+# prioritize call whose overrun benches its plugin is dropped (or fails) whatever the other
+# nodes score, so a plugin scoring node by node is not asked about them.
+SECONDS_PER_NODE = 3.0
+"""The walk-through's node_score: 3 s a node, against a 100 ms budget."""
+
+
+class NodeScorer(Plugin):
+    """``node_score`` only (the default ``node_order`` asks it per node): each node advances
+    the framework's call clock by ``took``, and the nodes asked are kept."""
+
+    name = "scorer"
+
+    def __init__(self, arguments: Arguments, clock: list[float], took: float) -> None:
+        super().__init__(arguments)
+        self.clock, self.took = clock, took
+        self.asked: list[str] = []
+
+    def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        self.clock[0] += self.took
+        self.asked.append(node.Name)
+        return 1.0
+
+
+class BatchScorer(NodeScorer):
+    """The same scores from a ``node_order`` of its own: one call the framework cannot split."""
+
+    name = "scorer"
+
+    def node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Mapping[str, float]:
+        return {node.Name: self.node_score(task, node) for node in nodes}
+
+
+CUT_CASES = [
+    # (case, plugin class, seconds per node, nodes, onError, nodes asked per call, last total)
+    ("over budget: the two calls whose answer is used ask every node, the benching one one",
+     NodeScorer, SECONDS_PER_NODE, 2, "abstain", [2, 2, 1], {}),
+    ("the same over 100 nodes: the benching call takes 3 s, not 300", NodeScorer,
+     SECONDS_PER_NODE, 100, "abstain", [100, 100, 1], {}),
+    ("under fail the benching call fails after one node", NodeScorer, SECONDS_PER_NODE, 2, "fail",
+     [2, 2, 1], None),
+    ("a node_order of its own is one call: every node is asked", BatchScorer, SECONDS_PER_NODE,
+     2, "abstain", [2, 2, 2], {}),
+    ("within budget every node is asked and scored", NodeScorer, 0.001, 2, "abstain", [2, 2, 2],
+     {"n0": 1.0, "n1": 1.0}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "cls", "took", "count", "policy", "asked", "last"),
+    CUT_CASES,
+    ids=[c[0] for c in CUT_CASES],
+)
+def test_a_prioritize_that_benches_its_plugin_stops_asking_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
+    cls: type[NodeScorer],
+    took: float,
+    count: int,
+    policy: str,
+    asked: list[int],
+    last: dict[str, float] | None,
+) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(framework_module, "_clock", lambda: clock[0])
+    scorer = cls(Arguments(), clock, took)
+    faults = PluginFaults()
+    fw = build([("scorer", scorer, policy)], budget=0.1, faults=faults)
+    point, nodes = BY_VERB["prioritize"], [NodeInfo(Name=f"n{i}") for i in range(count)]
+    per_call, total = [], None
+    for _ in asked:
+        before = len(scorer.asked)
+        try:
+            total = fw.score_sum(point, task("t"), nodes)
+        except PluginFailure as exc:
+            assert exc.kind == "over_budget"
+            total = None
+        per_call.append(len(scorer.asked) - before)
+    assert (per_call, total) == (asked, last), case
+    if asked[-1] < count:
+        last_fault = faults.describe()["scorer"]["last"]["error"]
+        assert f"stopped after 1 of {count} nodes, the others not asked" in last_fault

@@ -286,10 +286,12 @@ def test_report_renders_the_published_run_again(
 
 
 def evict_run(scheduler: str, **over: Any) -> dict[str, Any]:
+    """An evict group run; the neutral server's evicts protected pods, as its control must."""
+    protected = {"protectedEvicted": 5} if scheduler in decisions.NEUTRAL else {}
     return run(
         scheduler,
         **{"nodes": 20, "pods": 200, "group": "evict", "bound": 20, "preemptors": 20,
-           "evicted": 20, **over},
+           "evicted": 20, **protected, **over},
     )  # fmt: skip
 
 
@@ -758,4 +760,126 @@ def test_a_neutral_server_that_did_not_hold_what_in_tree_held_is_no_control() ->
             [run("intree", **evict), run("neutral-cluster", **{**evict, "protectedEvicted": 9})]
         )
         == []
+    )
+
+
+@pytest.mark.parametrize("neutral", sorted(decisions.NEUTRAL))
+def test_the_evict_groups_neutral_control_must_evict_a_protected_pod(
+    neutral: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As each placement fact must differ from the neutral server's, the neutral server (which
+    grants every evictee) must evict a PDB-protected pod: if it evicts none, in-tree's and
+    Caldera's evicting none proves nothing about the protection (the committed run's round 2
+    evicted 1). Like a placement fact without its control, it stands at once: no rerun."""
+    assert decisions.compare_decisions([evict_run("intree"), evict_run(neutral)]) == []
+    spared = [evict_run("intree"), evict_run("caldera"), evict_run(neutral, protectedEvicted=0)]
+    [line] = decisions.compare_decisions(spared)
+    assert line.startswith("20 nodes, evict: the neutral server")
+    assert "evicted 20 pods, none of them PDB-protected: no control" in line
+    assert decisions.protection_violations([line]) == [line]  # never forgiven by a rerun
+    # one protected pod is enough (the committed run's round 2)
+    assert (
+        decisions.compare_decisions([evict_run("intree"), evict_run(neutral, protectedEvicted=1)])
+        == []
+    )
+    # the run fails, and nothing is run again
+    plans = fake_scale_test(monkeypatch, [spared])
+    out = tmp_path / "c.json"
+    assert cluster.main(parse("--smoke", "--groups", "evict", "--out", str(out))) == 1
+    assert len(plans) == 1
+    assert json.loads(out.read_text())["decision_differences"] == [line]
+    # the other groups' neutral runs evict nothing, and are not held to it
+    assert decisions.compare_decisions([run("intree"), run(neutral)]) == []
+
+
+def short_rounds() -> dict[str, Any]:
+    """Three rounds of the evict case: in-tree one preemptor short in rounds 2 and 3, Caldera
+    in round 3, each evicting as many pods as it bound; two clean reruns."""
+    runs = []
+    for number in (1, 2, 3):
+        intree = 19 if number > 1 else 20
+        hosted = 19 if number == 3 else 20
+        runs += [
+            evict_run("intree", bound=intree, evicted=intree, round=number),
+            evict_run("caldera", bound=hosted, evicted=hosted, round=number),
+            evict_run("caldera-cluster", round=number),
+            evict_run("neutral", protectedEvicted=number, round=number),
+        ]
+    clean = [evict_run("intree"), evict_run("caldera"), evict_run("caldera-cluster")]
+    schedulers = ["intree", "caldera", "caldera-cluster"]
+    rerun = {"cases": [[20, 200, "evict"]], "schedulers": schedulers, "runs": clean}
+    return {"runs": runs, "reruns": [rerun, rerun]}
+
+
+def test_the_headline_says_which_rounds_differed_and_why() -> None:
+    """bench/README's "identical to in-tree" stood on reruns in two of three rounds: the line
+    says so, from the document alone."""
+    text = decisions.decisions_block(short_rounds())
+    assert text.startswith(
+        "Decisions: identical to in-tree in everything compared, after reruns: the first runs"
+        " of 2 of 3 rounds of the plan differed (round 2: 20 / 200 evict, preemptors bound"
+        " in-tree 19, Caldera 20, cluster mode 20 of 20; round 3: 20 / 200 evict, preemptors"
+        " bound in-tree 19, Caldera 19, cluster mode 20 of 20); Volcano left a preemptor pending"
+        " (in-tree in rounds 2 and 3, Caldera in round 3), each such run having evicted exactly"
+        " as many pods as it bound: none for it; in-tree among them, so not a difference"
+        " Caldera's answers made; 2 reruns, in-tree and through Caldera in either mode, decided"
+        " identically. Compared: "
+    )
+    assert "(through the neutral server: 1 in round 1, 2 in round 2, 3 in round 3)" in text
+    # One round, nothing differing: the line says nothing of reruns.
+    [first, *_] = decisions.rounds(short_rounds()["runs"])
+    assert decisions.decisions_block({"runs": first}).startswith(
+        "Decisions: identical to in-tree in everything compared. Compared: "
+    )
+    # A single run whose first runs differed, forgiven by two reruns, names no round.
+    single = {
+        **short_rounds(),
+        "runs": [
+            {k: v for k, v in r.items() if k != "round"}
+            for r in decisions.rounds(short_rounds()["runs"])[2]
+        ],
+    }
+    assert decisions.decisions_block(single).startswith(
+        "Decisions: identical to in-tree in everything compared, after reruns: the first runs"
+        " differed (20 / 200 evict, preemptors bound in-tree 19, Caldera 19, cluster mode 20 of"
+        " 20); Volcano left a preemptor pending (in-tree, Caldera), each such run"
+    )
+    # A short run that evicted more than it bound is not said to have evicted none for it.
+    document = short_rounds()
+    document["runs"][4]["evicted"] = 20
+    assert "none for it" not in decisions.decisions_block(document)
+
+
+def test_the_headline_says_what_a_short_run_left_behind() -> None:
+    """TestScale records, for an evict run, the preemptors left pending (with the node each was
+    nominated to) and the pods left terminating: whether Volcano or the fake kubelet kept the
+    preemptor waiting. The committed run predates them: the line says nothing of them there."""
+    document = short_rounds()
+    document["runs"][4].update(
+        pendingPreemptors=["scale-evict-intree-3/high-00019-0 nominated to scale-0007"],
+        terminating=[],
+        fillNotRunning=120,
+    )
+    document["runs"][9].update(
+        pendingPreemptors=["scale-evict-caldera-4/high-00004-0 nominated to none"],
+        terminating=["scale-evict-caldera-2/job-00012-3 on scale-0011"],
+    )
+    text = decisions.decisions_block(document)
+    assert (
+        "(round 2: in-tree left scale-evict-intree-3/high-00019-0 nominated to scale-0007"
+        " pending, 0 pods terminating, 120 fill pods not Running when the preemptors came;"
+        " round 3: Caldera left scale-evict-caldera-4/high-00004-0 nominated to none pending,"
+        " 1 pod terminating (scale-evict-caldera-2/job-00012-3 on scale-0011), 0 fill pods not"
+        " Running when the preemptors came)" in text
+    )
+    assert "terminating" not in decisions.decisions_block(short_rounds())
+
+
+def test_the_committed_headline_counts_the_rounds_that_differed() -> None:
+    document = json.loads((cluster.RESULTS / "cluster.json").read_text())
+    differing = decisions.differing_rounds(document["runs"])
+    text = decisions.decisions_block(document)
+    assert (
+        f"the first runs of {len(differing)} of {len(decisions.rounds(document['runs']))} rounds"
+        in text
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from decimal import ROUND_HALF_UP, Decimal
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,14 @@ def floor_row(name: str, scheduler: str) -> dict[str, Any]:
     return row
 
 
+def trial_run(name: str, scheduler: str, key: str) -> float:
+    return float(floor_row(name, scheduler)[key])
+
+
+def trial_range(name: str, scheduler: str, key: str = "cycle_p50_ms") -> list[float]:
+    return [float(v) for v in floor_row(name, scheduler)[f"{key}_range"]]
+
+
 def idle_p50(name: str, scheduler: str) -> float:
     return float(floor_row(name, scheduler)["idle_p50_ms"])
 
@@ -134,6 +143,111 @@ def hotpath_growth(name: str, checkout: str, load: str) -> float:
     return saved_run(name).medians[load, checkout]["growth_MiB"]
 
 
+def percent(ratio: float) -> float:
+    """A ratio as bench/README's prose writes it, "+20%" for 1.204."""
+    return float((Decimal(repr(ratio)) - 1) * 100)
+
+
+def hotpath_median(name: str, checkout: str, load: str, key: str) -> float:
+    """A saved bench.hotpath run's median of ``key`` (p99_ms, growth_MiB...) for one checkout."""
+    return float(saved_run(name).medians[load, checkout][key])
+
+
+def shadowed_over_live(name: str, key: str) -> float:
+    """How much more the shadowed server's processes grew than the live one's, over the cycle
+    loads (the larger of the two)."""
+    return max(
+        hotpath_median(name, "shadowed", load, key) - hotpath_median(name, "live", load, key)
+        for load in ("jobEnqueueable-cycle", "preemptable-cycle")
+    )
+
+
+def dropped(name: str) -> list[float]:
+    """The sessions the shadow dropped per cycle load (medians over the rounds)."""
+    return [
+        hotpath_median(name, "shadowed", load, "dropped_sessions")
+        for load in ("jobEnqueueable-cycle", "preemptable-cycle")
+    ]
+
+
+@cache
+def decode_run(name: str, index: int) -> tuple[float, float, float]:
+    """A saved bench.decode run's paired after/before: (median, first quartile, third)."""
+    from bench.decode import parse_output as parse_decode
+
+    return parse_decode((RESULTS / name).read_text())[index].paired["after"]
+
+
+def hotpath_rounds(name: str, key: str) -> list[dict[tuple[int, str, str], float]]:
+    """Per run a saved bench.hotpath output holds (a file may hold two, one after the other: a
+    round seen again begins the next), ``key``'s value by round, checkout and load."""
+    runs: list[dict[tuple[int, str, str], float]] = [{}]
+    for line in (RESULTS / name).read_text().splitlines():
+        found = re.match(r"round (\d+) (\w+) \[[^\]]*\]: (\{.*\})$", line)
+        if not found:
+            continue
+        number, checkout, figures = int(found[1]), found[2], json.loads(found[3])
+        if any((number, checkout, load) in runs[-1] for load in figures):
+            runs.append({})
+        for load, values in figures.items():
+            runs[-1][number, checkout, load] = values[key]
+    return runs
+
+
+def rounds_of_runs(name: str) -> list[float]:
+    """How many rounds each run of a saved bench.hotpath output has."""
+    return [float(max(n for n, _, _ in run)) for run in hotpath_rounds(name, "p50_ms")]
+
+
+def round_ratios(name: str, key: str) -> list[float]:
+    """Every round's shadowed-over-live ratio of ``key``, each load of each round of each run
+    the file holds."""
+    runs = hotpath_rounds(name, key)
+    return [
+        value / run[number, "live", load]
+        for run in runs
+        for (number, checkout, load), value in run.items()
+        if checkout == "shadowed"
+    ]
+
+
+def load_range(name: str) -> list[float]:
+    """A saved bench.hotpath run's load average at its start and at its end."""
+    return list(saved_run(name).load)
+
+
+@cache
+def decode_megabytes(name: str, index: int) -> float:
+    from bench.decode import parse_output as parse_decode
+
+    return parse_decode((RESULTS / name).read_text())[index].megabytes
+
+
+def round_jobs(scheduler: str, number: int = 1) -> float:
+    """In the committed cluster run, the evict group's jobs that kept all their pods."""
+    run = next(
+        r
+        for r in results("cluster.json")["runs"]
+        if (r["group"], r["scheduler"], r.get("round", 1)) == ("evict", scheduler, number)
+    )
+    return float(len(run["boundJobs"]))
+
+
+def open_mb_per_s(size: str) -> float:
+    """Caldera's onSessionOpen column as a rate: the snapshot's MB over its time."""
+    row = cluster_row(size, "job", "caldera")
+    return float(row["snapshot_MiB"] * MiB / 1e6 / (row["caldera_open_ms"] / 1000))
+
+
+BATCHED = "shadow-batched-hotpath.txt"
+GATED = "shadow-gated-hotpath.txt"
+PIPE = "shadow-gated-pipe-hotpath.txt"
+FREED = "shadow-freed-memory-hotpath.txt"
+PRETOUCH = "shadow-pretouch-hotpath.txt"
+PRETOUCH_AB = "shadow-pretouch-ab-hotpath.txt"
+PRETOUCH_FIRST = "shadow-pretouch-first-hotpath.txt"
+PAIRED_DECODE = "snapshot-real-decode-paired.txt"
+JOB100, JOB500 = "cluster-trial-job100-repeat3.json", "cluster-trial-job500-repeat3.json"
 SETTLED = "shadow-settled-hotpath.txt"
 COPY_3WAY = "shadow-copy-3way-hotpath.txt"
 COPY_AB = "shadow-copy-ab-hotpath.txt"
@@ -141,6 +255,7 @@ RING = "shadow-ring-3way-hotpath.txt"
 WRITEV = "shadow-writev-3way-hotpath.txt"
 
 
+AUDIT = "audit.json"
 FULL = "full-7edf20e.json"
 """The full run the operator guide's rules of thumb (and app/commands/sizing.py's margin) come
 from."""
@@ -260,6 +375,115 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("first derivation", GUIDE, r"builds every task, node and job\s+\((\d+) ms median\)", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"]),
     ("derivation, nothing changed", GUIDE, r"\(([\d.]+) ms with nothing changed", lambda: results("cluster-state.json")["incremental"]["changed_0_pods_ms"]["median"]),
     ("derivation, 100 pods changed", GUIDE, r"(\d+) ms with 100 pods changed\)", lambda: results("cluster-state.json")["incremental"]["changed_100_pods_ms"]["median"]),
+    # bench/README's prose beside the shadow's generated tables (issue 47 item 15)
+    ("batched, load", BENCH, r"On these rounds \(load average ([\d.]+-[\d.]+) on the 2 cores\): at the", lambda: load_range(BATCHED)),
+    ("gated, load", BENCH, r"On these rounds \(load average ([\d.]+-[\d.]+) on the 2 cores, with other work", lambda: load_range(GATED)),
+    ("pretouch first, per-round low", BENCH, r"rounds\) swung between ([\d.]+) and [\d.]+ per round", lambda: min(round_ratios(PRETOUCH_FIRST, "p50_ms"))),
+    ("pretouch first, per-round high", BENCH, r"rounds\) swung between [\d.]+ and ([\d.]+) per round", lambda: max(round_ratios(PRETOUCH_FIRST, "p50_ms"))),
+    ("pretouch first, rounds", BENCH, r"shadow-pretouch-first-hotpath\.txt\), (\d+) and \d+\s+rounds\)", lambda: rounds_of_runs(PRETOUCH_FIRST)[0]),
+    ("pretouch first, rounds of the second run", BENCH, r"shadow-pretouch-first-hotpath\.txt\), \d+ and (\d+)\s+rounds\)", lambda: rounds_of_runs(PRETOUCH_FIRST)[1]),
+    ("cluster idle cycles", BENCH, r"bound for the settle time and then (\d+) more cycles passed", lambda: results("cluster.json")["plan"]["idleCycles"]),
+    ("cluster time box", BENCH, r"or at the time box \((\d+) s\)", lambda: results("cluster.json")["plan"]["timeboxSeconds"]),
+    ("batched, job cycle p50", BENCH, r"jobEnqueueable's p50 is missed \(\+(\d+)%, quartiles \+\d+% to \+\d+%\) and preemptable's", lambda: percent(hotpath_pair(BATCHED, "live", "shadowed", "jobEnqueueable-cycle", "p50"))),
+    ("batched, job cycle p50 q1", BENCH, r"jobEnqueueable's p50 is missed \(\+\d+%, quartiles \+(\d+)% to", lambda: percent(hotpath_quartiles(BATCHED, "live", "shadowed", "jobEnqueueable-cycle", "p50")[0])),
+    ("batched, job cycle p50 q3", BENCH, r"jobEnqueueable's p50 is missed \(\+\d+%, quartiles \+\d+% to \+(\d+)%\) and preemptable's", lambda: percent(hotpath_quartiles(BATCHED, "live", "shadowed", "jobEnqueueable-cycle", "p50")[1])),
+    ("batched, evict cycle p50 q1", BENCH, r"neither met nor missed \(quartiles −(\d+)% to", lambda: -percent(hotpath_quartiles(BATCHED, "live", "shadowed", "preemptable-cycle", "p50")[0])),
+    ("batched, evict cycle p50 q3", BENCH, r"neither met nor missed \(quartiles −\d+% to \+(\d+)%\)", lambda: percent(hotpath_quartiles(BATCHED, "live", "shadowed", "preemptable-cycle", "p50")[1])),
+    ("batched, live job c1 p99", BENCH, r"\(the live p99 of ([\d.]+) ms there was a quiet run\)", lambda: hotpath_median(BATCHED, "live", "jobEnqueueable-c1", "p99_ms")),
+    ("batched, sessions dropped", BENCH, r"it dropped (\d+-\d+) of the 7 sessions of each cycle load \(the snapshots", lambda: dropped(BATCHED)),
+    ("batched, growth over live", BENCH, r"why RSS grows by some (\d+) MiB more than", lambda: round(shadowed_over_live(BATCHED, "growth_MiB"), -2)),
+    ("gated, job cycle p50", BENCH, r"p50 is missed \(\+(\d+)%, quartiles \+\d+% to \+\d+%\); of the back-to-back loads jobEnqueueable's p99 is\s+met", lambda: percent(hotpath_pair(GATED, "live", "shadowed", "jobEnqueueable-cycle", "p50"))),
+    ("gated, job cycle p50 q1", BENCH, r"p50 is missed \(\+\d+%, quartiles \+(\d+)% to \+\d+%\); of the back-to-back loads jobEnqueueable's p99 is\s+met", lambda: percent(hotpath_quartiles(GATED, "live", "shadowed", "jobEnqueueable-cycle", "p50")[0])),
+    ("gated, job cycle p50 q3", BENCH, r"p50 is missed \(\+\d+%, quartiles \+\d+% to \+(\d+)%\); of the back-to-back loads jobEnqueueable's p99 is\s+met", lambda: percent(hotpath_quartiles(GATED, "live", "shadowed", "jobEnqueueable-cycle", "p50")[1])),
+    ("gated, sessions dropped", BENCH, r"shadow dropped (\d+-\d+) of the 7 sessions of each cycle load: at SCHED_IDLE", lambda: dropped(GATED)),
+    ("pipe, job cycle p50", BENCH, r"is missed \(jobEnqueueable \+(\d+)%, quartiles", lambda: percent(hotpath_pair(PIPE, "live", "shadowed", "jobEnqueueable-cycle", "p50"))),
+    ("pipe, job cycle p50 q1", BENCH, r"is missed \(jobEnqueueable \+\d+%, quartiles \+(\d+)% to", lambda: percent(hotpath_quartiles(PIPE, "live", "shadowed", "jobEnqueueable-cycle", "p50")[0])),
+    ("pipe, job cycle p50 q3", BENCH, r"is missed \(jobEnqueueable \+\d+%, quartiles \+\d+% to \+(\d+)%; preemptable", lambda: percent(hotpath_quartiles(PIPE, "live", "shadowed", "jobEnqueueable-cycle", "p50")[1])),
+    ("pipe, evict cycle p50", BENCH, r"; preemptable \+(\d+)%, quartiles \+\d+% to\s+\+\d+%\)", lambda: percent(hotpath_pair(PIPE, "live", "shadowed", "preemptable-cycle", "p50"))),
+    ("pipe, evict cycle p50 q1", BENCH, r"; preemptable \+\d+%, quartiles \+(\d+)% to\s+\+\d+%\)", lambda: percent(hotpath_quartiles(PIPE, "live", "shadowed", "preemptable-cycle", "p50")[0])),
+    ("pipe, evict cycle p50 q3", BENCH, r"; preemptable \+\d+%, quartiles \+\d+% to\s+\+(\d+)%\)", lambda: percent(hotpath_quartiles(PIPE, "live", "shadowed", "preemptable-cycle", "p50")[1])),
+    ("pipe, evict c1 p50", BENCH, r"preemptable's p50 is missed\s+\(\+(\d+)%\), jobEnqueueable's p99", lambda: percent(hotpath_pair(PIPE, "live", "shadowed", "preemptable-c1", "p50"))),
+    ("pipe, job c1 p99", BENCH, r"jobEnqueueable's p99 missed \(\+(\d+)%, the live p99", lambda: percent(hotpath_pair(PIPE, "live", "shadowed", "jobEnqueueable-c1", "p99"))),
+    ("pipe, live job c1 p99", BENCH, r"the live p99 of ([\d.]+) ms a quiet one\)", lambda: hotpath_median(PIPE, "live", "jobEnqueueable-c1", "p99_ms")),
+    ("pipe, growth over live", BENCH, r"some (\d+) MiB more than live at the\s+cycle loads", lambda: round(shadowed_over_live(PIPE, "growth_MiB"), -2)),
+    ("freed, job cycle p50", BENCH, r"met at p50\*\* \(jobEnqueueable ([\d.]+), quartiles to", lambda: hotpath_pair(FREED, "live", "shadowed", "jobEnqueueable-cycle", "p50")),
+    ("freed, job cycle p50 q3", BENCH, r"\(jobEnqueueable [\d.]+, quartiles to ([\d.]+);", lambda: hotpath_quartiles(FREED, "live", "shadowed", "jobEnqueueable-cycle", "p50")[1]),
+    ("freed, evict cycle p50", BENCH, r"quartiles to [\d.]+;\s+preemptable ([\d.]+)\) and at", lambda: hotpath_pair(FREED, "live", "shadowed", "preemptable-cycle", "p50")),
+    ("freed, evict cycle p99", BENCH, r"preemptable [\d.]+\) and at preemptable's p99 \(([\d.]+)\); jobEnqueueable's", lambda: hotpath_pair(FREED, "live", "shadowed", "preemptable-cycle", "p99")),
+    ("freed, job cycle p99", BENCH, r"jobEnqueueable's p99 is not shown\s+\(([\d.]+), quartiles", lambda: hotpath_pair(FREED, "live", "shadowed", "jobEnqueueable-cycle", "p99")),
+    ("freed, job cycle p99 q1", BENCH, r"is not shown\s+\([\d.]+, quartiles ([\d.]+)-[\d.]+\)\. \*\*Back", lambda: hotpath_quartiles(FREED, "live", "shadowed", "jobEnqueueable-cycle", "p99")[0]),
+    ("freed, job cycle p99 q3", BENCH, r"is not shown\s+\([\d.]+, quartiles [\d.]+-([\d.]+)\)\. \*\*Back", lambda: hotpath_quartiles(FREED, "live", "shadowed", "jobEnqueueable-cycle", "p99")[1]),
+    ("freed, job c1 p50", BENCH, r"jobEnqueueable-c1 \+(\d+)% at p50 and", lambda: percent(hotpath_pair(FREED, "live", "shadowed", "jobEnqueueable-c1", "p50"))),
+    ("freed, job c1 p99", BENCH, r"at p50 and \+(\d+)% at p99 \(quartiles", lambda: percent(hotpath_pair(FREED, "live", "shadowed", "jobEnqueueable-c1", "p99"))),
+    ("freed, job c1 p99 q1", BENCH, r"at p99 \(quartiles ([\d.]+)-[\d.]+\); preemptable-c1", lambda: hotpath_quartiles(FREED, "live", "shadowed", "jobEnqueueable-c1", "p99")[0]),
+    ("freed, job c1 p99 q3", BENCH, r"at p99 \(quartiles [\d.]+-([\d.]+)\); preemptable-c1", lambda: hotpath_quartiles(FREED, "live", "shadowed", "jobEnqueueable-c1", "p99")[1]),
+    ("pretouch A/B, job c1 p50", BENCH, r"in one session jobEnqueueable's p50 ([\d.]+) and p99", lambda: hotpath_pair(PRETOUCH_AB, "base", "new", "jobEnqueueable-c1", "p50")),
+    ("pretouch A/B, job c1 p99", BENCH, r"in one session jobEnqueueable's p50 [\d.]+ and p99 ([\d.]+) of before", lambda: hotpath_pair(PRETOUCH_AB, "base", "new", "jobEnqueueable-c1", "p99")),
+    ("pretouch A/B, growth before", BENCH, r"\(RSS growth ([\d.]+) → \d+ MiB\)", lambda: hotpath_median(PRETOUCH_AB, "base", "jobEnqueueable-c1", "growth_MiB")),
+    ("pretouch A/B, growth after", BENCH, r"\(RSS growth [\d.]+ → (\d+) MiB\)", lambda: hotpath_median(PRETOUCH_AB, "new", "jobEnqueueable-c1", "growth_MiB")),
+    ("pretouch A/B, job cycle p50", BENCH, r"Volcano's shape p50 ([\d.]+), where a session's freed", lambda: hotpath_pair(PRETOUCH_AB, "base", "new", "jobEnqueueable-cycle", "p50")),
+    ("pretouch, job cycle p50", BENCH, r"met for jobEnqueueable \(p50 ([\d.]+), p99 [\d.]+\) and not shown", lambda: hotpath_pair(PRETOUCH, "live", "shadowed", "jobEnqueueable-cycle", "p50")),
+    ("pretouch, job cycle p99", BENCH, r"met for jobEnqueueable \(p50 [\d.]+, p99 ([\d.]+)\) and not shown", lambda: hotpath_pair(PRETOUCH, "live", "shadowed", "jobEnqueueable-cycle", "p99")),
+    ("pretouch, job c1 p50", BENCH, r"jobEnqueueable still missed \(\+(\d+)% at p50\)", lambda: percent(hotpath_pair(PRETOUCH, "live", "shadowed", "jobEnqueueable-c1", "p50"))),
+    ("pretouch, job c1 growth", BENCH, r"no page fault left\s+\(RSS growth (\d+)\)", lambda: hotpath_median(PRETOUCH, "shadowed", "jobEnqueueable-c1", "growth_MiB")),
+    # ... beside the cluster tables
+    ("evict jobs kept, in-tree", BENCH, r"first round in-tree (\d+)\s+jobs, through Caldera", lambda: round_jobs("intree")),
+    ("evict jobs kept, Caldera", BENCH, r"jobs, through Caldera (\d+), in cluster mode", lambda: round_jobs("caldera")),
+    ("evict jobs kept, cluster mode", BENCH, r"in cluster mode (\d+) and through the neutral server", lambda: round_jobs("caldera-cluster")),
+    ("evict jobs kept, neutral", BENCH, r"through the neutral server (\d+), with the same", lambda: round_jobs("neutral")),
+    ("evict preemptors bound", BENCH, r"with the same\s+(\d+) preemptors bound", lambda: cluster_run("100 / 1000", "evict", "caldera", "bound")),
+    ("evict pods evicted", BENCH, r"preemptors bound and (\d+) pods evicted\)", lambda: cluster_run("100 / 1000", "evict", "caldera", "evicted")),
+    ("onSessionOpen column at 1,000", BENCH, r"\"Caldera's onSessionOpen\" column \((\d+) ms at 1,000", lambda: cluster_run("1000 / 10000", "job", "caldera", "caldera_open_ms")),
+    ("onSessionOpen column rate", BENCH, r"column \(\d+ ms at 1,000 / 10,000, ~(\d+) MB/s\)", lambda: round(open_mb_per_s("1000 / 10000"), -1)),
+    ("paired decode at 100", BENCH, r"after/before ([\d.]+) \(quartiles [\d.]+-[\d.]+\) at 100 / 1,000", lambda: decode_run(PAIRED_DECODE, 0)[0]),
+    ("paired decode at 100 q1", BENCH, r"after/before [\d.]+ \(quartiles ([\d.]+)-[\d.]+\) at 100 / 1,000", lambda: decode_run(PAIRED_DECODE, 0)[1]),
+    ("paired decode at 100 q3", BENCH, r"after/before [\d.]+ \(quartiles [\d.]+-([\d.]+)\) at 100 / 1,000", lambda: decode_run(PAIRED_DECODE, 0)[2]),
+    ("paired decode at 1,000", BENCH, r"at 100 / 1,000 and ([\d.]+) \([\d.]+-[\d.]+\)\s+at 1,000 / 10,000", lambda: decode_run(PAIRED_DECODE, 1)[0]),
+    ("paired decode at 1,000 q1", BENCH, r"at 100 / 1,000 and [\d.]+ \(([\d.]+)-[\d.]+\)\s+at 1,000 / 10,000", lambda: decode_run(PAIRED_DECODE, 1)[1]),
+    ("paired decode at 1,000 q3", BENCH, r"at 100 / 1,000 and [\d.]+ \([\d.]+-([\d.]+)\)\s+at 1,000 / 10,000", lambda: decode_run(PAIRED_DECODE, 1)[2]),
+    ("job100 trial bound", BENCH, r"every run bound the same (\d+) pods; cycle p50 through Caldera", lambda: trial_run(JOB100, "caldera", "bound")),
+    ("job100 trial Caldera", BENCH, r"cycle p50 through Caldera\s+([\d.]+) ms \(", lambda: trial_run(JOB100, "caldera", "cycle_p50_ms")),
+    ("job100 trial Caldera low", BENCH, r"cycle p50 through Caldera\s+[\d.]+ ms \(([\d.]+)-", lambda: trial_range(JOB100, "caldera")[0]),
+    ("job100 trial Caldera high", BENCH, r"cycle p50 through Caldera\s+[\d.]+ ms \([\d.]+-([\d.]+)\)", lambda: trial_range(JOB100, "caldera")[1]),
+    ("job100 trial neutral", BENCH, r"through the neutral server ([\d.]+) ms \([\d.]+-[\d.]+\): \*\*1", lambda: trial_run(JOB100, "neutral", "cycle_p50_ms")),
+    ("job100 trial neutral low", BENCH, r"through the neutral server [\d.]+ ms \(([\d.]+)-[\d.]+\): \*\*1", lambda: trial_range(JOB100, "neutral")[0]),
+    ("job100 trial neutral high", BENCH, r"through the neutral server [\d.]+ ms \([\d.]+-([\d.]+)\): \*\*1", lambda: trial_range(JOB100, "neutral")[1]),
+    ("job100 trial ratio", BENCH, r"\*\*([\d.]+)×, inside the\s+1\.1× target\*\*", lambda: trial_run(JOB100, "caldera", "cycle_p50_ms") / trial_run(JOB100, "neutral", "cycle_p50_ms")),
+    ("job100 trial idle Caldera", BENCH, r"idle p50 ([\d.]+) against [\d.]+ ms\. The same at 500", lambda: trial_run(JOB100, "caldera", "idle_p50_ms")),
+    ("job100 trial idle neutral", BENCH, r"idle p50 [\d.]+ against ([\d.]+) ms\. The same at 500", lambda: trial_run(JOB100, "neutral", "idle_p50_ms")),
+    ("job500 trial bound", BENCH, r"every\s+run ([\d,]+) bound\): Caldera", lambda: trial_run(JOB500, "caldera", "bound")),
+    ("job500 trial Caldera", BENCH, r"bound\): Caldera ([\d,.]+) ms \(", lambda: trial_run(JOB500, "caldera", "cycle_p50_ms")),
+    ("job500 trial Caldera low", BENCH, r"bound\): Caldera [\d,.]+ ms \(([\d,.]+)-", lambda: trial_range(JOB500, "caldera")[0]),
+    ("job500 trial Caldera high", BENCH, r"bound\): Caldera [\d,.]+ ms \([\d,.]+-([\d,.]+)\)", lambda: trial_range(JOB500, "caldera")[1]),
+    ("job500 trial neutral", BENCH, r"the neutral server ([\d,.]+) ms\s+\([\d,.]+-[\d,.]+\): \*\*1\.22", lambda: trial_run(JOB500, "neutral", "cycle_p50_ms")),
+    ("job500 trial neutral low", BENCH, r"the neutral server [\d,.]+ ms\s+\(([\d,.]+)-[\d,.]+\): \*\*1\.22", lambda: trial_range(JOB500, "neutral")[0]),
+    ("job500 trial neutral high", BENCH, r"the neutral server [\d,.]+ ms\s+\([\d,.]+-([\d,.]+)\): \*\*1\.22", lambda: trial_range(JOB500, "neutral")[1]),
+    ("job500 trial ratio", BENCH, r"\*\*([\d.]+)×, missed\*\*\. The gap", lambda: trial_run(JOB500, "caldera", "cycle_p50_ms") / trial_run(JOB500, "neutral", "cycle_p50_ms")),
+    ("job500 trial snapshot", BENCH, r"Caldera's build of the (\d+) MiB snapshot\s+\(\d+ ms on the shared", lambda: trial_run(JOB500, "caldera", "snapshot_MiB")),
+    ("job500 trial build", BENCH, r"MiB snapshot\s+\((\d+) ms on the shared cores\)", lambda: trial_run(JOB500, "caldera", "caldera_open_ms")),
+    ("job500 trial open through Caldera", BENCH, r"OnSessionOpen also took (\d+) ms through Caldera", lambda: trial_run(JOB500, "caldera", "extender_open_ms")),
+    ("job500 trial open through neutral", BENCH, r"through Caldera against (\d+) ms through the neutral server", lambda: trial_run(JOB500, "neutral", "extender_open_ms")),
+    ("floor trial bound", BENCH, r"Every run bound the same ([\d,]+) pods\. Idle cycle p50: in-tree", lambda: trial_run(TRIAL, "caldera-cluster", "bound")),
+    ("floor x3 bound", BENCH, r"Every run bound the same ([\d,]+) pods and decided as in-tree", lambda: trial_run(FLOOR_X3, "caldera-cluster", "bound")),
+    ("real snapshot at 100", BENCH, r"\(not committed: (\d+) and \d+ MB\)", lambda: decode_megabytes(PAIRED_DECODE, 0)),
+    ("real snapshot at 1,000", BENCH, r"\(not committed: \d+ and (\d+) MB\)", lambda: decode_megabytes(PAIRED_DECODE, 1)),
+    ("delta per changed pod", BENCH, r"so a delta is ~(\d+) KB a changed pod", lambda: results("shadow-state.json")["changed_10_pods"]["bytes_median"] / 10 / 1000),
+    ("store per 1,000 pods", BENCH, r"\(7\.75 → ([\d.]+) MiB per 1,000\s+pods", lambda: results("cluster-state.json")["store_mib_per_1000_pods"]),
+    ("committed run minutes", BENCH, r"\(commit d2e7bc4, (\d+)\s+min\)", lambda: results("cluster.json")["seconds"] / 60),
+    ("committed snapshot at 500", BENCH, r"Caldera's build of the (\d+) MiB snapshot \(the table's", lambda: cluster_run("500 / 5000", "job", "caldera", "snapshot_MiB")),
+    ("audit rounds", BENCH, r"CPU time, (\d+) rounds, paired round by round, load average", lambda: results(AUDIT)["rounds"]),
+    ("audit load", BENCH, r"paired round by round, load average\s+([\d.]+) with other work", lambda: results(AUDIT)["loadAverage"]),
+    *[
+        case
+        for verb, label in (("predicate", "predicate"), ("prioritize", "prioritize, 10 nodes"), ("jobEnqueueable", "jobEnqueueable"))
+        for case in (
+            (f"audit {verb} per call", BENCH, rf"\| {label} \| ([\d.]+) µs \|", lambda verb=verb: results(AUDIT)["perCall"][verb]["withoutAuditMicroseconds"]),
+            (f"audit {verb} ratio", BENCH, rf"\| {label} \| [\d.]+ µs \| ([\d.]+) \(", lambda verb=verb: results(AUDIT)["perCall"][verb]["ratioMedian"]),
+            (f"audit {verb} quartiles", BENCH, rf"\| {label} \| [\d.]+ µs \| [\d.]+ \(([\d.]+–[\d.]+)\)", lambda verb=verb: results(AUDIT)["perCall"][verb]["ratioQuartiles"]),
+        )
+    ],
+    ("audit session close", BENCH, r"comparing a full sample\s+takes ([\d.]+) ms \(median", lambda: results(AUDIT)["sessionClosedMilliseconds"]["median"]),
+    ("audit session close max", BENCH, r"ms \(median; ([\d.]+) ms at most\)", lambda: results(AUDIT)["sessionClosedMilliseconds"]["max"]),
     ("soak ratio", BENCH, r"the last minute within ([\d.]+)× \(or", lambda: soak.P99_RATIO_LIMIT),
     ("soak slack", BENCH, r"within [\d.]+× \(or (\d+) ms\) of the first", lambda: soak.P99_SLACK_MS),
     ("soak warm-up", BENCH, r"of the first after a (\d+) s warm-up", lambda: soak.WARMUP_SECONDS),
@@ -273,18 +497,25 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
 ]  # fmt: skip
 
 
+def rounded(value: float, digits: int) -> float:
+    """``value`` to ``digits`` decimals, a half up, as the prose rounds (68.5 -> 69)."""
+    step = Decimal(1).scaleb(-digits)
+    return float(Decimal(repr(value)).quantize(step, rounding=ROUND_HALF_UP))
+
+
 def written_as(text: str, value: float | list[float]) -> bool:
-    """``text`` ("253", "1.49", "1,788", "60–130") says ``value``: rounded to the digits
-    written, or for a range, every value inside it once rounded like its bounds."""
+    """``text`` ("253", "1.49", "1,788", "60–130", "3-5") says ``value``: rounded (a half up)
+    to the digits written, or for a range, every value inside it once rounded like its
+    bounds."""
     text = text.replace(",", "")  # thousands, as the guides write them
-    if "–" in text:
-        low, high = text.split("–")
+    if "–" in text or re.fullmatch(r"[\d.]+-[\d.]+", text):
+        low, high = re.split("[–-]", text)
         values = value if isinstance(value, list) else [value]
         digits = len(low.partition(".")[2])
-        return all(float(low) <= round(v, digits) <= float(high) for v in values)
+        return all(float(low) <= rounded(v, digits) <= float(high) for v in values)
     assert not isinstance(value, list)
     digits = len(text.partition(".")[2])
-    return round(value, digits) == float(text)
+    return rounded(value, digits) == float(text)
 
 
 @pytest.mark.parametrize(
@@ -310,6 +541,11 @@ def test_a_quoted_figure_is_what_its_results_file_holds(
         ("5–10", [7.86], True),
         ("1,788", 1788.04, True),
         ("1,788", 1787.4, False),
+        ("69", 68.5, True),  # a half up
+        ("723", 722.5, True),
+        ("3-5", [3.5, 4.5], True),
+        ("5-6", [5.0, 6.0], True),
+        ("3-5", [3.5, 5.6], False),
     ],
 )
 def test_a_figure_is_written_as_its_value_rounded(

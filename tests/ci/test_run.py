@@ -1,4 +1,5 @@
-"""`.ci/run` without a Go toolchain: a CI service (CI=true) fails, a contributor's machine skips.
+"""`.ci/run` without a Go toolchain, or without a container engine: a CI service (CI=true)
+fails, a contributor's machine skips.
 
 Runs the real script with a PATH holding no `go` and a stand-in `uv` (every step it runs passes at
 once, `caldera openapi` prints the committed document), so only the Go decision is exercised."""
@@ -90,3 +91,48 @@ def test_the_stand_in_path_has_no_go(tmp_path: Path) -> None:
     # The cases above mean nothing if a `go` is reachable on the PATH they hand the script.
     assert shutil.which("go", path=path_without_go(tmp_path)) is None
     assert os.access(CI_RUN, os.X_OK)
+
+
+NO_ENGINE = """#!/bin/sh
+# Stand-in for tests/image/run.sh on a machine where no container engine can start.
+echo "no container engine: dockerd cannot start here"
+exit 77
+"""
+STAND_IN_GO = "#!/bin/sh\nexit 0\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "ci", "returncode", "says"),
+    [
+        ("a CI service fails", "true", 1, "CI=true but no container engine can start here"),
+        ("a contributor's machine goes on", None, 0, "image test: NOT RUN"),
+    ],
+)
+def test_missing_container_engine(
+    tmp_path: Path, name: str, ci: str | None, returncode: int, says: str
+) -> None:
+    """Issue 47 item 13: under CI=true a missing engine turned the image test and the
+    image-mode e2e into "NOT RUN" and CI passed."""
+    bash = shutil.which("bash")
+    assert bash is not None
+    repo = checkout_of_the_script(tmp_path)
+    run_sh = repo / "tests" / "image" / "run.sh"
+    run_sh.parent.mkdir(parents=True)
+    run_sh.write_text(NO_ENGINE)
+    run_sh.chmod(0o755)
+    bin_dir = path_without_go(tmp_path)
+    go = Path(bin_dir) / "go"  # present, passing the differential suite of a stand-in release
+    go.write_text(STAND_IN_GO)
+    go.chmod(0o755)
+    module = repo / "tests" / "conformance" / "volcano-stand-in" / "go.mod"
+    module.parent.mkdir(parents=True)
+    module.write_text("module stand.in\n")
+    env = {"PATH": bin_dir, "HOME": str(tmp_path), "CALDERA_E2E": "0",
+           "CALDERA_CONFORMANCE_RELEASES": "stand-in"}  # fmt: skip
+    if ci is not None:
+        env["CI"] = ci
+    done = subprocess.run(
+        [bash, str(repo / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == returncode, (name, done.stdout[-2000:], done.stderr[-2000:])
+    assert says in done.stdout + done.stderr, name

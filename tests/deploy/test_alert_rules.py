@@ -168,3 +168,55 @@ def test_vc_scheduler_counts_its_sessions_in_the_metric_the_alert_reads(overlay:
     server = volcano_source(tag, "cmd/scheduler/app/server.go")
     assert "OnStartedLeading: run" in server, tag
     assert "clientgo/leaderelection" not in server and "SetProvider" not in server, tag
+
+
+# Issue 49: the alert's expression evaluated on the series a scheduler pod exports. Each case:
+# the gauge per minute (promtool notation), the alert, and whether it fires at minute 20.
+GAUGE_CASES = [
+    ("a stale view pages after a minute", "caldera_session_state_stale", "0x10 1x20",
+     "CalderaSessionStateStale", True),
+    ("a blip of under a minute does not", "caldera_session_state_stale", "0x19 1x1 0x10",
+     "CalderaSessionStateStale", False),
+    ("a current view does not", "caldera_session_state_stale", f"0x{MINUTES}",
+     "CalderaSessionStateStale", False),
+    ("a feature degraded for 5 minutes warns", "caldera_feature_degraded", "0x10 1x20",
+     "CalderaFeatureDegraded", True),
+    ("a feature back within 5 minutes does not", "caldera_feature_degraded", "0x14 1x4 0x12",
+     "CalderaFeatureDegraded", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("metric", "values", "alert", "fires"),
+    [c[1:] for c in GAUGE_CASES],
+    ids=[c[0] for c in GAUGE_CASES],
+)
+def test_gauge_alerts(tmp_path: Path, metric: str, values: str, alert: str, fires: bool) -> None:
+    labels = {**CALDERA, "pod": "scheduler-0"}
+    if metric == "caldera_feature_degraded":
+        labels["feature"] = "events"
+    expected = expected_alert(alert, "scheduler-0")
+    expected["exp_labels"] = {**labels, **rule(alert)["labels"]}
+    tests = {
+        "rule_files": [str(rules_file(tmp_path))],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [series(metric, labels, values)],
+                "alert_rule_test": [
+                    {
+                        "eval_time": "20m",
+                        "alertname": alert,
+                        "exp_alerts": [expected] if fires else [],
+                    }
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "tests.yaml"
+    path.write_text(yaml.safe_dump(tests))
+    result = subprocess.run(
+        [str(promtool_binary()), "test", "rules", str(path)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -357,8 +357,10 @@ def test_the_scheduler_conf_is_the_releases_default_with_the_hosted_plugins_hand
     """Each overlay's volcano-scheduler.conf is its release's own default (from that release's
     manifest: v1.10.0's queue plugin is capacity, the others' proportion) with exactly the
     documented changes: the plugins Caldera hosts leave their tiers (priority stays for ordering,
-    with enablePreemptable false), the extender entry ends the first tier, and preempt and
-    reclaim run after allocate."""
+    with enablePreemptable false), the extender entry ends the first tier, the queue plugin of a
+    later tier votes no victims (enableReclaimable false: issue 47 item 6, it would reclaim what
+    Caldera protects when the first tier returns none), and preempt and reclaim run after
+    allocate."""
     conf, entry = extender_entry(documents)
     original = yaml.safe_load(
         find(upstream(variant), "ConfigMap", "volcano-scheduler-configmap")["data"][
@@ -374,6 +376,8 @@ def test_the_scheduler_conf_is_the_releases_default_with_the_hosted_plugins_hand
         for plugin in tier["plugins"]:
             if plugin["name"] == "priority":
                 plugins.append({**plugin, "enablePreemptable": False})
+            elif plugin["name"] in ("proportion", "capacity") and tiers:
+                plugins.append({**plugin, "enableReclaimable": False})
             elif plugin["name"] not in hosted:
                 plugins.append(plugin)
         tiers.append({"plugins": plugins})

@@ -150,6 +150,8 @@ def test_rules_query_only_exported_metrics_and_cover_the_alerts() -> None:
         "CalderaPdbNotSynced",
         "CalderaReleaseMismatch",
         "CalderaConfigRejected",
+        "CalderaSessionStateStale",
+        "CalderaFeatureDegraded",
     }
 
 

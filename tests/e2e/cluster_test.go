@@ -487,7 +487,19 @@ func (c *Cluster) startFakeKubelet(t testing.TB) {
 		ctx := context.Background()
 		if pod.DeletionTimestamp != nil {
 			zero := int64(0)
-			err := c.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			// Retried: no later event would bring a terminating pod back to this handler, so a
+			// delete dropped here left it terminating for good (its preemptor pending behind it).
+			var err error
+			for attempt := 0; attempt < 5; attempt++ {
+				err = c.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+				if err == nil || apierrors.IsNotFound(err) {
+					break
+				}
+				time.Sleep(time.Duration(100<<attempt) * time.Millisecond)
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Logf("fake kubelet: %s/%s: removing the deleted pod: %v", pod.Namespace, pod.Name, err)
+			}
 			if err == nil || apierrors.IsNotFound(err) {
 				c.mu.Lock()
 				if _, seen := c.deleted[pod.Namespace+"/"+pod.Name]; !seen {

@@ -105,6 +105,7 @@ func TestE2E(t *testing.T) {
 	t.Run("live-config", func(t *testing.T) { testLiveConfig(t, c) })
 	t.Run("shadow", func(t *testing.T) { testShadow(t, c) })
 	t.Run("compare-churn", func(t *testing.T) { testCompareChurn(t, c) })
+	t.Run("sharded", func(t *testing.T) { testSharded(t, c) })
 	t.Run("manifests", func(t *testing.T) { testManifests(t, c) })
 }
 

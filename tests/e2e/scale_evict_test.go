@@ -21,10 +21,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -130,4 +132,57 @@ func evictions(c *Cluster, w workspace, since time.Time) (evicted, protected int
 		}
 	}
 	return evicted, protected
+}
+
+// evictPods lists the run's pods (every namespace of its workspace).
+func evictPods(t *testing.T, b bulk, w workspace) []corev1.Pod {
+	var all []corev1.Pod
+	for i := 0; i < scaleNamespaces; i++ {
+		pods, err := b.kube.CoreV1().Pods(w.ns(i)).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Logf("listing %s: %v", w.ns(i), err)
+			continue
+		}
+		all = append(all, pods.Items...)
+	}
+	return all
+}
+
+// fillNotRunning: the fill's pods that have a node but are not yet reported Running by the fake
+// kubelet when the preemptors arrive. Volcano may pick such a pod as a victim (Bound is
+// preemptable) while the fake kubelet's status update for it is still on its way: recorded so
+// that a run short of a preemptor says whether the fill had settled.
+func fillNotRunning(t *testing.T, b bulk, w workspace) int {
+	n := 0
+	for _, p := range evictPods(t, b, w) {
+		if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodRunning {
+			n++
+		}
+	}
+	return n
+}
+
+// evictLeftovers: at the end of an evict run, the preemptors still without a node, each with
+// the node Volcano nominated it to ("none": no preemption placed it), and the run's pods still
+// terminating (evicted, not yet removed by the fake kubelet), each with its node. A preemptor
+// left pending beside a terminating pod on its nominated node is the harness's doing (the
+// fake kubelet never removed that victim); one with no pod terminating in its way is
+// Volcano's own (it evicted nothing for it).
+func evictLeftovers(t *testing.T, b bulk, w workspace) (pending, terminating []string) {
+	for _, p := range evictPods(t, b, w) {
+		key := p.Namespace + "/" + p.Name
+		switch {
+		case p.DeletionTimestamp != nil:
+			terminating = append(terminating, key+" on "+p.Spec.NodeName)
+		case strings.HasPrefix(p.Name, preemptorPrefix) && p.Spec.NodeName == "":
+			nominated := p.Status.NominatedNodeName
+			if nominated == "" {
+				nominated = "none"
+			}
+			pending = append(pending, key+" nominated to "+nominated)
+		}
+	}
+	sort.Strings(pending)
+	sort.Strings(terminating)
+	return pending, terminating
 }

@@ -121,7 +121,14 @@ type scaleRun struct {
 	Preemptors       int     `json:"preemptors"`
 	Evicted          int     `json:"evicted"`
 	ProtectedEvicted int     `json:"protectedEvicted"`
-	Error            string  `json:"error,omitempty"`
+	// What a run short of a preemptor leaves to tell whose the shortfall is: the fill's pods
+	// bound but not yet Running when the preemptors came (fillNotRunning), and at the end the
+	// preemptors left pending with their nominated node and the pods left terminating
+	// (evictLeftovers).
+	FillNotRunning    int      `json:"fillNotRunning"`
+	PendingPreemptors []string `json:"pendingPreemptors,omitempty"`
+	Terminating       []string `json:"terminating,omitempty"`
+	Error             string   `json:"error,omitempty"`
 	// NeutralHeld: the namespace whose jobs the neutral server rejected (the job group's held
 	// one, heldNamespace), and NeutralRejected how many jobEnqueueable calls it rejected: the
 	// control holds what in-tree holds only if it bound what in-tree bound.
@@ -614,6 +621,7 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 			time.Sleep(100 * time.Millisecond)
 		}
 		cycles = nil
+		r.FillNotRunning = fillNotRunning(t, b, w)
 		r.Preemptors = size.Pods / 10
 		createPreemptors(t, b, w, r.Preemptors)
 		target, want, began = bound.preemptors, r.Preemptors, time.Now()
@@ -644,6 +652,11 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 	}
 	if group == "evict" {
 		r.Evicted, r.ProtectedEvicted = evictions(c, w, began)
+		r.PendingPreemptors, r.Terminating = evictLeftovers(t, b, w)
+		if len(r.PendingPreemptors) > 0 {
+			t.Logf("%s: preemptors left pending: %s; pods left terminating: %v (fill pods not Running"+
+				" when the preemptors came: %d)", name, strings.Join(r.PendingPreemptors, ", "), r.Terminating, r.FillNotRunning)
+		}
 	}
 	r.Bound = lastBound
 	r.BindSeconds = lastChange.Sub(began).Seconds()

@@ -295,6 +295,8 @@ type scenarioOptions struct {
 	viaProxy  bool     // a FaultyProxy between vc-scheduler and Caldera
 	env       []string // added to the environment of the scenario's caldera commands
 	args      []string // more `caldera serve` arguments (a scenario's --shadow FILE)
+	// more vc-scheduler flags (the sharded scenario's --scheduler-sharding-mode)
+	schedulerArgs []string
 }
 
 func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string, opts scenarioOptions, nodes ...NodeSpec) *Scenario {
@@ -328,7 +330,7 @@ func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string,
 	}
 	conf := SchedulerConf(actions, s.Caldera.VolcanoConfig(t, target, opts.ignorable))
 	t.Logf("volcano-scheduler.conf:\n%s", conf)
-	s.Scheduler = c.StartScheduler(t, name, conf)
+	s.Scheduler = c.StartScheduler(t, name, conf, opts.schedulerArgs...)
 	s.checkSessionStateAtEnd(t, calderaConfig)
 	return s
 }

@@ -113,3 +113,33 @@ async def test_a_reload_that_cannot_build_or_open_keeps_the_running_configuratio
         assert log.count('"level":"error","logger":"caldera.config"') == 2, log
     finally:
         assert await server.stop() == 0
+
+
+async def test_a_session_that_fails_to_open_is_answered_200_then_500(tmp_path: Path) -> None:
+    """Issue 47 item 4, as the plugin-author guide now says it: an onSessionOpen after a taken
+    one is answered before its build, so the first failure reaches Volcano as 200 while
+    /readyz and the log say it at once; the next is answered after its build, a 500 naming the
+    plugin; a good snapshot is taken again."""
+    server = await start_caldera(with_plugin("test-open-fails"), tmp_path, ENV, FAULTS)
+    job_ready = b'{"job": {"UID": "j"}}'
+    try:
+        assert (await server.client.post("/onSessionOpen", content=snapshot(False))).is_success
+        assert (await server.client.post("/jobReady", content=job_ready)).is_success
+        assert (await server.client.get("/readyz")).status_code == 200
+
+        first = await server.client.post("/onSessionOpen", content=snapshot(True))
+        assert (first.status_code, first.json()) == (200, {})
+        assert (await server.client.post("/jobReady", content=job_ready)).is_success
+        ready = await server.client.get("/readyz")
+        assert ready.status_code == 503, ready.text
+        assert ready.json()["snapshot"]["status"] == "failed", ready.text
+
+        second = await server.client.post("/onSessionOpen", content=snapshot(True))
+        assert second.status_code == 500, second.text
+        assert second.json()["plugin"] == "test-open-fails", second.text
+
+        again = await server.client.post("/onSessionOpen", content=snapshot(False))
+        assert again.status_code == 200, again.text
+        assert (await server.client.get("/readyz")).status_code == 200
+    finally:
+        assert await server.stop() == 0

@@ -15,6 +15,7 @@ import pytest_asyncio
 
 from app.config import digest
 from tests.service.conftest import CalderaProcess, start_caldera
+from tests.service.plugin_bodies import post
 from tests.service.test_plugin_overcommit import JOB_A, QUEUED, enqueueable, job, open_session
 
 WATCH = {"CALDERA_CONFIG_WATCH_SECONDS": "0.1"}
@@ -239,10 +240,17 @@ async def test_the_operator_guides_rollout_check_prints_the_same_digest_twice(
     server, path = await watched(overcommit(1.0))
     changed = replace(path, overcommit(2.0))
     await config_state(server, lambda s: s["sha256"] == changed)
+    forward, *commands = block.group(1).strip().splitlines()
+    # Issue 47 item 10: the curl asked port 8091, which the port-forward never forwarded. The
+    # port-forward needs a cluster; what is checked of it is that it forwards the curl's port.
+    forwarded = re.fullmatch(r"kubectl \S.* port-forward \S+ (\d+):(\d+) &", forward)
+    assert forwarded is not None, forward
+    local_port = forwarded.group(1)
+    assert any(f"curl -s localhost:{local_port}/readyz" in c for c in commands), commands
     printed = []
-    for command in block.group(1).strip().splitlines():
+    for command in commands:
         command = command.replace("caldera.yaml", str(path))
-        command = command.replace("localhost:8091", server.url.removeprefix("http://"))
+        command = command.replace(f"localhost:{local_port}", server.url.removeprefix("http://"))
         result = await asyncio.to_thread(
             subprocess.run,
             ["bash", "-c", f"set -o pipefail; {command}"],
@@ -252,3 +260,27 @@ async def test_the_operator_guides_rollout_check_prints_the_same_digest_twice(
         assert result.returncode == 0, result.stderr
         printed.append(result.stdout.strip())
     assert printed == [changed, changed]
+
+
+async def test_sessions_are_numbered_on_across_live_reloads(watched: Watched) -> None:
+    """Issue 47 item 8: each reload builds new sessions, whose numbers went back to 1, so
+    ``caldera explain`` showed two sessions numbered 1. The numbers go on for the process's
+    life, in ``/debug/session`` and in the decision record alike."""
+    server, path = await watched(overcommit(1.0))
+    numbers: list[int] = []
+    for factor in (1.0, 2.0, 1.5):
+        if factor != 1.0:
+            changed = replace(path, overcommit(factor))
+            await config_state(server, lambda s, c=changed: s["sha256"] == c)
+        await open_session(server, [QUEUED])
+        await enqueueable(server, BIG)  # the session's first call: it is built by then
+        session = (await server.client.get("/debug/session")).json()
+        assert session["open"] is True
+        numbers.append(session["session"])
+        await post(server, "onSessionClose", {})  # between sessions a change applies at once
+    assert numbers == [1, 2, 3]
+    explained = (await server.client.get("/debug/explain", params={"job": "team-a/big"})).json()
+    assert explained["session"]["session"] == 3  # the newest session that decided about it
+    # The record keeps the three sessions, each under its own number.
+    kept = (await server.client.get("/debug/explain", params={"job": "team-a/none"})).json()
+    assert [s["session"] for s in kept["record"]["sessions"]] == [1, 2, 3], kept

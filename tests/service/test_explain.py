@@ -6,6 +6,7 @@ PodDisruptionBudget, each explained with its numbers."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -102,6 +103,51 @@ async def test_admission_rejections_and_the_sla_wait(caldera_server: StartCalder
         'caldera_rejections_total{plugin="overcommit",reason="insufficient-idle",'
         'verb="jobEnqueueable"} 1.0' in metrics
     )
+
+
+ASKED_BY_ADDRESS = [
+    # (case, arguments after the name, environment): the forms README and the operator guide
+    # show inside the sidecar, where --url is not given. Issue 47: each exited 2 with
+    # "invalid setting: --shadow False", explain's flag read as serve's shadow file.
+    ("--port", ["--port", "{port}"], {}),
+    ("--host and --port", ["--host", "127.0.0.1", "--port", "{port}"], {}),
+    ("CALDERA_PORT", [], {"CALDERA_PORT": "{port}"}),
+    ("a wildcard CALDERA_HOST", [], {"CALDERA_HOST": "0.0.0.0", "CALDERA_PORT": "{port}"}),
+    ("--json with --port", ["--json", "--port", "{port}"], {}),
+]
+
+
+async def test_explain_reaches_the_server_by_its_address(caldera_server: StartCaldera) -> None:
+    server = await caldera_server(ADMISSION)
+    port = server.url.rsplit(":", 1)[1]
+    nodes = {"n1": node("n1", "2", "4Gi", 2000, 4 * GI)}
+    assert await post(server, "onSessionOpen", {"Jobs": {}, "Nodes": nodes}) == {}
+    too_big = admission_job("train-42", {"cpu": "8", "memory": "1Gi"}, ns="team-a")
+    created = rfc3339(datetime.now(UTC) - timedelta(minutes=10))
+    too_big["CreationTimestamp"] = too_big["PodGroup"]["metadata"]["creationTimestamp"] = created
+    assert (await post(server, "jobEnqueueable", {"job": too_big}))["status"] == -1
+    for case, args, environment in ASKED_BY_ADDRESS:
+        env = {**os.environ, **{k: v.format(port=port) for k, v in environment.items()}}
+        env.pop("CALDERA_URL", None)
+        printed = subprocess.run(
+            [*caldera_command(), "explain", "team-a/train-42", *(a.format(port=port) for a in args)],
+            capture_output=True, text=True, timeout=30, env=env,
+        )  # fmt: skip
+        assert printed.returncode == 0, (case, printed.stderr)
+        assert "overcommit rejects job team-a/train-42" in printed.stdout, case
+    # --shadow with --port reaches the same server, which says it runs no shadow.
+    shadow = subprocess.run(
+        [*caldera_command(), "explain", "team-a/train-42", "--shadow", "--port", port],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert "invalid setting" not in shadow.stderr
+    assert "no shadow" in (shadow.stdout + shadow.stderr).lower(), shadow
+    # A setting still refused names what the user typed.
+    refused = subprocess.run(
+        [*caldera_command(), "explain", "team-a/train-42", "--port", "99999"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "--port 99999" in refused.stderr, refused.stderr
 
 
 async def test_a_task_no_node_fits(caldera_server: StartCaldera) -> None:

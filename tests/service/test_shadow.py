@@ -135,7 +135,7 @@ async def test_a_tighter_shadow_would_hold_the_job_the_live_configuration_admits
     assert difference["shadow"]["answer"] == "reject"
     assert difference["shadow"]["plugin"] == "overcommit"
     assert "6 CPU x 1 less 0 CPU in use" in difference["shadow"]["reason"]
-    assert body["summary"][0].startswith("session 1: 1 differences in 2 calls compared")
+    assert body["summary"][0].startswith("session 1: 1 difference in 2 calls compared")
     assert "jobEnqueueable: the shadow would hold it: 1 job" in body["summary"]
 
     sha = hashlib.sha256(shadow_file.read_text().encode()).hexdigest()[:16]
@@ -163,6 +163,31 @@ async def test_a_tighter_shadow_would_hold_the_job_the_live_configuration_admits
     assert "shadow: reject by overcommit: needs 8 CPU" in explained.stdout
     untouched = cli(server, "explain", "team-b/etl", "--shadow")
     assert "decides job team-b/etl as the live configuration does" in untouched.stdout
+
+
+OVERUSED = "resource in cluster is overused"
+"""What overcommit logs (at info) for a Reject, live or shadow alike."""
+
+
+async def test_a_shadows_log_lines_say_they_are_the_shadows(servers: Servers) -> None:
+    """Issue 47 item 7: both configurations reject the job and overcommit logs it in each
+    process; only the shadow's line carries the mark, so it never reads as a live decision."""
+    server, _ = await servers.start(
+        TIGHTER.replace("1.0", "1.2"), live=TIGHTER
+    )  # 8 CPU against 6 x 1.0 and 6 x 1.2: both reject
+    assert await post(server, "onSessionOpen", SNAPSHOT) == {}
+    assert (await post(server, "jobEnqueueable", {"job": BIG}))["status"] == -1
+    assert await post(server, "onSessionClose", {}) == {}
+    await until(server, lambda b: b["sessions"] and b["sessions"][-1]["compared"])
+
+    deadline = time.monotonic() + 10
+    while True:
+        lines = [json.loads(line) for line in server.log().splitlines() if line.startswith("{")]
+        loggers = sorted(line["logger"] for line in lines if OVERUSED in line["message"])
+        if len(loggers) == 2 or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.05)
+    assert loggers == ["caldera.plugins.overcommit", "shadow:caldera.plugins.overcommit"]
 
 
 async def test_a_shadow_that_raises_or_sleeps_changes_no_live_answer(servers: Servers) -> None:
@@ -242,6 +267,12 @@ async def test_a_shadow_file_that_does_not_load_is_shown_and_watched(servers: Se
     assert ready["shadow"]["status"] == "failing"
     assert "no-such-plugin" in ready["shadow"]["problem"]
     assert ready["shadow"]["failures"]["load"] == 1
+    # Issue 47 item 10: caldera shadow said "(sha256 none)" of a file that failed to load.
+    printed = cli(server, "shadow")
+    assert printed.returncode == 0, printed.stderr
+    heading = printed.stdout.splitlines()[0]
+    assert heading.startswith(f"shadow {shadow_file} (failed to load: "), heading
+    assert "no-such-plugin" in heading and "sha256" not in heading, heading
     assert await post(server, "onSessionOpen", SNAPSHOT) == {}
     assert (await post(server, "jobEnqueueable", {"job": BIG}))["status"] != -1
 

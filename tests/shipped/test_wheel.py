@@ -74,10 +74,28 @@ def test_the_documents_caldera_commands_run_from_the_wheel(
 ) -> None:
     commands = documented_commands()
     # The walk-through must reach every subcommand the documents show, explain among them.
-    assert {"serve", "explain", "replay", "check-config", "volcano-config", "openapi"} <= {
-        c.subcommand for c in commands
-    }
+    assert {
+        "serve", "explain", "shadow", "replay", "check-config", "check-plugin", "volcano-config",
+        "openapi",
+    } <= {c.subcommand for c in commands}  # fmt: skip
     walk = Walkthrough([str(shipped.caldera)], tmp_path / "scratch")
     walk.walk(commands)
     assert walk.problems == [], "\n\n".join(walk.problems)
     assert len(walk.outcomes) >= len(commands)
+
+
+def test_the_docs_page_files_ship_with_the_runtime_dependencies(
+    shipped: Installed, tmp_path: Path
+) -> None:
+    """/docs works without internet access only if the wheel's runtime dependencies bring
+    Swagger UI's files (app/server/routes/docs.py): read them as the installed server does."""
+    read = (
+        "import json; from app.server.routes.docs import ASSETS, asset;"
+        " print(json.dumps({name: len(asset(name)) for name in ASSETS}))"
+    )
+    result = subprocess.run([str(shipped.python), "-I", "-c", read], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    sizes = json.loads(result.stdout)
+    assert sorted(sizes) == ["favicon.png", "swagger-ui-bundle.js", "swagger-ui.css"]
+    assert sizes["swagger-ui-bundle.js"] > 500_000, sizes

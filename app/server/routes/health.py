@@ -61,10 +61,15 @@ async def readyz(request: Request) -> Response:
     # sessionState cluster: without the watched state every session would be answered
     # sessionless, so the watches' first LIST holds readiness back (no grace: it is the state).
     cluster = state.session_state
+    stale = False
     if isinstance(cluster, ClusterSessionState):
-        ready = ready and cluster.ready
+        # Stale: sessions are answered from a view that no longer moves, as onStaleState says
+        # (app/cluster_state/staleness.py). 503 like the first LIST's wait; after the start it
+        # only marks the pod unready (a readiness probe restarts nothing), which is the signal.
+        stale = bool(cluster.staleness.stale())
+        ready = ready and cluster.ready and not stale
     features = state.features.describe()
-    status = ("degraded" if features else "ready") if ready else "not ready"
+    status = ("degraded" if features else "ready") if ready else "stale" if stale else "not ready"
     body = {
         "status": status,
         "version": __version__,
@@ -82,6 +87,7 @@ async def readyz(request: Request) -> Response:
         body["sessionState"] = {
             "mode": cluster.mode,
             "synced": cluster.synced,
+            **cluster.staleness.describe(),
             "objects": cluster.store.sizes(),
             "watches": cluster.watch.describe(),
         }
@@ -100,8 +106,8 @@ probe(
         503: {
             "description": "Not ready: a plugin's data source has not synced, the last"
             " onSessionOpen snapshot was not taken (Volcano then schedules without Caldera's"
-            " plugins), or with sessionState cluster the watches have not listed yet; the body"
-            " says which"
+            " plugins), or with sessionState cluster the watches have not listed yet or one has"
+            " been broken past sessionStateMaxStaleness (status stale); the body says which"
         }
     },
 )

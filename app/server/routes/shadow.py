@@ -42,7 +42,8 @@ def summary(shadow: Shadow, sessions: list[dict[str, Any]], newest: list[Differe
             )
         else:
             lines.append(
-                f"session {last['session']}: {len(newest)} differences in {calls} calls compared"
+                f"session {last['session']}: {_count(len(newest), 'difference')} in"
+                f" {_count(calls, 'call')} compared"
             )
             by_change = Counter((d.verb, d.change, d.kind) for d in newest)
             for (verb, change, kind), n in by_change.items():
@@ -52,7 +53,8 @@ def summary(shadow: Shadow, sessions: list[dict[str, Any]], newest: list[Differe
                 lines.append(f"({len(newest) - LINES_SHOWN} more below)")
     if state["droppedSessions"]:
         lines.append(
-            f"{state['droppedSessions']} sessions dropped: the shadow fell behind the live verbs"
+            f"{_count(state['droppedSessions'], 'session')} dropped: the shadow fell behind the"
+            " live verbs"
         )
     failed = {k: v for k, v in state["failures"].items() if v}
     if failed:
@@ -63,6 +65,11 @@ def summary(shadow: Shadow, sessions: list[dict[str, Any]], newest: list[Differe
             + (f" (latest: {last_failure.get('error')})" if last_failure else "")
         )
     return lines
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 difference``, ``2 differences`` (issue 47 item 10: "1 differences")."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def by_subject(differences: list[Difference]) -> dict[str, dict[str, list[dict[str, Any]]]]:

@@ -19,7 +19,14 @@ import msgspec
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from app.errors import AnswerError, CalderaError, Disconnected, PluginFailure, RequestError
+from app.errors import (
+    AnswerError,
+    CalderaError,
+    Disconnected,
+    PluginFailure,
+    RequestError,
+    StaleView,
+)
 from app.extender import ANSWERED_FIRST, EMPTY, Body
 from app.metrics import Metrics
 from app.server.body import DEFAULT_TIMEOUT, read_body
@@ -204,7 +211,7 @@ class VerbEndpoint:
             self.metrics.bodies_refused.labels(self.verb, exc.outcome).inc()
         if self.snapshot is not None:
             self.snapshot.refused(exc, answered)  # the error it is for Volcano's cycle
-        elif isinstance(exc, RequestError):
+        elif isinstance(exc, RequestError | StaleView):
             # WARNING: a body Caldera refuses is a call Volcano made in vain (its cycle goes on
             # without that answer), which an operator wants to see; once a minute per verb and
             # kind, since a client repeating it would repeat it on every call.

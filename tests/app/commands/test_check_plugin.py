@@ -5,7 +5,10 @@ a well-behaved plugin exits 0; a name or configuration it cannot check exits 2."
 from __future__ import annotations
 
 import math
+import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -120,6 +123,26 @@ class Slow(Plugin):
         return False
 
 
+class RenamesItsTask(Plugin):
+    """Issue 47 item 9: a hook writing to its input went unnoticed, and the decision record
+    filed the answer under the changed name."""
+
+    name = "test-check-mutates-task"
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        task.Name = f"{task.Name}-seen"
+        return None
+
+
+class SortsTheEvictees(Plugin):
+    name = "test-check-mutates-list"
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> EvictResult:
+        assert isinstance(preemptees, list)
+        preemptees.reverse()  # in place: the list Volcano's body gave every voter
+        return [], Vote.ABSTAIN
+
+
 class BrokenConstructor(Plugin):
     name = "test-check-constructor"
 
@@ -142,7 +165,8 @@ class BrokenSessionOpen(Plugin):
 
 DOUBLES: tuple[type[Plugin], ...] = (
     WellBehaved, RaisesInPredicate, ReadyAsString, EnqueueableFive, ScoreNone, ScoreNaN,
-    BareVictims, ForeignVictim, Slow, BrokenConstructor, BrokenSessionOpen,
+    BareVictims, ForeignVictim, Slow, BrokenConstructor, BrokenSessionOpen, RenamesItsTask,
+    SortsTheEvictees,
 )  # fmt: skip
 
 
@@ -165,9 +189,11 @@ def test_a_well_behaved_plugin_passes(capsys: pytest.CaptureFixture[str]) -> Non
     code, out, _ = run(capsys, WellBehaved.name)
     assert code == 0, out
     assert out.splitlines()[-1] == "no problems"
-    for hook in ("predicate", "node_order", "preemptable", "reclaimable", "job_enqueueable",
+    # WellBehaved scores node by node: its hook is node_score, the name its author wrote
+    for hook in ("predicate", "node_score", "preemptable", "reclaimable", "job_enqueueable",
                  "job_enqueued", "overused", "job_ready", "allocate", "deallocate"):  # fmt: skip
         assert f"  {hook} " in out, hook
+    assert "node_order" not in out
 
 
 @pytest.mark.parametrize(
@@ -180,8 +206,23 @@ def test_a_well_behaved_plugin_passes(capsys: pytest.CaptureFixture[str]) -> Non
         pytest.param(
             EnqueueableFive, "job_enqueueable: returned 5 (int); expected Vote", id="vote int"
         ),
-        pytest.param(ScoreNone, "node_order: returned ", id="score None"),
+        pytest.param(
+            ScoreNone,
+            "node_score: returned None (NoneType) from node_score for node 'node1'; expected float",
+            id="score None",
+        ),
         pytest.param(ScoreNaN, "node_order: scored ", id="score NaN"),
+        pytest.param(
+            RenamesItsTask,
+            "predicate: changed its argument 1 (TaskInfo) at Name: a hook must not modify its"
+            " inputs",
+            id="mutates its task",
+        ),
+        pytest.param(
+            SortsTheEvictees,
+            "preemptable: changed its argument 2 (list of TaskInfo) at [0]",
+            id="mutates the evictees",
+        ),
         pytest.param(BareVictims, "preemptable: returned [", id="bare list"),
         pytest.param(
             ForeignVictim,
@@ -335,3 +376,49 @@ def test_pdb_with_its_budgets_from_a_file_passes(tmp_path: Path) -> None:
     config, entry = entry_of("pdb", str(path))
     report = check(entry, config)
     assert report.clean and not report.notes, (report.problems, report.notes)
+
+
+BROKEN_MODULE = "raise RuntimeError('no licence key in this environment')\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "target", "expected"),
+    [
+        pytest.param(
+            "a package whose module raises on import", BROKEN_MODULE, "broken_plugin:Broken",
+            "plugin 'broken' is installed but failed to load: importing broken_plugin:Broken"
+            " raised RuntimeError: no licence key in this environment",
+            id="raises on import",
+        ),
+        pytest.param(
+            "an entry point naming something that is not a plugin", "Broken = 42\n",
+            "broken_plugin:Broken",
+            "plugin 'broken' is installed but failed to load: broken_plugin:Broken is not a"
+            " Plugin subclass",
+            id="not a plugin",
+        ),
+    ],
+)  # fmt: skip
+def test_a_plugin_that_fails_to_load_is_said_so_not_to_install_it(
+    tmp_path: Path, name: str, module: str, target: str, expected: str
+) -> None:
+    """Issue 47 item 9: the hint after a broken plugin package said to install one."""
+    site = tmp_path / "site"
+    info = site / "caldera_broken-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: caldera-broken\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text(f"[caldera.plugins]\nbroken = {target}\n")
+    (site / "broken_plugin.py").write_text(module)
+    config = tmp_path / "caldera.yaml"
+    config.write_text("tiers: [{plugins: [{name: broken}]}]\n")
+    root = Path(__file__).resolve().parents[2]
+    for argv in (["check-config", str(config)], ["check-plugin", "broken"]):
+        result = subprocess.run(
+            [sys.executable, "-c", "import sys; from app.commands.cli import main; sys.exit(main())", *argv],
+            capture_output=True, text=True, timeout=120, check=False,
+            env={**os.environ, "PYTHONPATH": f"{site}:{root}"},
+        )  # fmt: skip
+        assert result.returncode == 2, (name, argv, result.stderr)
+        assert expected in result.stderr, (name, argv, result.stderr)
+        assert "restart it after installing one" not in result.stderr, (name, argv)
+        assert "Traceback" not in result.stderr, (name, argv, result.stderr)

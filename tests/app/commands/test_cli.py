@@ -454,12 +454,29 @@ def test_check_config_strict_fails_on_a_warning(
     capsys.readouterr()
 
 
-def test_check_config_shows_the_warnings_beside_an_error(tmp_path: Path, capsys) -> None:
-    """A typo in one plugin's flag (an error) must not hide an unread argument in another."""
-    path = write(tmp_path, WARNED + "  - name: priority\n    enablePreemptablee: true\n")
-    assert main(["check-config", path]) == 2
+@pytest.mark.parametrize(
+    ("name", "release", "entry", "error"),
+    [
+        pytest.param("a typo in another plugin's flag", "1.15", "  - name: priority\n"
+                     "    enablePreemptablee: true\n",
+                     "tiers[0].plugins[1].enablePreemptablee: unknown plugin option", id="flag"),
+        # Issue 47 item 10: an unknown plugin hid every warning of the file.
+        pytest.param("an unknown plugin", "1.15", "  - name: nope\n",
+                     "tiers[0].plugins[1].name: unknown plugin 'nope'", id="unknown plugin"),
+        pytest.param("a plugin this release does not have", "1.10", "  - name: nodegroup\n",
+                     "tiers[0].plugins[1].name: plugin 'nodegroup' follows Volcano's from v1.13",
+                     id="plugin of another release"),
+    ],
+)  # fmt: skip
+def test_check_config_shows_the_warnings_beside_an_error(
+    tmp_path: Path, capsys, name: str, release: str, entry: str, error: str
+) -> None:
+    """An error in one entry must not hide an unread argument in another: every problem at
+    once, as the README says."""
+    path = write(tmp_path, WARNED.replace('"1.15"', f'"{release}"') + entry)
+    assert main(["check-config", path]) == 2, name
     err = capsys.readouterr().err
-    assert "tiers[0].plugins[1].enablePreemptablee: unknown plugin option" in err
+    assert error in err, (name, err)
     assert f"# warning: plugin cdp (tiers[0].plugins[0].arguments.cdp-nope = 1): {UNREAD}" in err
 
 
@@ -499,3 +516,131 @@ def test_check_config_says_every_warning_in_one_shape_with_key_path_and_value(
     [sla] = [w for w in warnings if w.startswith("plugin sla")]
     assert sla.startswith("plugin sla (tiers[0].plugins[1].arguments.sla-waiting-time = 5): ")
     assert 'invalid duration ""' not in sla and 'such as "5m"' in sla
+
+
+GOOD_KUBECONFIG = (
+    "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+    "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443'}}]\n"
+    "users: [{name: u, user: {token: t}}]\n"
+)
+# Issue 49 item 4: (case, the sessionStateKubeconfig file's text or None for no file, exit
+# status, what is said). The mode cannot serve without the cluster it names.
+KUBECONFIG_CASES = [
+    ("a kubeconfig that parses", GOOD_KUBECONFIG, 0, None),
+    ("no such file", None, 2, "sessionStateKubeconfig: {path}: no such file here"),
+    ("not a kubeconfig", "just: [text", 2, "sessionStateKubeconfig: {path}: does not parse"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "said"),
+    [c[1:] for c in KUBECONFIG_CASES],
+    ids=[c[0] for c in KUBECONFIG_CASES],
+)
+@pytest.mark.parametrize("mode", ["cluster", "compare"])
+def test_check_config_refuses_a_session_state_kubeconfig_it_cannot_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str, text: str | None, code: int,
+    said: str | None,
+) -> None:  # fmt: skip
+    kubeconfig = tmp_path / "kc"
+    if text is not None:
+        kubeconfig.write_text(text)
+    path = tmp_path / "caldera.yaml"
+    path.write_text(
+        f'volcanoVersion: "1.14"\nsessionState: {mode}\nsessionStateKubeconfig: {kubeconfig}\n'
+        "tiers: [{plugins: [{name: sla}]}]\n"
+    )
+    assert main(["check-config", str(path)]) == code
+    out = capsys.readouterr()
+    if said is not None:
+        assert said.format(path=kubeconfig) in out.err, out.err
+        assert "Traceback" not in out.err
+
+
+def test_check_config_warns_when_no_cluster_would_be_watched_here(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    path = tmp_path / "caldera.yaml"
+    path.write_text(
+        'volcanoVersion: "1.14"\nsessionState: cluster\ntiers: [{plugins: [{name: sla}]}]\n'
+    )
+    assert main(["check-config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "sessionStateKubeconfig is unset and no cluster" in out
+    assert "in a pod the service account is used" in out
+
+
+@pytest.mark.parametrize(
+    ("name", "argv", "sizing_asked"),
+    [
+        pytest.param("no size given: the note asks for it", [], True, id="unsized"),
+        # Issue 47 item 10: it still said "size it with --nodes N --pods P" with both given.
+        pytest.param("the size given: the sizing lines answer", ["--nodes", "100", "--pods", "2000"],
+                     False, id="sized"),
+    ],
+)  # fmt: skip
+def test_volcano_config_asks_for_the_size_only_when_not_given_it(
+    capsys, name: str, argv: list[str], sizing_asked: bool
+) -> None:
+    assert main(["volcano-config", *argv]) == 0
+    out = capsys.readouterr().out
+    assert ("size it with --nodes N --pods P" in out) is sizing_asked, (name, out)
+    assert ("# sizing: a snapshot of about" in out) is not sizing_asked, (name, out)
+
+
+@pytest.mark.parametrize(
+    ("name", "entry", "shown"),
+    [
+        pytest.param("no arguments: none, as Volcano's conf carries none", "{name: sla}",
+                     {}, id="none given"),
+        pytest.param("a waiting time sla cannot parse: the value in use, no global SLA",
+                     "{name: sla, arguments: {sla-waiting-time: 5}}",
+                     {"sla-waiting-time": None}, id="refused"),
+        pytest.param("a waiting time sla reads", "{name: sla, arguments: {sla-waiting-time: 1h}}",
+                     {"sla-waiting-time": "1h"}, id="given"),
+    ],
+)  # fmt: skip
+def test_check_config_prints_the_arguments_as_the_readme_says(
+    tmp_path: Path, capsys, name: str, entry: str, shown: dict[str, Any]
+) -> None:
+    """Issue 47 item 10: the README said ``null`` where check-config printed ``{}``."""
+    path = write(tmp_path, f"tiers: [{{plugins: [{entry}]}}]\n")
+    assert main(["check-config", path]) == 0, name
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["tiers"][0]["plugins"][0]["arguments"] == shown, name
+
+
+@pytest.mark.parametrize("command", ["explain", "shadow"])
+def test_the_asking_commands_call_host_where_to_ask_not_where_to_listen(
+    capsys, command: str
+) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--host HOST the address of the Caldera to ask" in text, text
+    assert "listen on" not in text and "listen address" not in text, text
+
+
+def test_the_openapi_descriptions_do_not_depend_on_msgspecs_version() -> None:
+    """Issue 47 item 10: the wheel's ``caldera openapi`` differed from openapi/openapi.json in
+    the indentation of the schemas' descriptions (struct docstrings: msgspec 0.23 cleans them,
+    0.22 keeps their indentation). Every description is as ``inspect.cleandoc`` leaves it."""
+    import inspect
+
+    from app.server.openapi import components
+
+    def descriptions(node: Any) -> list[str]:
+        if isinstance(node, dict):
+            found = [v for k, v in node.items() if k == "description" and isinstance(v, str)]
+            return found + [d for v in node.values() for d in descriptions(v)]
+        if isinstance(node, list):
+            return [d for v in node for d in descriptions(v)]
+        return []
+
+    found = descriptions(components())
+    assert any("\n" in d for d in found), "the check would hold vacuously"
+    assert [d for d in found if d != inspect.cleandoc(d)] == []

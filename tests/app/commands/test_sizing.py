@@ -14,6 +14,7 @@ import yaml
 
 from app.commands import sizing
 from app.commands.cli import main
+from app.shadow.service import DEFAULT_MAX_QUEUED_BYTES
 from bench import workloads
 from plugins.api import registry
 from plugins.api.base import FitError, Plugin
@@ -492,3 +493,57 @@ def test_a_snapshot_volcano_cannot_send_within_the_period_is_warned(tmp_path: Pa
         "--schedule-period", "10s",
     )  # fmt: skip
     assert not [w for w in warnings if "OnSessionOpen (marshal" in w]
+
+
+# --- memory, with and without a shadow configuration (issue 47 item 7) ---
+
+SHADOW_RUN = Path(__file__).resolve().parents[2] / sizing.SHADOW_RSS_MEASURED
+CYCLE_SNAPSHOT_BYTES = 75 * 2**20
+"""The snapshot of bench/hotpath.py's cycle loads (100 nodes / 2,000 pods)."""
+
+
+def measured_growth(workload: str, checkout: str) -> float:
+    """Peak RSS growth in MiB, the median row of the saved run's table."""
+    for line in SHADOW_RUN.read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[:2] == [workload, checkout]:
+            return float(cells[4])
+    raise AssertionError(f"no {workload} / {checkout} row in {SHADOW_RUN}")
+
+
+@pytest.mark.parametrize("workload", ["jobEnqueueable-cycle", "preemptable-cycle"])
+@pytest.mark.parametrize(
+    ("checkout", "processes", "queued"),
+    [
+        pytest.param("live", 1, None, id="without a shadow"),
+        pytest.param("shadowed", 2, DEFAULT_MAX_QUEUED_BYTES, id="with a shadow"),
+    ],
+)
+def test_the_memory_estimate_holds_the_measured_growth(
+    workload: str, checkout: str, processes: int, queued: int | None
+) -> None:
+    """The estimate over the processes' idle RSS is at or above what the saved run measured for
+    Volcano's shape of load, the shadow's process and the bodies held for it included."""
+    estimate = sizing.memory_limit_bytes(CYCLE_SNAPSHOT_BYTES, queued)
+    growth = (estimate - processes * sizing.IDLE_RSS_BYTES) / 2**20
+    assert growth >= measured_growth(workload, checkout), (growth, workload, checkout)
+
+
+@pytest.mark.parametrize(
+    ("max_snapshot_bytes", "limit_without", "limit_with"),
+    [
+        pytest.param(512 * 2**20, "1Gi", "2Gi", id="the shipped 512 MiB"),
+        pytest.param(128 * 2**20, "512Mi", "768Mi", id="128 MiB, as the guide's 100-node row"),
+    ],
+)
+def test_a_shadow_about_doubles_the_memory_limit(
+    max_snapshot_bytes: int, limit_without: str, limit_with: str
+) -> None:
+    """The limits the operator guide and the sidecar manifest name: the shipped 1Gi holds the
+    live process only; with a shadow at its default queue, 2Gi."""
+    units = {"Mi": 2**20, "Gi": 2**30}
+    without = sizing.memory_limit_bytes(max_snapshot_bytes)
+    shadowed = sizing.memory_limit_bytes(max_snapshot_bytes, DEFAULT_MAX_QUEUED_BYTES)
+    assert without <= int(limit_without[:-2]) * units[limit_without[-2:]] < shadowed
+    assert shadowed <= int(limit_with[:-2]) * units[limit_with[-2:]]
+    assert 2 * without < shadowed

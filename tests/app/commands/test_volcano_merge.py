@@ -42,6 +42,7 @@ EXPECTED_WITH_DEFAULT_CONFIG = """\
 actions: "enqueue, allocate, backfill, reclaim, preempt"
 tiers:
 - plugins:
+  # handed to Caldera by caldera volcano-config --merge: {name: priority}
   - name: priority
     enablePreemptable: false
   - name: extender
@@ -57,9 +58,12 @@ tiers:
   # our gang stays as upstream ships it
   - name: gang
     enablePreemptable: false
+  # handed to Caldera by caldera volcano-config --merge: {name: conformance}
+  # handed to Caldera by caldera volcano-config --merge: {name: sla}
   - name: sla
     enableJobEnqueued: false
 - plugins:
+  # handed to Caldera by caldera volcano-config --merge: {name: overcommit}
   - name: drf
     enablePreemptable: false
   - name: predicates
@@ -95,14 +99,10 @@ def test_volcanos_default_conf_with_the_embedded_configuration(tmp_path: Path, c
     assert "conformance: removed from tier 1, Caldera hosts it" in notes
     assert any(n.startswith("priority: kept in tier 1 for TaskOrderFn, JobOrderFn") for n in notes)
     assert any(n.startswith("sla: kept in tier 1 for JobOrderFn, JobPipelinedFn") for n in notes)
-    assert sorted(w.split(" ")[0] for w in warnings) == [
-        "drf",
-        "overcommit",
-        "proportion",
-        "proportion",
-    ]
+    # drf registers no reclaim vote without enableHierarchy: only proportion falls through
+    assert sorted(w.split(" ")[0] for w in warnings) == ["overcommit", "proportion", "proportion"]
     assert any("proportion's check is skipped" in w for w in warnings)
-    assert any("drf can evict what Caldera protects" in w for w in warnings)
+    assert any("proportion can evict what Caldera protects" in w for w in warnings)
 
 
 MIN_RUNTIME = "tiers: [{plugins: [{name: min-runtime}]}]\n"
@@ -126,10 +126,10 @@ MIN_RUNTIME = "tiers: [{plugins: [{name: min-runtime}]}]\n"
             id="twice",
         ),
         pytest.param(
-            "an extender entry already there",
+            "another service's extender entry already there",
             "tiers:\n- plugins:\n  - name: extender\n    arguments: {extender.urlPrefix: http://x}\n",
             "tiers: [{plugins: [{name: cdp}]}]\n",
-            "already has an extender entry: it is replaced",
+            "already has an extender entry (http://x): it is replaced by Caldera's",
             id="extender",
         ),
         pytest.param(
@@ -213,7 +213,9 @@ def test_conformance_stays_in_tree_only_where_gang_actions_need_it(tmp_path: Pat
     assert kept == {"name": "conformance", "enablePreemptable": False, "enableReclaimable": False}
     assert any("kept in tier 1 for UnifiedEvictableFn" in n for n in notes)
     _, out, _, _ = merge(tmp_path, capsys, conf.replace("gangpreempt", "preempt"), caldera)
-    assert "name: conformance" not in out
+    assert "conformance" not in [
+        p["name"] for t in yaml.safe_load(out)["tiers"] for p in t["plugins"]
+    ]
 
 
 def test_a_conf_without_hosted_plugins_gets_a_first_tier(tmp_path: Path, capsys) -> None:
@@ -357,3 +359,121 @@ def test_every_extension_point_names_the_actions_that_ask_it() -> None:
             assert point.actions is None, point.verb
         else:
             assert point.actions and point.actions <= known, point.verb
+
+
+# Issue 47 item 6: merging the shipped overlay's conf warned that drf and proportion "can evict
+# what Caldera protects", and merging the merged conf again (as the operator guide says to after
+# each change of caldera.yaml) added warnings it had caused itself.
+
+SHIPPED_CONFS = sorted(
+    (Path(__file__).resolve().parents[2] / "deploy" / "kubernetes").glob(
+        "volcano-v*/volcano-scheduler-conf.yaml"
+    )
+)
+BASE_CALDERA = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "base"
+
+
+def shipped_conf(path: Path) -> str:
+    text: str = yaml.safe_load(path.read_text())["data"]["volcano-scheduler.conf"]
+    return text
+
+
+def base_caldera_config() -> str:
+    text: str = yaml.safe_load((BASE_CALDERA / "caldera-config.yaml").read_text())["data"][
+        "caldera.yaml"
+    ]
+    return text
+
+
+@pytest.mark.parametrize("path", SHIPPED_CONFS, ids=lambda p: p.parent.name)
+def test_the_shipped_conf_merges_clean_and_unchanged(tmp_path: Path, capsys, path: Path) -> None:
+    """The overlay's conf is what the merge makes of the release's default: merging it again
+    with the base configuration changes nothing and warns of nothing (its queue plugin keeps no
+    reclaim vote in tier 2, drf has none without enableHierarchy, the extender entry there is
+    Caldera's own)."""
+    conf = shipped_conf(path)
+    code, out, notes, warnings = merge(tmp_path, capsys, conf, base_caldera_config())
+    assert code == 0
+    assert warnings == []
+    assert out == conf
+    assert any("already has Caldera's extender entry" in n for n in notes), notes
+
+
+HELM_WITH_VICTIM_ACTIONS = HELM_DEFAULT_CONF.replace(
+    "enqueue, allocate, backfill", "enqueue, allocate, preempt, reclaim, backfill"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "conf", "caldera"),
+    [
+        pytest.param("Volcano's CI conf, the embedded default configuration", VOLCANO_CI_CONF,
+                     None, id="ci conf"),
+        pytest.param("Helm's default with victim actions, the base configuration",
+                     HELM_WITH_VICTIM_ACTIONS, "base", id="helm, base"),
+        pytest.param("Helm's default as shipped (no victim actions)", HELM_DEFAULT_CONF, "base",
+                     id="helm default"),
+        pytest.param("the shipped v1.15.1 conf", "v1.15.1", "base", id="shipped"),
+        pytest.param("a later voter noted as unchanged: sla hosted where it was",
+                     SLA_THEN_PROPORTION, "tiers: [{plugins: [{name: sla}]}]\n", id="unchanged"),
+        pytest.param("a hosted plugin moved from tier 2 into the extender's tier",
+                     "actions: enqueue\ntiers:\n- plugins:\n  - name: sla\n  - name: gang\n"
+                     "- plugins:\n  - name: overcommit\n  - name: proportion\n",
+                     "tiers: [{plugins: [{name: sla}, {name: overcommit}]}]\n", id="moved"),
+        pytest.param("a flag off in-tree the extender now answers",
+                     "actions: reclaim\ntiers:\n- plugins:\n  - name: conformance\n"
+                     "    enableReclaimable: false\n  - name: gang\n", CONFORMANCE,
+                     id="flag off"),
+    ],
+)  # fmt: skip
+def test_merging_a_merged_conf_again_changes_nothing(
+    tmp_path: Path, capsys, name: str, conf: str, caldera: str | None
+) -> None:
+    if caldera == "base":
+        caldera = base_caldera_config()
+    if conf.startswith("v1."):
+        conf = shipped_conf(next(p for p in SHIPPED_CONFS if p.parent.name == f"volcano-{conf}"))
+    code, once, _, warned_once = merge(tmp_path, capsys, conf, caldera)
+    assert code == 0, name
+    code, twice, _, warned_twice = merge(tmp_path, capsys, once, caldera)
+    assert code == 0, name
+    assert twice == once, name
+    assert warned_twice == warned_once, name
+
+
+@pytest.mark.parametrize(
+    ("name", "drf", "warned"),
+    [
+        pytest.param("drf as Volcano ships it registers no ReclaimableFn", "  - name: drf\n",
+                     False, id="drf"),
+        pytest.param("hierarchical drf (hdrf) votes on reclaim",
+                     "  - name: drf\n    enableHierarchy: true\n", True, id="hdrf"),
+    ],
+)  # fmt: skip
+def test_drf_votes_on_reclaim_only_with_its_hierarchy(
+    tmp_path: Path, capsys, name: str, drf: str, warned: bool
+) -> None:
+    conf = f"actions: reclaim\ntiers:\n- plugins:\n  - name: conformance\n- plugins:\n{drf}"
+    code, _, _, warnings = merge(tmp_path, capsys, conf, MIN_RUNTIME.replace("min-runtime", "pdb"))
+    assert code == 0
+    fall_through = "drf in tier 2 votes on reclaimable after the extender's tier 1"
+    assert any(fall_through in w for w in warnings) is warned, (name, warnings)
+
+
+def test_a_plugin_caldera_no_longer_hosts_comes_back_as_it_was(tmp_path: Path, capsys) -> None:
+    """The guide's loop: merge, change caldera.yaml, merge the merged conf again."""
+    conf = (
+        "actions: preempt\ntiers:\n- plugins:\n  - name: priority\n    enableJobOrder: true\n"
+        "  - name: conformance\n    enableReclaimable: false\n  - name: gang\n"
+    )
+    both = "tiers: [{plugins: [{name: priority}, {name: conformance}]}]\n"
+    _, once, _, _ = merge(tmp_path, capsys, conf, both)
+    in_tree = [p["name"] for t in yaml.safe_load(once)["tiers"] for p in t["plugins"]]
+    assert in_tree == ["priority", "extender", "gang"]
+    _, again, notes, _ = merge(tmp_path, capsys, once, MIN_RUNTIME)
+    assert "conformance: back in tier 1 as it was, Caldera no longer hosts it" in notes
+    assert "priority: back in tier 1 as it was, Caldera no longer hosts it" in notes
+    plugins = yaml.safe_load(again)["tiers"][0]["plugins"]
+    assert plugins[0] == {"name": "priority", "enableJobOrder": True}
+    assert {"name": "conformance", "enableReclaimable": False} in plugins
+    assert "handed to Caldera" not in again

@@ -33,3 +33,23 @@ def test_a_refused_request_is_a_warning_once_a_minute(caplog: pytest.LogCaptureF
     lines = [r for r in caplog.records if r.name == "caldera.verbs"]
     assert [r.levelname for r in lines] == ["WARNING"]
     assert lines[0].getMessage().startswith("refused predicate request (400 bad_request): ")
+
+
+@pytest.mark.parametrize(("level", "shown"), [("info", False), ("warning", False), ("debug", True)])
+def test_the_http_clients_request_lines_only_at_debug(
+    level: str, shown: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 49 item 4: a watch's per-request lines (lightkube's HTTP client logs each at
+    INFO) appear only with --log-level debug."""
+    import logging
+
+    from app.server.logs import HTTP_CLIENT_LOGGER, configure_logging
+
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", list(root.handlers))
+    monkeypatch.setattr(root, "level", root.level)
+    client = logging.getLogger(HTTP_CLIENT_LOGGER)
+    monkeypatch.setattr(client, "level", client.level)
+    configure_logging(level, "text")
+    assert client.isEnabledFor(logging.INFO) is shown
+    assert logging.getLogger("caldera").isEnabledFor(logging.INFO) is (level != "warning")

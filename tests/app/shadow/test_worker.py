@@ -132,3 +132,21 @@ def test_a_state_is_never_used_for_a_later_session(tmp_path: Path) -> None:
     assert not opened(evaluator, 2)
     assert [r[0] for r in reports[-3:]] == ["loaded", "session", "skipped"]
     assert reports[-1] == ("skipped", 2, shadow_worker.NOT_SYNCED)
+
+
+def test_the_shadows_sessions_are_numbered_on_across_its_reloads(tmp_path: Path) -> None:
+    """Issue 47 item 8: a reloaded shadow file builds new sessions, numbered on from the ones
+    before, as the live process's are."""
+    path = tmp_path / "shadow.yaml"
+    path.write_text(SHADOW)
+    reports: list[tuple[Any, ...]] = []
+    evaluator = shadow_worker.Evaluator(path, reports.append)
+    evaluator.reload()
+    numbers = []
+    for session, factor in enumerate(("1.0", "2.25", "1.5"), start=1):
+        path.write_text(SHADOW + f"    arguments: {{overcommit-factor: {factor}}}\n")
+        evaluator.handle(session, shadow_worker.OPEN, b"{}", b"{}")
+        assert evaluator.extender is not None and evaluator.extender.sessions.current is not None
+        numbers.append(evaluator.extender.sessions.current.number)
+    assert [r[0] for r in reports].count("loaded") == 4, reports  # each session on a new file
+    assert numbers == [1, 2, 3]

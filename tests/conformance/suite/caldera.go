@@ -50,18 +50,9 @@ func calderaCommand(args ...string) (*exec.Cmd, error) {
 // (`uv sync` installs the project editable). A CALDERA_BIN left pointing at another checkout
 // or another installation would otherwise prove that one instead.
 func checkThisCheckout(path string) error {
-	data, err := os.ReadFile(path)
+	fields, err := interpreterOf(path)
 	if err != nil {
 		return err
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	fields := strings.Fields(strings.TrimPrefix(line, "#!"))
-	if !strings.HasPrefix(line, "#!") || len(fields) == 0 {
-		return fmt.Errorf("%s is not a Python console script: cannot tell whether it runs this checkout's caldera"+
-			" (set CALDERA_BIN to the repository's .venv/bin/caldera)", path)
-	}
-	if filepath.Base(fields[0]) == "env" && len(fields) > 1 {
-		fields = fields[1:]
 	}
 	probe := exec.Command(fields[0], append(fields[1:], "-c",
 		"import app, os; print(os.path.realpath(os.path.dirname(app.__file__)))")...)
@@ -79,6 +70,25 @@ func checkThisCheckout(path string) error {
 			" repository's .venv/bin/caldera (uv sync)", path, got, want)
 	}
 	return nil
+}
+
+// interpreterOf is the command line of the Python interpreter that runs the console script at
+// path (its #! line, without a leading env).
+func interpreterOf(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(strings.TrimPrefix(line, "#!"))
+	if !strings.HasPrefix(line, "#!") || len(fields) == 0 {
+		return nil, fmt.Errorf("%s is not a Python console script: cannot tell whether it runs this checkout's caldera"+
+			" (set CALDERA_BIN to the repository's .venv/bin/caldera)", path)
+	}
+	if filepath.Base(fields[0]) == "env" && len(fields) > 1 {
+		fields = fields[1:]
+	}
+	return fields, nil
 }
 
 // strict: a Caldera that cannot be run fails the suite; it never skips (a check that skips on

@@ -24,16 +24,26 @@ package suite
 // module's own test binary once per mutant, on the one scenario the mutant names (no two
 // mutants share one), and requires that scenario to fail with the mutant's marker: each
 // mutant is caught by a scenario of its own, and a run costs one scenario per mutant.
+//
+// The verb mutants follow the verbs each plugin answers, as this checkout's Caldera says
+// (plugin_verbs.py: the hooks each plugin overrides, on the verbs the release sends, less what
+// the plugin withdraws on that release): checkMutantCoverage fails when a plugin answers a verb
+// no mutant breaks, when a verb mutant breaks a verb its plugin does not answer, and when a
+// mutant's since mark skips a release on which its plugin does answer the verb (a stale mark
+// fails; it is not logged as "not applicable").
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -290,9 +300,11 @@ func testName(name string) string { return strings.ReplaceAll(name, " ", "_") }
 // RunMutations runs, for each mutant, the one scenario it names in a child process of this test
 // binary with CALDERA_CONFORMANCE_MUTATE set, and requires that scenario to fail with the
 // mutant's marker. A mutant whose group the release cannot run, or that does not apply before
-// its since release, is logged as not applicable, as Run does.
+// its since release, is logged as not applicable, as Run does (CheckMutantCoverage has failed
+// the test first if its plugin answers the verb there all the same).
 func RunMutations(t *testing.T, r *Release) {
 	rel = r
+	CheckMutantCoverage(t, r)
 	byName := map[string]group{}
 	for _, g := range groups {
 		byName[g.name] = g
@@ -352,4 +364,195 @@ func RunMutations(t *testing.T, r *Release) {
 		t.Logf("Volcano %s: mutants not applicable: %s", r.Volcano, strings.Join(absent, "; "))
 	}
 	t.Logf("mutations on Volcano %s: %s", r.Volcano, time.Since(start).Round(time.Second))
+}
+
+// ---- the mutants against the verbs each plugin answers -------------------------------------
+
+//go:embed plugin_verbs.py
+var pluginVerbsScript string
+
+// pluginVerbs is, per built-in plugin, the verbs it answers on release r, as this checkout's
+// Caldera says: plugin_verbs.py run by the interpreter of the caldera the suite runs.
+func pluginVerbs(r *Release) (map[string][]string, error) {
+	cmd, err := calderaCommand()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkThisCheckout(cmd.Path); err != nil {
+		return nil, err
+	}
+	python, err := interpreterOf(cmd.Path)
+	if err != nil {
+		return nil, err
+	}
+	probe := exec.Command(python[0], append(python[1:], "-c", pluginVerbsScript, strings.TrimPrefix(r.Volcano, "v"))...)
+	probe.Dir = os.TempDir()
+	var stderr bytes.Buffer
+	probe.Stderr = &stderr
+	out, err := probe.Output()
+	if err != nil {
+		return nil, fmt.Errorf("plugin_verbs.py %s: %v\n%s", r.Volcano, err, tail(stderr.Bytes()))
+	}
+	verbs := map[string][]string{}
+	if err := json.Unmarshal(out, &verbs); err != nil {
+		return nil, fmt.Errorf("plugin_verbs.py %s: %v: %q", r.Volcano, err, out)
+	}
+	return verbs, nil
+}
+
+// mutantCoverage holds list (the mutants) against answered (per plugin, the verbs it answers on
+// release r): the problems, each a failure, and the pairs no scenario can run on r (their
+// group's in-tree plugins are not in r: nothing to compare with), each logged. runnable is ""
+// for a group r can run, else why not.
+//
+// A problem is: a (plugin, verb) pair answered on r that no verb mutant breaks; one whose
+// mutants all carry a since mark that skips r (a stale mark: the plugin answers the verb here);
+// a verb mutant that applies on r while its plugin does not answer its verb there.
+func mutantCoverage(r *Release, list []mutant, answered map[string][]string, runnable func(group string) string) (problems, absent []string) {
+	answers := func(plugin, verb string) bool {
+		for _, v := range answered[plugin] {
+			if v == verb {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range sortedKeys(answered) {
+		for _, verb := range answered[p] {
+			var mine []mutant
+			for _, m := range list {
+				if m.plugin == p && m.verb == verb {
+					mine = append(mine, m)
+				}
+			}
+			if len(mine) == 0 {
+				problems = append(problems, fmt.Sprintf("%s answers %s on Volcano %s and no mutant breaks it: add a"+
+					" %s/%s mutant to mutants (suite/mutate.go), naming a scenario of its own that catches it",
+					p, verb, r.Volcano, p, verb))
+				continue
+			}
+			var applying *mutant
+			for i := range mine {
+				if mine[i].since == "" || r.AtLeast(mine[i].since) {
+					applying = &mine[i]
+					break
+				}
+			}
+			if applying == nil {
+				problems = append(problems, fmt.Sprintf("mutant %s is marked not applicable before %s (%s), yet %s answers"+
+					" %s on Volcano %s: the mark is stale, move its since", mine[0].name, mine[0].since, mine[0].why, p, verb, r.Volcano))
+				continue
+			}
+			if why := runnable(applying.group); why != "" {
+				absent = append(absent, fmt.Sprintf("%s/%s (%s: %s)", p, verb, applying.group, why))
+			}
+		}
+	}
+	for _, m := range list {
+		if m.verb == "" || (m.since != "" && !r.AtLeast(m.since)) || runnable(m.group) != "" {
+			continue
+		}
+		if !answers(m.plugin, m.verb) {
+			problems = append(problems, fmt.Sprintf("mutant %s breaks %s, which %s does not answer on Volcano %s"+
+				" (it answers: %s): remove the mutant, or mark the release it applies from (since)",
+				m.name, m.verb, m.plugin, r.Volcano, strings.Join(answered[m.plugin], ", ")))
+		}
+	}
+	return problems, absent
+}
+
+// CheckMutantCoverage fails t unless every verb each plugin answers on release r (pluginVerbs)
+// has a mutant that applies on r, and every verb mutant that applies on r breaks a verb its
+// plugin answers (mutantCoverage). Cheap (one Python process, no scenario): every release
+// module runs it in its plain go test (TestMutantCoverage), and RunMutations first.
+func CheckMutantCoverage(t *testing.T, r *Release) {
+	t.Helper()
+	answered, err := pluginVerbs(r)
+	if err != nil {
+		if strict() {
+			t.Fatalf("the verbs each plugin answers: %v", err)
+		}
+		t.Skipf("the verbs each plugin answers: %v", err)
+	}
+	byName := map[string]group{}
+	for _, g := range groups {
+		byName[g.name] = g
+	}
+	runnable := func(name string) string {
+		g, ok := byName[name]
+		if !ok {
+			return "no scenario group " + name
+		}
+		return r.cannot(g)
+	}
+	problems, absent := mutantCoverage(r, mutants, answered, runnable)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	var pairs []string
+	for _, p := range sortedKeys(answered) {
+		for _, v := range answered[p] {
+			pairs = append(pairs, p+"/"+v)
+		}
+	}
+	t.Logf("Volcano %s: Caldera's plugins answer %d (plugin, verb) pairs: %s", r.Volcano, len(pairs), strings.Join(pairs, ", "))
+	if len(absent) > 0 {
+		t.Logf("Volcano %s: answered, but no scenario can run them (no in-tree plugin to compare with): %s",
+			r.Volcano, strings.Join(absent, "; "))
+	}
+}
+
+func sortedKeys(m map[string][]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// MutantCoverageRules checks mutantCoverage's rules on made-up plugins, on release r: each
+// problem it must report, the pairs it must only log, and a covered table it must pass.
+func MutantCoverageRules(t *testing.T, r *Release) {
+	t.Helper()
+	later := "99.0" // a release after r: a since mark that skips r
+	verbMutant := func(plugin, verb, since string) mutant {
+		return mutant{name: plugin + "/" + verb, plugin: plugin, verb: verb, group: "G", scenario: "s " + verb, since: since, why: "why"}
+	}
+	runs := func(string) string { return "" }
+	for _, c := range []struct {
+		name     string
+		list     []mutant
+		answered map[string][]string
+		runnable func(string) string
+		problem  string // "" = none
+		absent   int
+	}{
+		{"covered", []mutant{verbMutant("x", "predicate", ""), verbMutant("x", "prioritize", "")},
+			map[string][]string{"x": {"predicate", "prioritize"}}, runs, "", 0},
+		{"a verb without a mutant", []mutant{verbMutant("x", "predicate", "")},
+			map[string][]string{"x": {"predicate", "prioritize"}}, runs, "x answers prioritize on Volcano " + r.Volcano + " and no mutant breaks it", 0},
+		{"a new plugin without a mutant", nil, map[string][]string{"y": {"jobReady"}}, runs, "y answers jobReady", 0},
+		{"a stale since mark", []mutant{verbMutant("x", "reclaimable", later)},
+			map[string][]string{"x": {"reclaimable"}}, runs, "mutant x/reclaimable is marked not applicable before " + later, 0},
+		{"a since mark that holds", []mutant{verbMutant("x", "reclaimable", later)},
+			map[string][]string{"x": {}}, runs, "", 0},
+		{"a mutant of a verb the plugin does not answer", []mutant{verbMutant("x", "allocate", "")},
+			map[string][]string{"x": {}}, runs, "mutant x/allocate breaks allocate, which x does not answer", 0},
+		{"an argument mutant is not a verb", []mutant{{name: "x/arg ignored", plugin: "x", group: "G", arguments: func(map[string]interface{}) {}}},
+			map[string][]string{"x": {}}, runs, "", 0},
+		{"a group the release cannot run", []mutant{verbMutant("x", "predicate", "")},
+			map[string][]string{"x": {"predicate"}}, func(string) string { return "no in-tree x" }, "", 1},
+	} {
+		problems, absent := mutantCoverage(r, c.list, c.answered, c.runnable)
+		joined := strings.Join(problems, "\n")
+		switch {
+		case c.problem == "" && len(problems) > 0:
+			t.Errorf("%s: want no problem, got:\n%s", c.name, joined)
+		case c.problem != "" && (len(problems) != 1 || !strings.Contains(joined, c.problem)):
+			t.Errorf("%s: want one problem containing %q, got:\n%s", c.name, c.problem, joined)
+		case len(absent) != c.absent:
+			t.Errorf("%s: want %d pairs logged as not runnable, got %v", c.name, c.absent, absent)
+		}
+	}
 }

@@ -11,10 +11,13 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from plugins.api import testing
+from plugins.api import Arguments, FitError, StatusCode, testing
 from plugins.conformance import ConformancePlugin
 from schemas.api import NodePhase, TaskStatus
+from schemas.k8s import Taint, Toleration
 from schemas.requests import OnSessionOpenRequest, PredicateRequest
+from tests.plugins.taint_toleration import TaintToleration
+from tests.plugins.test_taint_toleration import CASES
 
 
 def test_node_tasks_are_given_as_task_infos() -> None:
@@ -123,3 +126,37 @@ def test_the_harness_refuses_an_unknown_verb_and_a_bad_configuration() -> None:
         testing.Harness(CONFIG).answer("predicates", b"{}")
     with pytest.raises(Exception, match="unknown plugin 'nope'"):
         testing.Harness("tiers: [{plugins: [{name: nope}]}]\n")
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_taints_and_tolerations_from_the_builders_answer_as_volcanos_json(name: str) -> None:
+    """Issue 47 item 9: the builders took no taints or tolerations, so an author built raw
+    objects. ``node(taints=...)`` and ``task(tolerations=...)`` in Kubernetes' JSON shape give
+    the answers the suite's taint-toleration plugin gives on Volcano's own JSON."""
+    taints, tolerations, message = CASES[name]
+    plugin = TaintToleration(Arguments({}, plugin="taint-toleration"))
+    answer = plugin.predicate(testing.task(tolerations=tolerations), testing.node(taints=taints))
+    expected = (
+        None if message is None else FitError(message, StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE)
+    )
+    assert answer == expected
+
+
+def test_taints_and_tolerations_take_the_typed_views_and_refuse_a_misspelt_key() -> None:
+    node = testing.node(taints=[Taint(key="gpu", effect="NoSchedule")], unschedulable=True)
+    assert node.Node is not None and node.Node.spec is not None
+    assert node.Node.spec.taints == [Taint(key="gpu", effect="NoSchedule")]
+    assert node.Node.spec.unschedulable
+    task = testing.task(tolerations=[Toleration(key="gpu", operator="Exists")])
+    assert task.Pod is not None and task.Pod.spec is not None
+    assert task.Pod.spec.tolerations == [Toleration(key="gpu", operator="Exists")]
+    # absent unless given, as Go's json.Marshal omits them
+    assert testing.node().Node.spec is None  # type: ignore[union-attr]
+    assert testing.task().Pod.spec.tolerations is None  # type: ignore[union-attr]
+    with pytest.raises(TypeError, match="Taint has no field 'kye'"):
+        testing.node(taints=[{"kye": "gpu", "effect": "NoSchedule"}])
+    with pytest.raises(msgspec.ValidationError, match=r"\$\.operator"):
+        testing.task(tolerations=[{"key": "gpu", "operator": 1}])
+    body = json.loads(testing.request_body(task=task, node=node))
+    assert body["node"]["Node"]["spec"]["taints"] == [{"key": "gpu", "effect": "NoSchedule"}]
+    assert body["task"]["Pod"]["spec"]["tolerations"] == [{"key": "gpu", "operator": "Exists"}]

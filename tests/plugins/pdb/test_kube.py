@@ -402,18 +402,21 @@ async def test_broken_stream_resumes_from_last_resource_version(
     api.lists.put_nowait(page([pdb("a", "3", 0)], "5"))
     async with running(source):
         await api.wait_requests("watch", 1)
+        api.lists.put_nowait(page([pdb("z", "1", 0)], "99"))  # the probe's one object
         api.watches.put_nowait(
             Stream([event("ADDED", pdb("b", "6", 0)), bookmark("9")], end="break")
         )
         resumed = await api.wait_requests("watch", 2)
         assert resumed.query["resourceVersion"] == "9"
-        assert len(api.of("list")) == 1  # resumed, not relisted
-        assert victims(source, "a", "b") == []
+        # Resumed, not relisted: one object listed first, to prove the collection answers.
+        assert [r.query.get("limit") for r in api.of("list")] == ["500", "1"]
+        assert victims(source, "a", "b") == []  # the probe's object reaches no store
         assert source.describe()["lastError"]  # the break was recorded
         assert source.metrics()["watch_restarts"] == 1.0
         assert source.ready()
 
         # A line that is not JSON is treated like a break: resume from the last good event.
+        api.lists.put_nowait(page([], "99"))
         api.watches.put_nowait(
             Stream([event("MODIFIED", pdb("a", "12", 1)), {"oops": 1}], end="close")
         )
@@ -472,13 +475,15 @@ async def test_other_errors_back_off_and_resume(api: FakeApiServer, tmp_path: Pa
         assert len(api.of("list")) == 2
         assert source.ready()
         assert source.describe()["lastError"] is None  # cleared by the successful list
-        # A non-410 ERROR event: retry the watch from the same resourceVersion, no relist.
+        # A non-410 ERROR event: retry the watch from the same resourceVersion, no relist
+        # (one object listed first: the probe that the collection answers again).
+        api.lists.put_nowait(page([], "7"))
         api.watches.put_nowait(
             Stream([event("ERROR", status_body(500, "InternalError", "boom"))], end="hang")
         )
         again = await api.wait_requests("watch", 2)
         assert again.query["resourceVersion"] == "5"
-        assert len(api.of("list")) == 2
+        assert [r.query.get("limit") for r in api.of("list")] == ["500", "500", "1"]
         assert "boom" in (source.describe()["lastError"] or "")
 
 
@@ -722,3 +727,31 @@ def test_no_kubeconfig_outside_a_pod_follows_client_gos_default_rules(tmp_path: 
     assert default_config({}, str(home)).server == "https://10.0.0.2:6443"
     with pytest.raises(KubeconfigError, match="no cluster"):
         default_config({}, str(tmp_path / "nobody"))
+
+
+async def test_a_failing_collection_counts_its_errors_until_it_answers_again(
+    api: FakeApiServer, tmp_path: Path
+) -> None:
+    """What cluster mode's staleness reads (issue 49): errors in a row and since when, by
+    kind; a quiet watch is no failure, and after one the collection is proven reachable by a
+    list of one object, not by waiting for an event."""
+    url = await api.start()
+    source = fast_source(write_kubeconfig(tmp_path / "kc", url, {"token": "t"}, {}))
+    status = source.reflector.status
+    api.lists.put_nowait(Reply(500, status_body(500, "InternalError", "etcd is down")))
+    api.lists.put_nowait(Reply(403, status_body(403, "Forbidden", "no list on pdbs")))
+    async with running(source):
+        await api.wait_requests("list", 2)
+        await wait_until(lambda: status.errors_in_a_row == 2)
+        assert status.failing_since is not None
+        assert status.errors == {"server_error": 1, "forbidden": 1}
+        api.lists.put_nowait(page([pdb("a", "3", 0)], "5"))
+        await api.wait_requests("watch", 1)
+        assert (status.errors_in_a_row, status.failing_since) == (0, None)
+        # The watch breaks: failing until the probe's list of one object answers.
+        api.watches.put_nowait(Stream([], end="break"))
+        await wait_until(lambda: status.errors_in_a_row == 1)
+        assert status.errors["stream"] == 1
+        api.lists.put_nowait(page([], "6"))
+        await api.wait_requests("watch", 2)
+        await wait_until(lambda: status.failing_since is None)
