@@ -31,6 +31,7 @@ from app.managed import is_interested
 from app.metrics import Metrics
 from app.release_watch import ReleaseWatch
 from app.session import SessionManager
+from app.session_events import Opened, SessionListeners
 from app.wire import encode_predicate
 from plugins.api.base import Vote
 from plugins.api.extension_points import BY_VERB, EXTENSION_POINTS, ExtensionPoint, Rule
@@ -179,15 +180,9 @@ class Extender:
     ) -> None:
         self.metrics = metrics
         self.reconfigure(config, sessions)
-        self.at_session_boundary: Callable[[], None] | None = None
-        """Called as each onSessionOpen arrives, before the previous session is dropped: the
-        one moment a new configuration may take over (``app/server/config_watch.py``)."""
-        self.session_opened: Callable[[], None] | None = None
-        """Called when a session opened."""
-        self.session_open_failed: Callable[[PluginFailure], bool] | None = None
-        """Called when a plugin failed to open a session; True: the configuration that failed
-        was just switched to and the previous one is back, so the session is opened again
-        with it (the cycle is answered, not refused)."""
+        self.listeners = SessionListeners()
+        """What follows sessions (app/session.py): the one way anything hears a session open,
+        fail to open, place, evict or close."""
         self._session_state: SessionStateComparison | ClusterSessionState | None = None
         self._audit: SelfAudit | None = None
         """Cluster mode: where each call's objects are offered to the self-audit."""
@@ -220,8 +215,13 @@ class Extender:
 
     @session_state.setter
     def session_state(self, state: SessionStateComparison | ClusterSessionState | None) -> None:
+        """Chosen once, at the start: the state's source (cluster mode opens each session from
+        it), and a listener to the sessions (compare mode compares each snapshot)."""
+        assert self._session_state is None, "the session state's source is chosen once"
         self._session_state = state
         self._audit = state.audit if isinstance(state, ClusterSessionState) else None
+        if state is not None:
+            self.listeners.add(state)
 
     def reconfigure(self, config: CalderaConfig, sessions: SessionManager) -> None:
         """Answer from ``config`` and its ``sessions`` from now on. Called between sessions
@@ -304,37 +304,48 @@ class Extender:
     # --- one method per combination rule ------------------------------------------------------
 
     def open(self, point: ExtensionPoint, body: Body) -> bytes:
-        # Drop the previous snapshot before decoding the next, so memory holds one at a time;
-        # a body that cannot be read then leaves no session open rather than last cycle's,
-        # which is also right for Volcano: the verbs of a cycle whose snapshot failed must not
-        # be answered from the previous cycle's (tests/service/test_session_faults.py).
-        if self.at_session_boundary is not None:
-            self.at_session_boundary()
+        def snapshot() -> OnSessionOpenRequest:
+            request: OnSessionOpenRequest = _DECODERS[point.request](body)
+            self.sessions.set_release(self.release_watch.check_session(body, request))
+            return request
+
+        self.open_session(snapshot, derived=False)
+        return EMPTY
+
+    def open_session(
+        self, state: Callable[[], OnSessionOpenRequest | None], derived: bool = True
+    ) -> None:
+        """The one path a session opens by: Volcano's snapshot (onSessionOpen), the cluster
+        mode's derived state, or the state a shadow configuration is handed
+        (``app/shadow/state.py``). ``state`` returning None (nothing derived yet) leaves no
+        session open.
+
+        The previous session is dropped before the next state is built, so memory holds one at
+        a time; a body that cannot be read then leaves no session open rather than last
+        cycle's, which is also right for Volcano: the verbs of a cycle whose snapshot failed
+        must not be answered from the previous cycle's (tests/service/test_session_faults.py)."""
+        listeners = self.listeners
+        listeners.boundary()
         self.sessions.close()
-        request: OnSessionOpenRequest
         with self.snapshot_gc.building():
-            request = _DECODERS[point.request](body)
-            release = self.release_watch.check_session(body, request)
-            self.sessions.set_release(release)
+            request = state()
+            if request is None:
+                return
+            release = self.sessions.release
             try:
                 opened = self.sessions.open(request)
             except PluginFailure as exc:
-                if self.session_open_failed is None or not self.session_open_failed(exc):
+                if not listeners.open_failed(exc):
                     raise
-                self.sessions.set_release(release)
+                self.sessions.set_release(release)  # the configuration given way to
                 opened = self.sessions.open(request)
-        if self.session_opened is not None:
-            self.session_opened()
-        if isinstance(self.session_state, SessionStateComparison):
-            self.session_state.session_opened(request, opened.number)
-        return EMPTY
+        listeners.opened(Opened(opened.number, request, derived))
 
     def close(self, point: ExtensionPoint, body: Body) -> bytes:
         _DECODERS[point.request](body)
         self.sessions.close()
         self._between_sessions = True
-        if self.session_state is not None:
-            self.session_state.session_closed()
+        self.listeners.closed()
         return EMPTY
 
     # --- sessionState: cluster ----------------------------------------------------------------
@@ -347,7 +358,7 @@ class Extender:
         reasons = source.staleness.stale()
         answering = self.config.onStaleState is OnStaleState.ANSWER
         self._stale = "; ".join(reasons) if reasons and not answering else None
-        self.open_derived(source.open_session)
+        self.open_session(source.open_session)
 
     def _held(self, verb: str, why: str) -> bytes | None:
         """A stale session's answer to ``verb`` under ``onStaleState`` (hold: the fail-safe
@@ -361,28 +372,6 @@ class Extender:
         if policy is OnStaleState.FAIL:
             raise StaleView(why)
         return held
-
-    def open_derived(self, derive: Callable[[], OnSessionOpenRequest | None]) -> None:
-        """Open the session on a state derived rather than posted by Volcano: the cluster
-        mode's own, or the one a shadow configuration is handed (``app/shadow/state.py``).
-        ``derive`` returning None (nothing to derive from yet) leaves no session open."""
-        if self.at_session_boundary is not None:
-            self.at_session_boundary()
-        self.sessions.close()
-        with self.snapshot_gc.building():
-            request = derive()
-            if request is None:
-                return
-            release = self.sessions.release
-            try:
-                self.sessions.open(request)
-            except PluginFailure as exc:
-                if self.session_open_failed is None or not self.session_open_failed(exc):
-                    raise
-                self.sessions.set_release(release)
-                self.sessions.open(request)
-        if self.session_opened is not None:
-            self.session_opened()
 
     def _snapshot_unread(self) -> bytes:
         """An onSessionOpen in cluster mode: Volcano is still configured with the verb. The
@@ -512,13 +501,14 @@ class Extender:
     def event(self, point: ExtensionPoint, body: Body) -> bytes:
         framework = self._answering(point, body)
         request: EventHandlerRequest | None = None
-        if self._session_state is not None:  # the derived state follows Volcano's placements
+        listeners = self.listeners
+        if listeners.follow_placements:  # a derived state follows Volcano's placements
             request = _DECODERS[point.request](body)
             assert request is not None
             if point.verb == "allocate":
-                self._session_state.allocate(request.task)
+                listeners.allocated(request.task)
             else:
-                self._session_state.deallocate(request.task)
+                listeners.deallocated(request.task)
         if framework is None:
             return self._neutral[point.verb]
         if request is None:

@@ -30,6 +30,7 @@ from app.cluster_state.audit import SelfAudit
 from app.cluster_state.derive import Settings
 from app.cluster_state.staleness import DEFAULT_MAX_STALENESS
 from app.cluster_state.watch import WatchBackedState, WatchErrors
+from app.session_events import Opened
 from schemas.api import TaskInfo
 from schemas.requests import OnSessionOpenRequest
 
@@ -59,15 +60,6 @@ class ClusterSessionState(WatchBackedState):
         self.sessions_before_sync = 0
         """Sessions whose first call came before every collection was listed once."""
         self.last_derive_seconds: float | None = None
-        self.last_state: OnSessionOpenRequest | None = None
-        """The latest session's state (None when it opened before the watch listed): what a
-        shadow configuration and ``serve --record`` are handed (``app/shadow/service.py``,
-        ``app/server/record.py``)."""
-
-    @property
-    def sessions_opened(self) -> int:
-        """Session boundaries so far, with a state or not: a change says a session opened."""
-        return self.sessions_derived + self.sessions_before_sync
 
     @property
     def ready(self) -> bool:
@@ -78,32 +70,33 @@ class ClusterSessionState(WatchBackedState):
         """The session's state, frozen now; None before the watch has listed once."""
         if not self.watch.synced:
             self.sessions_before_sync += 1
-            self.last_state = None
-            self.audit.session_opened(self.sessions_opened, None)
             return None
         started = time.perf_counter()
         derived = self.store.open_session()
         seconds = time.perf_counter() - started
         self.sessions_derived += 1
         self.last_derive_seconds = seconds
-        self.last_state = derived.snapshot
-        self.audit.session_opened(self.sessions_opened, derived.snapshot)
         if self._derived is not None:
             self._derived(seconds)
         return derived.snapshot
 
-    def allocate(self, task: TaskInfo) -> None:
-        super().allocate(task)
+    def opened(self, session: Opened) -> None:
+        """A session opened on the state derived here: the self-audit samples against it."""
+        if session.derived:
+            self.audit.session_opened(session.number, session.state)
+
+    def allocated(self, task: TaskInfo) -> None:
+        super().allocated(task)
         self.audit.placed(task)
 
-    def deallocate(self, task: TaskInfo) -> None:
-        super().deallocate(task)
+    def deallocated(self, task: TaskInfo) -> None:
+        super().deallocated(task)
         self.audit.placed(task)
 
-    def session_closed(self) -> None:
+    def closed(self) -> None:
         """onSessionClose, after its answer: the placements committed, then the session's
         sample of what Volcano sent compared with its state (bounded: ``AuditBudget``)."""
-        super().session_closed()
+        super().closed()
         self.audit.session_closed()
 
     def describe(self) -> dict[str, Any]:

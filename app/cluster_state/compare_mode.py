@@ -24,6 +24,7 @@ from app.cluster_state.objects import ClusterObjects
 from app.cluster_state.overlay import Placement
 from app.cluster_state.staleness import DEFAULT_MAX_STALENESS
 from app.cluster_state.watch import WatchBackedState, WatchErrors
+from app.session_events import Opened
 from schemas.requests import OnSessionOpenRequest
 
 logger = logging.getLogger("caldera.session_state")
@@ -84,8 +85,14 @@ class SessionStateComparison(WatchBackedState):
 
     # --- the session's verbs ------------------------------------------------------------------
 
-    def session_opened(self, sent: OnSessionOpenRequest, number: int) -> None:
+    def opened(self, session: Opened) -> None:
         """onSessionOpen, once Volcano's snapshot is decoded: freeze now, compare off-path."""
+        if not session.derived:
+            self.compare_with(session.state, session.number)
+
+    def compare_with(self, sent: OnSessionOpenRequest, number: int) -> None:
+        """Compare Volcano's snapshot ``sent`` of session ``number`` with the cluster's state,
+        in a worker thread (at most one at a time)."""
         if not self.synced:
             self._note("not_synced")
             return

@@ -12,6 +12,7 @@ from typing import Any
 from app.cluster_state.derive import Settings
 from app.cluster_state.staleness import DEFAULT_MAX_STALENESS, Staleness
 from app.cluster_state.store import ClusterStore
+from app.session_events import SessionListener
 from plugins.pdb.kube import ClusterConfig, Reflector, named_or_default_config
 from schemas.api import TaskInfo
 
@@ -68,7 +69,7 @@ class ClusterWatch:
         }
 
 
-class WatchBackedState:
+class WatchBackedState(SessionListener):
     """The base of ``sessionState: cluster`` and ``compare``: the watch, the placements Volcano
     reports (allocate/deallocate, until onSessionClose) fed to its store's overlay, and the
     watch's part of ``/debug/session``."""
@@ -98,13 +99,15 @@ class WatchBackedState:
     def synced(self) -> bool:
         return self.watch.synced
 
-    def allocate(self, task: TaskInfo) -> None:
+    # --- what it hears of the sessions (app/session_events.py) ---------------------------------
+
+    def allocated(self, task: TaskInfo) -> None:
         self.store.allocate(task)
 
-    def deallocate(self, task: TaskInfo) -> None:
+    def deallocated(self, task: TaskInfo) -> None:
         self.store.deallocate(task)
 
-    def session_closed(self) -> None:
+    def closed(self) -> None:
         self.store.close_session()
 
     def describe_watch(self) -> dict[str, Any]:

@@ -50,7 +50,9 @@ from app.config import (
     load_config_text,
 )
 from app.config_checks import build_problems, log_problems
+from app.errors import PluginFailure
 from app.metrics import Metrics
+from app.session_events import Opened, SessionListener
 from plugins.api.base import Background, utc_now
 
 logger = logging.getLogger("caldera.config")
@@ -121,7 +123,7 @@ Switch = Callable[[CalderaConfig, Backgrounds], None]
 """Makes the app answer from a configuration and its data sources (``Runtime.switch``, app/server/runtime.py)."""
 
 
-class ConfigWatch:
+class ConfigWatch(SessionListener):
     """Watches one configuration file and switches the app to each valid change."""
 
     def __init__(
@@ -210,7 +212,7 @@ class ConfigWatch:
             self.seen = sha
             await self._take(text, sha)
         if self.staged is not None and not self.session_open():
-            self.at_session_boundary()
+            self.boundary()
         await self.stop_retired()
 
     async def _take(self, text: str, sha: str) -> None:
@@ -301,8 +303,10 @@ class ConfigWatch:
 
     # --- the switch ---------------------------------------------------------------------------
 
-    def at_session_boundary(self) -> None:
-        """Switch to the staged configuration, if any (``Extender.at_session_boundary``). A
+    # --- what it hears of the sessions (app/session_events.py) ---------------------------------
+
+    def boundary(self) -> None:
+        """Switch to the staged configuration, if any, before the next session opens. A
         switch that raises (a plugin of the staged configuration cannot be built after all) is
         a rejection: the running configuration stays, and so do its data sources."""
         staged, self.staged = self.staged, None
@@ -331,11 +335,11 @@ class ConfigWatch:
             ", ".join(o.name for o in staged.config.plugin_options()) or "none",
         )
 
-    def session_opened(self) -> None:
+    def opened(self, session: Opened) -> None:
         """The served configuration opened a session: it is proven, nothing to go back to."""
         self.unproven = None
 
-    def session_open_failed(self, failure: Exception) -> bool:
+    def open_failed(self, failure: PluginFailure) -> bool:
         """The first session of a configuration just switched to failed to open (a plugin
         raised on this snapshot): go back to the configuration served before it and reject
         this one, so the caller opens the session again with the running configuration and

@@ -172,12 +172,13 @@ def verb_answers(runtime: Runtime) -> Answers:
     """What the verbs' endpoints call: the extender, each exchange also written to disk with
     ``serve --record`` and offered to the shadow configuration with ``serve --shadow``."""
     answers: Answers = runtime.extender
-    cluster = runtime.session_state
-    derived = cluster if isinstance(cluster, ClusterSessionState) else None
+    cluster = isinstance(runtime.session_state, ClusterSessionState)
     if runtime.recorder is not None:
-        answers = RecordingExtender(runtime.extender, runtime.recorder, derived)
+        answers = RecordingExtender(runtime.extender, runtime.recorder, cluster)
     if runtime.shadow is not None:
-        answers = ShadowedAnswers(answers, runtime.shadow, runtime.record, derived)
+        answers = ShadowedAnswers(
+            answers, runtime.shadow, runtime.record, runtime.extender, cluster
+        )
     return answers
 
 

@@ -45,10 +45,10 @@ from pathlib import Path
 
 import msgspec
 
-from app.cluster_state.cluster_mode import ClusterSessionState
 from app.cluster_state.encode import encode_state
 from app.errors import AnswerError, CalderaError
 from app.extender import Body, Extender
+from app.session_events import Opened, SessionListener
 from plugins.api.base import utc_now
 from schemas.requests import OnSessionOpenRequest
 
@@ -240,17 +240,24 @@ def _write_private(path: Path, data: Body, append: bool = False) -> None:
         file.write(data)
 
 
-class RecordingExtender:
-    """Answers as the extender it wraps and hands each exchange to the recorder."""
+class RecordingExtender(SessionListener):
+    """Answers as the extender it wraps and hands each exchange to the recorder; listens to its
+    sessions for the ones opened on a derived state."""
 
-    def __init__(
-        self, extender: Extender, recorder: Recorder, cluster: ClusterSessionState | None = None
-    ) -> None:
+    def __init__(self, extender: Extender, recorder: Recorder, cluster: bool = False) -> None:
         self.extender = extender
         self.recorder = recorder
         self.cluster = cluster
         """``sessionState: cluster``: each session's derived state is recorded as its
-        onSessionOpen (see the module's docstring)."""
+        onSessionOpen (see the module's docstring), and a snapshot Volcano still posts is not
+        (it is not read)."""
+        self._derived: OnSessionOpenRequest | None = None
+        """The state the call being answered opened its session on, if it did."""
+        extender.listeners.add(self)
+
+    def opened(self, session: Opened) -> None:
+        if session.derived:
+            self._derived = session.state
 
     def routes(self) -> dict[str, str]:
         return self.extender.routes()
@@ -261,15 +268,15 @@ class RecordingExtender:
     def handle(self, verb: str, body: Body) -> bytes:
         now = utc_now()
         self.recorder.now = now
-        opened = self.cluster.sessions_opened if self.cluster is not None else 0
+        self._derived = None
         try:
             answer = self.extender.handle(verb, body)
         except CalderaError as exc:
-            self._derived_open(opened, now)
+            self._derived_open(now)
             self.recorder.record(verb, now, exc.status, body, msgspec.json.encode(exc.answer(verb)))
             raise
         except Exception as exc:
-            self._derived_open(opened, now)
+            self._derived_open(now)
             error = AnswerError(f"internal error: {type(exc).__name__}")
             self.recorder.record(
                 verb, now, error.status, body, msgspec.json.encode(error.answer(verb))
@@ -277,18 +284,16 @@ class RecordingExtender:
             raise
         finally:
             self.recorder.now = None
-        if self._derived_open(opened, now) and verb == OPEN:
+        self._derived_open(now)
+        if self.cluster and verb == OPEN:
             return answer  # a snapshot Volcano still posts was not read: not replayed either
         self.recorder.record(verb, now, 200, body, answer)
         return answer
 
-    def _derived_open(self, before: int, now: datetime) -> bool:
-        """Record the session this call opened from the cluster, if it did."""
-        if self.cluster is None or self.cluster.sessions_opened == before:
-            return False
-        state = self.cluster.last_state
-        # Before the watch listed, the session has no state: nothing opens it in the replay
-        # either (onSessionClose closed the last one), so its calls are sessionless there too.
+    def _derived_open(self, now: datetime) -> None:
+        """Record the session this call opened on a derived state, before the call. A session
+        before the watch listed has no state and opens nothing: nothing opens it in the replay
+        either (onSessionClose closed the last one), so its calls are sessionless there too."""
+        state, self._derived = self._derived, None
         if state is not None:
             self.recorder.record_derived(now, state)
-        return True

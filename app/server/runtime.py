@@ -112,9 +112,7 @@ class Runtime:
             interval=watch_interval,
             clock=clock,
         )
-        extender.at_session_boundary = watch.at_session_boundary
-        extender.session_opened = watch.session_opened
-        extender.session_open_failed = watch.session_open_failed
+        extender.listeners.add(watch)
         metrics.set_build_info("auto" if config.infers_release else config.release.name)
         metrics.config_info.labels(origin.source, origin.sha256).set(1)
         metrics.config_loaded.set(time.time())

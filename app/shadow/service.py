@@ -67,10 +67,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from app.cluster_state.cluster_mode import ClusterSessionState
 from app.config import ConfigError
 from app.explain import DecisionRecord
-from app.extender import Body
+from app.extender import Body, Extender
+from app.session_events import Opened, SessionListener
 from app.shadow import worker as shadow_worker
 from app.shadow.freed_memory import keep_freed_memory
 from app.shadow.gate import QUIET_SESSION_SECONDS, LiveActivity
@@ -458,22 +458,37 @@ def _widen(pipe: Any) -> None:
         fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
 
 
-class ShadowedAnswers:
+class ShadowedAnswers(SessionListener):
     """The live answers (the Extender, or the recorder around it), each call also offered to the
-    shadow after the live answer is computed: the one seam between the verbs and the shadow."""
+    shadow after the live answer is computed: the one seam between the verbs and the shadow. It
+    listens to the live extender's sessions for those opened on a derived state."""
 
     def __init__(
         self,
         live: Any,
         shadow: Shadow,
         record: DecisionRecord,
-        cluster: ClusterSessionState | None = None,
+        extender: Extender | None = None,
+        cluster: bool = False,
     ) -> None:
         self.live = live
         self.shadow = shadow
         self.record = record
         self.cluster = cluster
         """``sessionState: cluster``: a session opens at its first call, on a derived state."""
+        self._boundary = False
+        """The call being answered began a session (cluster mode: its first call)."""
+        self._derived: OnSessionOpenRequest | None = None
+        """The state that session opened on (None before the watch listed: no state)."""
+        if extender is not None:
+            extender.listeners.add(self)
+
+    def boundary(self) -> None:
+        self._boundary = True
+
+    def opened(self, session: Opened) -> None:
+        if session.derived:
+            self._derived = session.state
 
     def answers_first(self, verb: str, body: Body) -> bool:
         return bool(self.live.answers_first(verb, body))
@@ -481,28 +496,28 @@ class ShadowedAnswers:
     def handle(self, verb: str, body: Body) -> bytes:
         activity = self.shadow.activity
         activity.answering(verb)  # the shadow holds off until answered (app/shadow/gate.py)
-        opened = self.cluster.sessions_opened if self.cluster is not None else 0
+        self._boundary, self._derived = False, None
         try:
             try:
                 answer: bytes = self.live.handle(verb, body)
             except Exception:
-                self._offer(verb, body, None, opened)
+                self._offer(verb, body, None)
                 raise
-            self._offer(verb, body, answer, opened)
+            self._offer(verb, body, answer)
             return answer
         finally:
             activity.answered(verb)
             if verb == CLOSE:
                 self.shadow.closed()
 
-    def _offer(self, verb: str, body: Body, answer: bytes | None, opened: int) -> None:
+    def _offer(self, verb: str, body: Body, answer: bytes | None) -> None:
         logs = self.record.logs
-        if self.cluster is None:
+        if not self.cluster:
             self.shadow.offer(verb, body, answer, logs[-1] if verb == OPEN and logs else None)
             return
-        state = self.cluster.last_state
-        if self.cluster.sessions_opened != opened:
-            # The call opened the session on the derived state: that is its onSessionOpen.
+        if self._boundary:
+            # The call began the session, on the derived state: that is its onSessionOpen.
+            state = self._derived
             live_log = logs[-1] if logs and state is not None else None
             self.shadow.offer(OPEN, b"", DERIVED_OPEN_ANSWER, live_log, state)
         if verb != OPEN:  # a snapshot Volcano still posts is not what the live session read

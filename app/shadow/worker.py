@@ -300,7 +300,7 @@ class Evaluator:
             self.extender.sessions.close()
             self.send(("skipped", session, problem))
             return False
-        self.extender.open_derived(lambda: state)
+        self.extender.open_session(lambda: state)
         return True
 
 

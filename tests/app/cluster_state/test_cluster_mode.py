@@ -21,6 +21,7 @@ from app.cluster_state.compare import compare
 from app.cluster_state.derive import derive
 from app.config import load_config_text
 from app.server.main import create_app
+from app.session_events import SessionListener
 from plugins.pdb.kube import ClusterConfig, object_key
 from schemas.api import TaskStatus
 from schemas.requests import OnSessionOpenRequest
@@ -332,7 +333,12 @@ async def test_a_staged_configuration_takes_over_at_a_sessions_first_call() -> N
     app = cluster_app(matching_objects())
     extender = app.runtime.extender
     seen: list[object] = []
-    extender.at_session_boundary = lambda: seen.append(extender.sessions.current)
+
+    class Boundaries(SessionListener):
+        def boundary(self) -> None:
+            seen.append(extender.sessions.current)
+
+    extender.listeners.add(Boundaries())
     job = example_bytes(CAPTURED, "jobEnqueueable.request.json")
     async with client(app) as c:
         for _ in range(2):

@@ -100,7 +100,7 @@ async def test_compare_mode_end_to_end(caplog: pytest.LogCaptureFixture) -> None
 async def test_sessions_before_the_watch_lists_are_not_compared() -> None:
     counted: list[str] = []
     comparison = SessionStateComparison(Settings(), outcome=counted.append)
-    comparison.session_opened(OnSessionOpenRequest(), 1)
+    comparison.compare_with(OnSessionOpenRequest(), 1)
     assert counted == ["not_synced"] and comparison.last is None
 
 
