@@ -411,7 +411,7 @@ def test_a_plugin_that_fails_to_load_is_said_so_not_to_install_it(
     (site / "broken_plugin.py").write_text(module)
     config = tmp_path / "caldera.yaml"
     config.write_text("tiers: [{plugins: [{name: broken}]}]\n")
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     for argv in (["check-config", str(config)], ["check-plugin", "broken"]):
         result = subprocess.run(
             [sys.executable, "-c", "import sys; from app.commands.cli import main; sys.exit(main())", *argv],

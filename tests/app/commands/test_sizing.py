@@ -497,7 +497,7 @@ def test_a_snapshot_volcano_cannot_send_within_the_period_is_warned(tmp_path: Pa
 
 # --- memory, with and without a shadow configuration (issue 47 item 7) ---
 
-SHADOW_RUN = Path(__file__).resolve().parents[2] / sizing.SHADOW_RSS_MEASURED
+SHADOW_RUN = Path(__file__).resolve().parents[3] / sizing.SHADOW_RSS_MEASURED
 CYCLE_SNAPSHOT_BYTES = 75 * 2**20
 """The snapshot of bench/hotpath.py's cycle loads (100 nodes / 2,000 pods)."""
 

@@ -366,11 +366,11 @@ def test_every_extension_point_names_the_actions_that_ask_it() -> None:
 # each change of caldera.yaml) added warnings it had caused itself.
 
 SHIPPED_CONFS = sorted(
-    (Path(__file__).resolve().parents[2] / "deploy" / "kubernetes").glob(
+    (Path(__file__).resolve().parents[3] / "deploy" / "kubernetes").glob(
         "volcano-v*/volcano-scheduler-conf.yaml"
     )
 )
-BASE_CALDERA = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "base"
+BASE_CALDERA = Path(__file__).resolve().parents[3] / "deploy" / "kubernetes" / "base"
 
 
 def shipped_conf(path: Path) -> str:
