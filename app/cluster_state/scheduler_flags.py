@@ -28,15 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.cluster_state.multi_scheduler import ENABLE, MAX_SCHEDULERS, NUM, POD_NAME
-from plugins.api.release import Change, Release
-
-NODE_SHARDING = Change(
-    "vc-scheduler has --scheduler-sharding-mode (none, hard, soft) and --scheduler-sharding-name,"
-    " and watches NodeShards (shard.volcano.sh/v1alpha1) in hard and soft mode",
-    ((1, 14, 0),),
-    "volcano cmd/scheduler/app/options/options.go, pkg/scheduler/cache/shard_coordinator.go"
-    " (v1.14.0)",
-)
+from plugins.api.release import NODE_SHARDING, Release
 
 SHARDING_MODES = ("none", "hard", "soft")
 
