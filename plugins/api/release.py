@@ -241,6 +241,13 @@ TASK_POD_ANNOTATIONS_FIELD = Change(
     ((1, 16, 0),),
     "volcano pkg/scheduler/api/job_info.go TaskInfo, v1.16.0-alpha.0 (protocol reference §3.4)",
 )
+NODE_SHARDING = Change(
+    "vc-scheduler has --scheduler-sharding-mode (none, hard, soft) and --scheduler-sharding-name,"
+    " and watches NodeShards (shard.volcano.sh/v1alpha1) in hard and soft mode",
+    ((1, 14, 0),),
+    "volcano cmd/scheduler/app/options/options.go, pkg/scheduler/cache/shard_coordinator.go"
+    " (v1.14.0)",
+)
 
 CHANGES: tuple[Change, ...] = (
     NODE_CAPACITY_KEY,
@@ -251,6 +258,7 @@ CHANGES: tuple[Change, ...] = (
     NODEGROUP_AS_PORTED,
     ARGUMENTS_PARSE_BOOL_STRINGS,
     NESTED_OBJECT_SHAPE,
+    NODE_SHARDING,
     QUEUE_ALLOCATION_GATE_NOT_GATED,
     TASK_DRA_RESREQ_FIELD,
     OVERCOMMIT_SCALAR_MILLI_UNITS,
