@@ -209,13 +209,6 @@ USAGE_ESTIMATOR = Change(
     ((1, 16, 0),),
     "volcano 895281e64 'Enhancement of Usage-Based Scheduling' (v1.16.0-alpha.0)",
 )
-NODE_SHARDING = Change(
-    "vc-scheduler has --scheduler-sharding-mode (none, hard, soft) and --scheduler-sharding-name,"
-    " and watches NodeShards (shard.volcano.sh/v1alpha1) in hard and soft mode",
-    ((1, 14, 0),),
-    "volcano cmd/scheduler/app/options/options.go, pkg/scheduler/cache/shard_coordinator.go"
-    " (v1.14.0)",
-)
 NODE_CAPACITY_KEY = Change(
     "NodeInfo marshals the node's capacity as Capacity (before: Capability)",
     ((1, 8, 0),),
@@ -267,7 +260,6 @@ CHANGES: tuple[Change, ...] = (
     TASK_POD_ANNOTATIONS_FIELD,
     RESOURCEQUOTA_ACCOUNTS_ON_ENQUEUED,
     USAGE_ESTIMATOR,
-    NODE_SHARDING,
 )
 """Every per-release behaviour Caldera follows, oldest first. A new one is a row here and a
 ``release.has(ROW)`` where it matters, with a unit test for a release on each side."""
