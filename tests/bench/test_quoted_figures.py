@@ -262,6 +262,7 @@ from."""
 GUIDE = "docs/operator-guide.md"
 BENCH = "bench/README.md"
 AUTHORS = "docs/plugin-author-guide.md"
+PROPOSAL = "docs/proposals/extender-identifiers.md"
 
 CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     # (name, document, pattern with the figure as its first group, the value from the results)
@@ -484,6 +485,9 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ],
     ("audit session close", BENCH, r"comparing a full sample\s+takes ([\d.]+) ms \(median", lambda: results(AUDIT)["sessionClosedMilliseconds"]["median"]),
     ("audit session close max", BENCH, r"ms \(median; ([\d.]+) ms at most\)", lambda: results(AUDIT)["sessionClosedMilliseconds"]["max"]),
+    ("proposal: idle in-tree", PROPOSAL, r"the idle cycle p50 is ([\d.]+) ms in-tree", lambda: cluster_run("1000 / 10000", "job", "intree", "idle_p50_ms")),
+    ("proposal: idle cluster mode", PROPOSAL, r"ms in-tree and ([\d.]+) ms through Caldera in\s+cluster mode", lambda: cluster_run("1000 / 10000", "job", "caldera-cluster", "idle_p50_ms")),
+    ("proposal: snapshot", PROPOSAL, r"the snapshot is ([\d.]+) MiB", lambda: cluster_run("1000 / 10000", "job", "caldera", "snapshot_MiB")),
     ("soak ratio", BENCH, r"the last minute within ([\d.]+)× \(or", lambda: soak.P99_RATIO_LIMIT),
     ("soak slack", BENCH, r"within [\d.]+× \(or (\d+) ms\) of the first", lambda: soak.P99_SLACK_MS),
     ("soak warm-up", BENCH, r"of the first after a (\d+) s warm-up", lambda: soak.WARMUP_SECONDS),
