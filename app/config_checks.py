@@ -14,6 +14,7 @@ from pathlib import Path
 
 from app.cluster_state import multi_scheduler
 from app.config import CalderaConfig, PluginEntry
+from app.metrics import Metrics
 from app.session import SessionManager
 from plugins.api.base import Background, Session
 from plugins.pdb.kube import default_config, kubeconfig_config
@@ -116,7 +117,7 @@ def plugin_warnings(config: CalderaConfig) -> list[str]:
         with contextlib.suppress(Exception):
             entry.cls(entry.arguments, None)
     with contextlib.suppress(Exception):
-        SessionManager(config).open(OnSessionOpenRequest())
+        SessionManager(config, Metrics()).open(OnSessionOpenRequest())
     return [
         shaped(entry, problem, entry.arguments.warning_keys.get(problem))
         for entry in config.entries

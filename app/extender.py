@@ -175,9 +175,7 @@ def evict_spans(body: Body) -> tuple[memoryview, list[memoryview]] | None:
 class Extender:
     """Answers every verb for one configuration."""
 
-    def __init__(
-        self, config: CalderaConfig, sessions: SessionManager, metrics: Metrics | None = None
-    ) -> None:
+    def __init__(self, config: CalderaConfig, sessions: SessionManager, metrics: Metrics) -> None:
         self.metrics = metrics
         self.reconfigure(config, sessions)
         self.listeners = SessionListeners()
@@ -260,7 +258,7 @@ class Extender:
             answer = self.shared_reclaimable_path(body)
         else:
             answer = self._handlers[verb](body)
-        if self._sessionless is not None and self.metrics is not None:
+        if self._sessionless is not None:
             # Only a call that was answered: a body refused with 400 is no sessionless answer.
             self.metrics.sessionless.labels(self._sessionless).inc()
         if len(answer) > MAX_RESPONSE_BYTES:

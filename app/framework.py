@@ -172,7 +172,7 @@ class Framework:
         self,
         tiers: Sequence[Sequence[Slot]],
         release: Release,
-        metrics: Metrics | None = None,
+        metrics: Metrics,
         log: SessionLog | None = None,
         clock: Callable[[], datetime] = utc_now,
         events: PodGroupEvents | None = None,
@@ -185,9 +185,7 @@ class Framework:
         long as its configuration, so what a session would start afresh ends by time here."""
         self.faults = faults if faults is not None else PluginFaults(metrics, clock)
         """Where a plugin's fault is counted, logged and kept for ``/readyz``."""
-        self._times: TallyHistogram | None = (
-            metrics.plugin_call_duration if metrics is not None else None
-        )
+        self._times: TallyHistogram = metrics.plugin_call_duration
         self._overruns: dict[str, int] = {}
         """Plugin → its calls in a row over budget, this session."""
         self._benched: dict[str, datetime | None] = {}
@@ -197,9 +195,7 @@ class Framework:
         self.log = log
         """The session's decision record (None: not recorded, as without a snapshot)."""
         self.clock = clock
-        subscribers: list[DecisionSink] = [FaultSubscriber(self.faults)]
-        if metrics is not None:
-            subscribers.append(MetricsSubscriber(metrics))
+        subscribers: list[DecisionSink] = [FaultSubscriber(self.faults), MetricsSubscriber(metrics)]
         if log is not None:
             subscribers.append(RecordSubscriber(log, clock))
         if events is not None:  # a change of verdict on a job becomes a PodGroup Event
@@ -274,8 +270,7 @@ class Framework:
             result = hook(*args)
         except _CutShort as cut:
             elapsed = _clock() - started
-            if self._times is not None:
-                self._times.observe((slot.name, point.verb), elapsed)
+            self._times.observe((slot.name, point.verb), elapsed)
             self._overran(
                 slot, point, args, elapsed,
                 f"; stopped after {cut.asked} of {cut.of} nodes, the others not asked",
@@ -297,8 +292,7 @@ class Framework:
             detail = f"{type(exc).__name__}: {exc}"
             return self._fault(slot, point, args, FaultKind.RAISED, detail, exc)
         elapsed = _clock() - started
-        if self._times is not None:
-            self._times.observe((slot.name, point.verb), elapsed)
+        self._times.observe((slot.name, point.verb), elapsed)
         if elapsed > slot.budget:
             if self._overran(slot, point, args, elapsed):
                 return DROPPED

@@ -158,7 +158,7 @@ class PluginFaults:
 
     def __init__(
         self,
-        metrics: Metrics | None = None,
+        metrics: Metrics,
         clock: Callable[[], datetime] = utc_now,
         monotonic: Callable[[], float] = time.monotonic,
         log_interval: float = LOG_INTERVAL,
@@ -173,8 +173,7 @@ class PluginFaults:
 
     def record(self, fault: Fault, cause: BaseException | None = None) -> None:
         """Count, log (rate-limited) and keep ``fault``."""
-        if self.metrics is not None:
-            self.metrics.plugin_errors.labels(fault.plugin, fault.verb, str(fault.kind)).inc()
+        self.metrics.plugin_errors.labels(fault.plugin, fault.verb, str(fault.kind)).inc()
         with self._lock:
             health = self._health.get(fault.plugin)
             if health is None:

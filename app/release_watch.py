@@ -223,7 +223,7 @@ class ReleaseWatch:
     infers the release instead, and reports what it inferred."""
 
     release: Release
-    metrics: Metrics | None = None
+    metrics: Metrics
     infer: bool = False
     evidence: dict[str, str] = field(default_factory=dict)
     """The latest detail per signal, for ``/readyz``."""
@@ -237,8 +237,7 @@ class ReleaseWatch:
 
     def report(self, signal: str, detail: str) -> None:
         self.evidence[signal] = detail
-        if self.metrics is not None:
-            self.metrics.release_mismatch.labels(signal).inc()
+        self.metrics.release_mismatch.labels(signal).inc()
         if signal not in self._logged:
             self._logged.add(signal)
             logger.error(

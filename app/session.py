@@ -86,7 +86,7 @@ class SessionManager:
     def __init__(
         self,
         config: CalderaConfig,
-        metrics: Metrics | None = None,
+        metrics: Metrics,
         backgrounds: Mapping[tuple[int, int], Background] | None = None,
         clock: Callable[[], datetime] = utc_now,
         record: DecisionRecord | None = None,
@@ -114,11 +114,7 @@ class SessionManager:
         self.numbers = numbers if numbers is not None else SessionNumbers()
         # One labelled child per snapshot part, looked up once: labels() takes a lock and
         # validates the values, a tenth of onSessionClose's time over HTTP.
-        self._snapshot_size = (
-            {kind: metrics.snapshot_size.labels(kind) for kind in SNAPSHOT_PARTS}
-            if metrics is not None
-            else {}
-        )
+        self._snapshot_size = {kind: metrics.snapshot_size.labels(kind) for kind in SNAPSHOT_PARTS}
         self.without_snapshot = self._build_without_snapshot()
 
     def _build_without_snapshot(self) -> Framework:
@@ -137,8 +133,7 @@ class SessionManager:
             f"plugin {plugin}: its {resource} accounting would have gone negative and was"
             " floored at zero (an allocate/deallocate whose other half Caldera never saw)",
         )
-        if self.metrics is not None:
-            self.metrics.clamped.labels(plugin, resource).inc()
+        self.metrics.clamped.labels(plugin, resource).inc()
 
     def _build(self, ssn: Session, snapshot: bool, number: int = 0) -> Framework:
         """Fresh plugin instances for every tier entry, opened in tier order (skipping the
@@ -204,10 +199,9 @@ class SessionManager:
         framework = self._build(ssn, snapshot=True, number=number)
         self.numbers.last = number
         self.current = OpenSession(number, ssn, framework)
-        if self.metrics is not None:
-            self.metrics.sessions_opened.inc()
-            for kind, part in SNAPSHOT_PARTS.items():
-                self._snapshot_size[kind].set(len(getattr(ssn, part)))
+        self.metrics.sessions_opened.inc()
+        for kind, part in SNAPSHOT_PARTS.items():
+            self._snapshot_size[kind].set(len(getattr(ssn, part)))
         return self.current
 
     def close(self) -> None:

@@ -33,6 +33,7 @@ import msgspec
 from app.cluster_state.audit import SelfAudit
 from app.config import load_config_text
 from app.extender import Extender
+from app.metrics import Metrics
 from app.session import SessionManager
 from bench import workloads as wl
 from bench.snapshot import JOB_GROUP
@@ -74,7 +75,8 @@ def measure(nodes: int, pods: int, rounds: int) -> dict[str, Any]:
     snapshot = bytearray(wl.session_open_body(c))
     state = msgspec.json.decode(snapshot, type=OnSessionOpenRequest)
     config = load_config_text(JOB_GROUP, "job-group.yaml")
-    extender = Extender(config, SessionManager(config))
+    metrics = Metrics()
+    extender = Extender(config, SessionManager(config, metrics), metrics)
     extender.handle("onSessionOpen", snapshot)
     bodies = _bodies(c)
     audit = SelfAudit()

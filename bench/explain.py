@@ -28,6 +28,7 @@ from typing import Any
 from app.config import PluginOption
 from app.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS, DecisionRecord, SessionLog
 from app.framework import Framework, Slot
+from app.metrics import Metrics
 from plugins.api.arguments import Arguments
 from plugins.api.base import EvictResult, FitError, Plugin, Vote
 from plugins.api.extension_points import BY_VERB
@@ -75,7 +76,7 @@ def build(log: SessionLog | None, plugins: int = 3) -> Framework:
         Slot(PluginOption(name=f"p{i}"), plugin, plugin.hooks())
         for i, plugin in enumerate(Decides() for _ in range(plugins))
     ]
-    return Framework([tier], Release(1, 15), None, log, clock=lambda: T0)
+    return Framework([tier], Release(1, 15), Metrics(), log, clock=lambda: T0)
 
 
 def cycle(fw: Framework, jobs: int, nodes: Sequence[NodeInfo]) -> None:

@@ -35,6 +35,7 @@ import msgspec
 
 from app.config import load_config_text
 from app.extender import Extender
+from app.metrics import Metrics
 from app.session import SessionManager
 from schemas.requests import OnSessionOpenRequest
 
@@ -59,7 +60,8 @@ def measure(body: bytearray, rounds: int) -> dict[str, list[float]]:
     """CPU seconds per round of: onSessionOpen, the typed decode alone, the skip of the whole
     body, onSessionClose."""
     config = load_config_text(JOB_GROUP, "job-group.yaml")
-    extender = Extender(config, SessionManager(config))
+    metrics = Metrics()
+    extender = Extender(config, SessionManager(config, metrics), metrics)
     decoder = msgspec.json.Decoder(OnSessionOpenRequest)
     skipper = msgspec.json.Decoder(Nothing)
     times: dict[str, list[float]] = {part: [] for part in PARTS}

@@ -25,6 +25,7 @@ from typing import TextIO
 
 from app.config import Backgrounds, CalderaConfig
 from app.extender import Extender
+from app.metrics import Metrics
 from app.server.record import INDEX, answer_of
 from app.session import SessionManager
 
@@ -220,7 +221,10 @@ async def _replay(
         done = 0
         for name, exchanges in recorded:
             # A fresh server per recording: each run is one serve start.
-            extender = Extender(config, SessionManager(config, None, backgrounds, clock=clock))
+            metrics = Metrics()  # a registry per server: each takes a metric once
+            extender = Extender(
+                config, SessionManager(config, metrics, backgrounds, clock=clock), metrics
+            )
             report.recordings.append((name, len(exchanges)))
             for exchange in exchanges:
                 clock.now = exchange.time

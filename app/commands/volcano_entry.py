@@ -10,6 +10,7 @@ from typing import Any
 from app import shared_path
 from app.commands import sizing
 from app.config import CalderaConfig
+from app.metrics import Metrics
 from app.server.settings import Settings
 from app.session import SessionManager
 from plugins.api.extension_points import BY_VERB, VERBS, Rule
@@ -22,7 +23,7 @@ def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
     Asks the objects the server uses: a session opened on an empty snapshot, whose framework
     knows which plugins take part in each verb for this release and these flags."""
     release = config.release
-    framework = SessionManager(config).open(OnSessionOpenRequest()).framework
+    framework = SessionManager(config, Metrics()).open(OnSessionOpenRequest()).framework
     wanted = {verb for verb, names in framework.active_plugins().items() if names}
     for entry in config.entries:
         wanted.update(entry.cls.required_verbs(release))

@@ -52,6 +52,7 @@ from app.config import (
 )
 from app.explain import DecisionRecord
 from app.extender import Body, Extender
+from app.metrics import Metrics
 from app.plugin_faults import Fault, PluginFaults
 from app.session import SessionManager, SessionNumbers
 from app.shadow.diff import COMPARES, compare
@@ -93,8 +94,8 @@ class ForwardedFaults(PluginFaults):
     ``abstain`` only drops the plugin's answer: without this, a shadow plugin that raises on
     every call under ``abstain`` would show no failure at all."""
 
-    def __init__(self, send: Send) -> None:
-        super().__init__()
+    def __init__(self, send: Send, metrics: Metrics) -> None:
+        super().__init__(metrics)
         self.send = send
 
     def record(self, fault: Fault, cause: BaseException | None = None) -> None:
@@ -127,7 +128,10 @@ class Evaluator:
         self.extender: Extender | None = None
         self.record: DecisionRecord | None = None
         self.backgrounds: Backgrounds = {}
-        self.faults = ForwardedFaults(send)
+        self.metrics = Metrics()
+        """The shadow's own, on a private registry: nothing serves them (the parent reports
+        the shadow's results); kept across reloads, as a registry takes each metric once."""
+        self.faults = ForwardedFaults(send, self.metrics)
         """Kept across reloads, as the live process keeps its own."""
         self.numbers = SessionNumbers()
         """The shadow's own sessions' numbers, kept across reloads as the live process's are."""
@@ -159,9 +163,10 @@ class Evaluator:
             backgrounds, mirrors, chosen, described = self._start(config)
             record = DecisionRecord(config.explainSessions, config.explainEntries)
             sessions = SessionManager(
-                config, None, backgrounds, record=record, faults=self.faults, numbers=self.numbers
-            )
-            extender = Extender(config, sessions, None)
+                config, self.metrics, backgrounds, record=record, faults=self.faults,
+                numbers=self.numbers,
+            )  # fmt: skip
+            extender = Extender(config, sessions, self.metrics)
         except Exception as exc:
             self.send(("problem", describe(exc)))
             return

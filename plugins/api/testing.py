@@ -430,6 +430,7 @@ class Harness:
     ) -> None:
         from app.config import build_backgrounds, load_config_text
         from app.extender import Extender
+        from app.metrics import Metrics
         from app.session import SessionManager
 
         self.config = load_config_text(config_text, "<harness configuration>")
@@ -443,8 +444,9 @@ class Harness:
                 f"a plugin's background data source did not become ready in "
                 f"{BACKGROUND_SYNC_SECONDS:g}s: " + "; ".join(str(b.describe()) for b in unready)
             )
+        metrics = Metrics()  # on a registry of its own, as each server's
         self.extender: Extender = Extender(
-            self.config, SessionManager(self.config, None, backgrounds, clock=clock)
+            self.config, SessionManager(self.config, metrics, backgrounds, clock=clock), metrics
         )
 
     def answer(self, verb: str, body: bytes | str | Mapping[str, Any]) -> Answer:

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from app.config import PluginOption
 from app.framework import Framework, Slot
+from app.metrics import Metrics
 from plugins.api.arguments import Arguments
 from plugins.api.base import EvictResult, FitError, Plugin, Vote
 from plugins.api.release import Release
@@ -131,4 +132,4 @@ def framework(
             option = PluginOption(name=name, flags=flags)
             slots.append(Slot(option, plugin, plugin.hooks()))
         built.append(slots)
-    return Framework(built, release)
+    return Framework(built, release, Metrics())

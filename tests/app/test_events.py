@@ -21,6 +21,7 @@ from app.events import (
     PodGroupEvents,
 )
 from app.framework import Framework, Slot
+from app.metrics import Metrics
 from app.server.main import create_app
 from plugins.api.base import Vote
 from plugins.api.extension_points import BY_VERB
@@ -165,7 +166,7 @@ async def test_the_framework_reports_how_each_vote_ended() -> None:
     built = framework([("sla", Votes(Vote.ABSTAIN)), ("overcommit", Votes(Vote.REJECT))])
     fw = Framework(
         [[Slot(s.option, s.plugin, s.hooks) for s in tier] for tier in built.tiers],
-        SENDS_JOB_ENQUEUED, events=events,
+        SENDS_JOB_ENQUEUED, Metrics(), events=events,
     )  # fmt: skip
     assert fw.vote(BY_VERB["jobEnqueueable"], job()) == Vote.REJECT
     await events.drain()

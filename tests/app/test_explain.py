@@ -214,7 +214,7 @@ def test_vetoes_take_entries_and_a_full_session_keeps_only_their_count() -> None
     log = record.open(1, T0)
     assert log is not None
     built = framework([("min-runtime", Explains())], release=SENDS_JOB_ENQUEUED)
-    fw = Framework(built.tiers, SENDS_JOB_ENQUEUED, None, log, clock=lambda: T0)
+    fw = Framework(built.tiers, SENDS_JOB_ENQUEUED, Metrics(), log, clock=lambda: T0)
     evictees = [task(f"v{i}") for i in range(4)]
     for _ in range(3):  # the same question again replaces the last, entries and all
         fw.victims(PREEMPTABLE, POD, evictees)

@@ -89,7 +89,14 @@ def build(
     ]
     log = DecisionRecord().open(1, AT)
     return Framework(
-        built, Release(1, 16), metrics, log, clock, None, faults, sessionless=sessionless
+        built,
+        Release(1, 16),
+        metrics if metrics is not None else Metrics(),
+        log,
+        clock,
+        None,
+        faults,
+        sessionless=sessionless,
     )
 
 
@@ -430,7 +437,7 @@ def test_a_benched_plugin_is_still_told_its_session_closed(ticking: list[float])
 
 def test_faults_are_logged_once_then_rate_limited(caplog: pytest.LogCaptureFixture) -> None:
     now = [0.0]
-    faults = PluginFaults(monotonic=lambda: now[0], log_interval=60)
+    faults = PluginFaults(Metrics(), monotonic=lambda: now[0], log_interval=60)
     fault = Fault("p", "predicate", FaultKind.WRONG_TYPE, "returned 1", OnError.ABSTAIN, True,
                   False, AT)  # fmt: skip
     with caplog.at_level(logging.ERROR, logger="caldera.plugins"):
@@ -511,7 +518,7 @@ def test_only_the_framework_without_a_session_benches_by_time() -> None:
     from schemas.requests import OnSessionOpenRequest
 
     config = parse_config({"tiers": [{"plugins": [{"name": "priority"}]}]}, "test")
-    sessions = SessionManager(config)
+    sessions = SessionManager(config, Metrics())
     assert sessions.without_snapshot.sessionless
     assert not sessions.open(OnSessionOpenRequest()).framework.sessionless
 
@@ -589,7 +596,7 @@ def test_a_prioritize_that_benches_its_plugin_stops_asking_nodes(
     clock = [0.0]
     monkeypatch.setattr(framework_module, "_clock", lambda: clock[0])
     scorer = cls(Arguments(), clock, took)
-    faults = PluginFaults()
+    faults = PluginFaults(Metrics())
     fw = build([("scorer", scorer, policy)], budget=0.1, faults=faults)
     point, nodes = BY_VERB["prioritize"], [NodeInfo(Name=f"n{i}") for i in range(count)]
     per_call, total = [], None

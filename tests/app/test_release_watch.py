@@ -93,7 +93,8 @@ def auto_extender() -> Extender:
     config = load_config_text(
         "volcanoVersion: auto\ntiers: [{plugins: [{name: overcommit}]}]", "t.yaml"
     )
-    return Extender(config, SessionManager(config), None)
+    metrics = Metrics()
+    return Extender(config, SessionManager(config, metrics), metrics)
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import pytest
 from app.config import parse_config
 from app.errors import PluginFailure
 from app.extender import Extender
+from app.metrics import Metrics
 from app.session import SessionManager
 from app.session_events import Opened, SessionListener, SessionListeners
 from schemas.api import TaskInfo
@@ -47,7 +48,8 @@ def extender_hearing(*listeners: SessionListener) -> Extender:
     config = parse_config(
         {"volcanoVersion": "1.14", "tiers": [{"plugins": [{"name": "priority"}]}]}, "t"
     )
-    extender = Extender(config, SessionManager(config))
+    metrics = Metrics()
+    extender = Extender(config, SessionManager(config, metrics), metrics)
     for listener in listeners:
         extender.listeners.add(listener)
     return extender

@@ -14,6 +14,7 @@ import pytest
 
 from app.config import PluginOption
 from app.framework import Framework, Slot
+from app.metrics import Metrics
 from plugins.api.arguments import Arguments
 from plugins.api.base import FitError, Session, StatusCode
 from plugins.api.extension_points import BY_VERB
@@ -141,7 +142,9 @@ def open_plugin(
         clamped=recorder or Recorder(),
     )
     plugin.on_session_open(ssn)
-    framework = Framework([[Slot(PluginOption(name=plugin.name), plugin, plugin.hooks())]], release)
+    framework = Framework(
+        [[Slot(PluginOption(name=plugin.name), plugin, plugin.hooks())]], release, Metrics()
+    )
     return plugin, framework
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from app.config import PluginOption
 from app.framework import Framework, Slot
+from app.metrics import Metrics
 from plugins.api.arguments import Arguments
 from plugins.api.base import FitError, Session, StatusCode
 from plugins.api.extension_points import BY_VERB
@@ -63,7 +64,7 @@ def make_plugin(arguments: Mapping[str, Any]) -> ResourceStrategyFitPlugin:
 
 def framework_of(plugin: ResourceStrategyFitPlugin) -> Framework:
     option = PluginOption(name=plugin.name)
-    return Framework([[Slot(option, plugin, plugin.hooks())]], Release(1, 15))
+    return Framework([[Slot(option, plugin, plugin.hooks())]], Release(1, 15), Metrics())
 
 
 def pod_task(

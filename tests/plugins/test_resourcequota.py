@@ -13,6 +13,7 @@ import pytest
 
 from app.config import PluginOption
 from app.framework import Framework, Slot
+from app.metrics import Metrics
 from plugins.api.arguments import Arguments
 from plugins.api.base import Plugin, Session, Vote
 from plugins.api.extension_points import BY_VERB
@@ -135,7 +136,9 @@ def enqueue(tier: Sequence[Plugin], job: JobInfo, release: Release = RELEASE_1_1
     """Volcano's enqueue action over one tier, through Caldera's own framework: the vote, then
     JobEnqueued on every plugin when the job is not rejected (a jobEnqueued call from 1.16; the
     framework's own step inside the vote before)."""
-    framework = Framework([[Slot(PluginOption(name=p.name), p, p.hooks()) for p in tier]], release)
+    framework = Framework(
+        [[Slot(PluginOption(name=p.name), p, p.hooks()) for p in tier]], release, Metrics()
+    )
     if framework.vote(BY_VERB["jobEnqueueable"], job) == Vote.REJECT:
         return False
     if release.admission_follows_vote:

@@ -12,6 +12,7 @@ import pytest
 
 from app.config import PluginOption
 from app.framework import Framework, Slot
+from app.metrics import Metrics
 from plugins.api.arguments import Arguments
 from plugins.api.base import Session
 from plugins.api.extension_points import BY_VERB
@@ -187,7 +188,7 @@ def open_plugin(
                   clamped=recorder or Recorder())  # fmt: skip
     plugin.on_session_open(ssn)
     framework = Framework(
-        [[Slot(PluginOption(name=plugin.name), plugin, plugin.hooks())]], Release(1, 15)
+        [[Slot(PluginOption(name=plugin.name), plugin, plugin.hooks())]], Release(1, 15), Metrics()
     )
     return plugin, framework
 

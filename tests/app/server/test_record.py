@@ -28,6 +28,7 @@ from app.commands.replay import (
 from app.config import load_config
 from app.errors import CalderaError
 from app.extender import Extender
+from app.metrics import Metrics
 from app.server.record import INDEX, Recorder, RecordingExtender
 from app.session import SessionManager
 from tests.app.cluster_state.objects import cluster
@@ -54,7 +55,8 @@ def write_config(tmp_path: Path, text: str) -> str:
 def record_in_process(directory: Path, config_text: str, bodies: list[tuple[str, bytes]]) -> None:
     recorder = Recorder(directory)
     config = load_config_from_text(directory.parent, config_text)
-    extender = Extender(config, SessionManager(config, clock=recorder.clock))
+    metrics = Metrics()
+    extender = Extender(config, SessionManager(config, metrics, clock=recorder.clock), metrics)
     recording = RecordingExtender(extender, recorder)
     for verb, body in bodies:
         with contextlib.suppress(CalderaError):  # a refused body is recorded, then raised

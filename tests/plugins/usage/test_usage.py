@@ -15,6 +15,7 @@ import pytest
 
 from app.config import PluginOption
 from app.framework import Framework, Slot
+from app.metrics import Metrics
 from plugins.api.arguments import Arguments
 from plugins.api.base import FitError, Session, StatusCode
 from plugins.api.extension_points import BY_VERB
@@ -103,7 +104,9 @@ def open_plugin(
     ssn = Session(nodes={n.Name: n for n in nodes}, has_snapshot=True, release=release,
                   now=lambda: now)  # fmt: skip
     plugin.on_session_open(ssn)
-    framework = Framework([[Slot(PluginOption(name=plugin.name), plugin, plugin.hooks())]], release)
+    framework = Framework(
+        [[Slot(PluginOption(name=plugin.name), plugin, plugin.hooks())]], release, Metrics()
+    )
     return plugin, framework
 
 
