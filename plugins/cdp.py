@@ -33,11 +33,20 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import ClassVar, Literal
 
-from plugins.api.arguments import Arguments
-from plugins.api.base import Background, EvictResult, Plugin, Session, Upstream, Vote, utc_now
-from plugins.api.reasons import Explained, Reason
-from plugins.api.registry import register
-from plugins.api.release import CDP_RECLAIMABLE
+from plugins.api import (
+    CDP_RECLAIMABLE,
+    Arguments,
+    Background,
+    EvictResult,
+    Explained,
+    Plugin,
+    Reason,
+    Session,
+    Upstream,
+    Vote,
+    register,
+    utc_now,
+)
 from schemas.api import TaskInfo
 from schemas.goduration import DurationError, go_time, nanos_between, parse_go_duration
 from schemas.k8s import Pod

@@ -22,9 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
-from plugins.api.base import EvictResult, Plugin, Upstream, Vote
-from plugins.api.reasons import Explained, Reason
-from plugins.api.registry import register
+from plugins.api import EvictResult, Explained, Plugin, Reason, Upstream, Vote, register
 from schemas.api import TaskInfo
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})

@@ -98,14 +98,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from plugins.api.arguments import Arguments
-from plugins.api.base import Background, FitError, Plugin, Session, StatusCode, Upstream
-from plugins.api.registry import register
-from plugins.api.release import (
+from plugins.api import (
     NODEGROUP_AS_PORTED,
     NODEGROUP_PREFERRED_ORDER,
     NODEGROUP_RESOURCE_LIMITS,
+    Arguments,
+    Background,
+    FitError,
+    Plugin,
     Release,
+    Session,
+    StatusCode,
+    Upstream,
+    register,
 )
 from plugins.support.queues import ROOT
 from plugins.support.resources import (

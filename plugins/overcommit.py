@@ -50,11 +50,19 @@ from __future__ import annotations
 import logging
 from typing import ClassVar, Literal
 
-from plugins.api.arguments import Arguments
-from plugins.api.base import Background, Plugin, Session, Upstream, Vote
-from plugins.api.reasons import Explained, Reason
-from plugins.api.registry import register
-from plugins.api.release import OVERCOMMIT_SCALAR_MILLI_UNITS, QUEUE_ALLOCATION_GATE_NOT_GATED
+from plugins.api import (
+    OVERCOMMIT_SCALAR_MILLI_UNITS,
+    QUEUE_ALLOCATION_GATE_NOT_GATED,
+    Arguments,
+    Background,
+    Explained,
+    Plugin,
+    Reason,
+    Session,
+    Upstream,
+    Vote,
+    register,
+)
 from plugins.support.resources import (
     add_in_place,
     calculate_allocated_task_num,

@@ -27,10 +27,18 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import ClassVar, Literal
 
-from plugins.api.arguments import Arguments
-from plugins.api.base import Background, EvictResult, Plugin, Session, Upstream, Vote
-from plugins.api.reasons import Explained, Reason
-from plugins.api.registry import register
+from plugins.api import (
+    Arguments,
+    Background,
+    EvictResult,
+    Explained,
+    Plugin,
+    Reason,
+    Session,
+    Upstream,
+    Vote,
+    register,
+)
 from schemas.api import JobInfo, TaskInfo
 
 ORPHANED_PREEMPTOR = Reason(

@@ -86,18 +86,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeVar
 
-from plugins.api.arguments import Arguments, argument_warning
-from plugins.api.base import Background, FitError, Plugin, StatusCode, Upstream
-from plugins.api.mapstructure import (
+from plugins.api import (
+    Arguments,
+    Background,
     DecodeError,
+    FitError,
+    Plugin,
+    StatusCode,
+    Upstream,
+    argument_warning,
     decode_bool,
     decode_float,
     decode_int,
     decode_map,
     decode_string,
+    register,
     struct_fields,
 )
-from plugins.api.registry import register
 from plugins.support.goint import as_go_int
 from plugins.support.resources import resource_get, resource_names
 from schemas.api import NodeInfo, TaskInfo

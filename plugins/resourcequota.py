@@ -40,11 +40,18 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import ClassVar, Literal
 
-from plugins.api.arguments import Arguments
-from plugins.api.base import Background, Plugin, Session, Upstream, Vote
-from plugins.api.reasons import Explained, Reason
-from plugins.api.registry import register
-from plugins.api.release import RESOURCEQUOTA_ACCOUNTS_ON_ENQUEUED
+from plugins.api import (
+    RESOURCEQUOTA_ACCOUNTS_ON_ENQUEUED,
+    Arguments,
+    Background,
+    Explained,
+    Plugin,
+    Reason,
+    Session,
+    Upstream,
+    Vote,
+    register,
+)
 from plugins.support.units import format_bytes, format_milli
 from schemas.api import JobInfo, NamespaceInfo
 from schemas.k8s import ResourceList

@@ -24,10 +24,18 @@ import logging
 from datetime import datetime, timedelta
 from typing import ClassVar, Literal
 
-from plugins.api.arguments import Arguments
-from plugins.api.base import Background, Plugin, Session, Upstream, Vote, utc_now
-from plugins.api.reasons import Explained, Reason
-from plugins.api.registry import register
+from plugins.api import (
+    Arguments,
+    Background,
+    Explained,
+    Plugin,
+    Reason,
+    Session,
+    Upstream,
+    Vote,
+    register,
+    utc_now,
+)
 from plugins.support.goint import INT64_MAX, INT64_MIN
 from plugins.support.units import format_duration
 from schemas.api import JobInfo

@@ -80,9 +80,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import ClassVar, Literal
 
-from plugins.api.arguments import Arguments
-from plugins.api.base import Background, Plugin, Session, Upstream
-from plugins.api.registry import register
+from plugins.api import Arguments, Background, Plugin, Session, Upstream, register
 from plugins.support.goint import INT32_MIN, go_int64
 from plugins.support.resources import (
     add_in_place,

@@ -20,9 +20,13 @@ from plugins.api.testing import Harness, captured_body, job, node, session, task
 - **The server** (the pytest fixture ``caldera_serve``, ``plugins/api/pytest_plugin.py``): a
   real ``caldera serve`` process with the plugins installed in the test's environment.
 
-:class:`Harness` imports Caldera's server code (``app``) only when one is built, and
-:func:`serve` runs the installed ``caldera`` command, so importing this module costs no more
-than ``plugins.api`` and the standard library.
+The kit reaches Caldera's service (``app``) through one seam, :class:`_Service`: the few
+entry points a :class:`Harness` needs (load a configuration, build its data sources, the
+extender with its sessions, the routes' answer), imported when a harness is built, never when
+this module is (``plugins.api`` must not import ``app``: ``app`` imports it). Nothing else here
+imports ``app`` (tests/plugins/api/test_facade.py holds it to that); :func:`serve` runs the
+installed ``caldera`` command. Importing this module costs no more than ``plugins.api`` and the
+standard library.
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ from schemas.k8s import (
 )
 
 if TYPE_CHECKING:
+    from app.config import Backgrounds, CalderaConfig
     from app.extender import Extender
 
 __all__ = [
@@ -428,40 +433,60 @@ class Harness:
     def __init__(
         self, config_text: str, *, now: datetime | Callable[[], datetime] | None = None
     ) -> None:
-        from app.config import build_backgrounds, load_config_text
-        from app.extender import Extender
-        from app.metrics import Metrics
-        from app.session import SessionManager
-
-        self.config = load_config_text(config_text, "<harness configuration>")
+        service = self._service = _Service()
+        self.config = service.load_config_text(config_text, "<harness configuration>")
         clock: Callable[[], datetime] = (
             now if callable(now) else (lambda: now) if now is not None else _utc_now
         )
-        backgrounds, built = build_backgrounds(self.config)
+        backgrounds, built = service.build_backgrounds(self.config)
         unready = load_backgrounds(built)
         if unready:
             raise RuntimeError(
                 f"a plugin's background data source did not become ready in "
                 f"{BACKGROUND_SYNC_SECONDS:g}s: " + "; ".join(str(b.describe()) for b in unready)
             )
-        metrics = Metrics()  # on a registry of its own, as each server's
-        self.extender: Extender = Extender(
-            self.config, SessionManager(self.config, metrics, backgrounds, clock=clock), metrics
-        )
+        self.extender: Extender = service.extender(self.config, backgrounds, clock)
 
     def answer(self, verb: str, body: bytes | str | Mapping[str, Any]) -> Answer:
         """The answer to ``verb`` (``"predicate"``, ``"onSessionOpen"``...) for ``body``:
         bytes as Volcano posts them, a JSON text, or a mapping encoded as JSON."""
-        from app.server.record import answer_of as wire_answer
-
         if verb not in BY_VERB:
             raise KeyError(f"no verb {verb!r} (verbs: {', '.join(BY_VERB)})")
         if isinstance(body, str):
             body = body.encode()
         elif not isinstance(body, bytes | bytearray):
             body = msgspec.json.encode(body)
-        status, answered = wire_answer(self.extender, verb, body)
+        status, answered = self._service.answer(self.extender, verb, body)
         return Answer(status, answered)
+
+
+class _Service:
+    """The test kit's one seam to Caldera's service: every ``app`` import of this module is
+    here (or, for the type names, under ``TYPE_CHECKING``), made when a :class:`Harness` is
+    built."""
+
+    def __init__(self) -> None:
+        from app.config import build_backgrounds, load_config_text
+        from app.extender import Extender
+        from app.metrics import Metrics
+        from app.server.record import answer_of
+        from app.session import SessionManager
+
+        self.load_config_text = load_config_text
+        self.build_backgrounds = build_backgrounds
+        self.answer = answer_of
+        """The status and bytes the server's route would send for a verb's body."""
+        self._extender = Extender
+        self._sessions = SessionManager
+        self._metrics = Metrics
+
+    def extender(
+        self, config: CalderaConfig, backgrounds: Backgrounds, clock: Callable[[], datetime]
+    ) -> Extender:
+        """The server's extender for ``config``, its metrics on a registry of its own."""
+        metrics = self._metrics()
+        sessions = self._sessions(config, metrics, backgrounds, clock=clock)
+        return self._extender(config, sessions, metrics)
 
 
 def _utc_now() -> datetime:

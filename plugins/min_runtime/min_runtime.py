@@ -141,10 +141,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from typing import ClassVar, Literal
 
-from plugins.api.arguments import Arguments, warn_once
-from plugins.api.base import Background, EvictResult, Plugin, Session, Upstream, Vote, utc_now
-from plugins.api.reasons import Explained, Reason
-from plugins.api.registry import register
+from plugins.api import (
+    Arguments,
+    Background,
+    EvictResult,
+    Explained,
+    Plugin,
+    Reason,
+    Session,
+    Upstream,
+    Vote,
+    register,
+    utc_now,
+    warn_once,
+)
 from plugins.min_runtime.resolver import (
     PREEMPT_MIN_RUNTIME,
     RECLAIM_MIN_RUNTIME,

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from plugins.api.arguments import warn_once
+from plugins.api import warn_once
 from plugins.support.queues import ROOT, QueueTree
 from schemas.api import QueueInfo
 from schemas.goduration import DurationError, parse_go_duration

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from plugins.api.reasons import Reason
+from plugins.api import Reason
 from plugins.pdb.labels import Selector, SelectorError, label_selector_as_selector
 from schemas.api import TaskInfo
 from schemas.k8s import PodDisruptionBudget

@@ -52,10 +52,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from plugins.api.arguments import Arguments
-from plugins.api.base import Background, EvictResult, Plugin, Upstream, Vote
-from plugins.api.reasons import Explained, Reason
-from plugins.api.registry import register
+from plugins.api import (
+    Arguments,
+    Background,
+    EvictResult,
+    Explained,
+    Plugin,
+    Reason,
+    Upstream,
+    Vote,
+    register,
+)
 from plugins.pdb.budgets import pdb_filter
 from plugins.pdb.sources import (
     FilePdbSource,

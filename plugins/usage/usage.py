@@ -97,10 +97,20 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Literal
 
-from plugins.api.arguments import Arguments
-from plugins.api.base import Background, FitError, Plugin, Session, StatusCode, Upstream, utc_now
-from plugins.api.registry import register
-from plugins.api.release import USAGE_AS_PORTED, USAGE_ESTIMATOR, Release
+from plugins.api import (
+    USAGE_AS_PORTED,
+    USAGE_ESTIMATOR,
+    Arguments,
+    Background,
+    FitError,
+    Plugin,
+    Release,
+    Session,
+    StatusCode,
+    Upstream,
+    register,
+    utc_now,
+)
 from plugins.support.goint import as_go_int, go_int64
 from plugins.usage.estimator import (
     MAX_NODE_SCORE,
