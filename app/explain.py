@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.outcome import Outcome
 from plugins.api.base import FitError
+from plugins.api.extension_points import Verb
 from plugins.api.reasons import Reason
 from schemas.api import TaskInfo
 
@@ -156,7 +157,7 @@ class SessionLog:
             if not self._room():
                 return
             verdicts = self.queues[queue] = {}
-        verdicts[plugin] = Verdict("queueOverused", plugin, answer, reason, at)
+        verdicts[plugin] = Verdict(Verb.QUEUE_OVERUSED, plugin, answer, reason, at)
 
     def job_fault(self, job: str, queue: str, fault: Fault) -> None:
         """A plugin's fault answering about ``job`` (kept beside its verdicts: a fault whose
@@ -300,7 +301,7 @@ class SessionLog:
         else:
             out["job"] = trace.job
         if trace.nodes:
-            out["predicate"] = predicate_summary(trace)
+            out[Verb.PREDICATE] = predicate_summary(trace)
         if trace.best:
             out["scores"] = [
                 {"plugin": plugin, "bestNode": node, "score": score}
@@ -460,7 +461,7 @@ class DecisionRecord:
             return None
         trace = log.tasks.get(key)
         out = log.describe_task(key, trace, spared)
-        summary = [out["predicate"]["summary"]] if "predicate" in out else []
+        summary = [out[Verb.PREDICATE]["summary"]] if Verb.PREDICATE in out else []
         latest: dict[tuple[str, str], tuple[str, Reason]] = {}
         for verb, plugin, evictor, reason, _ in spared:
             latest[(verb, plugin)] = (evictor, reason)

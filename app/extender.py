@@ -34,7 +34,7 @@ from app.session import SessionManager
 from app.session_events import Opened, SessionListeners
 from app.wire import encode_predicate
 from plugins.api.base import Vote
-from plugins.api.extension_points import BY_VERB, EXTENSION_POINTS, ExtensionPoint, Rule
+from plugins.api.extension_points import BY_VERB, EXTENSION_POINTS, ExtensionPoint, Rule, Verb
 from plugins.api.release import Release
 from schemas.api import TaskInfo
 from schemas.requests import (
@@ -236,9 +236,9 @@ class Extender:
 
     def routes(self) -> dict[str, str]:
         """URL path to verb: one per verb, plus the bare prefix for 1.6–1.7 (and ``auto``)."""
-        paths = {f"/{point.verb}": point.verb for point in EXTENSION_POINTS}
+        paths: dict[str, str] = {f"/{point.verb}": point.verb for point in EXTENSION_POINTS}
         if self.release.shares_reclaimable_path or self.config.infers_release:
-            paths[shared_path.BARE_PREFIX] = "reclaimable"
+            paths[shared_path.BARE_PREFIX] = Verb.RECLAIMABLE
         return paths
 
     def handle(self, verb: str, body: Body) -> bytes:
@@ -248,13 +248,13 @@ class Extender:
         if not release.has_verb(verb):
             self.sessions.set_release(self.release_watch.check_verb(verb))
         if isinstance(self._session_state, ClusterSessionState):
-            if verb == "onSessionOpen":
+            if verb == Verb.ON_SESSION_OPEN:
                 return self._snapshot_unread()
-            if verb != "onSessionClose" and self._between_sessions:
+            if verb != Verb.ON_SESSION_CLOSE and self._between_sessions:
                 self._open_from_cluster(self._session_state)
             if self._stale is not None and (held := self._held(verb, self._stale)) is not None:
                 return held
-        if verb == "reclaimable" and release.shares_reclaimable_path:
+        if verb == Verb.RECLAIMABLE and release.shares_reclaimable_path:
             answer = self.shared_reclaimable_path(body)
         else:
             answer = self._handlers[verb](body)
@@ -503,7 +503,7 @@ class Extender:
         if listeners.follow_placements:  # a derived state follows Volcano's placements
             request = _DECODERS[point.request](body)
             assert request is not None
-            if point.verb == "allocate":
+            if point.verb == Verb.ALLOCATE:
                 listeners.allocated(request.task)
             else:
                 listeners.deallocated(request.task)

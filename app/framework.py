@@ -76,15 +76,16 @@ from plugins.api.extension_points import (
     EXTENSION_POINTS,
     LIFECYCLE,
     ExtensionPoint,
+    Verb,
 )
 from plugins.api.reasons import NO_VETOES, Explained, Reason
 from plugins.api.release import Release
 from schemas.api import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from schemas.quantity import QuantityError
 
-ENQUEUED = BY_VERB["jobEnqueued"]
-CLOSE = BY_VERB["onSessionClose"]
-PRIORITIZE = BY_VERB["prioritize"]
+ENQUEUED = BY_VERB[Verb.JOB_ENQUEUED]
+CLOSE = BY_VERB[Verb.ON_SESSION_CLOSE]
+PRIORITIZE = BY_VERB[Verb.PRIORITIZE]
 FIT_STATUS = {code: code.name.lower() for code in StatusCode}
 """A predicate rejection's ``reason`` label: its status (bounded, unlike its message)."""
 CODE = attrgetter("code")
@@ -221,8 +222,8 @@ class Framework:
             if point.hook not in LIFECYCLE
         }
         answered = {verb for verb, tiers in self._active.items() if any(tiers)}
-        if "jobEnqueued" in answered and not release.admission_follows_vote:
-            answered.add("jobEnqueueable")  # the vote is where admissions are accounted
+        if Verb.JOB_ENQUEUED in answered and not release.admission_follows_vote:
+            answered.add(Verb.JOB_ENQUEUEABLE)  # the vote is where admissions are accounted
         self._answered = frozenset(answered)
 
     # --- bookkeeping -------------------------------------------------------------------------

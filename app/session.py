@@ -24,6 +24,7 @@ from app.metrics import Metrics
 from app.plugin_faults import Fault, FaultKind, OnError, PluginFaults
 from plugins.api.arguments import warn_once
 from plugins.api.base import Background, Session, utc_now
+from plugins.api.extension_points import Verb
 from plugins.api.release import Release
 from plugins.support.resources import total_allocatable
 from schemas.requests import OnSessionOpenRequest
@@ -148,7 +149,7 @@ class SessionManager:
                 kind = FaultKind.RAISED
                 plugin.on_session_open(ssn)
             except Exception as exc:
-                failure = PluginFailure(entry.name, "onSessionOpen", exc)
+                failure = PluginFailure(entry.name, Verb.ON_SESSION_OPEN, exc)
                 if self.counts_open_failures:
                     self._open_failed(
                         entry.name, OnError(entry.option.onError or entry.cls.on_error), kind, exc
@@ -172,7 +173,7 @@ class SessionManager:
         error."""
         step = "building it" if kind is FaultKind.BUILD else "opening the session"
         fault = Fault(
-            plugin, "onSessionOpen", kind, f"{step} raised {type(exc).__name__}: {exc}", policy,
+            plugin, Verb.ON_SESSION_OPEN, kind, f"{step} raised {type(exc).__name__}: {exc}", policy,
             dropped=False, failed=True, at=self.clock(),
             outcome="no session was opened with its configuration",
         )  # fmt: skip

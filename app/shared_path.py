@@ -7,6 +7,7 @@ prefix, and ``caldera volcano-config`` folds the two verbs into reclaimable.
 
 from __future__ import annotations
 
+from plugins.api.extension_points import Verb
 from plugins.api.release import SHARED_RECLAIMABLE_PATH_VERBS, Release
 from schemas.requests import LegacyReclaimablePathRequest
 
@@ -17,11 +18,11 @@ BARE_PREFIX = "/"
 def verb_of(shape: LegacyReclaimablePathRequest) -> str | None:
     """The verb a body posted to the shared path is for, by the object it carries."""
     if shape.evictor:
-        return "reclaimable"
+        return Verb.RECLAIMABLE
     if shape.job:
-        return "jobEnqueueable"
+        return Verb.JOB_ENQUEUEABLE
     if shape.queue:
-        return "queueOverused"
+        return Verb.QUEUE_OVERUSED
     return None
 
 
@@ -37,8 +38,8 @@ def fold_verbs(release: Release, verbs: list[str]) -> tuple[list[str], list[str]
     if not release.shares_reclaimable_path or not set(SHARED_RECLAIMABLE_PATH_VERBS) & set(verbs):
         return verbs, []
     folded = [verb for verb in verbs if verb not in SHARED_RECLAIMABLE_PATH_VERBS]
-    if "reclaimable" not in folded:
-        folded.append("reclaimable")
+    if Verb.RECLAIMABLE not in folded:
+        folded.append(Verb.RECLAIMABLE)
     note = (
         f"Volcano {release} posts jobEnqueueable and queueOverused to the reclaimable verb;"
         " Caldera tells them apart by their body"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from plugins.api.extension_points import BY_VERB
+from plugins.api.extension_points import BY_VERB, Verb
 from plugins.api.release import Release
 
 SESSION_STATES = ("snapshot", "cluster", "compare")
@@ -46,8 +46,8 @@ def problems(
     found: list[tuple[str, str]] = []
     if mode == "snapshot":
         return found
-    if not release.has_verb("allocate"):
-        since = ".".join(map(str, BY_VERB["allocate"].since))
+    if not release.has_verb(Verb.ALLOCATE):
+        since = ".".join(map(str, BY_VERB[Verb.ALLOCATE].since))
         found.append(
             (
                 "sessionState",

@@ -40,7 +40,7 @@ from app.contract import check_answer
 from app.plugin_faults import DEFAULT_TIME_BUDGET
 from plugins.api import registry, testing
 from plugins.api.base import Plugin, Session, hook_name, implemented_hooks
-from plugins.api.extension_points import BY_HOOK
+from plugins.api.extension_points import BY_HOOK, BY_VERB, Rule, Verb
 from plugins.api.reasons import answer_of
 from plugins.support.resources import total_allocatable
 from schemas.api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
@@ -185,26 +185,27 @@ def _calls(
     """Generated calls for each hook."""
     node_list = [n for _, n in nodes]
     task_list = [t for _, t in tasks]
-    by_hook: dict[str, list[Call]] = {
-        "predicate": [
+    by_verb: dict[Verb, list[Call]] = {
+        Verb.PREDICATE: [
             Call(f"generated: {tn} on {nn}", (t, n)) for tn, t in tasks for nn, n in nodes
         ],
-        "node_order": [
+        Verb.PRIORITIZE: [
             Call(f"generated: {tn} over {len(node_list)} nodes", (t, node_list)) for tn, t in tasks
         ]
         + [Call("generated: no candidate nodes", (task_list[0], []))],
-        "job_enqueueable": [Call(f"generated: {name}", (j,)) for name, j in jobs],
-        "job_enqueued": [Call(f"generated: {name}", (j,)) for name, j in jobs],
-        "job_ready": [Call(f"generated: {name}", (j,)) for name, j in jobs],
-        "overused": [Call(f"generated: {name}", (q,)) for name, q in queues],
-        "allocate": [Call(f"generated: {name}", (t,)) for name, t in tasks],
-        "deallocate": [Call(f"generated: {name}", (t,)) for name, t in tasks],
+        Verb.JOB_ENQUEUEABLE: [Call(f"generated: {name}", (j,)) for name, j in jobs],
+        Verb.JOB_ENQUEUED: [Call(f"generated: {name}", (j,)) for name, j in jobs],
+        Verb.JOB_READY: [Call(f"generated: {name}", (j,)) for name, j in jobs],
+        Verb.QUEUE_OVERUSED: [Call(f"generated: {name}", (q,)) for name, q in queues],
+        Verb.ALLOCATE: [Call(f"generated: {name}", (t,)) for name, t in tasks],
+        Verb.DEALLOCATE: [Call(f"generated: {name}", (t,)) for name, t in tasks],
     }
-    for hook in ("preemptable", "reclaimable"):
-        by_hook[hook] = [Call(f"generated: {tn}, no evictees", (t, [])) for tn, t in tasks[:1]] + [
+    for verb in (Verb.PREEMPTABLE, Verb.RECLAIMABLE):
+        by_verb[verb] = [Call(f"generated: {tn}, no evictees", (t, [])) for tn, t in tasks[:1]] + [
             Call(f"generated: {tn}, {len(task_list)} evictees", (t, list(task_list)))
             for tn, t in tasks
         ]
+    by_hook = {BY_VERB[verb].hook: calls for verb, calls in by_verb.items()}
     return {hook: by_hook[hook] for hook in hooks}
 
 
@@ -212,23 +213,22 @@ def _captured_calls(release: str, hooks: Sequence[str]) -> dict[str, list[Call]]
     source = f"captured: Volcano {release}"
     calls: dict[str, list[Call]] = {hook: [] for hook in hooks}
 
-    def add(hook: str, verb: str, kind: type[Any], args: Callable[[Any], tuple[Any, ...]]) -> None:
-        if hook in calls and (request := _captured(release, verb, kind)) is not None:
-            calls[hook].append(Call(f"{source} {verb} body", args(request)))
+    def add(verb: Verb, body: str, kind: type[Any], args: Callable[[Any], tuple[Any, ...]]) -> None:
+        hook = BY_VERB[verb].hook
+        if hook in calls and (request := _captured(release, body, kind)) is not None:
+            calls[hook].append(Call(f"{source} {body} body", args(request)))
 
-    add("predicate", "predicate", PredicateRequest, lambda r: (r.task, r.node))
-    add("node_order", "prioritize", PrioritizeRequest, lambda r: (r.task, r.nodes or []))
-    for hook in ("preemptable", "reclaimable"):
-        add(hook, hook, EvictRequest, _evict_args)
-    for hook, verb in (
-        ("job_enqueueable", "jobEnqueueable"),
-        ("job_enqueued", "jobEnqueueable"),  # never captured (1.16): its body is the same
-        ("job_ready", "jobReady"),
-    ):
-        add(hook, verb, JobRequest, lambda r: (r.job,))
-    add("overused", "queueOverused", QueueOverusedRequest, lambda r: (r.queue,))
-    add("allocate", "allocateFunc", EventHandlerRequest, lambda r: (r.task,))
-    add("deallocate", "deallocateFunc", EventHandlerRequest, lambda r: (r.task,))
+    add(Verb.PREDICATE, Verb.PREDICATE, PredicateRequest, lambda r: (r.task, r.node))
+    add(Verb.PRIORITIZE, Verb.PRIORITIZE, PrioritizeRequest, lambda r: (r.task, r.nodes or []))
+    for verb in (Verb.PREEMPTABLE, Verb.RECLAIMABLE):
+        add(verb, verb, EvictRequest, _evict_args)
+    for verb in (Verb.JOB_ENQUEUEABLE, Verb.JOB_ENQUEUED, Verb.JOB_READY):
+        # jobEnqueued is never captured (1.16): its body is jobEnqueueable's
+        body = Verb.JOB_ENQUEUEABLE if verb == Verb.JOB_ENQUEUED else verb
+        add(verb, body, JobRequest, lambda r: (r.job,))
+    add(Verb.QUEUE_OVERUSED, Verb.QUEUE_OVERUSED, QueueOverusedRequest, lambda r: (r.queue,))
+    add(Verb.ALLOCATE, "allocateFunc", EventHandlerRequest, lambda r: (r.task,))
+    add(Verb.DEALLOCATE, "deallocateFunc", EventHandlerRequest, lambda r: (r.task,))
     return calls
 
 
@@ -247,7 +247,7 @@ def scenarios(config: CalderaConfig, hooks: Sequence[str]) -> Iterator[Scenario]
     queues = _generated_queues()
     generated = _calls(hooks, tasks, nodes, jobs, queues)
     for captured in testing.CAPTURED_RELEASES:
-        snapshot = _captured(captured, "onSessionOpen", OnSessionOpenRequest)
+        snapshot = _captured(captured, Verb.ON_SESSION_OPEN, OnSessionOpenRequest)
         assert snapshot is not None, f"the captured bodies of {captured} lost onSessionOpen"
         nodes_of = snapshot.Nodes or {}
         session = Session(
@@ -292,7 +292,7 @@ def _checked(
         report.add(hook, "wrong type", problem, call.source)
         return
     answer: Any = answer_of(result)
-    if hook in ("preemptable", "reclaimable"):
+    if BY_HOOK[hook].rule is Rule.VICTIMS:
         victims: Sequence[TaskInfo] = answer[0]
         given = {id(task) for task in call.args[1]}
         if any(id(victim) not in given for victim in victims):

@@ -401,7 +401,7 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
     )
     for note in notes:
         print(f"# note: {note}")
-    verbs = [v for v in VERBS if BY_VERB[v].argument in entry["arguments"]]
+    verbs: list[str] = [v for v in VERBS if BY_VERB[v].argument in entry["arguments"]]
     print(f"# {body_limits_note(config, verbs, sized=args.nodes is not None)}")
     if args.nodes is not None:
         cluster = sizing.Cluster(
@@ -444,7 +444,7 @@ def print_merged(
     except OSError as exc:
         print(f"caldera: --merge {source}: {exc.strerror}", file=sys.stderr)
         return EXIT_CONFIG
-    verbs = [v for v in VERBS if BY_VERB[v].argument in entry["arguments"]]
+    verbs: list[str] = [v for v in VERBS if BY_VERB[v].argument in entry["arguments"]]
     try:
         merged = merge(text, config, entry, verbs)
     except MergeError as exc:

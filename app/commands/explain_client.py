@@ -12,6 +12,8 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from plugins.api.extension_points import Verb
+
 
 class ExplainError(Exception):
     """Caldera could not be asked, or knows nothing about it; the message says which."""
@@ -80,7 +82,7 @@ def render(document: dict[str, Any]) -> list[str]:
             why = f" — {v['message']}" if "message" in v else ""
             lines.append(f"  {v['verb']} {v['plugin']}: {v['answer']}{why}")
     for task in document.get("tasks", []):
-        predicate = task.get("predicate")
+        predicate = task.get(Verb.PREDICATE)
         if predicate is not None:
             lines.append(f"  task {task['task']}: {predicate['summary']}")
     if document.get("tasksNotShown"):

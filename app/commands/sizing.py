@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from plugins.api.extension_points import BY_VERB, Rule
+from plugins.api.extension_points import BY_VERB, Rule, Verb
 
 # --- the session snapshot and Volcano's time for it (python -m bench cluster) ---
 
@@ -201,7 +201,7 @@ class Cluster:
 
     def extender_open_seconds(self) -> float:
         """Volcano's extender OnSessionOpen for this cluster's snapshot."""
-        x = self.body_bytes("onSessionOpen") / 2**20
+        x = self.body_bytes(Verb.ON_SESSION_OPEN) / 2**20
         return OPEN_SECONDS_PER_MIB * x + OPEN_SECONDS_PER_MIB_SQUARED * x * x
 
     @property
@@ -213,22 +213,22 @@ class Cluster:
 
     def body_bytes(self, verb: str) -> int:
         """Estimated largest body of ``verb`` for this cluster."""
-        if verb == "onSessionOpen":
+        if verb == Verb.ON_SESSION_OPEN:
             if self.snapshot_bytes is not None:
                 return self.snapshot_bytes
             if self.bytes_per_pod is not None:
                 return round(self.bytes_per_pod * self.pods)
             return SNAPSHOT_BYTES_PER_NODE * self.nodes + SNAPSHOT_BYTES_PER_POD * self.pods
-        if verb == "predicate":
+        if verb == Verb.PREDICATE:
             return TASK_INFO_BYTES + self.node_info_bytes()
-        if verb == "prioritize":  # every node passed the predicates: the worst case
+        if verb == Verb.PRIORITIZE:  # every node passed the predicates: the worst case
             return TASK_INFO_BYTES + self.nodes * self.node_info_bytes()
-        if verb in ("preemptable", "reclaimable"):  # every pod of one node is a candidate
+        if verb in (Verb.PREEMPTABLE, Verb.RECLAIMABLE):  # every pod of one node is a candidate
             evictees = self.pods_per_node + DAEMON_PODS_PER_NODE
             return round(TASK_INFO_BYTES * (1 + evictees))
-        if verb in ("jobEnqueueable", "jobEnqueued", "jobReady"):
+        if verb in (Verb.JOB_ENQUEUEABLE, Verb.JOB_ENQUEUED, Verb.JOB_READY):
             return JOB_INFO_BYTES_PER_TASK * JOB_TASKS
-        if verb in ("allocate", "deallocate"):
+        if verb in (Verb.ALLOCATE, Verb.DEALLOCATE):
             return TASK_INFO_BYTES
         return SMALL_BODY_BYTES
 
@@ -239,22 +239,22 @@ class Cluster:
         verbs' path); the first derivation from the watched objects (``cluster``)."""
         if session_state == "cluster":
             return self.pods * FIRST_DERIVATION_SECONDS_PER_POD
-        return self.body_bytes("onSessionOpen") / INGEST_P99_BYTES_PER_SECOND
+        return self.body_bytes(Verb.ON_SESSION_OPEN) / INGEST_P99_BYTES_PER_SECOND
 
     def p99_seconds(self, verb: str) -> float:
         """Estimated p99 latency of one ``verb`` call, as Volcano's HTTP client waits for it."""
         one = FIXED_P99_SECONDS + self.body_bytes(verb) / INGEST_P99_BYTES_PER_SECOND
-        return one * PREDICATE_IN_FLIGHT if verb == "predicate" else one
+        return one * PREDICATE_IN_FLIGHT if verb == Verb.PREDICATE else one
 
     def cycle_bytes(self, verbs: set[str]) -> int:
         """Bytes Volcano sends Caldera in one cycle: the snapshot, and for each pending task a
         predicate per node and one prioritize over all nodes (an upper bound: Volcano can stop
         predicates early, --percentage-nodes-to-find)."""
-        total = self.body_bytes("onSessionOpen") if "onSessionOpen" in verbs else 0
-        if "predicate" in verbs:
-            total += self.pending_tasks * self.nodes * self.body_bytes("predicate")
-        if "prioritize" in verbs:
-            total += self.pending_tasks * self.body_bytes("prioritize")
+        total = self.body_bytes(Verb.ON_SESSION_OPEN) if Verb.ON_SESSION_OPEN in verbs else 0
+        if Verb.PREDICATE in verbs:
+            total += self.pending_tasks * self.nodes * self.body_bytes(Verb.PREDICATE)
+        if Verb.PRIORITIZE in verbs:
+            total += self.pending_tasks * self.body_bytes(Verb.PRIORITIZE)
         return total
 
     def cycle_seconds(self, verbs: set[str]) -> float:
@@ -296,8 +296,8 @@ def warnings(
                 f" refuse it with 413 and {consequence}. Set {setting} to at least"
                 f" {size * 3 // 2} (1.5 x the estimate)."
             )
-    if "onSessionOpen" in verbs:
-        snapshot = cluster.body_bytes("onSessionOpen")
+    if Verb.ON_SESSION_OPEN in verbs:
+        snapshot = cluster.body_bytes(Verb.ON_SESSION_OPEN)
         session = cluster.extender_open_seconds()
         # A cycle that asks Caldera anything waits for the session's build too (its first call).
         build = cluster.session_state_seconds(session_state) if _callers(verbs) else 0.0
@@ -316,7 +316,7 @@ def warnings(
                 " scheduling period, so those cycles run late (in-tree plugins pay neither)."
                 " Lengthen --schedule-period, or keep these plugins in-tree at this size."
             )
-    per_cycle = {"predicate", "prioritize"} & set(verbs)
+    per_cycle = {Verb.PREDICATE, Verb.PRIORITIZE} & set(verbs)
     if per_cycle:
         seconds = cluster.cycle_seconds(set(verbs))
         if seconds > schedule_period_seconds:

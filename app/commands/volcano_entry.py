@@ -13,7 +13,7 @@ from app.config import CalderaConfig
 from app.metrics import Metrics
 from app.server.settings import Settings
 from app.session import SessionManager
-from plugins.api.extension_points import BY_VERB, VERBS, Rule
+from plugins.api.extension_points import BY_VERB, VERBS, Rule, Verb
 from schemas.requests import OnSessionOpenRequest
 
 
@@ -28,18 +28,18 @@ def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
     for entry in config.entries:
         wanted.update(entry.cls.required_verbs(release))
         if entry.cls.needs_snapshot:
-            wanted.update(("onSessionOpen", "onSessionClose"))
+            wanted.update((Verb.ON_SESSION_OPEN, Verb.ON_SESSION_CLOSE))
     if config.sessionState == "compare":  # the snapshot to compare, and Volcano's placements
-        wanted.update(("onSessionOpen", "onSessionClose", "allocate", "deallocate"))
+        wanted.update((Verb.ON_SESSION_OPEN, Verb.ON_SESSION_CLOSE, Verb.ALLOCATE, Verb.DEALLOCATE))
     if config.sessionState == "cluster":  # the session's end and Volcano's placements only
-        wanted.update(("onSessionClose", "allocate", "deallocate"))
-        wanted.discard("onSessionOpen")
+        wanted.update((Verb.ON_SESSION_CLOSE, Verb.ALLOCATE, Verb.DEALLOCATE))
+        wanted.discard(Verb.ON_SESSION_OPEN)
     notes: list[str] = []
     verbs: list[str] = []
     for verb in VERBS:
         if verb not in wanted:
             continue
-        if verb == "jobEnqueued" and not release.admission_follows_vote:
+        if verb == Verb.JOB_ENQUEUED and not release.admission_follows_vote:
             notes.append(
                 f"Volcano {release} has no jobEnqueued verb: Caldera accounts an admission"
                 " when it answers jobEnqueueable"
@@ -66,7 +66,7 @@ def volcano_entry(
     verbs, notes = needed_verbs(config)
     arguments: dict[str, Any] = {"extender.urlPrefix": url, "extender.httpTimeout": timeout}
     for verb in verbs:
-        arguments[BY_VERB[verb].argument] = verb
+        arguments[BY_VERB[verb].argument] = str(verb)  # a plain str: yaml.safe_dump takes no enum
     if config.managedResources:
         if config.release.has_managed_resources:
             arguments["extender.managedResources"] = list(config.managedResources)

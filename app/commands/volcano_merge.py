@@ -45,7 +45,7 @@ import yaml
 
 from app.config import CalderaConfig
 from plugins.api.base import implemented_hooks
-from plugins.api.extension_points import ACTIONS, BY_VERB, EXTENSION_POINTS, ExtensionPoint
+from plugins.api.extension_points import ACTIONS, BY_VERB, EXTENSION_POINTS, ExtensionPoint, Verb
 from plugins.api.options import FLAG_DEFAULTS
 from plugins.api.release import SHARED_RECLAIMABLE_PATH_VERBS, Release
 
@@ -336,7 +336,7 @@ class Asked:
         """The extension points ``verb`` carries: on releases that post jobEnqueueable and
         queueOverused to the reclaimable verb, those too."""
         names = [verb]
-        if verb == "reclaimable" and self.release.shares_reclaimable_path:
+        if verb == Verb.RECLAIMABLE and self.release.shares_reclaimable_path:
             names += SHARED_RECLAIMABLE_PATH_VERBS
         return [BY_VERB[name] for name in names]
 
@@ -536,11 +536,11 @@ FALL_THROUGH = (
     " Caldera protects (set {flag}: false on it, or move it into tier {home})"
 )
 LATER_VOTES: tuple[tuple[str, str, frozenset[str], str], ...] = (
-    ("enablePreemptable", "preemptable", VICTIM_VOTERS["enablePreemptable"], FALL_THROUGH),
-    ("enableReclaimable", "reclaimable", VICTIM_VOTERS["enableReclaimable"], FALL_THROUGH),
+    ("enablePreemptable", Verb.PREEMPTABLE, VICTIM_VOTERS["enablePreemptable"], FALL_THROUGH),
+    ("enableReclaimable", Verb.RECLAIMABLE, VICTIM_VOTERS["enableReclaimable"], FALL_THROUGH),
     (
         "enableJobEnqueued",
-        "jobEnqueueable",
+        Verb.JOB_ENQUEUEABLE,
         ENQUEUE_VOTERS,
         "a Permit from Caldera (sla past its waiting time, overcommit with room) ends Volcano's"
         " vote there and {name}'s check is skipped (keep Caldera's admission plugins out of"

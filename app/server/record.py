@@ -50,12 +50,13 @@ from app.errors import AnswerError, CalderaError
 from app.extender import Body, Extender
 from app.session_events import Opened, SessionListener
 from plugins.api.base import utc_now
+from plugins.api.extension_points import Verb
 from schemas.requests import OnSessionOpenRequest
 
 logger = logging.getLogger("caldera.record")
 
 INDEX = "index.jsonl"
-OPEN = "onSessionOpen"
+OPEN = Verb.ON_SESSION_OPEN
 DERIVED_OPEN_ANSWER = b"{}"
 DEFAULT_MAX_BYTES = 1 << 30
 """1 GiB: about a dozen cycles of a 100-node cluster with victim and job plugins."""

@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from app.explain import SessionLog, task_key
+from plugins.api.extension_points import Verb
 from schemas.api import JobInfo, TaskInfo
 from schemas.requests import (
     EventHandlerRequest,
@@ -320,15 +321,15 @@ def _event(verb: str, body: bytes | bytearray, live: Any, shadow: Any, logs: Log
 
 
 COMPARES: dict[str, Compare] = {
-    "jobEnqueueable": _enqueueable,
-    "jobReady": _ready,
-    "queueOverused": _overused,
-    "predicate": _predicate,
-    "prioritize": _scores,
-    "preemptable": _victims,
-    "reclaimable": _victims,
-    "allocate": _event,
-    "deallocate": _event,
+    Verb.JOB_ENQUEUEABLE: _enqueueable,
+    Verb.JOB_READY: _ready,
+    Verb.QUEUE_OVERUSED: _overused,
+    Verb.PREDICATE: _predicate,
+    Verb.PRIORITIZE: _scores,
+    Verb.PREEMPTABLE: _victims,
+    Verb.RECLAIMABLE: _victims,
+    Verb.ALLOCATE: _event,
+    Verb.DEALLOCATE: _event,
 }
 """Per verb with an answer that decides something, how two answers differ. onSessionOpen,
 onSessionClose and jobEnqueued answer nothing but ``{}``."""
@@ -340,13 +341,13 @@ def with_live_reasons(difference: Difference, log: SessionLog | None) -> Differe
     if log is None:
         return difference
     d, answer = difference, difference.live.answer
-    if d.verb in ("jobEnqueueable", "jobReady"):
+    if d.verb in (Verb.JOB_ENQUEUEABLE, Verb.JOB_READY):
         live = _job_side(log, d.subject, d.verb, answer)
-    elif d.verb == "queueOverused":
+    elif d.verb == Verb.QUEUE_OVERUSED:
         live = _queue_side(log, d.subject, answer)
-    elif d.verb == "predicate":
+    elif d.verb == Verb.PREDICATE:
         live = _predicate_side(log, d.subject, d.key, answer == "fits")
-    elif d.verb in ("preemptable", "reclaimable") and d.key:
+    elif d.verb in (Verb.PREEMPTABLE, Verb.RECLAIMABLE) and d.key:
         live = _veto_side(log, d.verb, d.subject, d.key, answer == "offered")
     else:
         return difference

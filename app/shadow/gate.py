@@ -23,7 +23,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-CLOSE = "onSessionClose"
+from plugins.api.extension_points import Verb
+
+CLOSE = Verb.ON_SESSION_CLOSE
 QUIET_SESSION_SECONDS = 1.0
 """A session with no call for this long counts as idle though it did not close: Volcano's
 schedule period is 1 s, its session a burst at the start of it."""

@@ -79,14 +79,15 @@ from app.shadow.reports import ShadowMetrics, ShadowReports
 from app.shadow.sources import SHARE, LiveSources, ServedConfig
 from app.shadow.state import DeltaEncoder
 from plugins.api.base import utc_now
+from plugins.api.extension_points import Verb
 from schemas.requests import OnSessionOpenRequest
 
 logger = logging.getLogger("caldera.shadow")
 
 DEFAULT_MAX_QUEUED_BYTES = 256 << 20
 """Request bodies and live answers waiting for the shadow: a few snapshots of a large cluster."""
-OPEN = "onSessionOpen"
-CLOSE = "onSessionClose"
+OPEN = Verb.ON_SESSION_OPEN
+CLOSE = Verb.ON_SESSION_CLOSE
 SEND_AFTER_SECONDS = 1.0
 """How long a call may wait for the sending thread when no onSessionClose comes (a session
 longer than Volcano's 1 s schedule period): the batch's bound in time. Sending during the

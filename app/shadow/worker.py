@@ -60,10 +60,11 @@ from app.shadow.gate import LiveActivity
 from app.shadow.pipe import read_exactly
 from app.shadow.sources import SHARE, Mirror, MirroredSources
 from app.shadow.state import DeltaDecoder
+from plugins.api.extension_points import Verb
 from schemas.requests import OnSessionOpenRequest
 
 logger = logging.getLogger("caldera.shadow")
-OPEN = "onSessionOpen"
+OPEN = Verb.ON_SESSION_OPEN
 BATCH = "batch"
 REPORTS = "reports"
 STATE = "state"

@@ -22,7 +22,7 @@ from plugins.api.base import (
     implemented_hooks,
     utc_now,
 )
-from plugins.api.extension_points import EXTENSION_POINTS, ExtensionPoint, Rule
+from plugins.api.extension_points import EXTENSION_POINTS, ExtensionPoint, Rule, Verb
 from plugins.api.mapstructure import (
     DecodeError,
     decode_bool,
@@ -74,6 +74,7 @@ __all__ = [
     "Session",
     "StatusCode",
     "Upstream",
+    "Verb",
     "Vote",
     "answer_of",
     "argument_warning",

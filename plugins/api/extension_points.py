@@ -23,6 +23,25 @@ from schemas import responses as rs
 _encode = msgspec.json.encode
 
 
+class Verb(enum.StrEnum):
+    """The extender verbs, by Volcano's names: the URL path Volcano posts to, the metrics label
+    and the key in JSON. A ``StrEnum``, so a member equals the string on the wire. One member per
+    row of :data:`EXTENSION_POINTS` (a test holds the two together)."""
+
+    ON_SESSION_OPEN = "onSessionOpen"
+    ON_SESSION_CLOSE = "onSessionClose"
+    PREDICATE = "predicate"
+    PRIORITIZE = "prioritize"
+    PREEMPTABLE = "preemptable"
+    RECLAIMABLE = "reclaimable"
+    JOB_ENQUEUEABLE = "jobEnqueueable"
+    JOB_ENQUEUED = "jobEnqueued"
+    QUEUE_OVERUSED = "queueOverused"
+    JOB_READY = "jobReady"
+    ALLOCATE = "allocate"
+    DEALLOCATE = "deallocate"
+
+
 class Rule(enum.StrEnum):
     """How the answers of several plugins combine (``session_plugins.go``). The value names the
     framework method that applies it."""
@@ -51,7 +70,7 @@ class Rule(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ExtensionPoint:
-    verb: str
+    verb: Verb
     """The extender verb: the URL path Volcano posts to and the metrics label."""
     hook: str
     """The :class:`~plugins.api.base.Plugin` method a plugin overrides to take part."""
@@ -85,7 +104,7 @@ class ExtensionPoint:
 
 
 def _point(
-    verb: str,
+    verb: Verb,
     hook: str,
     volcano: str,
     flag: str | None,
@@ -137,14 +156,14 @@ _SCORING = frozenset({"allocate", "backfill", "preempt", "gangpreempt", "gangrec
 _EVENTS = _PLACING | {"shuffle"}
 
 EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
-    _point("onSessionOpen", "on_session_open", "OnSessionOpen", None, (1, 6),
+    _point(Verb.ON_SESSION_OPEN, "on_session_open", "OnSessionOpen", None, (1, 6),
            rq.OnSessionOpenRequest, rq.OnSessionOpenRequest, (rs.Empty,), _EMPTY, Rule.OPEN,
            "Open a session: the whole-cluster snapshot. Builds fresh plugin instances.",
            body_limit="maxSnapshotBytes"),
-    _point("onSessionClose", "on_session_close", "OnSessionClose", None, (1, 6),
+    _point(Verb.ON_SESSION_CLOSE, "on_session_close", "OnSessionClose", None, (1, 6),
            rq.OnSessionCloseRequest, rq.OnSessionCloseRequest, (rs.Empty,), _EMPTY, Rule.CLOSE,
            "End the open session."),
-    _point("predicate", "predicate", "PredicateFn", "enablePredicate", (1, 6),
+    _point(Verb.PREDICATE, "predicate", "PredicateFn", "enablePredicate", (1, 6),
            rq.PredicateRequest, rq.PredicateEnvelope,
            (rs.PredicateResponse, rs.PredicateResponseV18, rs.PredicateResponseV16), None,
            Rule.FIRST_FAILURE,
@@ -152,48 +171,48 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
            " shape follows volcanoVersion: {status, code} (1.10+), {status: [{Code,"
            " Reason}]} (1.8–1.9), {errorMessage} (1.6–1.7).",
            actions=_PLACING),
-    _point("prioritize", "node_order", "BatchNodeOrderFn", "enableNodeOrder", (1, 6),
+    _point(Verb.PRIORITIZE, "node_order", "BatchNodeOrderFn", "enableNodeOrder", (1, 6),
            rq.PrioritizeRequest, rq.PrioritizeEnvelope, (rs.PrioritizeResponse,),
            _encode(rs.PrioritizeResponse(nodeScore={})), Rule.SCORE_SUM,
            "Score candidate nodes: the hosted plugins' scores summed per node.",
            actions=_SCORING),
-    _point("preemptable", "preemptable", "PreemptableFn", "enablePreemptable", (1, 6),
+    _point(Verb.PREEMPTABLE, "preemptable", "PreemptableFn", "enablePreemptable", (1, 6),
            rq.EvictRequest, rq.EvictEnvelope, (rs.EvictResponse,),
            _encode(rs.EvictResponse(status=0, victims=[])), Rule.VICTIMS,
            "Which evictees may be preempted; victims are echoed exactly as received.",
            actions=frozenset({"preempt"})),
-    _point("reclaimable", "reclaimable", "ReclaimableFn", "enableReclaimable", (1, 6),
+    _point(Verb.RECLAIMABLE, "reclaimable", "ReclaimableFn", "enableReclaimable", (1, 6),
            rq.EvictRequest, rq.EvictEnvelope, (rs.EvictResponse,),
            _encode(rs.EvictResponse(status=0, victims=[])), Rule.VICTIMS,
            "Which evictees may be reclaimed; victims are echoed exactly as received.",
            actions=frozenset({"reclaim"})),
-    _point("jobEnqueueable", "job_enqueueable", "JobEnqueueableFn", "enableJobEnqueued", (1, 6),
+    _point(Verb.JOB_ENQUEUEABLE, "job_enqueueable", "JobEnqueueableFn", "enableJobEnqueued", (1, 6),
            rq.JobRequest, rq.JobEnvelope, (rs.JobEnqueueableResponse,),
            _encode(rs.JobEnqueueableResponse(status=0)), Rule.VOTE,
            "May the job be enqueued: 1 permit, 0 abstain, -1 reject.",
            actions=frozenset({"enqueue"})),
-    _point("jobEnqueued", "job_enqueued", "JobEnqueuedFn", "enableJobEnqueued", (1, 16),
+    _point(Verb.JOB_ENQUEUED, "job_enqueued", "JobEnqueuedFn", "enableJobEnqueued", (1, 16),
            rq.JobRequest, rq.JobEnvelope, (rs.Empty,), _EMPTY, Rule.NOTIFY,
            "The job was enqueued (Volcano 1.16+).",
            actions=frozenset({"enqueue"})),
     # preempt asked queueOverused up to v1.8
-    _point("queueOverused", "overused", "OverusedFn", "enabledOverused", (1, 6),
+    _point(Verb.QUEUE_OVERUSED, "overused", "OverusedFn", "enabledOverused", (1, 6),
            rq.QueueOverusedRequest, rq.QueueEnvelope, (rs.QueueOverusedResponse,),
            _encode(rs.QueueOverusedResponse(overused=False)), Rule.ANY_TRUE,
            "Is the queue overused (true skips it).",
            actions=frozenset({"allocate", "preempt", "reclaim", "gangreclaim"})),
-    _point("jobReady", "job_ready", "JobReadyFn", "enableJobReady", (1, 7),
+    _point(Verb.JOB_READY, "job_ready", "JobReadyFn", "enableJobReady", (1, 7),
            rq.JobRequest, rq.JobEnvelope, (rs.JobReadyResponse,),
            _encode(rs.JobReadyResponse(status=True)), Rule.ALL_TRUE,
            "Is the job ready to be committed.",
            actions=frozenset({"allocate", "backfill", "gangpreempt", "gangreclaim"})),
-    _point("allocate", "allocate", "EventHandler.AllocateFunc", None, (1, 13),
+    _point(Verb.ALLOCATE, "allocate", "EventHandler.AllocateFunc", None, (1, 13),
            rq.EventHandlerRequest, rq.EventHandlerEnvelope, (rs.EventHandlerResponse,),
            _encode(rs.EventHandlerResponse()), Rule.EVENT,
            "A task was allocated; an error message rolls the allocation back.",
            argument="extender.allocateFuncVerb",
            actions=_EVENTS),
-    _point("deallocate", "deallocate", "EventHandler.DeallocateFunc", None, (1, 13),
+    _point(Verb.DEALLOCATE, "deallocate", "EventHandler.DeallocateFunc", None, (1, 13),
            rq.EventHandlerRequest, rq.EventHandlerEnvelope, (rs.EventHandlerResponse,),
            _encode(rs.EventHandlerResponse()), Rule.EVENT,
            "A task was deallocated or evicted.",
@@ -202,8 +221,10 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
 )  # fmt: skip
 
 BY_VERB: dict[str, ExtensionPoint] = {point.verb: point for point in EXTENSION_POINTS}
+"""Keyed by :class:`Verb` (a member hashes as its string, so a verb read off the wire finds its
+row too)."""
 BY_HOOK: dict[str, ExtensionPoint] = {point.hook: point for point in EXTENSION_POINTS}
-VERBS: tuple[str, ...] = tuple(BY_VERB)
+VERBS: tuple[Verb, ...] = tuple(point.verb for point in EXTENSION_POINTS)
 LIFECYCLE: frozenset[str] = frozenset({"on_session_open", "on_session_close"})
 PLUGIN_HOOKS: tuple[str, ...] = tuple(p.hook for p in EXTENSION_POINTS if p.hook not in LIFECYCLE)
 """The extension points a plugin takes part in by overriding the method of that name."""
