@@ -84,38 +84,12 @@ SECTIONS: tuple[Section, ...] = (
         ("latest.json",),
         lambda docs: readme_sections.http_split_table(docs[0]),
     ),
-    *(
-        Section(
-            name,
-            f"<!-- {name}:begin -->",
-            f"<!-- {name}:end -->",
-            (source,),
-            lambda docs, source=source: readme_sections.shadow_table(source, docs[0]),
-        )
-        for name, source in (
-            ("shadow-thread", "shadow-thread-hotpath.txt"),
-            ("shadow-process", "shadow-process-hotpath.txt"),
-            ("shadow-nice19", "shadow-process-nice19-hotpath.txt"),
-        )
-    ),
-    *(
-        Section(
-            name,
-            f"<!-- {name}:begin -->",
-            f"<!-- {name}:end -->",
-            (source,),
-            lambda docs, source=source: readme_sections.shadow_cost_table(source, docs[0]),
-        )
-        for name, source in (
-            ("shadow-same-cpu", "shadow-batched-same-cpu-hotpath.txt"),
-            ("shadow-cost", "shadow-batched-hotpath.txt"),
-            ("shadow-gated-poll", "shadow-gated-poll-hotpath.txt"),
-            ("shadow-gated", "shadow-gated-hotpath.txt"),
-            ("shadow-gated-pipe", "shadow-gated-pipe-hotpath.txt"),
-            ("shadow-freed-memory", "shadow-freed-memory-hotpath.txt"),
-            ("shadow-pretouch", "shadow-pretouch-hotpath.txt"),
-            ("shadow-settled", "shadow-settled-hotpath.txt"),
-        )
+    Section(
+        "shadow-settled",
+        "<!-- shadow-settled:begin -->",
+        "<!-- shadow-settled:end -->",
+        ("shadow-settled-hotpath.txt",),
+        lambda docs: readme_sections.shadow_cost_table("shadow-settled-hotpath.txt", docs[0]),
     ),
     Section(
         "soak",

@@ -143,77 +143,12 @@ def hotpath_growth(name: str, checkout: str, load: str) -> float:
     return saved_run(name).medians[load, checkout]["growth_MiB"]
 
 
-def percent(ratio: float) -> float:
-    """A ratio as bench/README's prose writes it, "+20%" for 1.204."""
-    return float((Decimal(repr(ratio)) - 1) * 100)
-
-
-def hotpath_median(name: str, checkout: str, load: str, key: str) -> float:
-    """A saved bench.hotpath run's median of ``key`` (p99_ms, growth_MiB...) for one checkout."""
-    return float(saved_run(name).medians[load, checkout][key])
-
-
-def shadowed_over_live(name: str, key: str) -> float:
-    """How much more the shadowed server's processes grew than the live one's, over the cycle
-    loads (the larger of the two)."""
-    return max(
-        hotpath_median(name, "shadowed", load, key) - hotpath_median(name, "live", load, key)
-        for load in ("jobEnqueueable-cycle", "preemptable-cycle")
-    )
-
-
-def dropped(name: str) -> list[float]:
-    """The sessions the shadow dropped per cycle load (medians over the rounds)."""
-    return [
-        hotpath_median(name, "shadowed", load, "dropped_sessions")
-        for load in ("jobEnqueueable-cycle", "preemptable-cycle")
-    ]
-
-
 @cache
 def decode_run(name: str, index: int) -> tuple[float, float, float]:
     """A saved bench.decode run's paired after/before: (median, first quartile, third)."""
     from bench.decode import parse_output as parse_decode
 
     return parse_decode((RESULTS / name).read_text())[index].paired["after"]
-
-
-def hotpath_rounds(name: str, key: str) -> list[dict[tuple[int, str, str], float]]:
-    """Per run a saved bench.hotpath output holds (a file may hold two, one after the other: a
-    round seen again begins the next), ``key``'s value by round, checkout and load."""
-    runs: list[dict[tuple[int, str, str], float]] = [{}]
-    for line in (RESULTS / name).read_text().splitlines():
-        found = re.match(r"round (\d+) (\w+) \[[^\]]*\]: (\{.*\})$", line)
-        if not found:
-            continue
-        number, checkout, figures = int(found[1]), found[2], json.loads(found[3])
-        if any((number, checkout, load) in runs[-1] for load in figures):
-            runs.append({})
-        for load, values in figures.items():
-            runs[-1][number, checkout, load] = values[key]
-    return runs
-
-
-def rounds_of_runs(name: str) -> list[float]:
-    """How many rounds each run of a saved bench.hotpath output has."""
-    return [float(max(n for n, _, _ in run)) for run in hotpath_rounds(name, "p50_ms")]
-
-
-def round_ratios(name: str, key: str) -> list[float]:
-    """Every round's shadowed-over-live ratio of ``key``, each load of each round of each run
-    the file holds."""
-    runs = hotpath_rounds(name, key)
-    return [
-        value / run[number, "live", load]
-        for run in runs
-        for (number, checkout, load), value in run.items()
-        if checkout == "shadowed"
-    ]
-
-
-def load_range(name: str) -> list[float]:
-    """A saved bench.hotpath run's load average at its start and at its end."""
-    return list(saved_run(name).load)
 
 
 @cache
@@ -239,19 +174,9 @@ def open_mb_per_s(size: str) -> float:
     return float(row["snapshot_MiB"] * MiB / 1e6 / (row["caldera_open_ms"] / 1000))
 
 
-BATCHED = "shadow-batched-hotpath.txt"
-GATED = "shadow-gated-hotpath.txt"
-PIPE = "shadow-gated-pipe-hotpath.txt"
-FREED = "shadow-freed-memory-hotpath.txt"
-PRETOUCH = "shadow-pretouch-hotpath.txt"
-PRETOUCH_AB = "shadow-pretouch-ab-hotpath.txt"
-PRETOUCH_FIRST = "shadow-pretouch-first-hotpath.txt"
 PAIRED_DECODE = "snapshot-real-decode-paired.txt"
 JOB100, JOB500 = "cluster-trial-job100-repeat3.json", "cluster-trial-job500-repeat3.json"
 SETTLED = "shadow-settled-hotpath.txt"
-COPY_3WAY = "shadow-copy-3way-hotpath.txt"
-COPY_AB = "shadow-copy-ab-hotpath.txt"
-RING = "shadow-ring-3way-hotpath.txt"
 WRITEV = "shadow-writev-3way-hotpath.txt"
 
 
@@ -338,17 +263,6 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("shadow now, job c1 p99", BENCH, r"jobEnqueueable misses it\*\* \(p50 [\d.]+, p99 ([\d.]+)\)", lambda: hotpath_pair(SETTLED, "live", "shadowed", "jobEnqueueable-c1", "p99")),
     ("shadow now, evict c1 p50", BENCH, r"is not shown at either \(p50 ([\d.]+), p99", lambda: hotpath_pair(SETTLED, "live", "shadowed", "preemptable-c1", "p50")),
     ("shadow now, evict c1 p99", BENCH, r"is not shown at either \(p50 [\d.]+, p99 ([\d.]+)\)", lambda: hotpath_pair(SETTLED, "live", "shadowed", "preemptable-c1", "p99")),
-    ("copy, job c1 p50", BENCH, r"jobEnqueueable's p50 ([\d.]+) \(quartiles\s+[\d.]+–[\d.]+\) and p99", lambda: hotpath_pair(COPY_3WAY, "base", "new", "jobEnqueueable-c1", "p50")),
-    ("copy, job c1 p50 quartiles", BENCH, r"jobEnqueueable's p50 [\d.]+ \(quartiles\s+([\d.]+–[\d.]+)\) and p99", lambda: hotpath_quartiles(COPY_3WAY, "base", "new", "jobEnqueueable-c1", "p50")),
-    ("copy, job c1 p99", BENCH, r"\(quartiles\s+[\d.]+–[\d.]+\) and p99 ([\d.]+); in Volcano's", lambda: hotpath_pair(COPY_3WAY, "base", "new", "jobEnqueueable-c1", "p99")),
-    ("copy, evict cycle p50", BENCH, r"shape preemptable's p50 ([\d.]+) \(quartiles", lambda: hotpath_pair(COPY_3WAY, "base", "new", "preemptable-cycle", "p50")),
-    ("copy, evict cycle p50 quartiles", BENCH, r"shape preemptable's p50 [\d.]+ \(quartiles\s+([\d.]+–[\d.]+)\)", lambda: hotpath_quartiles(COPY_3WAY, "base", "new", "preemptable-cycle", "p50")),
-    ("copy A/B, job c1 p50", BENCH, r"back to back a p50 of ([\d.]+) and", lambda: hotpath_pair(COPY_AB, "base", "new", "jobEnqueueable-c1", "p50")),
-    ("copy A/B, evict c1 p50", BENCH, r"back to back a p50 of [\d.]+ and ([\d.]+) and", lambda: hotpath_pair(COPY_AB, "base", "new", "preemptable-c1", "p50")),
-    ("copy A/B, job c1 p99", BENCH, r"and a p99 of ([\d.]+) and [\d.]+ \(jobEnqueueable", lambda: hotpath_pair(COPY_AB, "base", "new", "jobEnqueueable-c1", "p99")),
-    ("copy A/B, evict c1 p99", BENCH, r"and a p99 of [\d.]+ and ([\d.]+) \(jobEnqueueable", lambda: hotpath_pair(COPY_AB, "base", "new", "preemptable-c1", "p99")),
-    ("copy growth, without", BENCH, r"the growth is the same, (\d+) MiB for jobEnqueueable", lambda: hotpath_growth(COPY_3WAY, "base", "jobEnqueueable-c1")),
-    ("copy growth, with", BENCH, r"the growth is the same, (\d+) MiB for jobEnqueueable", lambda: hotpath_growth(COPY_3WAY, "new", "jobEnqueueable-c1")),
     ("whole state encode", BENCH, r"a whole state's encode \((\d+) ms here", lambda: results("shadow-state.json")["whole"]["encode_ms"]["median"]),
     ("entry encode median", BENCH, r"one entry's encode\s+\(median ([\d.]+) ms, p99", lambda: results("shadow-state.json")["whole"]["entry_encode_ms"]["median"]),
     ("entry encode p99", BENCH, r"one entry's encode\s+\(median [\d.]+ ms, p99 ([\d.]+) ms here\)", lambda: results("shadow-state.json")["whole"]["entry_encode_ms"]["p99"]),
@@ -363,70 +277,12 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("writev, job cycle p50 quartiles", BENCH, r"new over base, p50 [\d.]+, quartiles ([\d.]+–[\d.]+), and", lambda: hotpath_quartiles(WRITEV, "base", "new", "jobEnqueueable-cycle", "p50")),
     ("writev, evict cycle p50", BENCH, r"0\.981–1\.072, and ([\d.]+), quartiles", lambda: hotpath_pair(WRITEV, "base", "new", "preemptable-cycle", "p50")),
     ("writev, evict cycle p50 quartiles", BENCH, r", and [\d.]+, quartiles\s+([\d.]+–[\d.]+), in Volcano's shape\)", lambda: hotpath_quartiles(WRITEV, "base", "new", "preemptable-cycle", "p50")),
-    ("ring, job c1 p50", BENCH, r"back to back: jobEnqueueable's p50 ([\d.]+)\s+\(quartiles", lambda: hotpath_pair(RING, "base", "new", "jobEnqueueable-c1", "p50")),
-    ("ring, job c1 p50 quartiles", BENCH, r"back to back: jobEnqueueable's p50 [\d.]+\s+\(quartiles ([\d.]+–[\d.]+)\)", lambda: hotpath_quartiles(RING, "base", "new", "jobEnqueueable-c1", "p50")),
-    ("ring, job c1 p99", BENCH, r"\(quartiles [\d.]+–[\d.]+\) and p99 ([\d.]+), preemptable's", lambda: hotpath_pair(RING, "base", "new", "jobEnqueueable-c1", "p99")),
-    ("ring, evict c1 p50", BENCH, r"preemptable's p50 ([\d.]+) and p99 [\d.]+\. Over the server", lambda: hotpath_pair(RING, "base", "new", "preemptable-c1", "p50")),
-    ("ring, evict c1 p99", BENCH, r"preemptable's p50 [\d.]+ and p99 ([\d.]+)\. Over the server", lambda: hotpath_pair(RING, "base", "new", "preemptable-c1", "p99")),
-    ("ring over live, job c1 p50", BENCH, r"back to back was still ([\d.]+) at p50", lambda: hotpath_pair(RING, "live", "new", "jobEnqueueable-c1", "p50")),
-    ("ring over live, job c1 p99", BENCH, r"back to back was still [\d.]+ at p50 and ([\d.]+) at p99", lambda: hotpath_pair(RING, "live", "new", "jobEnqueueable-c1", "p99")),
-    ("ring over live, job cycle p99", BENCH, r"Volcano's shape its p99 went to ([\d.]+),", lambda: hotpath_pair(RING, "live", "new", "jobEnqueueable-cycle", "p99")),
-    ("ring run, base over live, job cycle p99", BENCH, r"the shadow without the ring measured ([\d.]+) in the", lambda: hotpath_pair(RING, "live", "base", "jobEnqueueable-cycle", "p99")),
     ("first derivation per pod", GUIDE, r"derives every task, node and job \((\d+) µs per pod", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"] * 1000 / results("cluster-state.json")["pods"]),
     ("first derivation", GUIDE, r"builds every task, node and job\s+\((\d+) ms median\)", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"]),
     ("derivation, nothing changed", GUIDE, r"\(([\d.]+) ms with nothing changed", lambda: results("cluster-state.json")["incremental"]["changed_0_pods_ms"]["median"]),
     ("derivation, 100 pods changed", GUIDE, r"(\d+) ms with 100 pods changed\)", lambda: results("cluster-state.json")["incremental"]["changed_100_pods_ms"]["median"]),
-    # bench/README's prose beside the shadow's generated tables (issue 47 item 15)
-    ("batched, load", BENCH, r"On these rounds \(load average ([\d.]+-[\d.]+) on the 2 cores\): at the", lambda: load_range(BATCHED)),
-    ("gated, load", BENCH, r"On these rounds \(load average ([\d.]+-[\d.]+) on the 2 cores, with other work", lambda: load_range(GATED)),
-    ("pretouch first, per-round low", BENCH, r"rounds\) swung between ([\d.]+) and [\d.]+ per round", lambda: min(round_ratios(PRETOUCH_FIRST, "p50_ms"))),
-    ("pretouch first, per-round high", BENCH, r"rounds\) swung between [\d.]+ and ([\d.]+) per round", lambda: max(round_ratios(PRETOUCH_FIRST, "p50_ms"))),
-    ("pretouch first, rounds", BENCH, r"shadow-pretouch-first-hotpath\.txt\), (\d+) and \d+\s+rounds\)", lambda: rounds_of_runs(PRETOUCH_FIRST)[0]),
-    ("pretouch first, rounds of the second run", BENCH, r"shadow-pretouch-first-hotpath\.txt\), \d+ and (\d+)\s+rounds\)", lambda: rounds_of_runs(PRETOUCH_FIRST)[1]),
     ("cluster idle cycles", BENCH, r"bound for the settle time and then (\d+) more cycles passed", lambda: results("cluster.json")["plan"]["idleCycles"]),
     ("cluster time box", BENCH, r"or at the time box \((\d+) s\)", lambda: results("cluster.json")["plan"]["timeboxSeconds"]),
-    ("batched, job cycle p50", BENCH, r"jobEnqueueable's p50 is missed \(\+(\d+)%, quartiles \+\d+% to \+\d+%\) and preemptable's", lambda: percent(hotpath_pair(BATCHED, "live", "shadowed", "jobEnqueueable-cycle", "p50"))),
-    ("batched, job cycle p50 q1", BENCH, r"jobEnqueueable's p50 is missed \(\+\d+%, quartiles \+(\d+)% to", lambda: percent(hotpath_quartiles(BATCHED, "live", "shadowed", "jobEnqueueable-cycle", "p50")[0])),
-    ("batched, job cycle p50 q3", BENCH, r"jobEnqueueable's p50 is missed \(\+\d+%, quartiles \+\d+% to \+(\d+)%\) and preemptable's", lambda: percent(hotpath_quartiles(BATCHED, "live", "shadowed", "jobEnqueueable-cycle", "p50")[1])),
-    ("batched, evict cycle p50 q1", BENCH, r"neither met nor missed \(quartiles −(\d+)% to", lambda: -percent(hotpath_quartiles(BATCHED, "live", "shadowed", "preemptable-cycle", "p50")[0])),
-    ("batched, evict cycle p50 q3", BENCH, r"neither met nor missed \(quartiles −\d+% to \+(\d+)%\)", lambda: percent(hotpath_quartiles(BATCHED, "live", "shadowed", "preemptable-cycle", "p50")[1])),
-    ("batched, live job c1 p99", BENCH, r"\(the live p99 of ([\d.]+) ms there was a quiet run\)", lambda: hotpath_median(BATCHED, "live", "jobEnqueueable-c1", "p99_ms")),
-    ("batched, sessions dropped", BENCH, r"it dropped (\d+-\d+) of the 7 sessions of each cycle load \(the snapshots", lambda: dropped(BATCHED)),
-    ("batched, growth over live", BENCH, r"why RSS grows by some (\d+) MiB more than", lambda: round(shadowed_over_live(BATCHED, "growth_MiB"), -2)),
-    ("gated, job cycle p50", BENCH, r"p50 is missed \(\+(\d+)%, quartiles \+\d+% to \+\d+%\); of the back-to-back loads jobEnqueueable's p99 is\s+met", lambda: percent(hotpath_pair(GATED, "live", "shadowed", "jobEnqueueable-cycle", "p50"))),
-    ("gated, job cycle p50 q1", BENCH, r"p50 is missed \(\+\d+%, quartiles \+(\d+)% to \+\d+%\); of the back-to-back loads jobEnqueueable's p99 is\s+met", lambda: percent(hotpath_quartiles(GATED, "live", "shadowed", "jobEnqueueable-cycle", "p50")[0])),
-    ("gated, job cycle p50 q3", BENCH, r"p50 is missed \(\+\d+%, quartiles \+\d+% to \+(\d+)%\); of the back-to-back loads jobEnqueueable's p99 is\s+met", lambda: percent(hotpath_quartiles(GATED, "live", "shadowed", "jobEnqueueable-cycle", "p50")[1])),
-    ("gated, sessions dropped", BENCH, r"shadow dropped (\d+-\d+) of the 7 sessions of each cycle load: at SCHED_IDLE", lambda: dropped(GATED)),
-    ("pipe, job cycle p50", BENCH, r"is missed \(jobEnqueueable \+(\d+)%, quartiles", lambda: percent(hotpath_pair(PIPE, "live", "shadowed", "jobEnqueueable-cycle", "p50"))),
-    ("pipe, job cycle p50 q1", BENCH, r"is missed \(jobEnqueueable \+\d+%, quartiles \+(\d+)% to", lambda: percent(hotpath_quartiles(PIPE, "live", "shadowed", "jobEnqueueable-cycle", "p50")[0])),
-    ("pipe, job cycle p50 q3", BENCH, r"is missed \(jobEnqueueable \+\d+%, quartiles \+\d+% to \+(\d+)%; preemptable", lambda: percent(hotpath_quartiles(PIPE, "live", "shadowed", "jobEnqueueable-cycle", "p50")[1])),
-    ("pipe, evict cycle p50", BENCH, r"; preemptable \+(\d+)%, quartiles \+\d+% to\s+\+\d+%\)", lambda: percent(hotpath_pair(PIPE, "live", "shadowed", "preemptable-cycle", "p50"))),
-    ("pipe, evict cycle p50 q1", BENCH, r"; preemptable \+\d+%, quartiles \+(\d+)% to\s+\+\d+%\)", lambda: percent(hotpath_quartiles(PIPE, "live", "shadowed", "preemptable-cycle", "p50")[0])),
-    ("pipe, evict cycle p50 q3", BENCH, r"; preemptable \+\d+%, quartiles \+\d+% to\s+\+(\d+)%\)", lambda: percent(hotpath_quartiles(PIPE, "live", "shadowed", "preemptable-cycle", "p50")[1])),
-    ("pipe, evict c1 p50", BENCH, r"preemptable's p50 is missed\s+\(\+(\d+)%\), jobEnqueueable's p99", lambda: percent(hotpath_pair(PIPE, "live", "shadowed", "preemptable-c1", "p50"))),
-    ("pipe, job c1 p99", BENCH, r"jobEnqueueable's p99 missed \(\+(\d+)%, the live p99", lambda: percent(hotpath_pair(PIPE, "live", "shadowed", "jobEnqueueable-c1", "p99"))),
-    ("pipe, live job c1 p99", BENCH, r"the live p99 of ([\d.]+) ms a quiet one\)", lambda: hotpath_median(PIPE, "live", "jobEnqueueable-c1", "p99_ms")),
-    ("pipe, growth over live", BENCH, r"some (\d+) MiB more than live at the\s+cycle loads", lambda: round(shadowed_over_live(PIPE, "growth_MiB"), -2)),
-    ("freed, job cycle p50", BENCH, r"met at p50\*\* \(jobEnqueueable ([\d.]+), quartiles to", lambda: hotpath_pair(FREED, "live", "shadowed", "jobEnqueueable-cycle", "p50")),
-    ("freed, job cycle p50 q3", BENCH, r"\(jobEnqueueable [\d.]+, quartiles to ([\d.]+);", lambda: hotpath_quartiles(FREED, "live", "shadowed", "jobEnqueueable-cycle", "p50")[1]),
-    ("freed, evict cycle p50", BENCH, r"quartiles to [\d.]+;\s+preemptable ([\d.]+)\) and at", lambda: hotpath_pair(FREED, "live", "shadowed", "preemptable-cycle", "p50")),
-    ("freed, evict cycle p99", BENCH, r"preemptable [\d.]+\) and at preemptable's p99 \(([\d.]+)\); jobEnqueueable's", lambda: hotpath_pair(FREED, "live", "shadowed", "preemptable-cycle", "p99")),
-    ("freed, job cycle p99", BENCH, r"jobEnqueueable's p99 is not shown\s+\(([\d.]+), quartiles", lambda: hotpath_pair(FREED, "live", "shadowed", "jobEnqueueable-cycle", "p99")),
-    ("freed, job cycle p99 q1", BENCH, r"is not shown\s+\([\d.]+, quartiles ([\d.]+)-[\d.]+\)\. \*\*Back", lambda: hotpath_quartiles(FREED, "live", "shadowed", "jobEnqueueable-cycle", "p99")[0]),
-    ("freed, job cycle p99 q3", BENCH, r"is not shown\s+\([\d.]+, quartiles [\d.]+-([\d.]+)\)\. \*\*Back", lambda: hotpath_quartiles(FREED, "live", "shadowed", "jobEnqueueable-cycle", "p99")[1]),
-    ("freed, job c1 p50", BENCH, r"jobEnqueueable-c1 \+(\d+)% at p50 and", lambda: percent(hotpath_pair(FREED, "live", "shadowed", "jobEnqueueable-c1", "p50"))),
-    ("freed, job c1 p99", BENCH, r"at p50 and \+(\d+)% at p99 \(quartiles", lambda: percent(hotpath_pair(FREED, "live", "shadowed", "jobEnqueueable-c1", "p99"))),
-    ("freed, job c1 p99 q1", BENCH, r"at p99 \(quartiles ([\d.]+)-[\d.]+\); preemptable-c1", lambda: hotpath_quartiles(FREED, "live", "shadowed", "jobEnqueueable-c1", "p99")[0]),
-    ("freed, job c1 p99 q3", BENCH, r"at p99 \(quartiles [\d.]+-([\d.]+)\); preemptable-c1", lambda: hotpath_quartiles(FREED, "live", "shadowed", "jobEnqueueable-c1", "p99")[1]),
-    ("pretouch A/B, job c1 p50", BENCH, r"in one session jobEnqueueable's p50 ([\d.]+) and p99", lambda: hotpath_pair(PRETOUCH_AB, "base", "new", "jobEnqueueable-c1", "p50")),
-    ("pretouch A/B, job c1 p99", BENCH, r"in one session jobEnqueueable's p50 [\d.]+ and p99 ([\d.]+) of before", lambda: hotpath_pair(PRETOUCH_AB, "base", "new", "jobEnqueueable-c1", "p99")),
-    ("pretouch A/B, growth before", BENCH, r"\(RSS growth ([\d.]+) → \d+ MiB\)", lambda: hotpath_median(PRETOUCH_AB, "base", "jobEnqueueable-c1", "growth_MiB")),
-    ("pretouch A/B, growth after", BENCH, r"\(RSS growth [\d.]+ → (\d+) MiB\)", lambda: hotpath_median(PRETOUCH_AB, "new", "jobEnqueueable-c1", "growth_MiB")),
-    ("pretouch A/B, job cycle p50", BENCH, r"Volcano's shape p50 ([\d.]+), where a session's freed", lambda: hotpath_pair(PRETOUCH_AB, "base", "new", "jobEnqueueable-cycle", "p50")),
-    ("pretouch, job cycle p50", BENCH, r"met for jobEnqueueable \(p50 ([\d.]+), p99 [\d.]+\) and not shown", lambda: hotpath_pair(PRETOUCH, "live", "shadowed", "jobEnqueueable-cycle", "p50")),
-    ("pretouch, job cycle p99", BENCH, r"met for jobEnqueueable \(p50 [\d.]+, p99 ([\d.]+)\) and not shown", lambda: hotpath_pair(PRETOUCH, "live", "shadowed", "jobEnqueueable-cycle", "p99")),
-    ("pretouch, job c1 p50", BENCH, r"jobEnqueueable still missed \(\+(\d+)% at p50\)", lambda: percent(hotpath_pair(PRETOUCH, "live", "shadowed", "jobEnqueueable-c1", "p50"))),
-    ("pretouch, job c1 growth", BENCH, r"no page fault left\s+\(RSS growth (\d+)\)", lambda: hotpath_median(PRETOUCH, "shadowed", "jobEnqueueable-c1", "growth_MiB")),
     # ... beside the cluster tables
     ("evict jobs kept, in-tree", BENCH, r"first round in-tree (\d+)\s+jobs, through Caldera", lambda: round_jobs("intree")),
     ("evict jobs kept, Caldera", BENCH, r"jobs, through Caldera (\d+), in cluster mode", lambda: round_jobs("caldera")),
