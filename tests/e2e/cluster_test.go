@@ -98,6 +98,9 @@ type Cluster struct {
 	procs   []*proc
 	deleted map[string]time.Time // namespace/name of pods the fake kubelet finished deleting
 	stopCh  chan struct{}
+	apiArgs []string // kube-apiserver's, for StartAPIServer
+	api     *proc
+	apiRuns int
 }
 
 // freePort asks the kernel for a free port on loopback.
@@ -328,7 +331,7 @@ func StartCluster(t testing.TB, dir, binDir string) *Cluster {
 	apiPort := freePort(t)
 	c.Server = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 	c.CAFile = filepath.Join(pki, "ca.crt")
-	api := c.start(t, "kube-apiserver", nil, filepath.Join(binDir, "kube-apiserver"),
+	c.apiArgs = []string{
 		"--etcd-servers", clientURL,
 		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 		"--secure-port", fmt.Sprint(apiPort),
@@ -347,7 +350,36 @@ func StartCluster(t testing.TB, dir, binDir string) *Cluster {
 		"--endpoint-reconciler-type", "none",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
-	)
+	}
+	c.StartAPIServer(t)
+	var err error
+	if c.Kube, err = kubernetes.NewForConfig(c.Rest); err != nil {
+		t.Fatal(err)
+	}
+	if c.VC, err = vcclient.NewForConfig(c.Rest); err != nil {
+		t.Fatal(err)
+	}
+	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := c.writeKubeconfig(); err != nil {
+		t.Fatal(err)
+	}
+	c.installCRDs(t)
+	c.startFakeKubelet(t)
+	ok = true
+	return c
+}
+
+// StartAPIServer starts kube-apiserver (again: on the same port, etcd and certificates) and
+// waits for its /readyz.
+func (c *Cluster) StartAPIServer(t testing.TB) {
+	t.Helper()
+	c.apiRuns++
+	name := "kube-apiserver"
+	if c.apiRuns > 1 {
+		name = fmt.Sprintf("kube-apiserver-%d", c.apiRuns)
+	}
+	api := c.start(t, name, nil, filepath.Join(c.BinDir, "kube-apiserver"), c.apiArgs...)
+	c.api = api
 	c.Rest = &rest.Config{
 		Host: c.Server, BearerToken: adminToken,
 		TLSClientConfig: rest.TLSClientConfig{CAFile: c.CAFile},
@@ -375,21 +407,17 @@ func StartCluster(t testing.TB, dir, binDir string) *Cluster {
 	}); err != nil {
 		t.Fatalf("kube-apiserver: %v\n%s", err, tail(api.log, 30))
 	}
-	var err error
-	if c.Kube, err = kubernetes.NewForConfig(c.Rest); err != nil {
-		t.Fatal(err)
+}
+
+// KillAPIServer kills kube-apiserver (SIGKILL, as a crash or the loss of its node would: every
+// connection drops at once; on SIGTERM it drains for over 10 s) and waits for it to exit. etcd
+// keeps the cluster's state for StartAPIServer.
+func (c *Cluster) KillAPIServer(t testing.TB) {
+	t.Helper()
+	if err := c.api.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill kube-apiserver: %v", err)
 	}
-	if c.VC, err = vcclient.NewForConfig(c.Rest); err != nil {
-		t.Fatal(err)
-	}
-	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := c.writeKubeconfig(); err != nil {
-		t.Fatal(err)
-	}
-	c.installCRDs(t)
-	c.startFakeKubelet(t)
-	ok = true
-	return c
+	<-c.api.done
 }
 
 func (c *Cluster) writeKubeconfig() error {
