@@ -33,6 +33,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from app.cluster_state.audit import DEFAULT_MAX_DIVERGENT_SESSIONS
+from app.cluster_state.modes import SessionStateMode
 from app.cluster_state.modes import problems as session_state_problems
 from app.cluster_state.staleness import DEFAULT_MAX_STALENESS, OnStaleState
 from app.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
@@ -134,7 +135,7 @@ class CalderaConfig(BaseModel):
     explainEventsKubeconfig: str | None = None
     """The cluster the Events go to: a kubeconfig file (default: the pod's service account,
     else $KUBECONFIG or ~/.kube/config, as pdb's ``kubernetes`` source)."""
-    sessionState: Literal["snapshot", "cluster", "compare"] = "snapshot"
+    sessionState: SessionStateMode = SessionStateMode.SNAPSHOT
     """Where a session's state comes from: Volcano's onSessionOpen body (``snapshot``), the
     body and a comparison with the state derived from the cluster (``compare``), or the
     cluster alone (``cluster``: Volcano without onSessionOpenVerb); ``app/cluster_state/``."""
@@ -595,7 +596,7 @@ def effective_config(config: CalderaConfig, all_flags: bool = False) -> dict[str
         "explainEntries": config.explainEntries,
         "explainEvents": config.explainEvents,
         "explainEventsKubeconfig": config.explainEventsKubeconfig,
-        "sessionState": config.sessionState,
+        "sessionState": config.sessionState.value,
         **(
             {
                 "sessionStateKubeconfig": config.sessionStateKubeconfig,
@@ -605,7 +606,7 @@ def effective_config(config: CalderaConfig, all_flags: bool = False) -> dict[str
                 "onStaleState": config.onStaleState.value,
                 "sessionStateMaxDivergentSessions": config.sessionStateMaxDivergentSessions,
             }
-            if config.sessionState != "snapshot"
+            if config.sessionState != SessionStateMode.SNAPSHOT
             else {}
         ),
         "tiers": [

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from app.cluster_state import multi_scheduler
+from app.cluster_state.modes import SessionStateMode
 from app.config import CalderaConfig, PluginEntry
 from app.metrics import Metrics
 from app.session import SessionManager
@@ -54,7 +55,7 @@ def kubeconfig_problems(config: CalderaConfig) -> list[tuple[str, str]]:
     mode: the watch would never list, so cluster mode could never open a session (/readyz
     503 for good) and compare mode never compare. Named with the setting, as an error."""
     path = config.sessionStateKubeconfig
-    if config.sessionState == "snapshot" or not path:
+    if config.sessionState == SessionStateMode.SNAPSHOT or not path:
         return []
     if not Path(path).is_file():
         return [
@@ -75,7 +76,7 @@ def kubeconfig_warnings(config: CalderaConfig) -> list[str]:
     """No ``sessionStateKubeconfig`` and no cluster this machine would reach by default (not in
     a pod, no $KUBECONFIG, no ~/.kube/config): fine for a file checked on a workstation and
     served in a pod, whose service account is used there; said so it is not a surprise."""
-    if config.sessionState == "snapshot" or config.sessionStateKubeconfig:
+    if config.sessionState == SessionStateMode.SNAPSHOT or config.sessionStateKubeconfig:
         return []
     try:
         default_config(setting="sessionStateKubeconfig").release()

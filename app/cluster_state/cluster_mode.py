@@ -28,6 +28,7 @@ from typing import Any
 
 from app.cluster_state.audit import SelfAudit
 from app.cluster_state.derive import Settings
+from app.cluster_state.modes import SessionStateMode
 from app.cluster_state.staleness import DEFAULT_MAX_STALENESS
 from app.cluster_state.watch import WatchBackedState, WatchErrors
 from app.session_events import Opened
@@ -39,7 +40,7 @@ class ClusterSessionState(WatchBackedState):
     """The watch, the overlay fed by allocate/deallocate/onSessionClose, and each session's
     derived state."""
 
-    mode = "cluster"
+    mode = SessionStateMode.CLUSTER
 
     def __init__(
         self,

@@ -20,6 +20,7 @@ from typing import Any
 from app.cluster_state.compare import Difference, compare, counts_by_kind
 from app.cluster_state.derive import Settings
 from app.cluster_state.incremental import IncrementalDerivation
+from app.cluster_state.modes import SessionStateMode
 from app.cluster_state.objects import ClusterObjects
 from app.cluster_state.overlay import Placement
 from app.cluster_state.staleness import DEFAULT_MAX_STALENESS
@@ -55,7 +56,7 @@ def _public(difference: Difference) -> dict[str, Any]:
 class SessionStateComparison(WatchBackedState):
     """``sessionState: compare``: owns the store, its reflectors and the comparisons."""
 
-    mode = "compare"
+    mode = SessionStateMode.COMPARE
 
     def __init__(
         self,

@@ -16,12 +16,22 @@ class's ``snapshot_only``).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
 
 from plugins.api.extension_points import BY_VERB, Verb
 from plugins.api.release import Release
 
-SESSION_STATES = ("snapshot", "cluster", "compare")
+
+class SessionStateMode(enum.StrEnum):
+    """``sessionState``'s values: where a session's state comes from (see the module)."""
+
+    SNAPSHOT = "snapshot"
+    CLUSTER = "cluster"
+    COMPARE = "compare"
+
+
+SESSION_STATES: tuple[SessionStateMode, ...] = tuple(SessionStateMode)
 
 AUTO_RELEASE = (
     "volcanoVersion auto infers the release from onSessionOpen's body, which Volcano does not"
@@ -36,7 +46,7 @@ def refusal(cls: type) -> str | None:
 
 
 def problems(
-    mode: str,
+    mode: SessionStateMode,
     release: Release,
     plugins: Iterable[tuple[str, str, type]],
     infers_release: bool = False,
@@ -44,7 +54,7 @@ def problems(
     """(key path, problem) for each reason ``mode`` cannot be served; ``plugins`` are (where,
     name, class) of the configured entries."""
     found: list[tuple[str, str]] = []
-    if mode == "snapshot":
+    if mode == SessionStateMode.SNAPSHOT:
         return found
     if not release.has_verb(Verb.ALLOCATE):
         since = ".".join(map(str, BY_VERB[Verb.ALLOCATE].since))
@@ -57,7 +67,7 @@ def problems(
                 " or later",
             )
         )
-    if mode != "cluster":
+    if mode != SessionStateMode.CLUSTER:
         return found
     if infers_release:
         found.append(("volcanoVersion", AUTO_RELEASE))

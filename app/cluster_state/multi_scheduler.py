@@ -34,6 +34,8 @@ import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from app.cluster_state.modes import SessionStateMode
+
 ENABLE = "MULTI_SCHEDULER_ENABLE"
 NUM = "SCHEDULER_NUM"
 POD_NAME = "SCHEDULER_POD_NAME"
@@ -148,11 +150,11 @@ def from_env(environ: Mapping[str, str]) -> MultiScheduler | None:
     return MultiScheduler(pod_name, schedulers, ring)
 
 
-def problems(session_state: str, environ: Mapping[str, str]) -> list[tuple[str, str]]:
+def problems(session_state: SessionStateMode, environ: Mapping[str, str]) -> list[tuple[str, str]]:
     """(where, problem) when ``session_state`` derives the state and ``environ`` asks for a
     multi-scheduler ring Caldera cannot follow; nothing for a snapshot (Volcano's is already
     this replica's)."""
-    if session_state == "snapshot":
+    if session_state == SessionStateMode.SNAPSHOT:
         return []
     try:
         from_env(environ)
@@ -161,10 +163,10 @@ def problems(session_state: str, environ: Mapping[str, str]) -> list[tuple[str, 
     return []
 
 
-def warnings(session_state: str, environ: Mapping[str, str]) -> list[str]:
+def warnings(session_state: SessionStateMode, environ: Mapping[str, str]) -> list[str]:
     """What a ring Caldera follows may still get wrong: a replica whose name is none of the
     ring's members (a Deployment's pod names) holds nothing, in vc-scheduler as here."""
-    if session_state == "snapshot":
+    if session_state == SessionStateMode.SNAPSHOT:
         return []
     try:
         multi = from_env(environ)

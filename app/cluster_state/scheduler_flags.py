@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.cluster_state.modes import SessionStateMode
 from app.cluster_state.multi_scheduler import ENABLE, MAX_SCHEDULERS, NUM, POD_NAME
 from plugins.api.release import NODE_SHARDING, Release
 
@@ -52,10 +53,12 @@ class FlagNotes:
     """What cannot be served: ``volcano-config`` exits 2 with them."""
 
 
-def flag_notes(session_state: str, release: Release, flags: SchedulerFlags) -> FlagNotes:
+def flag_notes(
+    session_state: SessionStateMode, release: Release, flags: SchedulerFlags
+) -> FlagNotes:
     """The notes and refusals that follow from ``flags`` for ``session_state``."""
     out = FlagNotes([], [])
-    derived = session_state != "snapshot"
+    derived = session_state != SessionStateMode.SNAPSHOT
     mode = flags.sharding_mode
     if mode is not None:
         if not release.has(NODE_SHARDING):

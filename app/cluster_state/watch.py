@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.cluster_state.derive import Settings
+from app.cluster_state.modes import SessionStateMode
 from app.cluster_state.staleness import DEFAULT_MAX_STALENESS, Staleness
 from app.cluster_state.store import ClusterStore
 from app.session_events import SessionListener
@@ -74,7 +75,7 @@ class WatchBackedState(SessionListener):
     reports (allocate/deallocate, until onSessionClose) fed to its store's overlay, and the
     watch's part of ``/debug/session``."""
 
-    mode: str
+    mode: SessionStateMode
     """``sessionState``'s value, shown in ``/debug/session``."""
 
     def __init__(

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from app import __version__
 from app.cluster_state import scheduler_flags
+from app.cluster_state.modes import SessionStateMode
 from app.commands import sizing
 from app.commands.volcano_entry import body_limits_note, volcano_entry, volcano_url
 from app.config import (
@@ -407,7 +408,7 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
         cluster = sizing.Cluster(
             args.nodes, args.pods, args.pending_tasks, args.snapshot_bytes, args.bytes_per_pod
         )
-        if config.sessionState == "cluster":
+        if config.sessionState == SessionStateMode.CLUSTER:
             print(
                 "# sizing: no snapshot: Volcano does not marshal or send one; Caldera derives"
                 " each session's state from the cluster at the session's first call"

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.cluster_state.modes import SessionStateMode
 from plugins.api.extension_points import BY_VERB, Rule, Verb
 
 # --- the session snapshot and Volcano's time for it (python -m bench cluster) ---
@@ -232,12 +233,12 @@ class Cluster:
             return TASK_INFO_BYTES
         return SMALL_BODY_BYTES
 
-    def session_state_seconds(self, session_state: str) -> float:
+    def session_state_seconds(self, session_state: SessionStateMode) -> float:
         """What the session's first call waits for before Caldera answers it: the decode and
         build of the snapshot, done after onSessionOpen was answered (app/server/routes/verbs.py),
         at the p99 ingest rate (``snapshot`` and ``compare``, whose own derivation runs off the
         verbs' path); the first derivation from the watched objects (``cluster``)."""
-        if session_state == "cluster":
+        if session_state == SessionStateMode.CLUSTER:
             return self.pods * FIRST_DERIVATION_SECONDS_PER_POD
         return self.body_bytes(Verb.ON_SESSION_OPEN) / INGEST_P99_BYTES_PER_SECOND
 
@@ -271,7 +272,7 @@ def warnings(
     http_timeout_seconds: float,
     body_limit: Callable[[str], int],
     schedule_period_seconds: float,
-    session_state: str = "snapshot",
+    session_state: SessionStateMode = SessionStateMode.SNAPSHOT,
 ) -> list[str]:
     """What hurts for this cluster: each message states the estimate behind it."""
     found: list[str] = []
@@ -333,7 +334,7 @@ def warnings(
 
 
 def _timeout_warning(
-    cluster: Cluster, verbs: list[str], http_timeout_seconds: float, session_state: str
+    cluster: Cluster, verbs: list[str], http_timeout_seconds: float, session_state: SessionStateMode
 ) -> str | None:
     """``extender.httpTimeout`` against the slowest call: the heaviest verb's own p99, or the
     session's first call, which also waits for the session's state
@@ -351,7 +352,7 @@ def _timeout_warning(
             p99 = cluster.p99_seconds(first) + state
             waits_for = (
                 "the first derivation of the session's state from the watched objects"
-                if session_state == "cluster"
+                if session_state == SessionStateMode.CLUSTER
                 else f"Caldera's build of the {mib(cluster.body_bytes('onSessionOpen'))}"
                 " snapshot, done after onSessionOpen is answered"
             )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from app import shared_path
+from app.cluster_state.modes import SessionStateMode
 from app.commands import sizing
 from app.config import CalderaConfig
 from app.metrics import Metrics
@@ -29,9 +30,9 @@ def needed_verbs(config: CalderaConfig) -> tuple[list[str], list[str]]:
         wanted.update(entry.cls.required_verbs(release))
         if entry.cls.needs_snapshot:
             wanted.update((Verb.ON_SESSION_OPEN, Verb.ON_SESSION_CLOSE))
-    if config.sessionState == "compare":  # the snapshot to compare, and Volcano's placements
+    if config.sessionState == SessionStateMode.COMPARE:  # the snapshot, and Volcano's placements
         wanted.update((Verb.ON_SESSION_OPEN, Verb.ON_SESSION_CLOSE, Verb.ALLOCATE, Verb.DEALLOCATE))
-    if config.sessionState == "cluster":  # the session's end and Volcano's placements only
+    if config.sessionState == SessionStateMode.CLUSTER:  # the session's end, Volcano's placements
         wanted.update((Verb.ON_SESSION_CLOSE, Verb.ALLOCATE, Verb.DEALLOCATE))
         wanted.discard(Verb.ON_SESSION_OPEN)
     notes: list[str] = []

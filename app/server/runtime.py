@@ -30,6 +30,7 @@ from app.cluster_state.audit import SelfAudit
 from app.cluster_state.cluster_mode import ClusterSessionState
 from app.cluster_state.compare_mode import SessionStateComparison
 from app.cluster_state.derive import Settings
+from app.cluster_state.modes import SessionStateMode
 from app.config import Backgrounds, CalderaConfig, ConfigOrigin, build_backgrounds
 from app.events import KubeEventSink, PodGroupEvents
 from app.explain import DecisionRecord
@@ -129,7 +130,7 @@ class Runtime:
                 live_path=origin.path,
                 clock=clock,
                 live_sources=lambda: (watch.served.config, watch.served.backgrounds),
-                cluster=config.sessionState == "cluster",
+                cluster=config.sessionState == SessionStateMode.CLUSTER,
             )
         self._started: list[Background] = []
         self._looking: asyncio.Task[None] | None = None
@@ -167,7 +168,7 @@ class Runtime:
         )
         # sessionState cluster: Volcano posts no snapshot, and a cycle that calls nothing but
         # onSessionClose opens no session, so no session is expected every period.
-        expected = self.extender.snapshot_bound and config.sessionState != "cluster"
+        expected = self.extender.snapshot_bound and config.sessionState != SessionStateMode.CLUSTER
         self.metrics.snapshot_expected.set(1 if expected else 0)
 
     @property
@@ -262,7 +263,7 @@ def session_state_for(config: CalderaConfig, metrics: Metrics) -> SessionState |
         metrics.session_state_watch_errors.labels(collection, kind).inc()
 
     state: SessionState
-    if config.sessionState == "compare":
+    if config.sessionState == SessionStateMode.COMPARE:
         state = SessionStateComparison(
             watched,
             config.sessionStateKubeconfig,
@@ -274,7 +275,7 @@ def session_state_for(config: CalderaConfig, metrics: Metrics) -> SessionState |
             max_staleness=staleness,
             on_error=watch_error,
         )
-    elif config.sessionState == "cluster":
+    elif config.sessionState == SessionStateMode.CLUSTER:
         audit = SelfAudit(
             max_divergent_sessions=config.sessionStateMaxDivergentSessions,
             count=lambda kind, why, n: metrics.session_state_audit_differences.labels(
