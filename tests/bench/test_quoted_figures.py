@@ -95,24 +95,18 @@ def cluster_range(size: str, scheduler: str, key: str) -> list[float]:
     return [float(v) for v in cluster_row(size, "job", scheduler)[f"{key}_range"]]
 
 
-TRIAL = "cluster-trial-floor-job1000.json"
-"""One round at 1,000 / 10,000: in-tree, cluster mode and its floor."""
 FLOOR_X3 = "cluster-floor-job1000-repeat3.json"
-"""The same three schedulers, three rounds."""
+"""In-tree, cluster mode and its floor at 1,000 / 10,000, three rounds."""
 
 
 def floor_row(name: str, scheduler: str) -> dict[str, Any]:
-    """The row of ``scheduler`` in a one-size, one-group cluster run (``TRIAL``, ``FLOOR_X3``)."""
+    """The row of ``scheduler`` in a one-size, one-group cluster run (``FLOOR_X3``)."""
     row: dict[str, Any] = next(r for r in results(name)["rows"] if r["scheduler"] == scheduler)
     return row
 
 
 def trial_run(name: str, scheduler: str, key: str) -> float:
     return float(floor_row(name, scheduler)[key])
-
-
-def trial_range(name: str, scheduler: str, key: str = "cycle_p50_ms") -> list[float]:
-    return [float(v) for v in floor_row(name, scheduler)[f"{key}_range"]]
 
 
 def idle_p50(name: str, scheduler: str) -> float:
@@ -175,7 +169,6 @@ def open_mb_per_s(size: str) -> float:
 
 
 PAIRED_DECODE = "snapshot-real-decode-paired.txt"
-JOB100, JOB500 = "cluster-trial-job100-repeat3.json", "cluster-trial-job500-repeat3.json"
 SETTLED = "shadow-settled-hotpath.txt"
 WRITEV = "shadow-writev-3way-hotpath.txt"
 
@@ -235,12 +228,6 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("build at 500", BENCH, r"\(the table's (\d+) ms\s+of Caldera's onSessionOpen", lambda: cluster_run("500 / 5000", "job", "caldera", "caldera_open_ms")),
     ("open at 500", BENCH, r"onSessionOpen against (\d+) ms of Volcano's\)", lambda: cluster_run("500 / 5000", "job", "caldera", "extender_open_ms")),
     ("tenth of neutral at 500", BENCH, r"a tenth of the neutral server's cycle is (\d+) ms", lambda: cluster_run("500 / 5000", "job", "neutral", "cycle_p50_ms") / 10),
-    ("floor trial in-tree", BENCH, r"Idle cycle p50: in-tree (\d+) ms, cluster mode", lambda: idle_p50(TRIAL, "intree")),
-    ("floor trial cluster mode", BENCH, r"in-tree \d+ ms, cluster mode (\d+) ms", lambda: idle_p50(TRIAL, "caldera-cluster")),
-    ("floor trial ratio", BENCH, r"cluster mode \d+ ms\s+\(([\d.]+)×\)", lambda: idle_p50(TRIAL, "caldera-cluster") / idle_p50(TRIAL, "intree")),
-    ("floor trial neutral", BENCH, r"on cluster mode's conf (\d+) ms \(", lambda: idle_p50(TRIAL, "neutral-cluster")),
-    ("floor trial neutral ratio", BENCH, r"on cluster mode's conf \d+ ms \(([\d.]+)×\)", lambda: idle_p50(TRIAL, "neutral-cluster") / idle_p50(TRIAL, "intree")),
-    ("floor trial at the floor", BENCH, r"protocol's floor \(([\d.]+)× it\)", lambda: idle_p50(TRIAL, "caldera-cluster") / idle_p50(TRIAL, "neutral-cluster")),
     ("floor x3 minutes", BENCH, r"commit 7fef737, (\d+) min\)", lambda: results(FLOOR_X3)["seconds"] / 60),
     ("in-tree rounds at 1,000 (bench)", BENCH, r"moved between (\d+) and \d+ ms across\s+the committed run's rounds", lambda: cluster_range("1000 / 10000", "intree", "idle_p50_ms")[0]),
     ("in-tree rounds top at 1,000 (bench)", BENCH, r"moved between \d+ and (\d+) ms across\s+the committed run's rounds", lambda: cluster_range("1000 / 10000", "intree", "idle_p50_ms")[1]),
@@ -298,29 +285,6 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("paired decode at 1,000", BENCH, r"at 100 / 1,000 and ([\d.]+) \([\d.]+-[\d.]+\)\s+at 1,000 / 10,000", lambda: decode_run(PAIRED_DECODE, 1)[0]),
     ("paired decode at 1,000 q1", BENCH, r"at 100 / 1,000 and [\d.]+ \(([\d.]+)-[\d.]+\)\s+at 1,000 / 10,000", lambda: decode_run(PAIRED_DECODE, 1)[1]),
     ("paired decode at 1,000 q3", BENCH, r"at 100 / 1,000 and [\d.]+ \([\d.]+-([\d.]+)\)\s+at 1,000 / 10,000", lambda: decode_run(PAIRED_DECODE, 1)[2]),
-    ("job100 trial bound", BENCH, r"every run bound the same (\d+) pods; cycle p50 through Caldera", lambda: trial_run(JOB100, "caldera", "bound")),
-    ("job100 trial Caldera", BENCH, r"cycle p50 through Caldera\s+([\d.]+) ms \(", lambda: trial_run(JOB100, "caldera", "cycle_p50_ms")),
-    ("job100 trial Caldera low", BENCH, r"cycle p50 through Caldera\s+[\d.]+ ms \(([\d.]+)-", lambda: trial_range(JOB100, "caldera")[0]),
-    ("job100 trial Caldera high", BENCH, r"cycle p50 through Caldera\s+[\d.]+ ms \([\d.]+-([\d.]+)\)", lambda: trial_range(JOB100, "caldera")[1]),
-    ("job100 trial neutral", BENCH, r"through the neutral server ([\d.]+) ms \([\d.]+-[\d.]+\): \*\*1", lambda: trial_run(JOB100, "neutral", "cycle_p50_ms")),
-    ("job100 trial neutral low", BENCH, r"through the neutral server [\d.]+ ms \(([\d.]+)-[\d.]+\): \*\*1", lambda: trial_range(JOB100, "neutral")[0]),
-    ("job100 trial neutral high", BENCH, r"through the neutral server [\d.]+ ms \([\d.]+-([\d.]+)\): \*\*1", lambda: trial_range(JOB100, "neutral")[1]),
-    ("job100 trial ratio", BENCH, r"\*\*([\d.]+)×, inside the\s+1\.1× target\*\*", lambda: trial_run(JOB100, "caldera", "cycle_p50_ms") / trial_run(JOB100, "neutral", "cycle_p50_ms")),
-    ("job100 trial idle Caldera", BENCH, r"idle p50 ([\d.]+) against [\d.]+ ms\. The same at 500", lambda: trial_run(JOB100, "caldera", "idle_p50_ms")),
-    ("job100 trial idle neutral", BENCH, r"idle p50 [\d.]+ against ([\d.]+) ms\. The same at 500", lambda: trial_run(JOB100, "neutral", "idle_p50_ms")),
-    ("job500 trial bound", BENCH, r"every\s+run ([\d,]+) bound\): Caldera", lambda: trial_run(JOB500, "caldera", "bound")),
-    ("job500 trial Caldera", BENCH, r"bound\): Caldera ([\d,.]+) ms \(", lambda: trial_run(JOB500, "caldera", "cycle_p50_ms")),
-    ("job500 trial Caldera low", BENCH, r"bound\): Caldera [\d,.]+ ms \(([\d,.]+)-", lambda: trial_range(JOB500, "caldera")[0]),
-    ("job500 trial Caldera high", BENCH, r"bound\): Caldera [\d,.]+ ms \([\d,.]+-([\d,.]+)\)", lambda: trial_range(JOB500, "caldera")[1]),
-    ("job500 trial neutral", BENCH, r"the neutral server ([\d,.]+) ms\s+\([\d,.]+-[\d,.]+\): \*\*1\.22", lambda: trial_run(JOB500, "neutral", "cycle_p50_ms")),
-    ("job500 trial neutral low", BENCH, r"the neutral server [\d,.]+ ms\s+\(([\d,.]+)-[\d,.]+\): \*\*1\.22", lambda: trial_range(JOB500, "neutral")[0]),
-    ("job500 trial neutral high", BENCH, r"the neutral server [\d,.]+ ms\s+\([\d,.]+-([\d,.]+)\): \*\*1\.22", lambda: trial_range(JOB500, "neutral")[1]),
-    ("job500 trial ratio", BENCH, r"\*\*([\d.]+)×, missed\*\*\. The gap", lambda: trial_run(JOB500, "caldera", "cycle_p50_ms") / trial_run(JOB500, "neutral", "cycle_p50_ms")),
-    ("job500 trial snapshot", BENCH, r"Caldera's build of the (\d+) MiB snapshot\s+\(\d+ ms on the shared", lambda: trial_run(JOB500, "caldera", "snapshot_MiB")),
-    ("job500 trial build", BENCH, r"MiB snapshot\s+\((\d+) ms on the shared cores\)", lambda: trial_run(JOB500, "caldera", "caldera_open_ms")),
-    ("job500 trial open through Caldera", BENCH, r"OnSessionOpen also took (\d+) ms through Caldera", lambda: trial_run(JOB500, "caldera", "extender_open_ms")),
-    ("job500 trial open through neutral", BENCH, r"through Caldera against (\d+) ms through the neutral server", lambda: trial_run(JOB500, "neutral", "extender_open_ms")),
-    ("floor trial bound", BENCH, r"Every run bound the same ([\d,]+) pods\. Idle cycle p50: in-tree", lambda: trial_run(TRIAL, "caldera-cluster", "bound")),
     ("floor x3 bound", BENCH, r"Every run bound the same ([\d,]+) pods and decided as in-tree", lambda: trial_run(FLOOR_X3, "caldera-cluster", "bound")),
     ("real snapshot at 100", BENCH, r"\(not committed: (\d+) and \d+ MB\)", lambda: decode_megabytes(PAIRED_DECODE, 0)),
     ("real snapshot at 1,000", BENCH, r"\(not committed: \d+ and (\d+) MB\)", lambda: decode_megabytes(PAIRED_DECODE, 1)),
