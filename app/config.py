@@ -37,7 +37,7 @@ from app.cluster_state.modes import SessionStateMode
 from app.cluster_state.modes import problems as session_state_problems
 from app.cluster_state.staleness import DEFAULT_MAX_STALENESS, OnStaleState
 from app.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
-from app.plugin_faults import format_duration, parse_duration
+from app.plugin_faults import OnError, format_duration, parse_duration
 from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin
@@ -99,7 +99,7 @@ class PluginOption(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
     flags: dict[str, bool] = Field(default_factory=dict)
     """The flags given explicitly in the file (defaults are applied by :meth:`enabled`)."""
-    onError: Literal["fail", "abstain"] | None = None
+    onError: OnError | None = None
     timeBudget: float | None = Field(default=None, gt=0)
     """Seconds (the file says ``"250ms"``; parsed in :func:`_plugin_entry`)."""
 
@@ -284,7 +284,7 @@ def _plugin_entry(raw: Any, where: str, problems: list[tuple[str, str]]) -> dict
         if key in ("name", "arguments"):
             entry[key] = {} if key == "arguments" and value is None else value
         elif key == "onError":
-            if value not in ("fail", "abstain"):
+            if value not in tuple(OnError):
                 problems.append((f"{where}.{key}", f"must be fail or abstain, not {value!r}"))
                 continue
             entry[key] = value
@@ -622,7 +622,7 @@ def effective_config(config: CalderaConfig, all_flags: bool = False) -> dict[str
                             for flag, default in FLAG_DEFAULTS.items()
                             if all_flags or option.enabled(flag) != default
                         },
-                        **({"onError": option.onError} if option.onError else {}),
+                        **({"onError": option.onError.value} if option.onError else {}),
                         **(
                             {"timeBudget": format_duration(option.timeBudget)}
                             if option.timeBudget

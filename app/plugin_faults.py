@@ -53,6 +53,7 @@ from datetime import datetime
 from typing import Any
 
 from app.metrics import Metrics
+from plugins.api.base import OnError as OnError  # defined with Plugin.on_error; re-exported
 from plugins.api.base import utc_now
 
 logger = logging.getLogger("caldera.plugins")
@@ -70,13 +71,6 @@ Volcano's default 1 s scheduling periods, so a plugin that stays slow costs one 
 ten seconds (the probation call), and one that recovers is back within them."""
 LOG_INTERVAL = 60.0
 """Seconds between log lines of the same (plugin, verb, kind) after its first."""
-
-
-class OnError(enum.StrEnum):
-    """What a plugin's fault does to the verb (``onError`` of its tiers entry)."""
-
-    FAIL = "fail"
-    ABSTAIN = "abstain"
 
 
 class FaultKind(enum.StrEnum):

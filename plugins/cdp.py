@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from plugins.api import (
     CDP_RECLAIMABLE,
@@ -39,6 +39,7 @@ from plugins.api import (
     Background,
     EvictResult,
     Explained,
+    OnError,
     Plugin,
     Reason,
     Session,
@@ -96,7 +97,7 @@ def in_cooldown(pod: Pod | None, now: datetime) -> bool:
 @register
 class CdpPlugin(Plugin):
     name: ClassVar[str] = "cdp"
-    on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
+    on_error = OnError.FAIL
     """Its answer protects pods in their cooldown from eviction: abstaining would offer them."""
     upstream = Upstream(
         repository="volcano-sh/volcano",

@@ -84,13 +84,14 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from plugins.api import (
     Arguments,
     Background,
     DecodeError,
     FitError,
+    OnError,
     Plugin,
     StatusCode,
     Upstream,
@@ -514,7 +515,7 @@ def check_node_resource_is_proportional(
 @register
 class ResourceStrategyFitPlugin(Plugin):
     name: ClassVar[str] = PLUGIN_NAME
-    on_error: ClassVar[Literal["fail", "abstain"]] = "abstain"
+    on_error = OnError.ABSTAIN
     """Its filter and scores pack nodes well; without them for a call a pod is placed as by the other plugins, no rule broken."""
     upstream = Upstream(
         repository="volcano-sh/volcano",

@@ -38,13 +38,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from plugins.api import (
     RESOURCEQUOTA_ACCOUNTS_ON_ENQUEUED,
     Arguments,
     Background,
     Explained,
+    OnError,
     Plugin,
     Reason,
     Session,
@@ -131,7 +132,7 @@ def _amount(name: str, amount: Fraction) -> str:
 @register
 class ResourceQuotaPlugin(Plugin):
     name: ClassVar[str] = "resourcequota"
-    on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
+    on_error = OnError.FAIL
     """Its Reject enforces ResourceQuota at admission: abstaining would admit jobs over quota."""
     upstream = Upstream(
         repository="volcano-sh/volcano",

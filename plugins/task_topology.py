@@ -78,9 +78,9 @@ from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import ClassVar, Literal
+from typing import ClassVar
 
-from plugins.api import Arguments, Background, Plugin, Session, Upstream, register
+from plugins.api import Arguments, Background, OnError, Plugin, Session, Upstream, register
 from plugins.support.goint import INT32_MIN, go_int64
 from plugins.support.resources import (
     add_in_place,
@@ -445,7 +445,7 @@ def _max_resource(node: NodeInfo) -> Resource:
 @register
 class TaskTopologyPlugin(Plugin):
     name: ClassVar[str] = PLUGIN_NAME
-    on_error: ClassVar[Literal["fail", "abstain"]] = "abstain"
+    on_error = OnError.ABSTAIN
     """It only scores nodes and accounts allocations: a dropped score changes no rule."""
     upstream = Upstream(
         repository="volcano-sh/volcano",

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from plugins.api.arguments import Arguments
@@ -29,6 +29,17 @@ from plugins.api.extension_points import PLUGIN_HOOKS
 from plugins.api.reasons import Explained
 from plugins.api.release import NEWEST_STABLE_VERSION, Change, Release
 from schemas.api import JobInfo, NamespaceInfo, NodeInfo, QueueInfo, Resource, TaskInfo
+
+
+class OnError(StrEnum):
+    """What a plugin's fault (an exception, a wrong type, a call over its time budget) does to
+    the verb: ``Plugin.on_error`` by default, ``onError`` of its tiers entry when set
+    (``app/plugin_faults.py``)."""
+
+    FAIL = "fail"
+    """Answer the verb with an error."""
+    ABSTAIN = "abstain"
+    """Drop only this plugin's answer."""
 
 
 class Vote(IntEnum):
@@ -146,7 +157,7 @@ class Plugin:
     first release whose upstream plugin the port follows (a row of ``release.CHANGES``); an
     older release is refused, since its in-tree plugin would decide differently. ``upstream``
     names what the plugin ports (every built-in declares it; a plugin of its own may not).
-    ``on_error`` is what a fault of the plugin (an exception, a wrong type, a call over its
+    ``on_error`` (:class:`OnError`) is what a fault of the plugin (an exception, a wrong type, a call over its
     time budget) does when its tiers entry sets no ``onError``: ``"fail"`` answers the verb
     with an error, ``"abstain"`` drops only this plugin's answer (``app/plugin_faults.py``).
     ``"fail"`` unless dropping the answer is safe: a plugin that protects pods from eviction
@@ -162,7 +173,9 @@ class Plugin:
     requires_verbs: ClassVar[tuple[str, ...]] = ()
     ported_from: ClassVar[Change | None] = None
     upstream: ClassVar[Upstream | None] = None
-    on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
+    on_error: ClassVar[OnError | Literal["fail", "abstain"]] = OnError.FAIL
+    """:class:`OnError`; the plain strings ``"fail"`` and ``"abstain"`` are accepted too (a
+    ``StrEnum`` equals its value), for plugins written before the enum."""
     snapshot_only: ClassVar[str | None] = None
 
     @classmethod

@@ -50,13 +50,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar, Literal
 
 from plugins.api import (
     Arguments,
     Background,
     EvictResult,
     Explained,
+    OnError,
     Plugin,
     Reason,
     Upstream,
@@ -82,7 +82,7 @@ logger = logging.getLogger("caldera.plugins.pdb")
 @register
 class PdbPlugin(Plugin):
     name = "pdb"
-    on_error: ClassVar[Literal["fail", "abstain"]] = "fail"
+    on_error = OnError.FAIL
     """Its answer protects pods a PodDisruptionBudget covers from eviction: abstaining would offer them."""
     upstream = Upstream(
         repository="volcano-sh/volcano",

@@ -95,7 +95,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from plugins.api import (
     USAGE_AS_PORTED,
@@ -103,6 +103,7 @@ from plugins.api import (
     Arguments,
     Background,
     FitError,
+    OnError,
     Plugin,
     Release,
     Session,
@@ -298,7 +299,7 @@ _SHADOW_STATUSES = frozenset({TaskStatus.Allocated, TaskStatus.Binding, TaskStat
 @register
 class UsagePlugin(Plugin):
     name: ClassVar[str] = PLUGIN_NAME
-    on_error: ClassVar[Literal["fail", "abstain"]] = "abstain"
+    on_error = OnError.ABSTAIN
     """A load-aware filter and score; without them for a call the node is judged as with stale metrics, which usage itself passes."""
     upstream = Upstream(
         repository="volcano-sh/volcano",
