@@ -51,10 +51,9 @@ class ClusterSessionState(WatchBackedState):
         on_error: WatchErrors | None = None,
         audit: SelfAudit | None = None,
     ) -> None:
-        super().__init__(settings, kubeconfig, max_staleness, on_error)
         self.audit = audit or SelfAudit()
         """What Volcano sends, compared with each session's state (app/cluster_state/audit.py)."""
-        self.staleness.divergence = self.audit.divergence
+        super().__init__(settings, kubeconfig, max_staleness, on_error, self.audit.divergence)
         self._derived = derived
         """Observes each derivation's seconds (``caldera_session_state_derive_seconds``)."""
         self.sessions_derived = 0

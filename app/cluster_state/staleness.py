@@ -113,6 +113,7 @@ class Staleness:
         reflectors: Callable[[], Sequence[Reflector[Any]]],
         limit: float,
         kubeconfig: str | None,
+        divergence: Callable[[], str | None] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._reflectors = reflectors
@@ -120,9 +121,9 @@ class Staleness:
         self.kubeconfig = kubeconfig
         self._monotonic = monotonic
         self._was_stale = False
-        self.divergence: Callable[[], str | None] = lambda: None
+        self._divergence = divergence
         """Why the self-audit holds the view wrong although every watch works
-        (app/cluster_state/audit.py), or None: cluster mode sets it to its audit's."""
+        (cluster mode's ``SelfAudit.divergence``, app/cluster_state/audit.py), or None."""
 
     def broken(self) -> list[BrokenWatch]:
         """Every watch failing now, however briefly."""
@@ -138,7 +139,7 @@ class Staleness:
         self-audit found (empty: the view is current). Logs each change."""
         over = [watch for watch in self.broken() if watch.seconds >= self.limit]
         reasons = [self.reason(over)] if over else []
-        diverged = self.divergence()
+        diverged = self._divergence() if self._divergence is not None else None
         if diverged is not None:
             reasons.append(f"the cluster view is stale: {diverged}")
         if bool(reasons) != self._was_stale:

@@ -84,11 +84,15 @@ class WatchBackedState(SessionListener):
         kubeconfig: str | None = None,
         max_staleness: float = DEFAULT_MAX_STALENESS,
         on_error: WatchErrors | None = None,
+        divergence: Callable[[], str | None] | None = None,
     ) -> None:
         self.watch = ClusterWatch(settings, kubeconfig, on_error)
         self.store = self.watch.store
-        self.staleness = Staleness(lambda: self.watch.reflectors, max_staleness, kubeconfig)
-        """Whether a watch has been broken past ``sessionStateMaxStaleness``."""
+        self.staleness = Staleness(
+            lambda: self.watch.reflectors, max_staleness, kubeconfig, divergence
+        )
+        """Whether a watch has been broken past ``sessionStateMaxStaleness`` (or, in cluster
+        mode, the self-audit found the derived state diverging: ``divergence``)."""
 
     async def start(self) -> None:
         await self.watch.start()

@@ -286,6 +286,12 @@ class ReflectorStatus:
     """Failures by kind (:func:`error_kind`) since the start."""
 
 
+_STATUS_KINDS = {401: "unauthorized", 403: "forbidden", 404: "not_found", 410: "gone",
+                 429: "throttled"}  # fmt: skip
+"""The API server's statuses an operator acts on by name; any other is a client or server
+error."""
+
+
 def error_kind(exc: BaseException) -> str:
     """A failure's kind, a bounded label: what an operator does about it differs by kind."""
     code: int | None = None
@@ -294,9 +300,7 @@ def error_kind(exc: BaseException) -> str:
     elif isinstance(exc, httpx2.HTTPStatusError):
         code = exc.response.status_code
     if code is not None:
-        named = {401: "unauthorized", 403: "forbidden", 404: "not_found", 410: "gone",
-                 429: "throttled"}  # fmt: skip
-        return named.get(code, "server_error" if code >= 500 else "client_error")
+        return _STATUS_KINDS.get(code, "server_error" if code >= 500 else "client_error")
     if isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout):
         return "connect"
     if isinstance(exc, httpx2.TransportError):
@@ -314,10 +318,9 @@ def object_key(obj: Mapping[str, Any]) -> str:
 
 
 def _is_gone(exc: Exception) -> bool:
-    if isinstance(exc, ApiError):  # a Status: an ERROR event, or a failed LIST
-        return exc.status.code == 410
-    # lightkube raises a watch's HTTP error status without decoding its body.
-    return isinstance(exc, httpx2.HTTPStatusError) and exc.response.status_code == 410
+    """Our resourceVersion is too old (410): a Status in an ERROR event or a failed LIST, or a
+    watch's HTTP status lightkube raises without decoding its body (:func:`error_kind`)."""
+    return error_kind(exc) == "gone"
 
 
 class Reflector(Generic[T]):
