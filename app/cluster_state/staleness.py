@@ -66,17 +66,18 @@ class OnStaleState(enum.StrEnum):
 
 _encode = msgspec.json.encode
 _HELD: dict[Rule, bytes] = {
-    Rule.SCORE_SUM: b"{}",
     Rule.VICTIMS: _encode(EvictResponse(status=int(Vote.PERMIT), victims=[])),
     Rule.VOTE: _encode(JobEnqueueableResponse(status=int(Vote.REJECT))),
-    Rule.NOTIFY: b"{}",
     Rule.ANY_TRUE: _encode(QueueOverusedResponse(overused=True)),
     Rule.ALL_TRUE: _encode(JobReadyResponse(status=False)),
 }
-"""The held answer per combination rule (the predicate's, whose shape depends on the release,
-is built by :func:`held_answer`). A Permit with no victims ends the extender's tier with none;
-Reject keeps the job out of the queue; an overused queue is skipped; a job not ready is not
-committed; no score moves nothing. Not held: the session's open and close, and allocate /
+"""The held answer of the rules whose neutral answer could admit, place or evict (the
+predicate's, whose shape depends on the release, is built by :func:`held_answer`). A Permit
+with no victims ends the extender's tier with none; Reject keeps the job out of the queue; an
+overused queue is skipped; a job not ready is not committed."""
+_NEUTRAL_HELD = frozenset({Rule.SCORE_SUM, Rule.NOTIFY})
+"""The rules held with the extension-point table's own neutral answer: no score moves nothing,
+a notice changes nothing. Not held at all: the session's open and close, and allocate /
 deallocate, which only report what Volcano did and keep the view's placements current."""
 
 
@@ -85,6 +86,8 @@ def held_answer(point: ExtensionPoint, release: Release, why: str) -> bytes | No
     answered as usual even on a stale view."""
     if point.rule is Rule.FIRST_FAILURE:
         return encode_predicate(release, FitError(why))  # unresolvable: not even by preemption
+    if point.rule in _NEUTRAL_HELD:
+        return point.neutral
     return _HELD.get(point.rule)
 
 

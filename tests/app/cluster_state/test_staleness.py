@@ -86,7 +86,8 @@ HELD = {
     # verb: the decoded held answer, or None where the verb is answered as usual
     "onSessionOpen": None,
     "onSessionClose": None,
-    "prioritize": {},
+    # not {}: Volcano reads a missing nodeScore as an error and places nothing from the gradient
+    "prioritize": {"nodeScore": {}, "errorMessage": ""},
     "preemptable": {"status": 1, "victims": []},
     "reclaimable": {"status": 1, "victims": []},
     "jobEnqueueable": {"status": -1},
