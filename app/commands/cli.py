@@ -148,6 +148,16 @@ def _add_setting_options(
     parser.set_defaults(**{SETTING_OPTIONS: tuple(declared)})
 
 
+def _add_asking_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the commands that ask a running Caldera (explain, shadow): where it is
+    (``--url``, or serve's ``--host``/``--port`` read as where to reach it) and ``--json``."""
+    parser.add_argument(
+        "--url", help="Caldera's verb listener (default: this pod's, from --host/--port)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    _add_setting_options(parser, "host", "port", helps=ASKING_OPTIONS)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -477,18 +487,24 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_DIFFERS if report.differs else 0
 
 
+def _asked_url(args: argparse.Namespace) -> str:
+    """The running Caldera an asking command asks (:func:`_add_asking_options`)."""
+    from app.commands.explain_client import default_url
+
+    if args.url:
+        return str(args.url)
+    settings = _settings(args)
+    return default_url(settings.host, settings.port, settings.ssl_certfile is not None)
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
-    from app.commands.explain_client import ExplainError, default_url, fetch, render
+    from app.commands.explain_client import ExplainError, fetch, render
 
     namespace, _, name = args.name.partition("/")
     if not namespace or not name or "/" in name:
         print(f"caldera explain: give <namespace>/<name>, not {args.name!r}", file=sys.stderr)
         return EXIT_CONFIG
-    if args.url:
-        url = args.url
-    else:
-        settings = _settings(args)
-        url = default_url(settings.host, settings.port, settings.ssl_certfile is not None)
+    url = _asked_url(args)
     if args.shadow:
         return print_shadow(url, {"task" if args.task else "job": args.name}, args.json, "explain")
     try:
@@ -504,14 +520,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_shadow(args: argparse.Namespace) -> int:
-    from app.commands.explain_client import default_url
-
-    if args.url:
-        url = args.url
-    else:
-        settings = _settings(args)
-        url = default_url(settings.host, settings.port, settings.ssl_certfile is not None)
-    return print_shadow(url, {"diff": "1"} if args.diff else {}, args.json, "shadow")
+    return print_shadow(_asked_url(args), {"diff": "1"} if args.diff else {}, args.json, "shadow")
 
 
 def print_shadow(url: str, query: dict[str, str], as_json: bool, command: str) -> int:
@@ -718,16 +727,12 @@ def parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("name", help="<namespace>/<name>: a Volcano job or PodGroup, or a pod")
     explain.add_argument("--task", action="store_true", help="NAME is a pod, not a job")
-    explain.add_argument(
-        "--url", help="Caldera's verb listener (default: this pod's, from --host/--port)"
-    )
-    explain.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    _add_asking_options(explain)
     explain.add_argument(
         "--shadow",
         action="store_true",
         help="what the shadow configuration (serve --shadow) would decide differently about it",
     )
-    _add_setting_options(explain, "host", "port", helps=ASKING_OPTIONS)
     explain.set_defaults(run=cmd_explain)
 
     shadow = sub.add_parser(
@@ -737,16 +742,12 @@ def parser() -> argparse.ArgumentParser:
         " shadow configuration's answers (serve --shadow FILE) and the live ones, with both"
         " configurations' reasons.",
     )
-    shadow.add_argument(
-        "--url", help="Caldera's verb listener (default: this pod's, from --host/--port)"
-    )
-    shadow.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    _add_asking_options(shadow)
     shadow.add_argument(
         "--diff",
         action="store_true",
         help="also print the live configuration file against the shadow file",
     )
-    _add_setting_options(shadow, "host", "port", helps=ASKING_OPTIONS)
     shadow.set_defaults(run=cmd_shadow)
 
     check_plugin = sub.add_parser(

@@ -10,6 +10,15 @@ from fastapi import APIRouter, Request, Response
 from app.server.routes.json import json_response
 from app.server.runtime import runtime_of
 
+SUBJECT_QUERY: list[dict[str, Any]] = [
+    {"name": "job", "in": "query", "required": False, "schema": {"type": "string"},
+     "description": "<namespace>/<name> of a Volcano job or PodGroup"},
+    {"name": "task", "in": "query", "required": False, "schema": {"type": "string"},
+     "description": "<namespace>/<name> of a pod"},
+]  # fmt: skip
+"""The ``job`` and ``task`` query parameters of the routes that tell about one subject
+(``/debug/explain``, ``/debug/shadow``): read by the route itself, so described here."""
+
 router = APIRouter(tags=["operations"])
 
 
@@ -58,14 +67,7 @@ async def debug_session(request: Request) -> Response:
         400: {"description": "neither or both of job and task, or not namespace/name"},
         404: {"description": "nothing recorded about it in the sessions kept"},
     },
-    openapi_extra={
-        "parameters": [
-            {"name": "job", "in": "query", "required": False, "schema": {"type": "string"},
-             "description": "<namespace>/<name> of a Volcano job or PodGroup"},
-            {"name": "task", "in": "query", "required": False, "schema": {"type": "string"},
-             "description": "<namespace>/<name> of a pod"},
-        ]
-    },
+    openapi_extra={"parameters": SUBJECT_QUERY},
 )  # fmt: skip
 async def debug_explain(request: Request) -> Response:
     # The parameters are read here, not declared, so that a bad one is this route's 400

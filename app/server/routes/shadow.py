@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from app.server.routes.debug import SUBJECT_QUERY
 from app.server.routes.json import json_response
 from app.server.runtime import runtime_of
 from app.shadow.diff import Difference
@@ -97,10 +98,7 @@ def by_subject(differences: list[Difference]) -> dict[str, dict[str, list[dict[s
     },
     openapi_extra={
         "parameters": [
-            {"name": "job", "in": "query", "required": False, "schema": {"type": "string"},
-             "description": "<namespace>/<name> of a Volcano job or PodGroup"},
-            {"name": "task", "in": "query", "required": False, "schema": {"type": "string"},
-             "description": "<namespace>/<name> of a pod"},
+            *SUBJECT_QUERY,
             {"name": "diff", "in": "query", "required": False, "schema": {"type": "string"},
              "description": "1: add the configuration difference"},
         ]
