@@ -289,7 +289,6 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("real snapshot at 100", BENCH, r"\(not committed: (\d+) and \d+ MB\)", lambda: decode_megabytes(PAIRED_DECODE, 0)),
     ("real snapshot at 1,000", BENCH, r"\(not committed: \d+ and (\d+) MB\)", lambda: decode_megabytes(PAIRED_DECODE, 1)),
     ("delta per changed pod", BENCH, r"so a delta is ~(\d+) KB a changed pod", lambda: results("shadow-state.json")["changed_10_pods"]["bytes_median"] / 10 / 1000),
-    ("store per 1,000 pods", BENCH, r"\(7\.75 → ([\d.]+) MiB per 1,000\s+pods", lambda: results("cluster-state.json")["store_mib_per_1000_pods"]),
     ("committed run minutes", BENCH, r"\(commit d2e7bc4, (\d+)\s+min\)", lambda: results("cluster.json")["seconds"] / 60),
     ("committed snapshot at 500", BENCH, r"Caldera's build of the (\d+) MiB snapshot \(the table's", lambda: cluster_run("500 / 5000", "job", "caldera", "snapshot_MiB")),
     ("audit rounds", BENCH, r"CPU time, (\d+) rounds, paired round by round, load average", lambda: results(AUDIT)["rounds"]),
