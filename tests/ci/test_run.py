@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 CI_RUN = REPO / ".ci" / "run"
 
 # What .ci/run calls outside bash's builtins up to the end-to-end step (uv is the stand-in).
-TOOLS = ("git", "tar", "mktemp", "rm", "mkdir", "diff", "dirname", "cat", "tail", "env")
+TOOLS = ("git", "tar", "mktemp", "rm", "mkdir", "diff", "dirname", "cat", "tail", "env", "sed")
 
 FAKE_UV = """#!/bin/sh
 # Stand-in for uv: `uv run caldera openapi` prints the committed document, all else passes.

@@ -5,9 +5,9 @@ and nothing is installed by hand."""
 from __future__ import annotations
 
 import functools
-import os
-import subprocess
 from pathlib import Path
+
+from tests.deploy.upstream import go_installed
 
 PROMTOOL = "github.com/prometheus/prometheus/cmd/promtool@v0.316.0"
 """Prometheus 3.x publishes its Go module as v0.3xx.y (v0.316.0 is Prometheus 3.16.0)."""
@@ -26,13 +26,4 @@ def promtool_binary() -> Path:
         / ".bin"
         / f"promtool-{PROMTOOL.rpartition('@')[2]}-{BUILD_TAGS}"
     )
-    binary = target / "promtool"
-    if not binary.exists():
-        target.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["go", "install", "-tags", BUILD_TAGS, PROMTOOL],
-            env={**os.environ, "GOBIN": str(target), "GOFLAGS": "-mod=mod"},
-            check=True,
-            capture_output=True,
-        )
-    return binary
+    return go_installed(PROMTOOL, target, "-tags", BUILD_TAGS)

@@ -7,6 +7,7 @@ is copied into this repository and no network beyond the module proxy is needed.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import os
@@ -39,18 +40,31 @@ KUSTOMIZE = "sigs.k8s.io/kustomize/kustomize/v5@v5.8.0"
 api module it needs, v0.21.0, is served)."""
 
 
+def go_installed(package: str, target: Path, *build_flags: str) -> Path:
+    """The binary ``go install`` builds from ``package`` (``path@version``) into ``target``,
+    built once. A lock beside it keeps the test workers (pytest-xdist) from building it twice
+    or running one another's half-copied binary: ``go install`` copies into GOBIN in place
+    when the build cache is on another file system."""
+    elements = package.rpartition("@")[0].split("/")
+    if re.fullmatch(r"v\d+", elements[-1]):  # a major version suffix names no binary
+        elements.pop()
+    binary = target / elements[-1]
+    target.mkdir(parents=True, exist_ok=True)
+    with (target / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not binary.exists():
+            subprocess.run(
+                ["go", "install", *build_flags, package],
+                env={**os.environ, "GOBIN": str(target), "GOFLAGS": "-mod=mod"},
+                check=True,
+                capture_output=True,
+            )
+    return binary
+
+
 @functools.cache
 def kustomize_binary() -> Path:
     """The kustomize binary, built once into tests/deploy/.bin/kustomize-<version> (a new pin
     gets a new directory; Go's build cache makes a rebuild a link step)."""
     target = Path(__file__).resolve().parent / ".bin" / f"kustomize-{KUSTOMIZE.rpartition('@')[2]}"
-    binary = target / "kustomize"
-    if not binary.exists():
-        target.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["go", "install", KUSTOMIZE],
-            env={**os.environ, "GOBIN": str(target), "GOFLAGS": "-mod=mod"},
-            check=True,
-            capture_output=True,
-        )
-    return binary
+    return go_installed(KUSTOMIZE, target)
