@@ -96,7 +96,7 @@ func reclaimOrderAbstain() *Abstention {
 	if rel.AtLeast("1.9") {
 		return nil
 	}
-	return abstain(controlGranting, "Volcano "+rel.Volcano+"'s reclaim has no victim queue: it evicts in the order Reclaimable returns"+
+	return abstainByChance(controlGranting, "Volcano "+rel.Volcano+"'s reclaim has no victim queue: it evicts in the order Reclaimable returns"+
 		" (the node's task map), so the granting control picks either candidate at random; the no-plugin control differs")
 }
 

@@ -52,10 +52,20 @@ const (
 type Abstention struct {
 	Equals string // controlNoPlugin or controlGranting
 	Why    string
+	// ByChance: the outcome equals the control only when Volcano's own random choice (Go map
+	// order, a tie) falls the same way in every control run, so a run in which it differs from
+	// every control is expected. Without it, such a run fails: the mark is stale.
+	ByChance bool
 }
 
 // abstain is the mark for a scenario that may equal the control named equals.
 func abstain(equals, why string) *Abstention { return &Abstention{Equals: equals, Why: why} }
+
+// abstainByChance is the mark for a scenario that equals the control named equals in some runs
+// and not in others, by Volcano's own randomness (why says which).
+func abstainByChance(equals, why string) *Abstention {
+	return &Abstention{Equals: equals, Why: why, ByChance: true}
+}
 
 // extenderTiers replaces the entry named s.Plugin.
 func (s Scenario) extenderTiers(url string) ([]conf.Tier, conf.PluginOption) {
