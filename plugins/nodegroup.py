@@ -110,6 +110,7 @@ from plugins.api import (
     Session,
     StatusCode,
     Upstream,
+    Verb,
     register,
 )
 from plugins.support.queues import ROOT
@@ -316,7 +317,7 @@ class NodeGroupPlugin(Plugin):
         releases="v1.13.0 and later",
     )
     needs_snapshot: ClassVar[bool] = True
-    requires_verbs: ClassVar[tuple[str, ...]] = ("allocate", "deallocate")
+    requires_verbs: ClassVar[tuple[str, ...]] = (Verb.ALLOCATE, Verb.DEALLOCATE)
     ported_from = NODEGROUP_AS_PORTED
 
     @classmethod

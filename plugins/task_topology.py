@@ -80,7 +80,16 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import ClassVar
 
-from plugins.api import Arguments, Background, OnError, Plugin, Session, Upstream, register
+from plugins.api import (
+    Arguments,
+    Background,
+    OnError,
+    Plugin,
+    Session,
+    Upstream,
+    Verb,
+    register,
+)
 from plugins.support.goint import INT32_MIN, go_int64
 from plugins.support.resources import (
     add_in_place,
@@ -462,7 +471,7 @@ class TaskTopologyPlugin(Plugin):
     in_tree_only: ClassVar[tuple[str, ...]] = (
         "TaskOrderFn (bucket order of a job's tasks): no extender verb orders tasks",
     )
-    requires_verbs: ClassVar[tuple[str, ...]] = ("allocate",)
+    requires_verbs: ClassVar[tuple[str, ...]] = (Verb.ALLOCATE,)
 
     def __init__(self, arguments: Arguments, background: Background | None = None) -> None:
         super().__init__(arguments, background)

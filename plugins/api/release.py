@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from plugins.api.extension_points import BY_VERB
+from plugins.api.extension_points import BY_VERB, Verb
 
 
 class PredicateShape(StrEnum):
@@ -27,7 +27,7 @@ class PredicateShape(StrEnum):
     """1.10 and later: ``{"status": "...", "code": n}``."""
 
 
-SHARED_RECLAIMABLE_PATH_VERBS = ("jobEnqueueable", "queueOverused")
+SHARED_RECLAIMABLE_PATH_VERBS = (Verb.JOB_ENQUEUEABLE, Verb.QUEUE_OVERUSED)
 """Verbs that 1.6–1.7 post to the reclaimable verb's URL, told apart by their body."""
 
 
@@ -110,7 +110,7 @@ class Release:
         """Whether an admitted job is announced by a jobEnqueued call. When not (before 1.16),
         the framework tells the plugins itself right after a vote that was not a Reject: that is
         exactly when Volcano's enqueue action admits the job and calls ``JobEnqueued`` in-tree."""
-        return self.has_verb("jobEnqueued")
+        return self.has_verb(Verb.JOB_ENQUEUED)
 
     @property
     def is_stable(self) -> bool:

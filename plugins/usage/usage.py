@@ -109,6 +109,7 @@ from plugins.api import (
     Session,
     StatusCode,
     Upstream,
+    Verb,
     register,
     utc_now,
 )
@@ -312,7 +313,7 @@ class UsagePlugin(Plugin):
         releases="v1.13.0 and later, per-release differences by ssn.release",
     )
     needs_snapshot: ClassVar[bool] = True
-    requires_verbs: ClassVar[tuple[str, ...]] = ("allocate", "deallocate")
+    requires_verbs: ClassVar[tuple[str, ...]] = (Verb.ALLOCATE, Verb.DEALLOCATE)
     snapshot_only: ClassVar[str | None] = (
         "it reads each node's ResourceUsage, which Volcano's metrics source fills in the"
         " snapshot; no Kubernetes object Caldera can watch carries it"
