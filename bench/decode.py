@@ -19,14 +19,12 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import math
 import re
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -97,49 +95,6 @@ def main(argv: list[str] | None = None) -> int:
         q1, q2, q3 = statistics.quantiles(ratios, n=4)
         print(f"  {name}/{first} paired: {q2:.3f} (quartiles {q1:.3f}-{q3:.3f})")
     return 0
-
-
-@dataclass(frozen=True)
-class SavedDecode:
-    """One run of ``main`` as it printed it: the body, each checkout's CPU time per decode, and
-    each later checkout's paired ratio to the first."""
-
-    verb: str
-    megabytes: float
-    rounds: int
-    load_average: float
-    """The one-minute load average noted before the run (``load average X`` line), or NaN."""
-    median_ms: dict[str, float]
-    best_MBps: dict[str, float]
-    paired: dict[str, tuple[float, float, float]]
-    """checkout -> (median, first quartile, third quartile) of its ratio to the first."""
-
-
-HEADER = re.compile(r"^(\w+), ([\d.]+) MB, (\d+) rounds of \d+")
-CHECKOUT = re.compile(r"^  (\S+): median ([\d.]+) ms, best [\d.]+ ms \((\d+) MB/s\)")
-PAIRED = re.compile(r"^  (\S+)/\S+ paired: ([\d.]+) \(quartiles ([\d.]+)-([\d.]+)\)")
-
-
-def parse_output(text: str) -> list[SavedDecode]:
-    """Saved outputs of ``main``, one after another (a ``load average X`` line may precede
-    each; ``#`` lines are comments), read back: bench/readme renders bench/README from them."""
-    runs: list[SavedDecode] = []
-    load = math.nan
-    for line in text.splitlines():
-        if line.startswith("load average "):
-            load = float(line.split()[2])
-        elif match := HEADER.match(line):
-            verb, size, rounds = match.groups()
-            runs.append(SavedDecode(verb, float(size), int(rounds), load, {}, {}, {}))
-            load = math.nan
-        elif runs and (match := CHECKOUT.match(line)):
-            runs[-1].median_ms[match[1]] = float(match[2])
-            runs[-1].best_MBps[match[1]] = float(match[3])
-        elif runs and (match := PAIRED.match(line)):
-            runs[-1].paired[match[1]] = (float(match[2]), float(match[3]), float(match[4]))
-    if not runs:
-        raise ValueError("no run: not the output of python -m bench.decode")
-    return runs
 
 
 if __name__ == "__main__":

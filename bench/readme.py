@@ -5,7 +5,7 @@ the README differs from what the files give (tests/bench/test_readme.py runs it)
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,36 +120,6 @@ SECTIONS: tuple[Section, ...] = (
         lambda docs: readme_sections.shadow_state_table(docs[0]),
     ),
     Section(
-        "offloop",
-        "<!-- offloop:begin -->",
-        "<!-- offloop:end -->",
-        ("offloop.json", "latest.json"),
-        lambda docs: readme_sections.offloop_paragraph(*docs),
-    ),
-    Section(
-        "fields-decode",
-        "<!-- fields-decode:begin -->",
-        "<!-- fields-decode:end -->",
-        ("fields-readable-decode.txt",),
-        lambda docs: readme_sections.fields_decode_table("fields-readable-decode.txt", docs[0]),
-    ),
-    *(
-        Section(
-            name,
-            f"<!-- {name}:begin -->",
-            f"<!-- {name}:end -->",
-            (source,),
-            lambda docs, source=source, what=what: readme_sections.paired_ab_table(
-                source, docs[0], what
-            ),
-        )
-        for name, source, what in (
-            ("explain-ab", "explain-ab-hotpath.txt", "the decision record"),
-            ("faults-ab", "faults-ab-hotpath.txt", "contract, policy, budget, decision stream"),
-            ("fields-readable-ab", "fields-readable-hotpath.txt", "every field readable"),
-        )
-    ),
-    Section(
         "snapshot-floor",
         "<!-- snapshot-floor:begin -->",
         "<!-- snapshot-floor:end -->",
@@ -245,9 +215,14 @@ def stale(readme: Path | None = None, results: Path | None = None) -> list[str]:
     return names
 
 
-def write(readme: Path | None = None, results: Path | None = None) -> None:
+def write(
+    readme: Path | None = None, results: Path | None = None, only: Collection[str] | None = None
+) -> None:
+    """Write every section (``only``: the sections of those names) from its results files."""
     texts: dict[Path, str] = {}
     for section in SECTIONS:
+        if only is not None and section.name not in only:
+            continue
         path = document_path(section, readme)
         text = texts.get(path, path.read_text())
         texts[path] = replace(text, section, rendered(section, results))

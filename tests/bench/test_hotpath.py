@@ -73,7 +73,7 @@ def test_nothing_to_measure_is_refused() -> None:
 
 
 def ab_lines() -> list[str]:
-    """bench/README's A/B commands: two commits' checkouts, in process."""
+    """bench/README's A/B command: two commits' checkouts, in process."""
     return [
         line
         for line in (ROOT / "bench" / "README.md").read_text().splitlines()
@@ -81,19 +81,17 @@ def ab_lines() -> list[str]:
     ]
 
 
-def test_bench_readme_shows_the_three_ab_commands() -> None:
-    assert len(ab_lines()) == 3
+def test_bench_readme_shows_the_ab_command() -> None:
+    assert len(ab_lines()) == 1
 
 
 @pytest.mark.parametrize("line", ab_lines())
-def test_an_ab_command_bench_readme_shows_runs_and_its_output_renders(
+def test_the_ab_command_bench_readme_shows_runs_and_its_output_reads_back(
     capsys: pytest.CaptureFixture[str], line: str
 ) -> None:
-    """Each A/B line as written, both checkouts this one, one short round; its output, with the
-    line naming the commits, renders as the README's table (bench/readme_sections.py)."""
+    """The A/B line as written, both checkouts this one, one short round; its output reads back
+    as its tables (bench/hotpath_output.py)."""
     import shlex
-
-    from bench import readme_sections
 
     words = shlex.split(line)
     assert words[:5] == ["uv", "run", "--group", "bench", "python"]
@@ -105,25 +103,12 @@ def test_an_ab_command_bench_readme_shows_runs_and_its_output_renders(
     assert hotpath.main(argv) == 0
     out = capsys.readouterr().out
     assert "in process, after / before, paired by round" in out
-    # what bench/readme renders a saved output from reads this very output back
     saved = hotpath_output.parse_output(out)
     assert saved.rounds == 1
     assert set(saved.medians) == {("jobEnqueueable-c1", "before"), ("jobEnqueueable-c1", "after")}
     assert set(saved.medians["jobEnqueueable-c1", "after"]) == {"asgi_p50_ms", "asgi_steady_ms"}
     assert set(saved.paired["jobEnqueueable-c1"]) == {"p50", "steady"}
     assert all(figure > 0 for figure in saved.load)
-    table = readme_sections.paired_ab_table(
-        "x.txt", "checkouts: before=aaa after=bbb\n" + out, "a change"
-    )
-    assert "before = aaa, after = bbb, 1 rounds" in table
-    assert "| jobEnqueueable-c1 |" in table
-
-
-def test_an_ab_output_without_its_commits_is_refused() -> None:
-    from bench import readme_sections
-
-    with pytest.raises(ValueError, match="checkouts"):
-        readme_sections.ab_checkouts("load average (1.0, 1.0, 1.0)\n")
 
 
 def test_a_cycle_load_is_a_session_a_burst_and_the_period_idle() -> None:

@@ -59,6 +59,16 @@ def explain_bound_mib() -> float:
     return float(DEFAULT_ENTRIES * DEFAULT_SESSIONS * per_entry / MiB)
 
 
+def state_at(nodes: int, pods: int) -> dict[str, Any]:
+    """One size of bench/results/cluster-state.json (``python -m bench.cluster_state``)."""
+    size: dict[str, Any] = next(
+        s
+        for s in results("cluster-state.json")["sizes"]
+        if (s["nodes"], s["pods"]) == (nodes, pods)
+    )
+    return size
+
+
 def cluster_row(size: str, group: str, scheduler: str) -> dict[str, Any]:
     row: dict[str, Any] = next(
         r
@@ -133,23 +143,13 @@ def hotpath_quartiles(name: str, first: str, second: str, load: str, key: str) -
     return list(saved_run(name).paired_http_of[first, second][load][key][1:])
 
 
-def hotpath_growth(name: str, checkout: str, load: str) -> float:
-    return saved_run(name).medians[load, checkout]["growth_MiB"]
-
-
 @cache
-def decode_run(name: str, index: int) -> tuple[float, float, float]:
-    """A saved bench.decode run's paired after/before: (median, first quartile, third)."""
-    from bench.decode import parse_output as parse_decode
+def real_snapshot_megabytes(index: int) -> float:
+    """The size of a captured real snapshot, from the committed bench.snapshot output."""
+    from bench.snapshot import parse_output as parse_snapshot
 
-    return parse_decode((RESULTS / name).read_text())[index].paired["after"]
-
-
-@cache
-def decode_megabytes(name: str, index: int) -> float:
-    from bench.decode import parse_output as parse_decode
-
-    return parse_decode((RESULTS / name).read_text())[index].megabytes
+    runs = parse_snapshot((RESULTS / REAL_SNAPSHOTS).read_text())
+    return list(dict.fromkeys(run.megabytes for run in runs))[index]
 
 
 def round_jobs(scheduler: str, number: int = 1) -> float:
@@ -168,9 +168,8 @@ def open_mb_per_s(size: str) -> float:
     return float(row["snapshot_MiB"] * MiB / 1e6 / (row["caldera_open_ms"] / 1000))
 
 
-PAIRED_DECODE = "snapshot-real-decode-paired.txt"
+REAL_SNAPSHOTS = "snapshot-real-decode.txt"
 SETTLED = "shadow-settled-hotpath.txt"
-WRITEV = "shadow-writev-3way-hotpath.txt"
 
 
 AUDIT = "audit.json"
@@ -256,18 +255,10 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("calls with no encode p99", BENCH, r"takes the p99 from ([\d.]+) ms to", lambda: results("shadow-state.json")["whole"]["calls_during_whole_encode_ms"]["no_encode"]["p99"]),
     ("calls beside an encode that never stops p99", BENCH, r"takes the p99 from [\d.]+ ms to ([\d.]+) ms", lambda: results("shadow-state.json")["whole"]["calls_during_whole_encode_ms"]["encode_never_stops"]["p99"]),
     ("calls beside an encode that stops p99", BENCH, r"one that stops\s+leaves it at ([\d.]+) ms", lambda: results("shadow-state.json")["whole"]["calls_during_whole_encode_ms"]["encode_stops_in_session"]["p99"]),
-    ("writev, job cycle growth before", BENCH, r"Volcano's shape went from (\d+) to \d+ MiB\s+\(jobEnqueueable\)", lambda: hotpath_growth(WRITEV, "base", "jobEnqueueable-cycle")),
-    ("writev, job cycle growth after", BENCH, r"Volcano's shape went from \d+ to (\d+) MiB\s+\(jobEnqueueable\)", lambda: hotpath_growth(WRITEV, "new", "jobEnqueueable-cycle")),
-    ("writev, evict cycle growth before", BENCH, r"and from (\d+) to \d+ MiB \(preemptable\)", lambda: hotpath_growth(WRITEV, "base", "preemptable-cycle")),
-    ("writev, evict cycle growth after", BENCH, r"and from \d+ to (\d+) MiB \(preemptable\)", lambda: hotpath_growth(WRITEV, "new", "preemptable-cycle")),
-    ("writev, job cycle p50", BENCH, r"new over base, p50 ([\d.]+), quartiles", lambda: hotpath_pair(WRITEV, "base", "new", "jobEnqueueable-cycle", "p50")),
-    ("writev, job cycle p50 quartiles", BENCH, r"new over base, p50 [\d.]+, quartiles ([\d.]+–[\d.]+), and", lambda: hotpath_quartiles(WRITEV, "base", "new", "jobEnqueueable-cycle", "p50")),
-    ("writev, evict cycle p50", BENCH, r"0\.981–1\.072, and ([\d.]+), quartiles", lambda: hotpath_pair(WRITEV, "base", "new", "preemptable-cycle", "p50")),
-    ("writev, evict cycle p50 quartiles", BENCH, r", and [\d.]+, quartiles\s+([\d.]+–[\d.]+), in Volcano's shape\)", lambda: hotpath_quartiles(WRITEV, "base", "new", "preemptable-cycle", "p50")),
-    ("first derivation per pod", GUIDE, r"derives every task, node and job \((\d+) µs per pod", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"] * 1000 / results("cluster-state.json")["pods"]),
-    ("first derivation", GUIDE, r"builds every task, node and job\s+\((\d+) ms median\)", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"]),
-    ("derivation, nothing changed", GUIDE, r"\(([\d.]+) ms with nothing changed", lambda: results("cluster-state.json")["incremental"]["changed_0_pods_ms"]["median"]),
-    ("derivation, 100 pods changed", GUIDE, r"(\d+) ms with 100 pods changed\)", lambda: results("cluster-state.json")["incremental"]["changed_100_pods_ms"]["median"]),
+    ("first derivation per pod", GUIDE, r"derives every task, node and job \((\d+) µs per pod", lambda: state_at(1000, 10000)["incremental"]["first_session_ms"]["median"] * 1000 / 10000),
+    ("first derivation", GUIDE, r"builds every task, node and job\s+\((\d+) ms median\)", lambda: state_at(1000, 10000)["incremental"]["first_session_ms"]["median"]),
+    ("derivation, nothing changed", GUIDE, r"\(([\d.]+) ms with nothing changed", lambda: state_at(1000, 10000)["incremental"]["changed_0_pods_ms"]["median"]),
+    ("derivation, 100 pods changed", GUIDE, r"(\d+) ms with 100 pods changed\)", lambda: state_at(1000, 10000)["incremental"]["changed_100_pods_ms"]["median"]),
     ("cluster idle cycles", BENCH, r"bound for the settle time and then (\d+) more cycles passed", lambda: results("cluster.json")["plan"]["idleCycles"]),
     ("cluster time box", BENCH, r"or at the time box \((\d+) s\)", lambda: results("cluster.json")["plan"]["timeboxSeconds"]),
     # ... beside the cluster tables
@@ -279,15 +270,9 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("evict pods evicted", BENCH, r"preemptors bound and (\d+) pods evicted\)", lambda: cluster_run("100 / 1000", "evict", "caldera", "evicted")),
     ("onSessionOpen column at 1,000", BENCH, r"\"Caldera's onSessionOpen\" column \((\d+) ms at 1,000", lambda: cluster_run("1000 / 10000", "job", "caldera", "caldera_open_ms")),
     ("onSessionOpen column rate", BENCH, r"column \(\d+ ms at 1,000 / 10,000, ~(\d+) MB/s\)", lambda: round(open_mb_per_s("1000 / 10000"), -1)),
-    ("paired decode at 100", BENCH, r"after/before ([\d.]+) \(quartiles [\d.]+-[\d.]+\) at 100 / 1,000", lambda: decode_run(PAIRED_DECODE, 0)[0]),
-    ("paired decode at 100 q1", BENCH, r"after/before [\d.]+ \(quartiles ([\d.]+)-[\d.]+\) at 100 / 1,000", lambda: decode_run(PAIRED_DECODE, 0)[1]),
-    ("paired decode at 100 q3", BENCH, r"after/before [\d.]+ \(quartiles [\d.]+-([\d.]+)\) at 100 / 1,000", lambda: decode_run(PAIRED_DECODE, 0)[2]),
-    ("paired decode at 1,000", BENCH, r"at 100 / 1,000 and ([\d.]+) \([\d.]+-[\d.]+\)\s+at 1,000 / 10,000", lambda: decode_run(PAIRED_DECODE, 1)[0]),
-    ("paired decode at 1,000 q1", BENCH, r"at 100 / 1,000 and [\d.]+ \(([\d.]+)-[\d.]+\)\s+at 1,000 / 10,000", lambda: decode_run(PAIRED_DECODE, 1)[1]),
-    ("paired decode at 1,000 q3", BENCH, r"at 100 / 1,000 and [\d.]+ \([\d.]+-([\d.]+)\)\s+at 1,000 / 10,000", lambda: decode_run(PAIRED_DECODE, 1)[2]),
     ("floor x3 bound", BENCH, r"Every run bound the same ([\d,]+) pods and decided as in-tree", lambda: trial_run(FLOOR_X3, "caldera-cluster", "bound")),
-    ("real snapshot at 100", BENCH, r"\(not committed: (\d+) and \d+ MB\)", lambda: decode_megabytes(PAIRED_DECODE, 0)),
-    ("real snapshot at 1,000", BENCH, r"\(not committed: \d+ and (\d+) MB\)", lambda: decode_megabytes(PAIRED_DECODE, 1)),
+    ("real snapshot at 100", BENCH, r"\(not committed: (\d+) and \d+ MB\)", lambda: real_snapshot_megabytes(0)),
+    ("real snapshot at 1,000", BENCH, r"\(not committed: \d+ and (\d+) MB\)", lambda: real_snapshot_megabytes(1)),
     ("delta per changed pod", BENCH, r"so a delta is ~(\d+) KB a changed pod", lambda: results("shadow-state.json")["changed_10_pods"]["bytes_median"] / 10 / 1000),
     ("committed run minutes", BENCH, r"\(commit d2e7bc4, (\d+)\s+min\)", lambda: results("cluster.json")["seconds"] / 60),
     ("committed snapshot at 500", BENCH, r"Caldera's build of the (\d+) MiB snapshot \(the table's", lambda: cluster_run("500 / 5000", "job", "caldera", "snapshot_MiB")),

@@ -113,16 +113,6 @@ def test_the_report_command_bench_readme_shows_writes_a_new_figure(
             ["targets-notes"],
         ),
         (
-            "a hand-off's price typed over",
-            ("**+33 µs a verb**", "**+20 µs a verb**"),
-            ["offloop"],
-        ),
-        (
-            "a decode ratio typed over",
-            ("| 1.072 (1.055–1.128) |", "| 1.050 (1.055–1.128) |"),
-            ["fields-decode"],
-        ),
-        (
             "a real snapshot's rate typed over",
             ("(**881 → 1,004 MB/s**)", "(**881 → 1,104 MB/s**)"),
             ["snapshot-floor"],
