@@ -15,9 +15,12 @@ PodGroup spec/status, queue spec/status. ``TaskStatusIndex`` and ``SubJobs`` (co
 
 from __future__ import annotations
 
+import functools
 import gc
 import statistics
 import time
+import types
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -298,277 +301,38 @@ _ENC = msgspec.json.Encoder()
 
 # ----------------------------------------------------------------------------- pydantic shapes
 
-_CFG = pydantic.ConfigDict(extra="ignore")
 
-
-class PModel(pydantic.BaseModel):
-    model_config = _CFG
-
-
-class PResource(PModel):
-    MilliCPU: float = 0
-    Memory: float = 0
-    ScalarResources: dict[str, float] | None = None
-    MaxTaskNum: int = 0
-
-
-class POwnerRef(PModel):
-    kind: str = ""
-    name: str = ""
-    uid: str = ""
-    controller: bool | None = None
-
-
-class PObjectMeta(PModel):
-    name: str = ""
-    namespace: str = ""
-    uid: str = ""
-    creationTimestamp: str | None = None
-    deletionTimestamp: str | None = None
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
-    ownerReferences: list[POwnerRef] | None = None
-
-
-class PResources(PModel):
-    limits: dict[str, str] | None = None
-    requests: dict[str, str] | None = None
-
-
-class PContainer(PModel):
-    name: str = ""
-    resources: PResources | None = None
-    restartPolicy: str | None = None
-
-
-class PToleration(PModel):
-    key: str = ""
-    operator: str = ""
-    value: str = ""
-    effect: str = ""
-    tolerationSeconds: int | None = None
-
-
-class PPodSpec(PModel):
-    containers: list[PContainer] | None = None
-    initContainers: list[PContainer] | None = None
-    overhead: dict[str, str] | None = None
-    nodeName: str = ""
-    nodeSelector: dict[str, str] | None = None
-    affinity: dict[str, Any] | None = None
-    tolerations: list[PToleration] | None = None
-    schedulerName: str = ""
-    priorityClassName: str = ""
-    priority: int | None = None
-    preemptionPolicy: str | None = None
-
-
-class PPodStatus(PModel):
-    phase: str = ""
-    nominatedNodeName: str = ""
-
-
-class PPod(PModel):
-    metadata: PObjectMeta | None = None
-    spec: PPodSpec | None = None
-    status: PPodStatus | None = None
-
-
-class PTask(PModel):
-    UID: str = ""
-    Job: str = ""
-    Name: str = ""
-    Namespace: str = ""
-    TaskRole: str = ""
-    Resreq: PResource | None = None
-    InitResreq: PResource | None = None
-    NodeName: str = ""
-    Status: int = 0
-    Priority: int = 0
-    Preemptable: bool = False
-    BestEffort: bool = False
-    RevocableZone: str = ""
-    Pod: PPod | None = None
-
-
-class PTaint(PModel):
-    key: str = ""
-    value: str = ""
-    effect: str = ""
-
-
-class PNodeSpec(PModel):
-    unschedulable: bool = False
-    taints: list[PTaint] | None = None
-
-
-class PNodeStatus(PModel):
-    allocatable: dict[str, str] | None = None
-    capacity: dict[str, str] | None = None
-
-
-class PNode(PModel):
-    metadata: PObjectMeta | None = None
-    spec: PNodeSpec | None = None
-    status: PNodeStatus | None = None
-
-
-class PNodeState(PModel):
-    Phase: int = 0
-    Reason: str = ""
-
-
-class PNodeInfo(PModel):
-    Name: str = ""
-    Node: PNode | None = None
-    State: PNodeState | None = None
-    Releasing: PResource | None = None
-    Pipelined: PResource | None = None
-    Idle: PResource | None = None
-    Used: PResource | None = None
-    Allocatable: PResource | None = None
-    Capacity: PResource | None = None
-    Tasks: dict[str, PTask] | None = None
-    RevocableZone: str = ""
-
-
-class PPodGroupSpec(PModel):
-    minMember: int = 0
-    minTaskMember: dict[str, int] | None = None
-    queue: str = ""
-    priorityClassName: str = ""
-    minResources: dict[str, str] | None = None
-
-
-class PPodGroupStatus(PModel):
-    phase: str = ""
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
-
-
-class PPodGroup(PModel):
-    metadata: PObjectMeta | None = None
-    spec: PPodGroupSpec | None = None
-    status: PPodGroupStatus | None = None
-
-
-class PBudget(PModel):
-    MinAvailable: str = ""
-    MaxUnavailable: str = ""
-
-
-class PJobInfo(PModel):
-    UID: str = ""
-    PgUID: str = ""
-    Name: str = ""
-    Namespace: str = ""
-    Queue: str = ""
-    Priority: int = 0
-    MinAvailable: int = 0
-    WaitingTime: int | None = None
-    Tasks: dict[str, PTask] | None = None
-    TaskMinAvailable: dict[str, int] | None = None
-    TaskMinAvailableTotal: int = 0
-    Allocated: PResource | None = None
-    TotalRequest: PResource | None = None
-    CreationTimestamp: str | None = None
-    PodGroup: PPodGroup | None = None
-    Preemptable: bool = False
-    RevocableZone: str = ""
-    Budget: PBudget | None = None
-
-
-class PQueueSpec(PModel):
-    weight: int = 0
-    capability: dict[str, str] | None = None
-    deserved: dict[str, str] | None = None
-    reclaimable: bool | None = None
-    parent: str = ""
-    priority: int = 0
-
-
-class PQueueStatus(PModel):
-    state: str = ""
-    allocated: dict[str, str] | None = None
-
-
-class PQueue(PModel):
-    metadata: PObjectMeta | None = None
-    spec: PQueueSpec | None = None
-    status: PQueueStatus | None = None
-
-
-class PQueueInfo(PModel):
-    UID: str = ""
-    Name: str = ""
-    Weight: int = 0
-    Hierarchy: str = ""
-    Weights: str = ""
-    Queue: PQueue | None = None
-
-
-class PQuota(PModel):
-    hard: dict[str, str] | None = None
-    used: dict[str, str] | None = None
-
-
-class PNamespaceInfo(PModel):
-    Name: str = ""
-    QuotaStatus: dict[str, PQuota] | None = None
-
-
-class POpen(PModel):
-    Jobs: dict[str, PJobInfo] | None = None
-    Nodes: dict[str, PNodeInfo] | None = None
-    Queues: dict[str, PQueueInfo] | None = None
-    NamespaceInfo: dict[str, PNamespaceInfo] | None = None
-
-
-class PPredicate(PModel):
-    task: PTask
-    node: PNodeInfo
-
-
-class PPrioritize(PModel):
-    task: PTask
-    nodes: list[PNodeInfo] | None
-
-
-class PEvict(PModel):
-    evictor: PTask
-    evictees: list[Any] | None  # pydantic has no raw passthrough; victims re-encoded
-
-
-class PJob(PModel):
-    job: PJobInfo
-
-
-class PTaskReq(PModel):
-    task: PTask
-
-
-class PQueueReq(PModel):
-    queue: PQueueInfo
-
-
-class PEmpty(PModel):
-    pass
+@functools.cache
+def pydantic_model(struct: type[msgspec.Struct]) -> type[pydantic.BaseModel]:
+    """The same narrow shape as a pydantic model: the Struct's fields, types and defaults, its
+    nested Structs as models in turn, unknown keys ignored; a ``msgspec.Raw`` becomes ``Any``
+    (pydantic has no raw passthrough: its victims would be re-encoded)."""
+    fields: dict[str, Any] = {}
+    for field in msgspec.structs.fields(struct):
+        default = ... if field.required else field.default
+        fields[field.name] = (_pydantic_type(field.type), default)
+    name = "P" + struct.__name__.removeprefix("M")
+    config = pydantic.ConfigDict(extra="ignore")
+    return pydantic.create_model(name, __config__=config, **fields)
+
+
+def _pydantic_type(hint: Any) -> Any:
+    if hint is msgspec.Raw:
+        return Any
+    if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
+        return pydantic_model(hint)
+    args = typing.get_args(hint)
+    if not args:
+        return hint
+    converted = tuple(_pydantic_type(arg) for arg in args)
+    origin = typing.get_origin(hint)
+    if origin in (types.UnionType, typing.Union):
+        return typing.Union[converted]  # noqa: UP007 (a tuple of types, built at run time)
+    return origin[converted]
 
 
 P_TYPES: dict[str, type[pydantic.BaseModel]] = {
-    "onSessionOpen": POpen,
-    "onSessionClose": PEmpty,
-    "predicate": PPredicate,
-    "prioritize": PPrioritize,
-    "preemptable": PEvict,
-    "reclaimable": PEvict,
-    "jobEnqueueable": PJob,
-    "jobEnqueued": PJob,
-    "jobReady": PJob,
-    "queueOverused": PQueueReq,
-    "allocate": PTaskReq,
-    "deallocate": PTaskReq,
+    verb: pydantic_model(struct) for verb, struct in M_TYPES.items()
 }
 
 # ------------------------------------------------------------------------------------ handlers
