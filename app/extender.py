@@ -351,9 +351,10 @@ class Extender:
     def _open_from_cluster(self, source: ClusterSessionState) -> None:
         """The session's first call: freeze the watched state and open the session on it, as
         :meth:`open` does on Volcano's snapshot. Before the watch has listed once the session
-        stays without state (its calls are answered as sessionless) until onSessionClose."""
+        stays without state until onSessionClose, and is answered as a stale one (a sidecar
+        restarted while vc-scheduler runs is called before its lists: cluster_mode.py)."""
         self._between_sessions = False
-        reasons = source.staleness.stale()
+        reasons = source.not_current()
         answering = self.config.onStaleState is OnStaleState.ANSWER
         self._stale = "; ".join(reasons) if reasons and not answering else None
         self.open_session(source.open_session)

@@ -14,14 +14,20 @@ pods. The
 plugins open on it as on a snapshot, so per-session plugin state and the decision record work
 as before. The extender (``app/extender.py``) drives the boundary; this object owns the watch.
 
-Until every collection has been listed once there is no state to derive: a session whose first
-call comes earlier is answered without a session (the plugins that need one abstain, and
-``caldera_sessionless_calls_total`` counts it), and ``/readyz`` answers 503 so the startupProbe
-holds vc-scheduler back meanwhile.
+Until every collection has been listed once there is no state to derive, and ``/readyz``
+answers 503 so the startupProbe holds vc-scheduler back meanwhile. No probe holds it back when
+the sidecar alone restarts (the native sidecar's restart, an OOM kill): vc-scheduler calls the
+new process from its first second. A session whose first call comes before the lists have no
+state, and answering it without one would let each plugin that needs one abstain, admitting or
+placing what the state would hold (an over-quota job admitted, e2e
+``stale-view-caldera-restarted``); so it is answered as a stale one is, as ``onStaleState``
+says (:meth:`ClusterSessionState.not_current`): ``hold`` admits, places and evicts nothing;
+``answer`` answers it without a session (``caldera_verbs_without_session_total`` counts it).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +40,8 @@ from app.cluster_state.watch import WatchBackedState, WatchErrors
 from app.session_events import Opened
 from schemas.api import TaskInfo
 from schemas.requests import OnSessionOpenRequest
+
+logger = logging.getLogger("caldera.session_state")
 
 
 class ClusterSessionState(WatchBackedState):
@@ -66,10 +74,33 @@ class ClusterSessionState(WatchBackedState):
         """Whether sessions can be served: the watch has listed every collection once."""
         return self.watch.synced
 
+    def not_current(self) -> list[str]:
+        """Why a session opened now must not be answered as usual: the watches have not all
+        listed once (there is no state yet: :meth:`open_session` gives none), or the view is
+        stale (:class:`~app.cluster_state.staleness.Staleness`). Empty: answered as usual."""
+        reasons = self.staleness.stale()
+        if not self.watch.synced:
+            reasons.insert(0, self.not_listed())
+        return reasons
+
+    def not_listed(self) -> str:
+        """What has not been listed yet, for the held answers, a 503 and the log."""
+        waiting = [r.name for r in self.watch.reflectors if not r.status.synced]
+        return (
+            f"the cluster view is not listed yet: {', '.join(waiting) or 'no watch started'}"
+            f" of {self.staleness.server()} not listed once since Caldera started"
+        )
+
     def open_session(self) -> OnSessionOpenRequest | None:
         """The session's state, frozen now; None before the watch has listed once."""
         if not self.watch.synced:
             self.sessions_before_sync += 1
+            if self.sessions_before_sync == 1:
+                logger.warning(
+                    "a session's first call came before every watch had listed once (%s):"
+                    " answered as onStaleState says, without a state",
+                    self.not_listed(),
+                )
             return None
         started = time.perf_counter()
         derived = self.store.open_session()

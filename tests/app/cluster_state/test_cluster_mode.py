@@ -269,7 +269,7 @@ async def test_an_allocation_rolled_back_in_its_session_is_not_kept() -> None:
 # --- before the watch has listed --------------------------------------------------------------
 
 
-async def test_not_ready_and_sessionless_until_every_collection_listed_once() -> None:
+async def test_not_ready_and_held_until_every_collection_listed_once() -> None:
     app = create_app(load_config_text(config("cluster"), "c.yaml"), watch_interval=0)
     state: ClusterSessionState = app.runtime.session_state
     fill(state, matching_objects())
@@ -279,15 +279,16 @@ async def test_not_ready_and_sessionless_until_every_collection_listed_once() ->
         ready = await c.get("/readyz")
         assert ready.status_code == 503 and ready.json()["status"] == "not ready"
         assert ready.json()["sessionState"]["synced"] is False
-        # A session whose first call comes now has no state: answered sessionless to its end.
-        assert (await c.post("/jobEnqueueable", content=job)).status_code == 200
+        # A session whose first call comes now has no state: held to its end (onStaleState
+        # hold, the default), not answered without one (test_before_sync.py).
+        assert (await c.post("/jobEnqueueable", content=job)).json() == {"status": -1}
         for reflector in state.watch.reflectors:
             reflector.status.synced = True
-        await c.post("/jobEnqueueable", content=job)
+        assert (await c.post("/jobEnqueueable", content=job)).json() == {"status": -1}
         assert app.runtime.extender.sessions.current is None
         assert state.sessions_before_sync == 1
         scraped = (await c.get("/metrics")).text
-        assert 'caldera_verbs_without_session_total{verb="jobEnqueueable"} 2.0' in scraped
+        assert "caldera_verbs_without_session_total{" not in scraped
 
         ready = await c.get("/readyz")
         assert ready.status_code == 200, ready.json()
