@@ -59,16 +59,6 @@ def explain_bound_mib() -> float:
     return float(DEFAULT_ENTRIES * DEFAULT_SESSIONS * per_entry / MiB)
 
 
-def state_at(nodes: int, pods: int) -> dict[str, Any]:
-    """One size of bench/results/cluster-state.json (``python -m bench.cluster_state``)."""
-    size: dict[str, Any] = next(
-        s
-        for s in results("cluster-state.json")["sizes"]
-        if (s["nodes"], s["pods"]) == (nodes, pods)
-    )
-    return size
-
-
 def cluster_row(size: str, group: str, scheduler: str) -> dict[str, Any]:
     row: dict[str, Any] = next(
         r
@@ -150,6 +140,15 @@ def real_snapshot_megabytes(index: int) -> float:
 
     runs = parse_snapshot((RESULTS / REAL_SNAPSHOTS).read_text())
     return list(dict.fromkeys(run.megabytes for run in runs))[index]
+
+
+@cache
+def real_snapshot_skip_MBps(index: int) -> float:
+    """msgspec's skip of a whole captured real snapshot, MB/s, after the change it measured."""
+    from bench.snapshot import parse_output as parse_snapshot
+
+    runs = parse_snapshot((RESULTS / REAL_SNAPSHOTS).read_text())
+    return [run for run in runs if run.label == "after"][index].mbps("skip")
 
 
 def round_jobs(scheduler: str, number: int = 1) -> float:
@@ -255,10 +254,10 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("calls with no encode p99", BENCH, r"takes the p99 from ([\d.]+) ms to", lambda: results("shadow-state.json")["whole"]["calls_during_whole_encode_ms"]["no_encode"]["p99"]),
     ("calls beside an encode that never stops p99", BENCH, r"takes the p99 from [\d.]+ ms to ([\d.]+) ms", lambda: results("shadow-state.json")["whole"]["calls_during_whole_encode_ms"]["encode_never_stops"]["p99"]),
     ("calls beside an encode that stops p99", BENCH, r"one that stops\s+leaves it at ([\d.]+) ms", lambda: results("shadow-state.json")["whole"]["calls_during_whole_encode_ms"]["encode_stops_in_session"]["p99"]),
-    ("first derivation per pod", GUIDE, r"derives every task, node and job \((\d+) µs per pod", lambda: state_at(1000, 10000)["incremental"]["first_session_ms"]["median"] * 1000 / 10000),
-    ("first derivation", GUIDE, r"builds every task, node and job\s+\((\d+) ms median\)", lambda: state_at(1000, 10000)["incremental"]["first_session_ms"]["median"]),
-    ("derivation, nothing changed", GUIDE, r"\(([\d.]+) ms with nothing changed", lambda: state_at(1000, 10000)["incremental"]["changed_0_pods_ms"]["median"]),
-    ("derivation, 100 pods changed", GUIDE, r"(\d+) ms with 100 pods changed\)", lambda: state_at(1000, 10000)["incremental"]["changed_100_pods_ms"]["median"]),
+    ("first derivation per pod", GUIDE, r"derives every task, node and job \((\d+) µs per pod", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"] * 1000 / results("cluster-state.json")["pods"]),
+    ("first derivation", GUIDE, r"builds every task, node and job\s+\((\d+) ms median\)", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"]),
+    ("derivation, nothing changed", GUIDE, r"\(([\d.]+) ms with nothing changed", lambda: results("cluster-state.json")["incremental"]["changed_0_pods_ms"]["median"]),
+    ("derivation, 100 pods changed", GUIDE, r"(\d+) ms with 100 pods changed\)", lambda: results("cluster-state.json")["incremental"]["changed_100_pods_ms"]["median"]),
     ("cluster idle cycles", BENCH, r"bound for the settle time and then (\d+) more cycles passed", lambda: results("cluster.json")["plan"]["idleCycles"]),
     ("cluster time box", BENCH, r"or at the time box \((\d+) s\)", lambda: results("cluster.json")["plan"]["timeboxSeconds"]),
     # ... beside the cluster tables
@@ -273,6 +272,7 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("floor x3 bound", BENCH, r"Every run bound the same ([\d,]+) pods and decided as in-tree", lambda: trial_run(FLOOR_X3, "caldera-cluster", "bound")),
     ("real snapshot at 100", BENCH, r"\(not committed: (\d+) and \d+ MB\)", lambda: real_snapshot_megabytes(0)),
     ("real snapshot at 1,000", BENCH, r"\(not committed: \d+ and (\d+) MB\)", lambda: real_snapshot_megabytes(1)),
+    ("floor decode at 500", BENCH, r"would still take about (\d+) ms \(that snapshot at the", lambda: cluster_run("500 / 5000", "job", "caldera", "snapshot_MiB") * MiB / 1e6 / real_snapshot_skip_MBps(1) * 1000),
     ("delta per changed pod", BENCH, r"so a delta is ~(\d+) KB a changed pod", lambda: results("shadow-state.json")["changed_10_pods"]["bytes_median"] / 10 / 1000),
     ("committed run minutes", BENCH, r"\(commit d2e7bc4, (\d+)\s+min\)", lambda: results("cluster.json")["seconds"] / 60),
     ("committed snapshot at 500", BENCH, r"Caldera's build of the (\d+) MiB snapshot \(the table's", lambda: cluster_run("500 / 5000", "job", "caldera", "snapshot_MiB")),
