@@ -116,8 +116,15 @@ func (c *Cluster) startCaldera(t testing.TB, name, configPath string, env []stri
 	return cal
 }
 
-// Start (re)starts the process on the same port.
+// Start (re)starts the process on the same port and waits for /readyz on both listeners.
 func (cal *Caldera) Start(t testing.TB) {
+	t.Helper()
+	cal.launch(t)
+	cal.waitReady(t)
+}
+
+// launch starts the process on the same ports, without waiting for anything.
+func (cal *Caldera) launch(t testing.TB) {
 	t.Helper()
 	cal.n++
 	args := append([]string{"serve"}, cal.configArgs()...)
@@ -130,6 +137,11 @@ func (cal *Caldera) Start(t testing.TB) {
 	}
 	cal.proc = cal.c.start(t, fmt.Sprintf("%s-caldera-%d", cal.name, cal.n),
 		append([]string{"CALDERA_LOG_FORMAT=text"}, cal.env...), bin, args...)
+}
+
+// waitReady waits for /readyz 200 on both listeners.
+func (cal *Caldera) waitReady(t testing.TB) {
+	t.Helper()
 	if err := waitFor(60*time.Second, func() (bool, error) {
 		if !cal.proc.running() {
 			return false, fmt.Errorf("caldera exited")
@@ -332,6 +344,7 @@ func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string,
 	t.Logf("volcano-scheduler.conf:\n%s", conf)
 	s.Scheduler = c.StartScheduler(t, name, conf, opts.schedulerArgs...)
 	s.checkSessionStateAtEnd(t, calderaConfig)
+	s.checkSelfAuditAtEnd(t)
 	return s
 }
 

@@ -37,6 +37,8 @@ import (
 // TCPProxy forwards loopback TCP connections to target byte for byte (TLS passes through: the
 // API server's certificate names 127.0.0.1, so a kubeconfig naming the proxy verifies). Cut
 // closes its listener and every connection it holds; Restore listens again on the same port.
+// Stall holds each connection accepted from then on, unanswered (a list that takes its time),
+// until Release forwards them.
 type TCPProxy struct {
 	Addr     string // 127.0.0.1:PORT, the same after a Restore
 	target   string
@@ -44,6 +46,8 @@ type TCPProxy struct {
 	l        net.Listener
 	conns    map[net.Conn]struct{}
 	accepted int
+	gate     chan struct{} // non-nil while stalled: closed by Release (or Cut)
+	held     int           // connections accepted while stalled
 }
 
 // StartTCPProxy listens on a free loopback port; the proxy is cut when the test ends.
@@ -75,37 +79,51 @@ func (p *TCPProxy) serve(l net.Listener) {
 		if err != nil {
 			return // closed by Cut
 		}
-		out, err := net.DialTimeout("tcp", p.target, 5*time.Second)
-		if err != nil {
-			in.Close()
-			continue
-		}
 		p.mu.Lock()
-		if p.l != l { // cut meanwhile
-			p.mu.Unlock()
-			in.Close()
-			out.Close()
-			return
+		gate := p.gate
+		if gate != nil {
+			p.held++
 		}
-		p.accepted++
-		p.conns[in], p.conns[out] = struct{}{}, struct{}{}
 		p.mu.Unlock()
-		pipe := func(dst, src net.Conn) {
-			_, _ = io.Copy(dst, src)
-			dst.Close()
-			src.Close()
-			p.mu.Lock()
-			delete(p.conns, dst)
-			delete(p.conns, src)
-			p.mu.Unlock()
-		}
-		go pipe(in, out)
-		go pipe(out, in)
+		go p.forward(l, in, gate)
 	}
 }
 
-// Cut closes the listener and every open connection (both sides); it returns how many
-// client connections were open.
+// forward pipes one accepted connection to the target, once gate (if any) is closed.
+func (p *TCPProxy) forward(l net.Listener, in net.Conn, gate chan struct{}) {
+	if gate != nil {
+		<-gate
+	}
+	out, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	if err != nil {
+		in.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.l != l { // cut meanwhile
+		p.mu.Unlock()
+		in.Close()
+		out.Close()
+		return
+	}
+	p.accepted++
+	p.conns[in], p.conns[out] = struct{}{}, struct{}{}
+	p.mu.Unlock()
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		dst.Close()
+		src.Close()
+		p.mu.Lock()
+		delete(p.conns, dst)
+		delete(p.conns, src)
+		p.mu.Unlock()
+	}
+	go pipe(in, out)
+	go pipe(out, in)
+}
+
+// Cut closes the listener and every open connection (both sides), and those stalled; it
+// returns how many client connections were open.
 func (p *TCPProxy) Cut() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -113,11 +131,38 @@ func (p *TCPProxy) Cut() int {
 		p.l.Close()
 		p.l = nil
 	}
+	if p.gate != nil {
+		close(p.gate) // the held connections see the cut and close
+		p.gate = nil
+	}
 	n := len(p.conns) / 2
 	for c := range p.conns {
 		c.Close()
 	}
 	p.conns = map[net.Conn]struct{}{}
+	return n
+}
+
+// Stall holds every connection accepted from now on until Release; the open ones go on.
+func (p *TCPProxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gate == nil {
+		p.gate = make(chan struct{})
+	}
+}
+
+// Release forwards the stalled connections and those accepted from now on; it returns how
+// many connections were held.
+func (p *TCPProxy) Release() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gate != nil {
+		close(p.gate)
+		p.gate = nil
+	}
+	n := p.held
+	p.held = 0
 	return n
 }
 
