@@ -109,6 +109,7 @@ func TestE2E(t *testing.T) {
 	t.Run("stale-view-proxy-cut", func(t *testing.T) { testStaleViewProxyCut(t, c) })
 	t.Run("stale-view-caldera-restarted", func(t *testing.T) { testStaleViewCalderaRestarted(t, c) })
 	t.Run("stale-view-watch-expired", func(t *testing.T) { testStaleViewWatchExpired(t, c) })
+	t.Run("stale-view-miscounted", func(t *testing.T) { testStaleViewMiscounted(t, c) })
 	t.Run("manifests", func(t *testing.T) { testManifests(t, c) })
 	// Last: it stops the API server every scenario shares.
 	t.Run("stale-view-apiserver-stopped", func(t *testing.T) { testStaleViewAPIServerStopped(t, c) })

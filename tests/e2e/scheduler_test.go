@@ -282,6 +282,9 @@ type Scenario struct {
 	Scheduler *proc
 	Proxy     *FaultyProxy // between vc-scheduler and Caldera; forwards everything until told
 	nodes     []string
+	// derivedWrongOnPurpose: the scenario makes Caldera's derived state wrong to see the
+	// self-audit catch it (stale-view-miscounted), so the end's self-audit check is left out.
+	derivedWrongOnPurpose bool
 }
 
 // NewScenario creates the namespace and nodes, starts Caldera with config and vc-scheduler with
