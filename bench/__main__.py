@@ -22,6 +22,8 @@ HELP = """Caldera benchmark.
   python -m bench shapes                     the workloads' object sizes (bench/results/workload-shapes.json)
   python -m bench compare-churn              sessionState compare's differences while pods bind and
                                              finish (the e2e scenario compare-churn)
+  python -m bench churn [--smoke]            compare mode under real churn at scale (--size NxP), and
+                                             the cycle and jobs' time to start in-tree vs cluster mode
 """
 
 
@@ -120,6 +122,12 @@ def main(argv: list[str] | None = None) -> int:
     from bench import compare_churn
 
     compare_churn.add_arguments(cc)
+    ch = sub.add_parser(
+        "churn", help="compare mode under real churn at scale (bench/churn.py, TestChurn)"
+    )
+    from bench import churn
+
+    churn.add_arguments(ch)
     rp = sub.add_parser(
         "report", help="write bench/README's generated sections from the committed results"
     )
@@ -184,6 +192,14 @@ def main(argv: list[str] | None = None) -> int:
 
             readme.write()
             print(f"bench/README.md: written from {a.out}")
+        return code
+    if a.cmd == "churn":
+        code = churn.main(a)
+        if churn.writes_readme(a) and churn.OUT.exists():
+            from bench import readme
+
+            readme.write(only={"churn"})
+            print(f"bench/README.md: the churn section written from {churn.OUT}")
         return code
     if a.cmd == "profile":
         from bench import profile

@@ -107,7 +107,7 @@ class SessionStateComparison(WatchBackedState):
             None, self._compare, sent, objects, self.store.derivation, placements
         )
         self._running = future
-        future.add_done_callback(lambda done: self._finished(done, number))
+        future.add_done_callback(lambda done: self._finished(done, number, placements))
 
     @staticmethod
     def _compare(
@@ -122,7 +122,9 @@ class SessionStateComparison(WatchBackedState):
         derived = derivation.derive(objects, placements)
         return compare(sent, derived.snapshot), derived.settled, time.perf_counter() - started
 
-    def _finished(self, done: asyncio.Future[Any], number: int) -> None:
+    def _finished(
+        self, done: asyncio.Future[Any], number: int, placements: dict[str, Placement]
+    ) -> None:
         if done.cancelled():
             return
         error = done.exception()
@@ -131,7 +133,8 @@ class SessionStateComparison(WatchBackedState):
             self._note("failed")
             return
         differences, settled, seconds = done.result()
-        self.store.overlay.settle(settled)
+        # Sessions went on while the comparison ran: only what it was given can settle.
+        self.store.overlay.settle(settled, seen=placements)
         self.record(number, differences, seconds)
 
     def record(self, number: int, differences: list[Difference], seconds: float) -> None:

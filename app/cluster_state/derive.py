@@ -36,6 +36,8 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+import msgspec
+
 from app.cluster_state.multi_scheduler import MultiScheduler
 from app.cluster_state.objects import ClusterObjects, WatchedNode, WatchedPod, pod_resource_request
 from app.cluster_state.overlay import Placement
@@ -168,12 +170,31 @@ def _apply_placement(task: TaskInfo, watched: WatchedPod, placement: Placement |
             return True
         task.Status = TaskStatus.Binding
         task.NodeName = placement.node_name
+        _write_node(task, placement.node_name)
+        return False
+    if placement.status == TaskStatus.Pending:
+        # The node an allocation wrote into Volcano's pod object (overlay.py): there until an
+        # update of the pod replaces the object.
+        meta = watched.pod.metadata
+        if watched.node_name or meta is None or meta.resourceVersion != placement.pod_version:
+            return True
+        _write_node(task, placement.node_name)
         return False
     # Releasing: the pod's deletion (deletionTimestamp) shows it.
     if watched.deleting or task.Status not in (TaskStatus.Running, TaskStatus.Bound):
         return True
     task.Status = TaskStatus.Releasing
     return False
+
+
+def _write_node(task: TaskInfo, node: str) -> None:
+    """``task.Pod.Spec.NodeName = hostname`` (``Statement.Allocate``), on a copy of the pod:
+    the watched object is shared by every derivation."""
+    pod = task.Pod
+    if pod is not None and pod.spec is not None and pod.spec.nodeName != node:
+        task.Pod = msgspec.structs.replace(
+            pod, spec=msgspec.structs.replace(pod.spec, nodeName=node)
+        )
 
 
 # --- nodes ------------------------------------------------------------------------------------

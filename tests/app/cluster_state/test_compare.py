@@ -9,6 +9,8 @@ import pytest
 
 from app.cluster_state.compare import compare, counts_by_kind
 from app.cluster_state.derive import derive
+from app.cluster_state.overlay import Placement
+from schemas.api import TaskStatus
 from schemas.requests import OnSessionOpenRequest
 from tests.app.cluster_state.objects import (
     captured_in_a_cluster,
@@ -261,3 +263,25 @@ def test_differences_of_objects_that_moved_are_in_flight(
     assert counts_by_kind(differences, in_flight_only=True) == counts_by_kind(
         [d for d in differences if d.in_flight]
     )
+
+
+def test_the_node_a_discarded_allocation_left_in_volcanos_pod_is_derived_not_a_difference() -> None:
+    """Volcano's ``Statement.Allocate`` writes the node into the pod its cache holds and a
+    discarded gang leaves it there (app/cluster_state/overlay.py): the snapshot's pending task
+    carries it in ``Pod.spec.nodeName``, at the version both sides saw. Without the overlay's
+    written node that is a ``task.Pod`` difference not in flight (what ``bench churn`` found);
+    with it, none."""
+    sent = captured()
+    job = sent.Jobs["ns1/pg-pending"]  # type: ignore[index]
+    (uid, pending), *_ = job.Tasks.items()  # type: ignore[union-attr]
+    assert pending.Pod is not None and pending.Pod.spec is not None
+    pending.Pod.spec.nodeName = "node2"
+    assert pending.Pod.metadata is not None
+    pending.Pod.metadata.resourceVersion = "1"  # the version the objects below are at
+    objects = cluster(**matching_objects())
+    unaware = compare(sent, derive(objects).snapshot)
+    assert [(d.kind, d.path, d.in_flight) for d in unaware] == [
+        ("task.Pod", ".spec.nodeName", False)
+    ]
+    written = Placement("node2", TaskStatus.Pending, pod_version="1")
+    assert compare(sent, derive(objects, placements={uid: written}).snapshot) == []

@@ -573,3 +573,52 @@ def test_namespace_quotas() -> None:
     assert sorted(status) == ["a", "b"]
     assert (status["a"].hard, status["a"].used) == ({"cpu": "10"}, {"cpu": "2"})
     assert (status["b"].hard, status["b"].used) == ({"memory": "1Gi"}, None)
+
+
+def _pending_pod_cluster() -> Any:
+    return cluster(
+        pods=[pod("p", group="pg", requests={"cpu": "1"})],
+        nodes=[node("n1")],
+        podgroups=[podgroup("pg")],
+        queues=[queue("q1")],
+    )
+
+
+def test_the_node_a_rolled_back_allocation_wrote_into_volcanos_pod_stays_with_that_version() -> (
+    None
+):
+    """``Statement.Allocate`` sets ``task.Pod.Spec.NodeName`` on the pod object Volcano's cache
+    shares with the session (``TaskInfo.Clone`` copies the pointer) and ``unallocate`` leaves it:
+    a discarded gang's pod is sent Pending, without a task ``NodeName``, its pod's
+    ``spec.nodeName`` the node last tried, while the pod is at that version (``bench churn``
+    found these as ``task.Pod`` differences that were not in flight)."""
+    objects = _pending_pod_cluster()
+    written = Placement("n1", TaskStatus.Pending, pod_version="1")
+    derived = derive(objects, placements={"ns1-p": written})
+    task = derived.snapshot.Jobs["ns1/pg"].Tasks["ns1-p"]  # type: ignore[index]
+    assert (task.Status, task.NodeName) == (TaskStatus.Pending, "")
+    assert task.Pod is not None and task.Pod.spec is not None
+    assert task.Pod.spec.nodeName == "n1"
+    assert "ns1-p" not in derived.settled
+    assert derived.snapshot.Nodes["n1"].Used.MilliCPU == 0  # type: ignore[index, union-attr]
+    # The watched object is shared by every derivation: it is not written to.
+    assert objects.pods["ns1/p"].pod.spec.nodeName == ""  # type: ignore[union-attr]
+
+    # An update of the pod since (another resourceVersion) replaced Volcano's object: gone.
+    moved = derive(
+        objects, placements={"ns1-p": Placement("n1", TaskStatus.Pending, pod_version="0")}
+    )
+    task = moved.snapshot.Jobs["ns1/pg"].Tasks["ns1-p"]  # type: ignore[index]
+    assert task.Pod is not None and task.Pod.spec is not None
+    assert task.Pod.spec.nodeName == ""
+    assert "ns1-p" in moved.settled
+
+
+def test_a_binding_task_carries_its_node_in_its_pod_as_volcanos_cache_does() -> None:
+    derived = derive(
+        _pending_pod_cluster(), placements={"ns1-p": Placement("n1", TaskStatus.Binding)}
+    )
+    task = derived.snapshot.Jobs["ns1/pg"].Tasks["ns1-p"]  # type: ignore[index]
+    assert (task.Status, task.NodeName) == (TaskStatus.Binding, "n1")
+    assert task.Pod is not None and task.Pod.spec is not None
+    assert task.Pod.spec.nodeName == "n1"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from app.cluster_state.overlay import AllocationOverlay, Placement
 from schemas.api import TaskInfo, TaskStatus
+from schemas.k8s import ObjectMeta, Pod
 
 
 def task(status: TaskStatus, node: str = "n1") -> TaskInfo:
@@ -74,3 +76,63 @@ def test_a_placement_never_seen_expires() -> None:
     now[0] = 121.0
     assert overlay.placements() == {}
     assert overlay.expired == 1
+
+
+def test_an_allocation_leaves_its_node_in_volcanos_pod_whatever_became_of_it() -> None:
+    """``Statement.Allocate`` writes the node into the pod object Volcano's cache holds, and a
+    rollback does not clear it (overlay.py): kept as a Pending placement with the pod's version,
+    beneath any committed placement, until the cluster shows the pod moved on."""
+    overlay = AllocationOverlay(clock=lambda: 0.0)
+    tried = TaskInfo(
+        UID="u1",
+        Status=TaskStatus.Allocated,
+        NodeName="n1",
+        Pod=Pod(metadata=ObjectMeta(resourceVersion="7")),
+    )
+    overlay.allocate(tried)
+    overlay.deallocate(task(TaskStatus.Pending))  # the gang was discarded
+    overlay.close_session()
+    assert overlay.placements() == {"u1": Placement("n1", TaskStatus.Pending, pod_version="7")}
+    assert len(overlay) == 0  # no placement for the cluster to show
+    overlay.allocate(msgspec.structs.replace(tried, NodeName="n2"))
+    overlay.close_session()
+    assert overlay.placements() == {"u1": Placement("n2", TaskStatus.Binding)}
+    overlay.settle({"u1"})
+    assert overlay.placements() == {}
+
+
+def test_an_allocation_without_its_pod_writes_no_node() -> None:
+    overlay = AllocationOverlay()
+    overlay.allocate(task(TaskStatus.Allocated))
+    overlay.deallocate(task(TaskStatus.Pending))
+    overlay.close_session()
+    assert overlay.placements() == {}
+
+
+def test_a_comparison_settles_only_the_placements_it_was_given() -> None:
+    """Compare mode derives off the event loop while the next session goes on: a pod whose
+    written node that derivation found stale may be allocated again meanwhile (``bench churn``:
+    its new node then went unkept, a ``task.Pod`` difference not in flight). Settling with
+    ``seen`` forgets only what the derivation was given."""
+    overlay = AllocationOverlay(clock=lambda: 0.0)
+    tried = TaskInfo(
+        UID="u1",
+        Status=TaskStatus.Allocated,
+        NodeName="n1",
+        Pod=Pod(metadata=ObjectMeta(resourceVersion="7")),
+    )
+    overlay.allocate(tried)
+    overlay.deallocate(task(TaskStatus.Pending))
+    overlay.close_session()
+    seen = overlay.placements()  # the comparison's freeze; the pod is at version 8 by then
+    again = msgspec.structs.replace(
+        tried, NodeName="n2", Pod=Pod(metadata=ObjectMeta(resourceVersion="8"))
+    )
+    overlay.allocate(again)  # the next session, while the comparison runs
+    overlay.close_session()
+    overlay.settle({"u1"}, seen=seen)  # the comparison found the version-7 node stale
+    assert overlay.placements() == {"u1": Placement("n2", TaskStatus.Binding)}
+    overlay.settle({"u1"}, seen=overlay.placements())  # bound since: the Binding goes...
+    assert overlay.placements() == {"u1": Placement("n2", TaskStatus.Pending, pod_version="8")}
+    overlay.settle({"u1"})  # ...and the written node with the next derivation
+    assert overlay.placements() == {}
