@@ -13,15 +13,28 @@ The objects are synthetic but shaped like an API server's (managedFields, env, p
 status conditions and container statuses on pods; images, conditions and addresses on nodes),
 because what the store drops matters as much as what it keeps. Memory is tracemalloc's count of
 what the store holds after the objects are fed in and the dicts themselves are released.
+
+Each size is measured (issue 50 item 4: 1,000 nodes / 10,000 pods, 5,000 / 50,000 and 5,000 /
+150,000, the size of Volcano's issue 5819), so the results say how each figure grows. And the
+resident memory cluster mode would have at each size, which tracemalloc does not see (the
+interpreter, the app's modules, the allocator's own overhead): a fresh process
+(``--rss-child``) imports the server and the watch, lists every node and pod into a store as
+the reflectors do (every listed object held until the list ends, then the store's replace),
+derives the first session, relists every pod and derives again, and reports its peak RSS
+(``VmHWM``). ``caldera volcano-config`` sizes cluster mode from those peaks
+(``app/commands/measured.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -40,6 +53,16 @@ CHANGED_PODS = (0, 10, 100)
 
 RELIST_CHANGED = (0, 100, 1000)
 """Pods at a new version in a relist of every pod, per relist measurement."""
+
+SIZES = ((1_000, 10_000), (5_000, 50_000), (5_000, 150_000))
+"""(nodes, pods) measured by default: the largest is Volcano's issue 5819's cluster."""
+SMOKE_SIZES = ((20, 200), (40, 600))
+"""``--smoke``: two small sizes, one repeat: the code paths, quickly (the tests run it)."""
+SERVING_MODULES = ("app.server.main", "app.cluster_state.cluster_mode")
+"""What a sidecar serving cluster mode has imported before its first list: the server (its
+routes, the plugins, the framework) and the watch (lightkube)."""
+LARGE_PODS = 20_000
+"""Sizes above this many pods get ``--large-repeats`` sessions (two cores shared by others)."""
 
 
 def synthetic_pod(i: int, nodes: int) -> dict[str, Any]:
@@ -343,35 +366,180 @@ def measure(pods: int, nodes: int, repeats: int = 5) -> dict[str, Any]:
     relist = measure_relist(store, pods, nodes, repeats)
     json_pod = len(json.dumps(synthetic_pod(1, nodes), separators=(",", ":")))
     json_node = len(json.dumps(synthetic_node(1), separators=(",", ":")))
+    jobs = len(derived.snapshot.Jobs or {})
+    del store, derived
+    gc.collect()
     return {
         "pods": pods,
         "nodes": nodes,
+        "repeats": repeats,
         "store_mib_per_1000_pods": round(pod_bytes / pods * 1000 / 2**20, 2),
         "store_mib_per_1000_nodes": round(node_bytes / nodes * 1000 / 2**20, 2),
+        "store_mib": round((pod_bytes + node_bytes) / 2**20, 1),
         "api_json_kib_per_pod": round(json_pod / 1024, 2),
         "api_json_kib_per_node": round(json_node / 1024, 2),
         "freeze_and_derive_ms_min": round(min(times), 1),
         "freeze_and_derive_ms_median": round(statistics.median(times), 1),
-        "derived_jobs": len(derived.snapshot.Jobs or {}),
+        "derived_jobs": jobs,
         "incremental": incremental,
         "relist": relist,
+        "rss": measure_rss(pods, nodes),
     }
+
+
+# --- the process cluster mode would be: its peak RSS (a fresh interpreter per size) ---
+
+
+def _status_mib(field: str) -> float:
+    """A ``/proc/self/status`` memory field (``VmRSS``, ``VmHWM``) in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024  # kB
+    raise LookupError(field)
+
+
+def _listed(store: Any, objects: Any) -> None:
+    """A reflector's list (plugins/pdb/kube.py ``Reflector._list``): every object of the list
+    held as a dict until the last page, then the store's replace, then the dicts released."""
+    items = {key: obj for key, obj in objects}
+    store.replace(items)
+
+
+def rss_child(pods: int, nodes: int) -> dict[str, float]:
+    """Run in a fresh process: the server's and the watch's modules imported (what a sidecar
+    in cluster mode has loaded before its first list), then the start of cluster mode at this
+    size: nodes, pods, PodGroups and the queue listed into the store, the first session
+    derived (every task, node and job built, with the derivation's indexes), then a relist of
+    every pod (the watch expired: the listed dicts beside the store) and the next session."""
+    for module in SERVING_MODULES:
+        importlib.import_module(module)
+
+    gc.collect()
+    idle = _status_mib("VmRSS")
+    store = ClusterStore()
+    _listed(store.nodes, ((f"node-{i}", synthetic_node(i)) for i in range(nodes)))
+    _listed(store.pods, ((_key(o), o) for o in (synthetic_pod(i, nodes) for i in range(pods))))
+    groups = (
+        (f"team-{j % 20}/job-{j}", {"metadata": {"name": f"job-{j}", "namespace": f"team-{j % 20}"},
+                                   "spec": {"minMember": 10, "queue": "default"}})
+        for j in range(pods // 10 + 1)
+    )  # fmt: skip
+    _listed(store.podgroups, groups)
+    _listed(store.queues, [("default", {"metadata": {"name": "default"}, "spec": {"weight": 1}})])
+    derived = store.open_session()
+    listed = _status_mib("VmRSS")
+    del derived
+    _listed(store.pods, ((_key(o), o) for o in (synthetic_pod(i, nodes) for i in range(pods))))
+    derived = store.open_session()
+    if len(derived.snapshot.Jobs or {}) != pods // 10 + 1:
+        raise AssertionError("the relist's session lost jobs")
+    return {
+        "idle_mib": round(idle, 1),
+        "after_first_session_mib": round(listed, 1),
+        "after_relist_mib": round(_status_mib("VmRSS"), 1),
+        "peak_mib": round(_status_mib("VmHWM"), 1),
+    }
+
+
+def measure_rss(pods: int, nodes: int) -> dict[str, float]:
+    """:func:`rss_child` in a fresh interpreter (this one holds the other measurements)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.cluster_state", "--rss-child", f"{nodes}/{pods}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    figures: dict[str, float] = json.loads(result.stdout)
+    return figures
+
+
+def growth(sizes: list[dict[str, Any]]) -> dict[str, Any]:
+    """How each figure grows from the first size to each later one: the ratio of the later
+    figure to the first's, beside the ratio of pods and of nodes (linear growth matches them)."""
+    first = sizes[0]
+
+    def ratio(key: Callable[[dict[str, Any]], float], size: dict[str, Any]) -> float:
+        return round(key(size) / key(first), 2) if key(first) else 0.0
+
+    figures: dict[str, Callable[[dict[str, Any]], float]] = {
+        "store_mib": lambda s: float(s["store_mib"]),
+        "peak_rss_mib": lambda s: float(s["rss"]["peak_mib"]),
+        "freeze_and_derive_ms_median": lambda s: float(s["freeze_and_derive_ms_median"]),
+        "first_session_ms_median": lambda s: float(s["incremental"]["first_session_ms"]["median"]),
+        **{
+            f"changed_{n}_pods_ms_median": (
+                lambda s, n=n: float(s["incremental"][f"changed_{n}_pods_ms"]["median"])
+            )
+            for n in CHANGED_PODS
+        },
+        **{
+            f"relist_{n}_changed_replace_ms_median": (
+                lambda s, n=n: float(s["relist"][f"relist_{n}_changed"]["replace_ms"]["median"])
+            )
+            for n in RELIST_CHANGED
+        },
+    }
+    return {
+        f"{size['nodes']}/{size['pods']}": {
+            "pods": round(size["pods"] / first["pods"], 2),
+            "nodes": round(size["nodes"] / first["nodes"], 2),
+            **{name: ratio(key, size) for name, key in figures.items()},
+        }
+        for size in sizes[1:]
+    }
+
+
+def measure_sizes(sizes: list[tuple[int, int]], repeats: int, large_repeats: int) -> dict[str, Any]:
+    measured = [
+        measure(pods, nodes, large_repeats if pods > LARGE_PODS else repeats)
+        for nodes, pods in sizes
+    ]
+    return {"sizes": measured, "growth": growth(measured) if len(measured) > 1 else {}}
+
+
+def _size(text: str) -> tuple[int, int]:
+    nodes, _, pods = text.partition("/")
+    return int(nodes), int(pods)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cluster_state", description=__doc__)
-    parser.add_argument("--pods", type=int, default=10_000)
-    parser.add_argument("--nodes", type=int, default=1_000)
+    parser.add_argument(
+        "--size",
+        action="append",
+        type=_size,
+        metavar="NODES/PODS",
+        help="a size to measure (repeat it; default: "
+        + ", ".join(f"{n}/{p}" for n, p in SIZES)
+        + ")",
+    )
+    parser.add_argument(
+        "--smoke", action="store_true", help="two small sizes, one repeat (the tests' run)"
+    )
     parser.add_argument("--repeats", type=int, default=5, help="sessions derived (min, median)")
+    parser.add_argument(
+        "--large-repeats",
+        type=int,
+        default=2,
+        help=f"sessions derived at sizes of more than {LARGE_PODS:,} pods (default 2)",
+    )
     parser.add_argument(
         "--out",
         type=Path,
         default=None,
         help="also write the figures here (bench/results/cluster-state.json: bench/README"
-        " renders it)",
+        " renders it; app/commands/measured.py is generated from it)",
     )
+    parser.add_argument("--rss-child", type=_size, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    return emit(lambda: measure(args.pods, args.nodes, args.repeats), args.out)
+    if args.rss_child is not None:
+        print(json.dumps(rss_child(args.rss_child[1], args.rss_child[0])))
+        return 0
+    sizes = list(SMOKE_SIZES) if args.smoke else args.size or list(SIZES)
+    repeats = 1 if args.smoke else args.repeats
+    large = 1 if args.smoke else args.large_repeats
+    return emit(lambda: measure_sizes(sizes, repeats, large), args.out)
 
 
 def emit(measured: Callable[[], dict[str, Any]], out: Path | None) -> int:

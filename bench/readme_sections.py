@@ -4,6 +4,7 @@ section and writes the text between the section's markers)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bench import hotpath_output, report, snapshot
@@ -490,70 +491,110 @@ def shadow_state_table(doc: dict[str, Any]) -> str:
 
 
 def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
-    """The store's memory and one session's derivation, from bench/results/cluster-state.json,
-    against the snapshot Volcano posts at that size (bench/results/cluster.json)."""
+    """The store's memory, the process's peak RSS and one session's derivation at each measured
+    size, from bench/results/cluster-state.json, against the snapshot Volcano posts at that size
+    where bench/results/cluster.json measured it."""
     before, after = doc["load_average_before_after"]
-    pods, nodes = doc["pods"], doc["nodes"]
+    sizes: list[dict[str, Any]] = doc["sizes"]
+
+    def row(what: str, cell: Callable[[dict[str, Any]], str]) -> str:
+        return f"| {what} | " + " | ".join(cell(size) for size in sizes) + " |"
+
+    def ms(figures: dict[str, float], digits: int = 0) -> str:
+        return f"{figures['min']:,.{digits}f} / {figures['median']:,.{digits}f} ms"
+
+    def rebuilt(figures: dict[str, int]) -> str:
+        return f"{figures['tasks']:,} / {figures['nodes']:,} / {figures['jobs']:,}"
+
     lines = [
         _generated("cluster-state.json", by="python -m bench.cluster_state"),
         "",
-        f"| what | measured ({doc['cpus']} CPUs, load average {before:.1f} → {after:.1f}) |",
-        "|---|---|",
-        f"| store, per 1,000 pods | {doc['store_mib_per_1000_pods']:.2f} MiB (API JSON of such a"
-        f" pod: {doc['api_json_kib_per_pod']:.2f} KiB) |",
-        f"| store, per 1,000 nodes | {doc['store_mib_per_1000_nodes']:.2f} MiB (API JSON of such"
-        f" a node: {doc['api_json_kib_per_node']:.2f} KiB) |",
-        f"| freeze + derive, {pods:,} pods / {nodes:,} nodes / {doc['derived_jobs']:,} jobs |"
-        f" min {doc['freeze_and_derive_ms_min']:.0f} ms, median"
-        f" {doc['freeze_and_derive_ms_median']:.0f} ms |",
+        f"{doc['cpus']} CPUs, load average {before:.1f} → {after:.1f}; times are min / median of"
+        " the sessions each size ran (" + ", ".join(str(s["repeats"]) for s in sizes) + ";"
+        " the changed-pods rows four times as many): the cores are shared, so the medians move"
+        " with the load, the memory does not.",
+        "",
+        "| nodes / pods | " + " | ".join(f"{s['nodes']:,} / {s['pods']:,}" for s in sizes) + " |",
+        "|---|" + "---|" * len(sizes),
+        row("store, per 1,000 pods", lambda s: f"{s['store_mib_per_1000_pods']:.2f} MiB"),
+        row("store, per 1,000 nodes", lambda s: f"{s['store_mib_per_1000_nodes']:.2f} MiB"),
+        row("store", lambda s: f"{s['store_mib']:,.0f} MiB"),
+        row(
+            "process peak RSS (idle, then the lists, first session, relist of every pod)",
+            lambda s: f"{s['rss']['peak_mib']:,.0f} MiB (idle {s['rss']['idle_mib']:.0f})",
+        ),
+        row(
+            "freeze + derive from scratch",
+            lambda s: (
+                f"{s['freeze_and_derive_ms_min']:,.0f} / {s['freeze_and_derive_ms_median']:,.0f} ms"
+            ),
+        ),
+        row(
+            "incremental, first session (builds every task, node and job)",
+            lambda s: ms(s["incremental"]["first_session_ms"]),
+        ),
     ]
-    incremental = doc.get("incremental")
-    if incremental is not None:
-        first = incremental["first_session_ms"]
+    for changed, _ in _counted(sizes[0]["incremental"], "changed_", "_pods_ms"):
         lines.append(
-            f"| incremental, first session (builds every task, node and job) |"
-            f" min {first['min']:.0f} ms, median {first['median']:.0f} ms |"
-        )
-        for changed, figures in _counted(incremental, "changed_", "_pods_ms"):
-            rebuilt = incremental[f"changed_{changed}_pods_rebuilt"]
-            lines.append(
-                f"| incremental, {changed:,} pods changed since the last session"
-                f" ({rebuilt['tasks']} tasks, {rebuilt['nodes']} nodes, {rebuilt['jobs']} jobs"
-                f" rebuilt) | min {figures['min']:.2f} ms, median {figures['median']:.2f} ms |"
+            row(
+                f"incremental, {changed:,} pods changed since the last session (tasks / nodes /"
+                " jobs rebuilt)",
+                lambda s, n=changed: (
+                    ms(s["incremental"][f"changed_{n}_pods_ms"], 2)
+                    + f" ({rebuilt(s['incremental'][f'changed_{n}_pods_rebuilt'])})"
+                ),
             )
-    relist = doc.get("relist")
-    if relist is not None:
-        empty = relist["list_into_empty_store_ms"]
+        )
+    lines.append(
+        row(
+            "list of every pod into an empty store (every object decoded, as each relist was"
+            " before)",
+            lambda s: ms(s["relist"]["list_into_empty_store_ms"]),
+        )
+    )
+    for changed, _ in _counted(sizes[0]["relist"], "relist_", "_changed"):
         lines.append(
-            f"| list of every pod into an empty store (every object decoded, as each relist"
-            f" was before) | min {empty['min']:.0f} ms, median {empty['median']:.0f} ms |"
-        )
-        for changed, figures in _counted(relist, "relist_", "_changed"):
-            rebuilt, replaced, opened = (
-                figures["rebuilt"],
-                figures["replace_ms"],
-                figures["session_ms"],
+            row(
+                f"relist of every pod, {changed:,} changed: the store's replace; the next session",
+                lambda s, n=changed: (
+                    ms(s["relist"][f"relist_{n}_changed"]["replace_ms"])
+                    + "; "
+                    + ms(s["relist"][f"relist_{n}_changed"]["session_ms"], 1)
+                ),
             )
-            lines.append(
-                f"| relist of every pod, {changed:,} changed: the store's replace, then the next"
-                f" session ({rebuilt['tasks']} tasks, {rebuilt['nodes']} nodes,"
-                f" {rebuilt['jobs']} jobs rebuilt) | replace min {replaced['min']:.1f} ms,"
-                f" median {replaced['median']:.1f} ms; session min {opened['min']:.1f} ms,"
-                f" median {opened['median']:.1f} ms |"
-            )
-    per_pod, per_node = doc["store_mib_per_1000_pods"], doc["store_mib_per_1000_nodes"]
-    store = (pods * per_pod + nodes * per_node) / 1000
-    size = f"{nodes} / {pods}"
-    runs = {r["scheduler"]: r for r in cluster["rows"] if r["size"] == size and r["group"] == "job"}
-    caldera, intree = runs.get("caldera"), runs.get("intree")
-    line = f"At {nodes:,} nodes / {pods:,} pods the store holds ~{store:.0f} MiB"
-    if caldera and intree:
-        line += (
-            f", against the {caldera['snapshot_MiB']:.1f} MiB snapshot Volcano posts every cycle"
-            f" at that size (results/cluster.json), whose in-tree cycle takes"
-            f" {intree['idle_p50_ms']:.0f} ms (p50)"
         )
-    return "\n".join([*lines, "", line + "."])
+    grown = [
+        " / ".join(f"{int(n):,}" for n in name.split("/"))
+        + f": pods ×{g['pods']:g}, nodes ×{g['nodes']:g}; store"
+        f" ×{g['store_mib']:g}, peak RSS ×{g['peak_rss_mib']:g}, first session"
+        f" ×{g['first_session_ms_median']:g}, 100 pods changed"
+        f" ×{g['changed_100_pods_ms_median']:g}, relist of 0 changed"
+        f" ×{g['relist_0_changed_replace_ms_median']:g}"
+        for name, g in doc["growth"].items()
+    ]
+    if grown:
+        first = sizes[0]
+        lines += [
+            "",
+            f"Growth against {first['nodes']:,} / {first['pods']:,} (medians): "
+            + "; ".join(grown)
+            + ".",
+        ]
+    snapshots = []
+    for size in sizes:
+        key = f"{size['nodes']} / {size['pods']}"
+        runs = {
+            r["scheduler"]: r for r in cluster["rows"] if r["size"] == key and r["group"] == "job"
+        }
+        caldera, intree = runs.get("caldera"), runs.get("intree")
+        if caldera and intree:
+            snapshots.append(
+                f"At {size['nodes']:,} nodes / {size['pods']:,} pods the store holds"
+                f" ~{size['store_mib']:.0f} MiB, against the {caldera['snapshot_MiB']:.1f} MiB"
+                " snapshot Volcano posts every cycle at that size (results/cluster.json), whose"
+                f" in-tree cycle takes {intree['idle_p50_ms']:.0f} ms (p50)."
+            )
+    return "\n".join([*lines, *(["", *snapshots] if snapshots else [])])
 
 
 # ------------------------------------------- docs/plugin-author-guide.md: what a verb costs

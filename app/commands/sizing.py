@@ -23,10 +23,12 @@ Caldera's single event loop.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.cluster_state.modes import SessionStateMode
+from app.commands import measured
 from plugins.api.extension_points import BY_VERB, Rule, Verb
 
 # --- the session snapshot and Volcano's time for it (python -m bench cluster) ---
@@ -169,12 +171,25 @@ def memory_limit_bytes(max_snapshot_bytes: int, shadow_queued_bytes: int | None 
 
 # --- what a session's first call waits for (its state), on top of its own answer ---
 
-FIRST_DERIVATION_SECONDS_PER_POD = 0.3557 / 10_000
+FIRST_DERIVATIONS = sorted({r.pods: r.first_session_seconds for r in measured.STORE_RUNS}.items())
 """``sessionState: cluster``: the first session after Caldera starts (and after a relist that
 changed every pod) derives every task, node and job; later sessions rebuild only what changed
-(bench/README.md, "The cluster-state store": 355.7 ms median for 10,000 pods / 1,000 nodes /
-1,001 jobs, ``bench/results/cluster-state.json``, 2 CPUs under load). One figure measured at 10
-pods per node: the nodes' and jobs' share is in the pods'."""
+(bench/README.md, "The cluster-state store", ``bench/results/cluster-state.json``): (pods,
+seconds) at each measured size, medians of wall time on 2 shared CPUs, so they err high."""
+
+
+def first_derivation_seconds(pods: int) -> float:
+    """The first session's derivation for ``pods``: linear between the measured sizes (and
+    from none), the last segment's slope beyond the largest. It grows faster than the pods
+    (a larger heap, more of the collector's passes, and the load the larger runs met)."""
+    points = [(0, 0.0), *FIRST_DERIVATIONS]
+    for (p0, s0), (p1, s1) in itertools.pairwise(points):
+        if pods <= p1:
+            return s0 + (s1 - s0) * (pods - p0) / (p1 - p0)
+    (p0, s0), (p1, s1) = points[-2], points[-1]
+    return s1 + (s1 - s0) * (pods - p1) / (p1 - p0)
+
+
 SESSION_FIRST_CALL = "the session's first call"
 """How a warning names the call that waits for the session's state."""
 
@@ -239,7 +254,7 @@ class Cluster:
         at the p99 ingest rate (``snapshot`` and ``compare``, whose own derivation runs off the
         verbs' path); the first derivation from the watched objects (``cluster``)."""
         if session_state == SessionStateMode.CLUSTER:
-            return self.pods * FIRST_DERIVATION_SECONDS_PER_POD
+            return first_derivation_seconds(self.pods)
         return self.body_bytes(Verb.ON_SESSION_OPEN) / INGEST_P99_BYTES_PER_SECOND
 
     def p99_seconds(self, verb: str) -> float:

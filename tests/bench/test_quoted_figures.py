@@ -59,6 +59,16 @@ def explain_bound_mib() -> float:
     return float(DEFAULT_ENTRIES * DEFAULT_SESSIONS * per_entry / MiB)
 
 
+def state_at(nodes: int, pods: int) -> dict[str, Any]:
+    """One size of bench/results/cluster-state.json (``python -m bench.cluster_state``)."""
+    size: dict[str, Any] = next(
+        s
+        for s in results("cluster-state.json")["sizes"]
+        if (s["nodes"], s["pods"]) == (nodes, pods)
+    )
+    return size
+
+
 def cluster_row(size: str, group: str, scheduler: str) -> dict[str, Any]:
     row: dict[str, Any] = next(
         r
@@ -254,10 +264,11 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("calls with no encode p99", BENCH, r"takes the p99 from ([\d.]+) ms to", lambda: results("shadow-state.json")["whole"]["calls_during_whole_encode_ms"]["no_encode"]["p99"]),
     ("calls beside an encode that never stops p99", BENCH, r"takes the p99 from [\d.]+ ms to ([\d.]+) ms", lambda: results("shadow-state.json")["whole"]["calls_during_whole_encode_ms"]["encode_never_stops"]["p99"]),
     ("calls beside an encode that stops p99", BENCH, r"one that stops\s+leaves it at ([\d.]+) ms", lambda: results("shadow-state.json")["whole"]["calls_during_whole_encode_ms"]["encode_stops_in_session"]["p99"]),
-    ("first derivation per pod", GUIDE, r"derives every task, node and job \((\d+) µs per pod", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"] * 1000 / results("cluster-state.json")["pods"]),
-    ("first derivation", GUIDE, r"builds every task, node and job\s+\((\d+) ms median\)", lambda: results("cluster-state.json")["incremental"]["first_session_ms"]["median"]),
-    ("derivation, nothing changed", GUIDE, r"\(([\d.]+) ms with nothing changed", lambda: results("cluster-state.json")["incremental"]["changed_0_pods_ms"]["median"]),
-    ("derivation, 100 pods changed", GUIDE, r"(\d+) ms with 100 pods changed\)", lambda: results("cluster-state.json")["incremental"]["changed_100_pods_ms"]["median"]),
+    ("first derivation at 10,000 pods", GUIDE, r"derives every task, node and job \((\d+) ms median at 10,000 pods", lambda: state_at(1000, 10000)["incremental"]["first_session_ms"]["median"]),
+    ("first derivation at 50,000 pods", GUIDE, r"at 10,000 pods, ([\d,]+) ms at\s+50,000", lambda: state_at(5000, 50000)["incremental"]["first_session_ms"]["median"]),
+    ("first derivation", GUIDE, r"builds every task, node and job\s+\((\d+) ms median\)", lambda: state_at(1000, 10000)["incremental"]["first_session_ms"]["median"]),
+    ("derivation, nothing changed", GUIDE, r"\(([\d.]+) ms with nothing changed", lambda: state_at(1000, 10000)["incremental"]["changed_0_pods_ms"]["median"]),
+    ("derivation, 100 pods changed", GUIDE, r"(\d+) ms with 100 pods changed;", lambda: state_at(1000, 10000)["incremental"]["changed_100_pods_ms"]["median"]),
     ("cluster idle cycles", BENCH, r"bound for the settle time and then (\d+) more cycles passed", lambda: results("cluster.json")["plan"]["idleCycles"]),
     ("cluster time box", BENCH, r"or at the time box \((\d+) s\)", lambda: results("cluster.json")["plan"]["timeboxSeconds"]),
     # ... beside the cluster tables
