@@ -1,5 +1,6 @@
 """``python -m bench.measured``: write ``app/commands/measured.py``, the committed measurements
-``caldera volcano-config`` sizes from, out of the results files that hold them.
+``caldera volcano-config`` sizes from, out of the results files that hold them, and the
+operator guide's memory table (§2) that the sizing model computes from it.
 
 bench/results is not in the wheel, so the installed command cannot read it: the figures are
 copied into a module of plain values, and ``tests/bench/test_measured.py`` regenerates it and

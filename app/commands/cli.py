@@ -23,7 +23,12 @@ from app import __version__
 from app.cluster_state import scheduler_flags
 from app.cluster_state.modes import SessionStateMode
 from app.commands import sizing
-from app.commands.volcano_entry import body_limits_note, volcano_entry, volcano_url
+from app.commands.volcano_entry import (
+    body_limits_note,
+    sizing_mode_lines,
+    volcano_entry,
+    volcano_url,
+)
 from app.config import (
     CalderaConfig,
     ConfigError,
@@ -439,6 +444,8 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
             cluster, verbs, timeout, config.body_limit, period, config.sessionState
         ):
             print(f"# warning: {warning}")
+        for line in sizing_mode_lines(config, cluster, period):
+            print(f"# {line}")
     print(yaml.safe_dump([entry], sort_keys=False), end="")
     return 0
 

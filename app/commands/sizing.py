@@ -1,5 +1,11 @@
 """How big Volcano's bodies get and how long Volcano and Caldera take with them, for a cluster of a
-given size: the estimates behind ``caldera volcano-config --nodes N --pods P`` warnings.
+given size: the estimates behind ``caldera volcano-config --nodes N --pods P`` warnings, and the
+``sessionState`` it recommends with the sidecar's memory for it (issue 50 item 5).
+
+Every measured figure comes from :mod:`app.commands.measured`, generated from bench/results by
+``python -m bench.measured`` (the wheel ships no bench/results); the operator guide's memory
+table, the sidecar's comments and the README are checked against this model by
+``tests/app/commands/test_sizing_docs.py``.
 
 The session snapshot and Volcano's time for it come from the measurement of the real scheduler,
 :data:`MEASUREMENT` (``python -m bench cluster``): the snapshot bytes and the extender plugin's
@@ -59,15 +65,16 @@ class Measurement:
         )
 
 
+_LARGEST, _SMALLEST = measured.CLUSTER_RUNS[-1], measured.CLUSTER_RUNS[0]
 MEASUREMENT = Measurement(
     file="bench/results/cluster.json",
     date="2026-11-27",
-    commit="d2e7bc4",
+    commit=measured.CLUSTER_RUN_COMMIT,
     release="vc-scheduler v1.14.1",
-    nodes=1000,
-    pods=10000,
-    snapshot_bytes=166_084_532,
-    open_seconds=1.623,
+    nodes=_LARGEST.nodes,
+    pods=_LARGEST.pods,
+    snapshot_bytes=_LARGEST.snapshot_bytes,
+    open_seconds=_LARGEST.extender_open_seconds,
 )
 SNAPSHOT_BYTES_PER_NODE = 8_060
 """A NodeInfo without pods or images (bench/workloads.py's Node, its labels, annotations and
@@ -78,7 +85,7 @@ SNAPSHOT_BYTES_PER_POD = (
 ) // MEASUREMENT.pods
 """The rest of the measured snapshot, per pod (15,802 bytes: its TaskInfo in its JobInfo four
 times and once in its node's NodeInfo when running)."""
-SMALLEST_MEASURED = (16_538_519, 0.1139)
+SMALLEST_MEASURED = (_SMALLEST.snapshot_bytes, _SMALLEST.extender_open_seconds)
 """The smallest size of the same run (100 nodes / 1,000 pods, job plugins): its mean snapshot
 bytes and the extender's mean OnSessionOpen seconds."""
 
@@ -144,8 +151,8 @@ BENCH_PENDING_TASKS = 50
 # --- memory: what the container's limit must hold (docs/operator-guide.md §2, "Memory") ---
 
 IDLE_RSS_BYTES = 60 * 2**20
-"""A started server's RSS before its first snapshot (59 MiB measured: the sidecar manifest's
-comment)."""
+"""A started server's RSS before its first snapshot (59 MiB measured by the hot-path benchmark;
+bench.cluster_state's fresh process with the server imported: ``measured.STORE_RUNS``)."""
 PEAK_RSS_PER_SNAPSHOT_BYTE = 1.5
 """The peak over idle per byte of the largest snapshot: 1.3 measured, 1.47 for the first snapshot
 of a freshly started server (the operator guide's rules of thumb), rounded up."""
@@ -167,6 +174,247 @@ def memory_limit_bytes(max_snapshot_bytes: int, shadow_queued_bytes: int | None 
     if shadow_queued_bytes is None:
         return round(one)
     return round(2 * one + shadow_queued_bytes)
+
+
+# --- which sessionState, and the memory the sidecar needs in it ---
+
+MiB = 2**20
+SNAPSHOT_SHARE = 0.2
+"""Snapshot mode is recommended while Volcano's extender OnSessionOpen (marshal the snapshot,
+post it) takes at most this share of ``--schedule-period``: 200 ms of the default 1 s, which
+the cluster run's 100 nodes / 1,000 pods stay under (its in-tree cycle took 20 ms, through
+Caldera 149 ms). Beyond, the snapshot is most of what Volcano's cycle costs, and cluster mode
+removes it (docs/operator-guide.md §9)."""
+CLUSTER_LIMIT_FACTOR = 1.5
+"""Cluster mode's memory limit over its estimated peak. The estimate is of the benchmark's
+objects; the store keeps each object's JSON less managedFields, so pods with more annotations,
+env or status keep more, and no setting bounds the watched objects as ``maxSnapshotBytes``
+bounds a snapshot: a margin, not a measurement."""
+QUANTUM = 16 * MiB
+"""Requests and limits are printed rounded up to this (Mi quantities)."""
+
+
+def _fit_cluster_peak() -> tuple[float, float, float]:
+    """Cluster mode's peak RSS as idle + a x pods + b x nodes (bytes), from the process
+    ``python -m bench.cluster_state`` measured at each size: idle is the fresh process's RSS
+    with the server imported, a and b the least-squares fit of the rest over the sizes."""
+    runs = measured.STORE_RUNS
+    idle = sum(r.idle_rss_mib for r in runs) / len(runs) * MiB
+    rest = [(r.pods, r.nodes, r.peak_rss_mib * MiB - idle) for r in runs]
+    pp = sum(p * p for p, _, _ in rest)
+    nn = sum(n * n for _, n, _ in rest)
+    pn = sum(p * n for p, n, _ in rest)
+    py = sum(p * y for p, _, y in rest)
+    ny = sum(n * y for _, n, y in rest)
+    determinant = pp * nn - pn * pn
+    if abs(determinant) > 1e-9 * pp * nn:
+        per_pod, per_node = (py * nn - ny * pn) / determinant, (ny * pp - py * pn) / determinant
+        if per_pod >= 0 and per_node >= 0:
+            return idle, per_pod, per_node
+    # One shape of cluster, or a fit that makes nodes free: the pods carry it all.
+    return idle, py / pp, 0.0
+
+
+CLUSTER_IDLE_BYTES, CLUSTER_BYTES_PER_POD, CLUSTER_BYTES_PER_NODE = _fit_cluster_peak()
+"""Cluster mode's peak RSS = idle + per pod x pods + per node x nodes: the store, the derived
+session's state and the listed objects of a relist of every pod, which sit beside the store
+until its replace (``bench/results/cluster-state.json``, through ``app/commands/measured.py``)."""
+
+
+def mi(size: float) -> int:
+    """``size`` in Mi, rounded up to :data:`QUANTUM`."""
+    return -(-round(size) // QUANTUM) * (QUANTUM // MiB)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """The sidecar's memory in one ``sessionState`` for one cluster."""
+
+    mode: SessionStateMode
+    peak_bytes: float
+    """The estimated peak RSS: the request."""
+    limit_bytes: float
+    how: str
+    """What the estimate is made of, for the output."""
+
+    @property
+    def request_mi(self) -> int:
+        return mi(self.peak_bytes)
+
+    @property
+    def limit_mi(self) -> int:
+        return max(mi(self.limit_bytes), self.request_mi)
+
+    def line(self, qualifier: str = "") -> str:
+        return (
+            f"memory ({self.mode}{qualifier}): request {self.request_mi}Mi, limit"
+            f" {self.limit_mi}Mi; {self.how}"
+        )
+
+
+def snapshot_peak_bytes(cluster: Cluster) -> float:
+    """Snapshot mode's peak RSS: idle plus 1.5 x the snapshot (the first snapshot of a fresh
+    server measured 1.47 x; the cluster run's peaks are within a quarter of it:
+    tests/app/commands/test_sizing.py)."""
+    return IDLE_RSS_BYTES + PEAK_RSS_PER_SNAPSHOT_BYTE * cluster.body_bytes(Verb.ON_SESSION_OPEN)
+
+
+def cluster_peak_bytes(cluster: Cluster) -> float:
+    """Cluster mode's peak RSS (:data:`CLUSTER_IDLE_BYTES`)."""
+    return (
+        CLUSTER_IDLE_BYTES
+        + CLUSTER_BYTES_PER_POD * cluster.pods
+        + CLUSTER_BYTES_PER_NODE * cluster.nodes
+    )
+
+
+def memory(cluster: Cluster, mode: SessionStateMode, max_snapshot_bytes: int) -> Memory:
+    """The request (the estimated peak) and the limit for ``mode``: a snapshot mode's limit
+    holds the largest snapshot ``max_snapshot_bytes`` accepts; cluster mode's is
+    :data:`CLUSTER_LIMIT_FACTOR` x its peak; compare mode runs both, so costs both."""
+    size = f"at {cluster.nodes} nodes / {cluster.pods} pods"
+    snapshot = cluster.body_bytes(Verb.ON_SESSION_OPEN)
+    watched = cluster_peak_bytes(cluster) - CLUSTER_IDLE_BYTES
+    snapshot_limit = memory_limit_bytes(max_snapshot_bytes)
+    snapshot_how = (
+        f"{IDLE_RSS_BYTES // MiB} MiB + {PEAK_RSS_PER_SNAPSHOT_BYTE:g} x the {mib(snapshot)}"
+        " snapshot"
+    )
+    limit_how = (
+        f"the limit holds the largest snapshot maxSnapshotBytes accepts"
+        f" ({IDLE_RSS_BYTES // MiB} MiB + {PEAK_RSS_PER_SNAPSHOT_BYTE:g} x"
+        f" {mib(max_snapshot_bytes)})"
+    )
+    watched_how = (
+        f"{CLUSTER_BYTES_PER_POD * 1000 / MiB:.1f} MiB per 1,000 pods and"
+        f" {CLUSTER_BYTES_PER_NODE * 1000 / MiB:.1f} MiB per 1,000 nodes for the watched"
+        " objects, the derived state and a relist, measured by python -m bench.cluster_state"
+    )
+    if mode == SessionStateMode.SNAPSHOT:
+        peak = snapshot_peak_bytes(cluster)
+        how = f"peak RSS about {mib(peak)} {size} ({snapshot_how}); {limit_how}"
+        return Memory(mode, peak, max(snapshot_limit, peak), how)
+    if mode == SessionStateMode.CLUSTER:
+        peak = cluster_peak_bytes(cluster)
+        how = (
+            f"peak RSS about {mib(peak)} {size} ({CLUSTER_IDLE_BYTES / MiB:.0f} MiB +"
+            f" {watched_how}); the limit is {CLUSTER_LIMIT_FACTOR:g} x it, for objects larger"
+            " than the benchmark's"
+        )
+        return Memory(mode, peak, CLUSTER_LIMIT_FACTOR * peak, how)
+    peak = snapshot_peak_bytes(cluster) + watched
+    how = (
+        f"peak RSS about {mib(peak)} {size} ({snapshot_how} + {mib(watched)} for the"
+        f" watch: {watched_how}); {limit_how}, plus {CLUSTER_LIMIT_FACTOR:g} x the watch's"
+    )
+    return Memory(
+        mode,
+        peak,
+        max(snapshot_limit, snapshot_peak_bytes(cluster)) + CLUSTER_LIMIT_FACTOR * watched,
+        how,
+    )
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    mode: SessionStateMode
+    reason: str
+
+
+def recommend(
+    cluster: Cluster, schedule_period_seconds: float, cluster_refusals: list[str]
+) -> Recommendation:
+    """Snapshot mode while Volcano's OnSessionOpen takes at most :data:`SNAPSHOT_SHARE` of the
+    period; beyond, cluster mode, unless this configuration cannot run it
+    (``cluster_refusals``: app/cluster_state/modes.py)."""
+    seconds = cluster.extender_open_seconds()
+    share = seconds / schedule_period_seconds if schedule_period_seconds else float("inf")
+    cost = (
+        f"Volcano's extender OnSessionOpen (marshal and post the {mib(cluster.body_bytes(Verb.ON_SESSION_OPEN))}"
+        f" snapshot) takes about {seconds:.2f}s of each {schedule_period_seconds:g}s period at"
+        f" {cluster.nodes} nodes / {cluster.pods} pods"
+    )
+    if share <= SNAPSHOT_SHARE:
+        return Recommendation(
+            SessionStateMode.SNAPSHOT,
+            f"{cost}, within the {SNAPSHOT_SHARE:.0%} snapshot mode is kept for",
+        )
+    if cluster_refusals:
+        return Recommendation(
+            SessionStateMode.SNAPSHOT,
+            f"{cost}, more than {SNAPSHOT_SHARE:.0%}, but this configuration cannot run"
+            f" sessionState cluster: {'; '.join(cluster_refusals)}",
+        )
+    return Recommendation(
+        SessionStateMode.CLUSTER,
+        f"{cost}, more than {SNAPSHOT_SHARE:.0%}; Volcano then posts no snapshot. Run"
+        " sessionState compare first, under your usual load, until"
+        " caldera_session_state_differences_total rises only while pods bind and finish"
+        " (docs/operator-guide.md §9)",
+    )
+
+
+def mode_lines(
+    cluster: Cluster,
+    schedule_period_seconds: float,
+    configured: SessionStateMode,
+    cluster_refusals: list[str],
+    max_snapshot_bytes: int,
+) -> list[str]:
+    """``volcano-config``'s recommendation and memory for this cluster: the mode, its memory,
+    and compare mode's too on the way to cluster mode."""
+    chosen = recommend(cluster, schedule_period_seconds, cluster_refusals)
+    lines = [f"mode: {chosen.mode}: {chosen.reason}."]
+    lines.append(memory(cluster, chosen.mode, max_snapshot_bytes).line() + ".")
+    if chosen.mode == SessionStateMode.CLUSTER and configured != SessionStateMode.CLUSTER:
+        lines.append(
+            memory(cluster, SessionStateMode.COMPARE, max_snapshot_bytes).line(", meanwhile") + "."
+        )
+    return lines
+
+
+def snapshot_mode_up_to(pods_per_node: int = 10, schedule_period_seconds: float = 1.0) -> int:
+    """The most nodes (a multiple of 10) at ``pods_per_node`` for which snapshot mode is
+    recommended: the guide's §9 table says it."""
+    nodes = 0
+    while recommend(Cluster(nodes + 10, (nodes + 10) * pods_per_node), schedule_period_seconds,
+                    []).mode == SessionStateMode.SNAPSHOT:  # fmt: skip
+        nodes += 10
+    return nodes
+
+
+def memory_table(max_snapshot_bytes: int) -> str:
+    """docs/operator-guide.md §2's memory table: at each size either benchmark measured, the
+    mode ``volcano-config`` recommends and each mode's estimated peak beside the measured one
+    (tests/app/commands/test_sizing_docs.py holds the guide's copy equal to this)."""
+    snapshot_runs = {(r.nodes, r.pods): r for r in measured.CLUSTER_RUNS}
+    store_runs = {(r.nodes, r.pods): r for r in measured.STORE_RUNS}
+    lines = [
+        "| nodes / pods | mode (1s period) | snapshot mode: peak RSS estimated (measured) |"
+        " request / limit | cluster mode: peak RSS estimated (measured) | request / limit |",
+        "|---|---|---|---|---|---|",
+    ]
+    for nodes, pods in sorted(snapshot_runs.keys() | store_runs.keys()):
+        cluster = Cluster(nodes, pods)
+        snapshot = memory(cluster, SessionStateMode.SNAPSHOT, max_snapshot_bytes)
+        watched = memory(cluster, SessionStateMode.CLUSTER, max_snapshot_bytes)
+        run, store = snapshot_runs.get((nodes, pods)), store_runs.get((nodes, pods))
+        snapshot_measured = f" ({run.snapshot_peak_rss_mib:,.0f})" if run else ""
+        if cluster.body_bytes(Verb.ON_SESSION_OPEN) > max_snapshot_bytes:
+            snapshot_measured += f", a {mib(cluster.body_bytes(Verb.ON_SESSION_OPEN))} snapshot"
+        cluster_measured = [
+            *([f"{run.cluster_peak_rss_mib:,.0f} in the cluster run"] if run else []),
+            *([f"{store.peak_rss_mib:,.0f} offline"] if store else []),
+        ]
+        lines.append(
+            f"| {nodes:,} / {pods:,} | {recommend(cluster, 1.0, []).mode}"
+            f" | {snapshot.peak_bytes / MiB:,.0f} MiB{snapshot_measured}"
+            f" | {snapshot.request_mi}Mi / {snapshot.limit_mi}Mi"
+            f" | {watched.peak_bytes / MiB:,.0f} MiB"
+            + (f" ({', '.join(cluster_measured)})" if cluster_measured else "")
+            + f" | {watched.request_mi}Mi / {watched.limit_mi}Mi |"
+        )
+    return "\n".join(lines)
 
 
 # --- what a session's first call waits for (its state), on top of its own answer ---
@@ -330,7 +578,8 @@ def warnings(
                 )
                 + f": more than {PERIOD_SHARE:.0%} of the {schedule_period_seconds:g}s"
                 " scheduling period, so those cycles run late (in-tree plugins pay neither)."
-                " Lengthen --schedule-period, or keep these plugins in-tree at this size."
+                " Lengthen --schedule-period, keep these plugins in-tree at this size, or turn"
+                " the snapshot off: sessionState cluster (the mode line below)."
             )
     per_cycle = {Verb.PREDICATE, Verb.PRIORITIZE} & set(verbs)
     if per_cycle:

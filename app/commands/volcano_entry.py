@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from app import shared_path
+from app.cluster_state import modes
 from app.cluster_state.modes import SessionStateMode
 from app.commands import sizing
 from app.config import CalderaConfig
@@ -109,3 +110,23 @@ def _verbs_by_limit(verbs: list[str]) -> dict[str, list[str]]:
     for verb in verbs:
         grouped.setdefault(BY_VERB[verb].body_limit, []).append(verb)
     return grouped
+
+
+def sizing_mode_lines(
+    config: CalderaConfig, cluster: sizing.Cluster, schedule_period_seconds: float
+) -> list[str]:
+    """The ``sessionState`` to run at this size and the sidecar's memory for it
+    (:func:`app.commands.sizing.mode_lines`), knowing whether this configuration can run
+    cluster mode (the reasons ``check-config`` would give)."""
+    refusals = [
+        problem
+        for _, problem in modes.problems(
+            SessionStateMode.CLUSTER,
+            config.release,
+            [(entry.where, entry.name, entry.cls) for entry in config.entries],
+            config.infers_release,
+        )
+    ]
+    return sizing.mode_lines(
+        cluster, schedule_period_seconds, config.sessionState, refusals, config.maxSnapshotBytes
+    )
