@@ -87,6 +87,13 @@ def hot_path_body_mib(workload: str) -> float:
     return float(row["body_bytes"] / MiB)
 
 
+def shadow_limit() -> float:
+    """The limit with a shadow at the shipped settings (sizing.memory_limit_bytes)."""
+    from app.shadow.service import DEFAULT_MAX_QUEUED_BYTES
+
+    return sizing.memory_limit_bytes(DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_QUEUED_BYTES)
+
+
 def request() -> float:
     return sidecar_memory()["requests"]
 
@@ -121,6 +128,11 @@ FIGURES: list[tuple[str, str, str, Callable[[], float]]] = [
     ("limit (sidecar)", SIDECAR, r"Limit (\d+)Gi: 60 MiB", lambda: sidecar_memory()["limits"] / 1024 / MiB),
     ("cluster peak at 1,000 nodes (sidecar)", SIDECAR, r"about (\d+) MiB at 1,000 / 10,000 and", lambda: cluster_estimate(1000, 10000)),
     ("cluster peak at issue 5819's size (sidecar)", SIDECAR, r"and ([\d,]+) MiB at 5,000 / 150,000", lambda: cluster_estimate(5000, 150000)),
+    # a shadow configuration: a second process and the bodies held for it
+    ("shadow limit (guide)", GUIDE, r"that bound, ([\d.]+) GiB at the shipped settings", lambda: shadow_limit() / 1024 / MiB),
+    ("shadow limit raised to (guide)", GUIDE, r"GiB at the shipped settings, so raise the limit to (\d+)Gi", lambda: shadow_limit() / 1024 / MiB),
+    ("shadow limit (guide §4)", GUIDE, r"while a shadow runs \((\d+)Gi at the shipped", lambda: shadow_limit() / 1024 / MiB),
+    ("shadow limit (sidecar)", SIDECAR, r"limit (\d+)Gi while it runs", lambda: shadow_limit() / 1024 / MiB),
     # the configuration's comment
     ("heavy snapshot at 100 nodes", CONFIG, r"about (\d+) MiB for 100 nodes and 2,000 pods", lambda: hot_path_body_mib("onSessionOpen-100n")),
     ("snapshot at 1,000 nodes (config)", CONFIG, r"([\d.]+) MiB for 1,000 nodes and 10,000 pods in the cluster run", lambda: cluster_run(1000).snapshot_bytes / MiB),
@@ -184,3 +196,17 @@ def test_the_readme_names_the_modes_and_when() -> None:
         assert f"`{mode}`" in intro, mode
     assert "caldera volcano-config --nodes N --pods P" in intro
     assert "operator guide's §2 and §9" in intro
+
+
+def test_the_hot_path_table_s_limits_hold_their_snapshot_limits() -> None:
+    """§2's table of the hot-path runs pairs a ``maxSnapshotBytes`` with a memory limit: each
+    limit holds 60 MiB + 1.5 x its snapshot limit (the default's is the shipped 1Gi)."""
+    guide = (ROOT / GUIDE).read_text()
+    pairs = re.findall(r"(\d+) MiB\)? / (\d+)([MG])i", guide)
+    default = re.findall(r"default(?: \(512 MiB\))? / (\d+)Gi", guide)
+    assert len(pairs) >= 2 and default
+    for snapshot, limit, unit in pairs:
+        size = int(limit) * (1024 * MiB if unit == "G" else MiB)
+        assert sizing.memory_limit_bytes(int(snapshot) * MiB) <= size, (snapshot, limit)
+    for limit in default:
+        assert sizing.memory_limit_bytes(DEFAULT_MAX_SNAPSHOT_BYTES) <= int(limit) * 1024 * MiB
