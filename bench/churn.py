@@ -44,6 +44,7 @@ FULL = {
     "failRatio": 0.05,
     "keepSeconds": 5.0,
     "fillTimeoutSeconds": 300.0,
+    "fillResidual": "equilibrium",
 }
 SMOKE = {
     "nodes": 10,
@@ -53,7 +54,8 @@ SMOKE = {
     "failRatio": 0.05,
     "keepSeconds": 2.0,
     "fillTimeoutSeconds": 30.0,
-    "windowSeconds": {"compare": 25.0, "intree": 8.0, "cluster": 8.0},
+    "fillResidual": "equilibrium",
+    "windowSeconds": {"compare": 20.0, "intree": 5.0, "cluster": 5.0},
 }
 SEED = 50
 
@@ -86,7 +88,7 @@ def parse_size(text: str) -> tuple[int, int]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--smoke", action="store_true", help="10 nodes, 100 pods, windows of 25/8/8 s (CI)"
+        "--smoke", action="store_true", help="10 nodes, 100 pods, windows of 20/5/5 s (CI)"
     )
     p.add_argument("--size", type=parse_size, default=(100, 1000), help="NODESxPODS")
     p.add_argument(
@@ -188,6 +190,7 @@ def main(a: argparse.Namespace) -> int:
         return 0
     load_before = os.getloadavg()
     began = time.monotonic()
+    commit = _head()  # Caldera runs the working tree as it is when each mode starts
     returncode, runs = run_test(plan)
     seconds = round(time.monotonic() - began, 1)
     entry = {
@@ -196,6 +199,7 @@ def main(a: argparse.Namespace) -> int:
         "measured": {
             **runmod.machine_info(),
             "date": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()),
+            "commitAtStart": commit,
             "loadavg_before": load_before,
             "seconds": seconds,
             "testExitCode": returncode,
@@ -216,6 +220,19 @@ def main(a: argparse.Namespace) -> int:
         print(f"bench churn: {problem}", file=sys.stderr)
     print(f"bench churn: {seconds:g} s, written to {out}")
     return 1 if problems else 0
+
+
+def _head() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def writes_readme(a: argparse.Namespace) -> bool:
@@ -306,14 +323,15 @@ def readme_text(doc: dict[str, Any]) -> str:
         rate = pods / ((plan["minRunSeconds"] + plan["maxRunSeconds"]) / 2 * 3.75)
         lines += [
             "",
-            f"**{nodes:,} nodes, {pods:,} live pods** (seed {plan['seed']}; commit"
-            f" {m.get('commit', '?')}, {m.get('date', '?')}, {m.get('cpus', '?')} CPUs, load"
+            f"**{nodes:,} nodes, {pods:,} live pods** (seed {plan['seed']}; started at commit"
+            f" {m.get('commitAtStart', '?')}, ended {m.get('date', '?')} at"
+            f" {m.get('commit', '?')}; {m.get('cpus', '?')} CPUs, load"
             f" {m['loadavg_before'][0]:.1f} before; {m['seconds'] / 60:.0f} min in all"
             + (f"; {entry['label']}" if entry.get("label") else "")
             + f"). Jobs of 1, 2, 4 or 8 pods of 2.5 CPU arriving at {rate:.2f}/s (Poisson),"
             f" running {plan['minRunSeconds']:g}–{plan['maxRunSeconds']:g} s (uniform),"
             f" {100 * plan['failRatio']:g} % of pods Failed; after a fill of {pods:,} pods at"
-            " t=0, measured over each mode's window.",
+            f" t=0 ({_residual(plan)}), measured over each mode's window.",
             "",
             MODE_HEAD,
             "|" + "---|" * MODE_HEAD.count(" | ") + "---|",
@@ -330,6 +348,12 @@ def readme_text(doc: dict[str, Any]) -> str:
             if r["mode"] == "compare":
                 lines += ["", *_compare_lines(r)]
     return "\n".join(lines)
+
+
+def _residual(plan: dict[str, Any]) -> str:
+    if plan.get("fillResidual") == "equilibrium":
+        return "their remaining runs drawn as in a steady state"
+    return f"their remaining runs uniform on (0, {plan['maxRunSeconds']:g}] s"
 
 
 def _ratio(runs: list[dict[str, Any]]) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import cluster_decisions, compare_churn, explain, readme_sections, report
+from bench import churn, cluster_decisions, compare_churn, explain, readme_sections, report
 
 BENCH = Path(__file__).resolve().parent
 README = BENCH / "README.md"
@@ -55,6 +55,13 @@ SECTIONS: tuple[Section, ...] = (
         "<!-- compare-churn:end -->",
         ("compare-churn.json",),
         lambda docs: compare_churn.readme_text(docs[0]),
+    ),
+    Section(
+        "churn",
+        "<!-- churn:begin -->",
+        "<!-- churn:end -->",
+        ("churn.json",),
+        lambda docs: churn.readme_text(docs[0]),
     ),
     Section(
         "workloads",

@@ -63,6 +63,7 @@ def _document(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 "label": "",
                 "measured": {
                     "commit": "abc1234",
+                    "commitAtStart": "1234abc",
                     "date": "2026-12-06T16:00Z",
                     "cpus": 2,
                     "loadavg_before": [6.0, 5.0, 4.0],
@@ -76,7 +77,7 @@ def _document(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def test_the_section_gives_each_mode_and_each_kind_with_its_cause() -> None:
     text = churn.readme_text(_document([_run("compare"), _run("intree"), _run("cluster")]))
-    assert "**100 nodes, 1,000 live pods** (seed 50; commit abc1234" in text
+    assert "**100 nodes, 1,000 live pods** (seed 50; started at commit 1234abc, ended" in text
     assert "arriving at 1.11/s (Poisson), running 120–360 s (uniform), 5 % of pods Failed" in text
     assert (
         "| intree | 5 min | 1,300 (4,900) | 1,290 (10 waiting at the end) | 2.0 / 8.0 / 40.0 |"
@@ -140,7 +141,7 @@ def _args(*argv: str) -> argparse.Namespace:
 def test_the_plans() -> None:
     smoke = churn.plan_of(_args("--smoke"))
     assert (smoke["nodes"], smoke["pods"], smoke["seed"]) == (10, 100, churn.SEED)
-    assert smoke["windowSeconds"] == {"compare": 25.0, "intree": 8.0, "cluster": 8.0}
+    assert smoke["windowSeconds"] == {"compare": 20.0, "intree": 5.0, "cluster": 5.0}
     assert smoke["out"].endswith("churn-smoke.runs.json")
     full = churn.plan_of(_args("--size", "500x5000", "--modes", "compare,cluster"))
     assert (full["nodes"], full["pods"], full["modes"]) == (500, 5000, ["compare", "cluster"])

@@ -75,7 +75,11 @@ type churnPlan struct {
 	FailRatio      float64            `json:"failRatio"`
 	KeepSeconds    float64            `json:"keepSeconds"`
 	FillTimeoutSec float64            `json:"fillTimeoutSeconds"`
-	Out            string             `json:"out"`
+	// FillResidual: how the fill's remaining run times are drawn: "equilibrium", the residual
+	// life of a run uniform on [minRun, maxRun] (density P(run > x) / mean run), so the fill
+	// ends as a steady state would; "uniform" (the default): uniform on (0, maxRun].
+	FillResidual string `json:"fillResidual"`
+	Out          string `json:"out"`
 }
 
 var churnJobSizes = []int{1, 2, 4, 8}
@@ -139,8 +143,8 @@ func (s *churnSchedule) next() *churnJob {
 	if s.fill > 0 {
 		j.Fill = true
 		s.fill -= j.Size
-		// Already under way at t=0: the rest of its run, uniform on (0, maxRun].
-		j.Run = time.Duration((1 - s.rng.Float64()) * p.MaxRunSeconds * float64(time.Second))
+		// Already under way at t=0: the rest of its run.
+		j.Run = time.Duration(s.residual() * float64(time.Second))
 	} else {
 		s.at += time.Duration(s.rng.ExpFloat64() / p.jobRate() * float64(time.Second))
 		j.At = s.at
@@ -153,6 +157,24 @@ func (s *churnSchedule) next() *churnJob {
 		}
 	}
 	return j
+}
+
+// residual draws a fill job's remaining run in seconds (churnPlan.FillResidual).
+func (s *churnSchedule) residual() float64 {
+	p := s.plan
+	if p.FillResidual != "equilibrium" {
+		return (1 - s.rng.Float64()) * p.MaxRunSeconds
+	}
+	for { // rejection: x uniform on (0, maxRun], kept with probability P(run > x)
+		x := (1 - s.rng.Float64()) * p.MaxRunSeconds
+		keep := 1.0
+		if x > p.MinRunSeconds {
+			keep = (p.MaxRunSeconds - x) / (p.MaxRunSeconds - p.MinRunSeconds)
+		}
+		if s.rng.Float64() < keep {
+			return x
+		}
+	}
 }
 
 // churnRun is one mode's figures over its window: what bench/churn.py tabulates.
@@ -811,6 +833,19 @@ func TestChurnSchedule(t *testing.T) {
 	}
 	if ratio := float64(failed) / float64(pods); math.Abs(ratio-plan.FailRatio) > 0.01 {
 		t.Errorf("%.3f of the pods fail, want %.2f", ratio, plan.FailRatio)
+	}
+	// The equilibrium residual of a run uniform on [120, 360]: mean E[R²] / 2E[R] = 130 s.
+	eq := newChurnSchedule(churnPlan{Pods: 400000, Seed: 50, MinRunSeconds: 120, MaxRunSeconds: 360, FillResidual: "equilibrium"})
+	sum, n := 0.0, 0
+	for j := eq.next(); j.Fill; j = eq.next() {
+		if j.Run <= 0 || j.Run > 360*time.Second {
+			t.Fatalf("fill job %s runs %s, outside (0, 360 s]", j.Name, j.Run)
+		}
+		sum += j.Run.Seconds()
+		n++
+	}
+	if mean := sum / float64(n); math.Abs(mean-130) > 2 {
+		t.Errorf("the fill's mean remaining run is %.1f s over %d jobs, want 130 s", mean, n)
 	}
 	other := newChurnSchedule(churnPlan{Pods: 1000, Seed: 51, MinRunSeconds: 120, MaxRunSeconds: 360})
 	if a.next().Size == other.next().Size && a.next().Run == other.next().Run {
