@@ -61,6 +61,7 @@ def main(
     sys.path.insert(0, str(servers.REPO))
     from app.config import load_config
     from app.server.main import create_app
+    from app.server.options import ServeOptions
 
     found = _workload(workload, config)
     if found is None:
@@ -68,7 +69,7 @@ def main(
     ld, config = found
     name = ld.name
     body = Path(ld.body).read_bytes()
-    app = create_app(load_config(config))
+    app = create_app(ServeOptions.of(load_config(config)))
     n = requests or max(3, min(2000, int(2e8 / max(1, len(body)))))
 
     async def go() -> list[float]:

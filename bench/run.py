@@ -746,12 +746,15 @@ def asgi_main(plan_path: str, out_path: str) -> int:
 
     from app.config import load_config
     from app.server.main import create_app
+    from app.server.options import ServeOptions
     from bench.asgi import drive
 
     plan = json.loads(Path(plan_path).read_text())
     out: dict[str, Any] = {}
     shadow = os.environ.get("CALDERA_SHADOW")  # bench.hotpath --shadow
-    app = create_app(load_config(plan[0]["config"]), shadow_path=shadow) if plan else None
+    app = None
+    if plan:
+        app = create_app(ServeOptions.of(load_config(plan[0]["config"])).replace(shadow=shadow))
 
     async def go() -> None:
         assert app is not None

@@ -9,10 +9,8 @@ import logging
 import os
 import re
 import signal
-import ssl
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
@@ -39,7 +37,7 @@ from app.config import (
     read_config_text,
     release_note,
 )
-from app.config_checks import argument_warnings, build_problems, log_problems
+from app.config_checks import argument_warnings, build_problems
 from app.server.settings import DEFAULT_PORT, Settings, cli_options
 from plugins.api.extension_points import BY_VERB, VERBS
 from schemas.goduration import DurationError, parse_go_duration
@@ -164,120 +162,24 @@ def _add_asking_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from app.config import load_with_origin
-    from app.server import listeners
-    from app.server.buffers import BodyBuffers
-    from app.server.connections import ConnectionLimits, guarded_protocol
-    from app.server.logs import configure_logging
-    from app.server.main import create_app
+    """Settings (options over the environment over the defaults), the options they and the
+    configuration they name make (app/server/options.py), and serving them until SIGTERM
+    (app/server/serve.py); a configuration that does not load or build, or a TLS file that is
+    missing, exits 2 before anything listens."""
+    from app.server.options import MissingFile, ServeOptions
+    from app.server.serve import serve
 
     settings = _settings(args)
     try:
-        config, origin = load_with_origin(settings.config)
-    except ConfigError as exc:
+        options = ServeOptions.from_settings(
+            settings, record=args.record, record_max_bytes=args.record_max_bytes
+        )
+        return serve(options)
+    except ConfigError as exc:  # the file, or a plugin that cannot be built
         return _fail_config(exc)
-    for option, path in (
-        ("--ssl-certfile", settings.ssl_certfile),
-        ("--ssl-keyfile", settings.ssl_keyfile),
-        ("--ssl-client-ca", settings.ssl_client_ca),
-    ):
-        if path is not None and not Path(path).is_file():
-            print(f"caldera: {option} {path}: no such file", file=sys.stderr)
-            return EXIT_CONFIG
-    configure_logging(settings.log_level, settings.log_format)
-    broken = build_problems(config)
-    if broken:
-        return _fail_build(origin.source, broken)
-    log_problems(config, logging.getLogger("caldera"))
-    recorder = None
-    unrecorded = None
-    if args.record is not None:
-        from app.server.record import Recorder, RecordError
-
-        try:
-            recorder = Recorder(args.record, args.record_max_bytes)
-        except RecordError as exc:
-            # A debug feature must not keep the scheduler from starting (a native sidecar that
-            # exits holds vc-scheduler back): serve without it, loudly (app/server/features.py).
-            unrecorded = str(exc)
-    app = create_app(
-        config,
-        recorder,
-        body_timeout=settings.body_timeout_seconds,
-        origin=origin,
-        watch_interval=settings.config_watch_seconds,
-        shadow_path=settings.shadow,
-        shadow_max_queued_bytes=settings.shadow_max_queued_bytes,
-    )
-    if unrecorded is not None:
-        from app.server.features import RECORD
-
-        app.runtime.features.failed(RECORD, unrecorded, "nothing is recorded")
-    limits = ConnectionLimits(
-        settings.header_timeout_seconds,
-        settings.max_header_bytes,
-        config.maxRequestBytes,
-        {
-            path: config.body_limit(verb)
-            for path, verb in app.runtime.extender.routes().items()
-            if config.body_limit(verb) != config.maxRequestBytes
-        },
-    )
-    metrics = app.runtime.metrics
-    buffers = BodyBuffers(
-        kept=metrics.body_buffer.set,
-        outcome=lambda outcome: metrics.body_buffers.labels(outcome).inc(),
-    )
-    common: dict[str, Any] = {
-        "log_config": None,
-        "access_log": False,
-        "log_level": settings.log_level,
-        "timeout_keep_alive": settings.keep_alive_seconds,
-        "timeout_graceful_shutdown": settings.shutdown_seconds,
-        "server_header": False,
-        # Volcano, the kubelet and Prometheus call Caldera directly, never through a proxy:
-        # uvicorn's X-Forwarded-For rewriting would be one more layer per call for nothing.
-        "proxy_headers": False,
-    }
-    verbs_config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        http=guarded_protocol(limits, buffers),
-        ssl_certfile=settings.ssl_certfile,
-        ssl_keyfile=settings.ssl_keyfile,
-        ssl_ca_certs=settings.ssl_client_ca,
-        ssl_cert_reqs=ssl.CERT_REQUIRED if settings.ssl_client_ca else ssl.CERT_NONE,
-        **common,
-    )
-    server = uvicorn.Server(verbs_config)
-    health = None
-    if settings.health_port is not None:
-        # Plain HTTP: the kubelet's httpGet probes and a PodMonitor speak it, and nothing on
-        # this listener steers a decision. No lifespan: the app's backgrounds start once.
-        health_app = listeners.HealthListener(
-            app, f"{settings.host}:{settings.port}", verbs_serving=lambda: server.started
-        )
-        health = uvicorn.Server(
-            uvicorn.Config(
-                health_app,
-                host=settings.health_host,
-                port=settings.health_port,
-                http=guarded_protocol(replace(limits, max_body_bytes=0)),
-                lifespan="off",
-                **common,
-            )
-        )
-    exposure = listeners.exposure_warning(settings.host, settings.ssl_certfile is not None)
-    if exposure is not None:
-        logging.getLogger("caldera").warning("%s", exposure)
-    # uvicorn drains in-flight requests on SIGTERM, then re-raises the signal under the handler
-    # that was in place before it started; make that one a clean exit, as Kubernetes expects.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    listeners.run(server, health, verbs_config.get_loop_factory())
-    return 0 if server.started else 1
+    except MissingFile as exc:
+        print(f"caldera: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -568,8 +470,9 @@ def cmd_check_plugin(args: argparse.Namespace) -> int:
 
 def cmd_openapi(args: argparse.Namespace) -> int:
     from app.server.main import create_app
+    from app.server.options import ServeOptions
 
-    print(openapi_text(create_app(load_config(None)).openapi()), end="")
+    print(openapi_text(create_app(ServeOptions.of(load_config(None))).openapi()), end="")
     return 0
 
 

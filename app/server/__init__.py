@@ -1,5 +1,9 @@
 """The server: ``caldera serve``'s app and everything that carries a request to the core and back.
 
+* :mod:`serve`: ``caldera serve`` once its options are built: the log, uvicorn's servers for the
+  two listeners, SIGTERM, running them.
+* :mod:`options`: :class:`~app.server.options.ServeOptions`, everything one ``serve`` serves
+  with, built once from :mod:`settings` and the configuration they name.
 * :mod:`main`: the app factory (``create_app``) with its lifespan and the verbs' dispatcher.
 * :mod:`runtime`: what one app owns while it serves (extender, sessions, metrics, watches).
 * :mod:`routes`: the verbs, the probes, ``/metrics``, ``/debug`` and ``/docs``.

@@ -1,5 +1,6 @@
-"""The app factory: ``create_app(config)`` builds the :class:`~app.server.runtime.Runtime` that
-serves ``config``, hands it to the lifespan (which starts and stops it) and mounts the routes."""
+"""The app factory: ``create_app(options)`` builds the :class:`~app.server.runtime.Runtime` that
+serves the :class:`~app.server.options.ServeOptions`, hands it to the lifespan (which starts and
+stops it) and mounts the routes."""
 
 from __future__ import annotations
 
@@ -16,12 +17,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import __version__
 from app.cluster_state.cluster_mode import ClusterSessionState
-from app.config import CalderaConfig, ConfigOrigin
-from app.server.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
-from app.server.config_watch import DEFAULT_INTERVAL_SECONDS
 from app.server.logs import request_id
 from app.server.openapi import components, verb_paths
-from app.server.record import Recorder, RecordingExtender
+from app.server.options import ServeOptions
+from app.server.record import RecordingExtender
 from app.server.routes import debug, docs, health, metrics
 from app.server.routes import shadow as shadow_routes
 from app.server.routes.verbs import Answers, verb_routes
@@ -182,21 +181,11 @@ def verb_answers(runtime: Runtime) -> Answers:
     return answers
 
 
-def create_app(
-    config: CalderaConfig,
-    recorder: Recorder | None = None,
-    body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
-    origin: ConfigOrigin | None = None,
-    watch_interval: float = DEFAULT_INTERVAL_SECONDS,
-    shadow_path: str | None = None,
-    shadow_max_queued_bytes: int | None = None,
-) -> CalderaApp:
-    """The app for ``config``: its :class:`~app.server.runtime.Runtime` (which the arguments but
-    ``body_timeout`` configure), started and stopped by the lifespan, and the routes. A request
-    body must arrive within ``body_timeout`` seconds (``CALDERA_BODY_TIMEOUT_SECONDS``)."""
-    runtime = Runtime(
-        config, recorder, origin, watch_interval, shadow_path, shadow_max_queued_bytes
-    )
+def create_app(options: ServeOptions) -> CalderaApp:
+    """The app serving ``options.config``: its :class:`~app.server.runtime.Runtime`, built from
+    ``options`` and started and stopped by the lifespan, and the routes. A request body must
+    arrive within ``options.body_timeout_seconds``."""
+    runtime = Runtime(options)
     app = CalderaApp(
         title="Caldera",
         version=__version__,
@@ -208,7 +197,11 @@ def create_app(
     )
     app.runtime = runtime
     routes = verb_routes(
-        verb_answers(runtime), runtime.metrics, config.body_limit, body_timeout, runtime.snapshot
+        verb_answers(runtime),
+        runtime.metrics,
+        options.config.body_limit,
+        options.body_timeout_seconds,
+        runtime.snapshot,
     )
     app.router.routes.extend(routes)
     app.verb_endpoints = {route.path: route.app for route in routes}

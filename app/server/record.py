@@ -97,7 +97,12 @@ class Entry:
 class Recorder:
     """Writes what :class:`RecordingExtender` hands it, in order, from one thread."""
 
-    def __init__(self, directory: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES):
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        on_failure: Callable[[str], None] | None = None,
+    ):
         self.directory = Path(directory)
         self.max_bytes = max_bytes
         self.written = 0
@@ -109,9 +114,9 @@ class Recorder:
         self.session = 0
         self.seq = 0
         self.now: datetime | None = None
-        self.on_failure: Callable[[str], None] | None = None
+        self.on_failure = on_failure
         """Told why recording stopped on a write error (``app/server/features.py``), from the
-        writer thread."""
+        writer thread; without it, the reason is logged."""
         self._open_directory()
         self._queue: queue.Queue[Entry | None] = queue.Queue()
         self._made: set[int] = set()

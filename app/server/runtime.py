@@ -31,18 +31,19 @@ from app.cluster_state.cluster_mode import ClusterSessionState
 from app.cluster_state.compare_mode import SessionStateComparison
 from app.cluster_state.derive import Settings
 from app.cluster_state.modes import SessionStateMode
-from app.config import Backgrounds, CalderaConfig, ConfigOrigin, build_backgrounds
+from app.config import Backgrounds, CalderaConfig, build_backgrounds
 from app.events import KubeEventSink, PodGroupEvents
 from app.explain import DecisionRecord
 from app.extender import Extender
 from app.metrics import Metrics
 from app.plugin_faults import PluginFaults
-from app.server.config_watch import DEFAULT_INTERVAL_SECONDS, ConfigWatch, Served
+from app.server.config_watch import ConfigWatch, Served
 from app.server.features import EVENTS, POLL_SECONDS, RECORD, Features
-from app.server.record import Recorder
+from app.server.options import ServeOptions
+from app.server.record import Recorder, RecordError
 from app.server.snapshot_health import SnapshotHealth
 from app.session import SessionManager, SessionNumbers
-from app.shadow.service import DEFAULT_MAX_QUEUED_BYTES, Shadow
+from app.shadow.service import Shadow
 from plugins.api.base import Background, utc_now
 
 logger = logging.getLogger("caldera")
@@ -62,42 +63,35 @@ class Serving:
 
 
 class Runtime:
-    """Everything ``create_app`` serves ``config`` with. Building it builds the plugins (a
-    constructor that raises fails here, before anything is started); :meth:`start` and
-    :meth:`stop` bracket the app's lifespan. ``recorder`` is ``serve --record``'s, closed at
-    :meth:`stop`; ``origin`` names where ``config`` was read from, watched every
-    ``watch_interval`` seconds when it is a file (0: not watched); ``shadow_path`` names a
-    shadow configuration evaluated on the same requests off the hot path (app/shadow/service.py)."""
+    """Everything ``create_app`` serves ``options.config`` with. Building it builds the plugins
+    (a constructor that raises fails here, before anything is started) and every observer of
+    the decisions and sessions, once (metrics, the decision record, Events, the recorder, the
+    live reload, the shadow); :meth:`start` and :meth:`stop` bracket the app's lifespan.
+    ``options.record`` (``serve --record``) builds the recorder, closed at :meth:`stop`;
+    ``options.origin`` names where the configuration was read from, watched every
+    ``config_watch_seconds`` when it is a file (0: not watched); ``options.shadow`` names a
+    shadow configuration evaluated on the same requests off the hot path
+    (app/shadow/service.py)."""
 
     served: Serving
     """What is served now (:meth:`publish`)."""
 
-    def __init__(
-        self,
-        config: CalderaConfig,
-        recorder: Recorder | None = None,
-        origin: ConfigOrigin | None = None,
-        watch_interval: float = DEFAULT_INTERVAL_SECONDS,
-        shadow_path: str | None = None,
-        shadow_max_queued_bytes: int | None = None,
-    ) -> None:
+    def __init__(self, options: ServeOptions) -> None:
+        config = options.config
         self.metrics = metrics = Metrics()
-        self.origin = origin = origin or ConfigOrigin.of(config)
-        self.recorder = recorder
+        self.origin = origin = options.origin
+        self.features = Features(metrics.feature_degraded)
+        self.recorder = recorder = self.recorder_for(options)
         self.clock = clock = recorder.clock if recorder is not None else utc_now
         backgrounds, _ = build_backgrounds(config)
         self.started_with: Backgrounds = backgrounds
         """The data sources :meth:`start` starts (a live reload starts its own)."""
         self.record = DecisionRecord(config.explainSessions, config.explainEntries)
-        self.features = Features(metrics.feature_degraded)
         self.event_sink = KubeEventSink(config.explainEventsKubeconfig)
         self.events = PodGroupEvents(self.event_sink, clock=clock) if config.explainEvents else None
         if self.events is not None:
             self.features.enabled(EVENTS)
             self.events.health = functools.partial(feature_health, self.features, EVENTS)
-        if recorder is not None:
-            self.features.enabled(RECORD)
-            recorder.on_failure = functools.partial(self.features.failed, RECORD)
         self.faults = PluginFaults(metrics, clock)
         self.session_numbers = SessionNumbers()
         """Shared by every configuration's sessions: numbered for the process's life."""
@@ -110,7 +104,7 @@ class Runtime:
             self.switch,
             session_open=lambda: extender.sessions.current is not None,
             metrics=metrics,
-            interval=watch_interval,
+            interval=options.config_watch_seconds,
             clock=clock,
         )
         extender.listeners.add(watch)
@@ -122,11 +116,11 @@ class Runtime:
         self.shadow: Shadow | None = None
         """``serve --shadow FILE``: the shadow configuration and its findings
         (app/shadow/service.py)."""
-        if shadow_path is not None:
+        if options.shadow is not None:
             self.shadow = Shadow(
-                shadow_path,
+                options.shadow,
                 metrics.registry,
-                shadow_max_queued_bytes or DEFAULT_MAX_QUEUED_BYTES,
+                options.shadow_max_queued_bytes,
                 live_path=origin.path,
                 clock=clock,
                 live_sources=lambda: (watch.served.config, watch.served.backgrounds),
@@ -136,6 +130,25 @@ class Runtime:
         self._looking: asyncio.Task[None] | None = None
 
     # --- what a configuration is served with ---------------------------------------------------
+
+    def recorder_for(self, options: ServeOptions) -> Recorder | None:
+        """``serve --record``'s recorder, telling :attr:`features` when writing fails. A
+        directory it cannot use is a degraded feature, not a refusal to start: a debug feature
+        must not keep the scheduler from starting (a native sidecar that exits holds
+        vc-scheduler back), so Caldera serves without it, loudly (app/server/features.py)."""
+        if options.record is None:
+            return None
+        try:
+            recorder = Recorder(
+                options.record,
+                options.record_max_bytes,
+                on_failure=functools.partial(self.features.failed, RECORD),
+            )
+        except RecordError as exc:
+            self.features.failed(RECORD, str(exc), "nothing is recorded")
+            return None
+        self.features.enabled(RECORD)
+        return recorder
 
     def sessions_for(self, config: CalderaConfig, backgrounds: Backgrounds) -> SessionManager:
         """``config``'s sessions, telling the decision stream's subscribers of this runtime."""

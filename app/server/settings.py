@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from app.server.body import DEFAULT_TIMEOUT as DEFAULT_BODY_TIMEOUT
 
 LogLevel = Literal["critical", "error", "warning", "info", "debug"]
+LogFormat = Literal["auto", "json", "text"]
 
 DEFAULT_PORT = 8090
 """The verb port when none is given, for ``serve`` and the URL ``volcano-config`` prints: the
@@ -65,7 +66,7 @@ class Settings(BaseSettings):
     )
     """The health listener's port; None: no health listener."""
     log_level: LogLevel = Field(default="info", json_schema_extra=cli("log level (default info)"))
-    log_format: Literal["auto", "json", "text"] = "auto"
+    log_format: LogFormat = "auto"
     """``auto``: JSON lines when stderr is not a terminal (production), text otherwise."""
     keep_alive_seconds: int = Field(default=120, gt=0)
     """How long an idle keep-alive connection stays open. Volcano's Go client keeps idle

@@ -17,6 +17,7 @@ from app.commands.cli import main
 from app.config import load_config, load_with_origin
 from app.config_checks import build_problems
 from app.server.main import create_app
+from app.server.options import ServeOptions
 from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, Plugin, Session
@@ -184,7 +185,7 @@ async def test_a_reload_that_cannot_build_is_rejected_and_the_running_one_serves
     path = tmp_path / "caldera.yaml"
     path.write_text(config_text())
     config, origin = load_with_origin(path)
-    app = create_app(config, origin=origin, watch_interval=0)
+    app = create_app(ServeOptions.of(config, origin).replace(config_watch_seconds=0))
     with TestClient(app) as client:
         served = readyz_config(client)["sha256"]
         path.write_text(config_text(entry))
@@ -211,7 +212,7 @@ async def test_a_switch_whose_first_session_fails_goes_back_and_answers_that_cyc
     path = tmp_path / "caldera.yaml"
     path.write_text(config_text())
     config, origin = load_with_origin(path)
-    app = create_app(config, origin=origin, watch_interval=0)
+    app = create_app(ServeOptions.of(config, origin).replace(config_watch_seconds=0))
     with TestClient(app) as client:
         served = readyz_config(client)["sha256"]
         path.write_text(config_text("name: test-open-fails-on\n    arguments: {when: poison}"))
@@ -239,7 +240,7 @@ async def test_a_proven_configuration_failing_later_is_its_own_error(tmp_path: P
     path = tmp_path / "caldera.yaml"
     path.write_text(config_text())
     config, origin = load_with_origin(path)
-    app = create_app(config, origin=origin, watch_interval=0)
+    app = create_app(ServeOptions.of(config, origin).replace(config_watch_seconds=0))
     with TestClient(app) as client:
         path.write_text(config_text("name: test-open-fails-on\n    arguments: {when: poison}"))
         client.portal.call(app.runtime.config_watch.check)  # type: ignore[union-attr]
@@ -276,7 +277,7 @@ async def test_a_switch_whose_plugin_cannot_be_built_is_counted_as_its_fault(
     path = tmp_path / "caldera.yaml"
     path.write_text(config_text())
     config, origin = load_with_origin(path)
-    app = create_app(config, origin=origin, watch_interval=0)
+    app = create_app(ServeOptions.of(config, origin).replace(config_watch_seconds=0))
     with TestClient(app) as client:
         served = readyz_config(client)["sha256"]
         assert client.post("/onSessionOpen", content=snapshot(False)).status_code == 200
@@ -317,7 +318,7 @@ async def test_a_session_open_that_raises_is_counted_as_the_plugins_fault(
     path = tmp_path / "caldera.yaml"
     path.write_text(config_text())
     config, origin = load_with_origin(path)
-    app = create_app(config, origin=origin, watch_interval=0)
+    app = create_app(ServeOptions.of(config, origin).replace(config_watch_seconds=0))
     with TestClient(app) as client:
         path.write_text(config_text("name: test-open-fails-on\n    arguments: {when: poison}"))
         client.portal.call(app.runtime.config_watch.check)  # type: ignore[union-attr]

@@ -23,6 +23,7 @@ from app.events import (
 from app.framework import Framework, Slot
 from app.metrics import Metrics
 from app.server.main import create_app
+from app.server.options import ServeOptions
 from plugins.api.base import Vote
 from plugins.api.extension_points import BY_VERB
 from plugins.api.reasons import Reason
@@ -176,8 +177,10 @@ async def test_the_framework_reports_how_each_vote_ended() -> None:
 
 
 async def test_off_by_default_and_on_when_configured_with_its_counts_in_debug_session() -> None:
-    assert create_app(CalderaConfig()).runtime.events is None
-    on = create_app(CalderaConfig(explainEvents=True, explainEventsKubeconfig="/nonexistent"))
+    assert create_app(ServeOptions.of(CalderaConfig())).runtime.events is None
+    on = create_app(
+        ServeOptions.of(CalderaConfig(explainEvents=True, explainEventsKubeconfig="/nonexistent"))
+    )
     assert isinstance(on.runtime.events, PodGroupEvents)
     transport = httpx.ASGITransport(app=on)
     async with httpx.AsyncClient(transport=transport, base_url="http://caldera") as client:

@@ -13,6 +13,7 @@ from app.explain import DecisionRecord, SessionLog
 from app.framework import Framework, Slot
 from app.metrics import Metrics
 from app.server.main import create_app
+from app.server.options import ServeOptions
 from plugins.api.arguments import Arguments
 from plugins.api.base import EvictResult, FitError, Plugin, StatusCode, Vote
 from plugins.api.extension_points import BY_VERB
@@ -293,7 +294,9 @@ async def get(app: object, query: str) -> httpx.Response:
     ],
 )
 async def test_a_bad_question_is_a_400_with_a_sentence(query: str, error: str) -> None:
-    response = await get(create_app(CalderaConfig.model_validate(OVERCOMMIT_CONFIG)), query)
+    response = await get(
+        create_app(ServeOptions.of(CalderaConfig.model_validate(OVERCOMMIT_CONFIG))), query
+    )
     assert response.status_code == 400
     assert response.json()["error"].startswith(error)
 
@@ -311,7 +314,7 @@ async def test_a_bad_question_is_a_400_with_a_sentence(query: str, error: str) -
 async def test_nothing_recorded_is_a_404_that_says_what_is_kept(
     opened: int, query: str, error: str
 ) -> None:
-    app = create_app(CalderaConfig.model_validate(OVERCOMMIT_CONFIG))
+    app = create_app(ServeOptions.of(CalderaConfig.model_validate(OVERCOMMIT_CONFIG)))
     for number in range(1, opened + 1):
         app.runtime.record.open(number, datetime(2026, 1, 1, tzinfo=UTC))
     response = await get(app, query)
@@ -322,7 +325,7 @@ async def test_nothing_recorded_is_a_404_that_says_what_is_kept(
 
 async def test_a_record_that_is_off_says_so() -> None:
     off = CalderaConfig.model_validate({**OVERCOMMIT_CONFIG, "explainSessions": 0})
-    response = await get(create_app(off), "?task=a/b")
+    response = await get(create_app(ServeOptions.of(off)), "?task=a/b")
     assert response.json()["error"] == "the decision record is off (explainSessions: 0)"
 
 

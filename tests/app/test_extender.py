@@ -13,6 +13,7 @@ import pytest_asyncio
 
 from app.config import load_config_text
 from app.server.main import create_app
+from app.server.options import ServeOptions
 from plugins.api import registry
 from plugins.api.base import EvictResult, FitError, Plugin, Session, Vote
 from schemas.api import JobInfo, NodeInfo, TaskInfo
@@ -74,7 +75,7 @@ def doubles() -> Iterator[None]:
 
 
 def make_client(config: str) -> httpx.AsyncClient:
-    app = create_app(load_config_text(config, "test.yaml"))
+    app = create_app(ServeOptions.of(load_config_text(config, "test.yaml")))
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://caldera")
 
 

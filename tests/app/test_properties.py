@@ -26,6 +26,7 @@ from app.config import load_config_text
 from app.errors import CalderaError, PluginFailure
 from app.extender import Extender
 from app.server.main import create_app
+from app.server.options import ServeOptions
 from plugins.api.release import PredicateShape, Release
 from schemas import responses as rs
 from tests.every_plugin import every_plugin_config
@@ -80,7 +81,9 @@ def release_of(version: str) -> Release:
 
 @functools.cache
 def extender(version: str) -> Extender:
-    app = create_app(load_config_text(every_plugin_config(version), f"every-plugin-{version}"))
+    app = create_app(
+        ServeOptions.of(load_config_text(every_plugin_config(version), f"every-plugin-{version}"))
+    )
     answers: Extender = app.runtime.extender
     return answers
 

@@ -15,6 +15,7 @@ from app.build_info import COMMIT_VARIABLE
 from app.commands.cli import main, parser
 from app.config import CalderaConfig, load_config
 from app.server.main import create_app
+from app.server.options import ServeOptions
 from plugins.api.release import NEWEST_STABLE_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +64,9 @@ def test_readyz_build_info_and_process_metrics(
     if config is not None:
         path = tmp_path / "caldera.yaml"
         path.write_text(config)
-    with TestClient(create_app(load_config(None if path is None else str(path)))) as client:
+    with TestClient(
+        create_app(ServeOptions.of(load_config(None if path is None else str(path))))
+    ) as client:
         assert client.get("/readyz").json()["version"] == __version__
         metrics = client.get("/metrics").text
     python = platform.python_version()
@@ -119,7 +122,7 @@ def test_snapshot_expected_says_whether_sessions_should_open(
     snapshot-bound plugin; the alert now requires caldera_snapshot_expected == 1."""
     path = tmp_path / "caldera.yaml"
     path.write_text(config)
-    with TestClient(create_app(load_config(str(path)))) as client:
+    with TestClient(create_app(ServeOptions.of(load_config(str(path))))) as client:
         metrics = client.get("/metrics").text
     assert f"caldera_snapshot_expected {expected}" in metrics
 
@@ -140,7 +143,7 @@ def test_the_start_banner_mentions_volcano_version_only_when_it_is_not_set(
     path = tmp_path / "caldera.yaml"
     path.write_text(version + "tiers:\n- plugins:\n  - name: priority\n")
     caplog.set_level("INFO", logger="caldera")
-    with TestClient(create_app(load_config(path))):
+    with TestClient(create_app(ServeOptions.of(load_config(path)))):
         pass
     [banner] = [r.getMessage() for r in caplog.records if "serving Volcano" in r.getMessage()]
     release = "1.14" if "1.14" in version else "1.15"
@@ -151,7 +154,7 @@ def test_the_start_banner_mentions_volcano_version_only_when_it_is_not_set(
 def test_metrics_carry_no_created_series() -> None:
     """A ``_created`` series beside every counter and histogram doubled the scrape for a start
     time process_start_time_seconds already gives (issue 34)."""
-    app = create_app(load_config(None))
+    app = create_app(ServeOptions.of(load_config(None)))
     with TestClient(app) as client:
         client.post("/onSessionClose", content=b"{}")
         metrics = client.get("/metrics").text

@@ -23,6 +23,7 @@ import yaml
 from app.commands.cli import main
 from app.config import load_config
 from app.server.main import create_app
+from app.server.options import ServeOptions
 from tests.deploy.kustomize import Document, load_documents, overlay_urls, render
 from tests.deploy.upstream import volcano_file
 
@@ -226,7 +227,7 @@ def test_caldera_port_probes_and_config_mount(variant: Variant, documents: list[
     assert args["--health-host"] == "0.0.0.0", "the kubelet probes the pod IP, not loopback"
     [named] = caldera["ports"]
     assert named["containerPort"] == health_port, "only the health listener is a container port"
-    served = set(create_app(load_config(None)).openapi()["paths"])
+    served = set(create_app(ServeOptions.of(load_config(None))).openapi()["paths"])
     for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
         get = caldera[probe]["httpGet"]
         assert get["path"] == path and path in served

@@ -21,6 +21,7 @@ from app.cluster_state.compare import compare
 from app.cluster_state.derive import derive
 from app.config import load_config_text
 from app.server.main import create_app
+from app.server.options import ServeOptions
 from app.session_events import SessionListener
 from plugins.pdb.kube import ClusterConfig, object_key
 from schemas.api import TaskStatus
@@ -80,7 +81,7 @@ def synced(state: ClusterSessionState) -> None:
 
 
 def cluster_app(objects: dict[str, list[dict[str, Any]]], plugins: str = SESSION_PLUGINS) -> Any:
-    app = create_app(load_config_text(config("cluster", plugins), "c.yaml"), watch_interval=0)
+    app = create_app(ServeOptions.of(load_config_text(config("cluster", plugins), "c.yaml")))
     state = app.runtime.session_state
     assert isinstance(state, ClusterSessionState)
     fill(state, objects)
@@ -133,7 +134,7 @@ async def test_the_same_answers_as_the_same_state_sent_as_a_snapshot(
     derived = derive(cluster(**objects)).snapshot
     assert compare(sent, derived) == []  # the same state, field by field of what plugins read
 
-    snapshot_app = create_app(load_config_text(config("snapshot"), "c.yaml"), watch_interval=0)
+    snapshot_app = create_app(ServeOptions.of(load_config_text(config("snapshot"), "c.yaml")))
     async with client(snapshot_app) as c:
         assert (await c.post("/onSessionOpen", content=json.dumps(body))).status_code == 200
         from_snapshot = await session_answers(c)
@@ -270,7 +271,7 @@ async def test_an_allocation_rolled_back_in_its_session_is_not_kept() -> None:
 
 
 async def test_not_ready_and_held_until_every_collection_listed_once() -> None:
-    app = create_app(load_config_text(config("cluster"), "c.yaml"), watch_interval=0)
+    app = create_app(ServeOptions.of(load_config_text(config("cluster"), "c.yaml")))
     state: ClusterSessionState = app.runtime.session_state
     fill(state, matching_objects())
     state.watch.reflectors = state.store.reflectors(_unused)
@@ -310,7 +311,7 @@ async def test_no_session_is_expected_every_period() -> None:
 
 async def test_snapshot_and_compare_modes_keep_readiness_off_the_watch() -> None:
     for mode in ("snapshot", "compare"):
-        app = create_app(load_config_text(config(mode), "c.yaml"), watch_interval=0)
+        app = create_app(ServeOptions.of(load_config_text(config(mode), "c.yaml")))
         async with client(app) as c:
             ready = await c.get("/readyz")
         assert ready.status_code == 200 and "sessionState" not in ready.json(), mode

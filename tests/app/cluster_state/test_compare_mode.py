@@ -16,6 +16,7 @@ from app.cluster_state.compare_mode import SessionStateComparison
 from app.cluster_state.derive import Settings
 from app.config import load_config_text
 from app.server.main import create_app
+from app.server.options import ServeOptions
 from plugins.pdb.kube import ClusterConfig, object_key
 from schemas.requests import OnSessionOpenRequest
 from tests.app.cluster_state.objects import captured_in_a_cluster
@@ -46,7 +47,7 @@ async def _compared(comparison: SessionStateComparison) -> None:
 
 async def test_compare_mode_end_to_end(caplog: pytest.LogCaptureFixture) -> None:
     config = load_config_text('volcanoVersion: "1.14"\nsessionState: compare\n', "c.yaml")
-    app = create_app(config, watch_interval=0)
+    app = create_app(ServeOptions.of(config))
     comparison = app.runtime.session_state
     assert isinstance(comparison, SessionStateComparison)
     _fill(comparison, matching_objects())

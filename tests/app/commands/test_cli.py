@@ -13,6 +13,7 @@ import yaml
 from app.commands.cli import main, openapi_text
 from app.config import load_config
 from app.server.main import create_app
+from app.server.options import ServeOptions
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -229,7 +230,7 @@ def test_openapi_document_is_checked_in_and_current(capsys) -> None:
 
 def test_openapi_is_independent_of_configuration() -> None:
     assert (
-        openapi_text(create_app(load_config(None)).openapi())
+        openapi_text(create_app(ServeOptions.of(load_config(None))).openapi())
         == (ROOT / "openapi" / "openapi.json").read_text()
     )
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from app.config import load_with_origin
 from app.server.config_watch import ConfigWatch
 from app.server.main import CalderaApp, create_app
+from app.server.options import ServeOptions
 from tests.examples import example_bytes
 
 BUDGETS = """\
@@ -35,7 +36,7 @@ async def serving(path: Path) -> AsyncIterator[tuple[CalderaApp, ConfigWatch]]:
     """The app for the configuration file ``path``, its lifespan running, the watch driven by
     hand (``check()``) rather than by its timer."""
     config, origin = load_with_origin(path)
-    app = create_app(config, origin=origin, watch_interval=0)
+    app = create_app(ServeOptions.of(config, origin).replace(config_watch_seconds=0))
     async with app.router.lifespan_context(app):
         yield app, app.runtime.config_watch
 

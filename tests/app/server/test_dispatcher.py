@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.config import load_config_text
 from app.server.main import CalderaApp, create_app
+from app.server.options import ServeOptions
 
 
 class Seen:
@@ -32,7 +33,7 @@ class Seen:
 
 
 def client() -> tuple[CalderaApp, httpx.AsyncClient]:
-    app = create_app(load_config_text("tiers: []", "test.yaml"))
+    app = create_app(ServeOptions.of(load_config_text("tiers: []", "test.yaml")))
     assert isinstance(app, CalderaApp)
     app.add_middleware(Seen)
     transport = httpx.ASGITransport(app=app)

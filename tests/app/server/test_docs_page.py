@@ -12,11 +12,12 @@ from fastapi.testclient import TestClient
 
 from app.config import load_config
 from app.server.main import create_app
+from app.server.options import ServeOptions
 
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[TestClient]:
-    with TestClient(create_app(load_config(None))) as client:
+    with TestClient(create_app(ServeOptions.of(load_config(None)))) as client:
         yield client
 
 
@@ -97,5 +98,5 @@ def test_a_browser_that_does_not_run_the_script_reads_where_the_description_is(
 
 
 def test_docs_is_not_an_api_operation() -> None:
-    schema = create_app(load_config(None)).openapi()
+    schema = create_app(ServeOptions.of(load_config(None))).openapi()
     assert [path for path in schema["paths"] if path.startswith("/docs")] == []

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from app.config import load_config
 from app.server.features import Features
 from app.server.main import create_app
+from app.server.options import ServeOptions
 
 
 def features(grace: float = 60.0) -> tuple[Features, CollectorRegistry, list[float]]:
@@ -111,7 +112,7 @@ def test_readyz_waits_for_pdb_only_during_the_grace(
         'volcanoVersion: "1.15"\ntiers:\n- plugins:\n  - name: pdb\n'
         f"    arguments: {{source: file, file: {tmp_path / 'missing.yaml'}}}\n"
     )
-    app = create_app(load_config(path))
+    app = create_app(ServeOptions.of(load_config(path)))
     with TestClient(app) as client:
         client.post("/onSessionOpen", content=b"{}")
         if not in_grace:

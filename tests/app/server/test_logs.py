@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 from app.config import load_config
 from app.server.logs import Throttle
 from app.server.main import create_app
+from app.server.options import ServeOptions
 
 
 def test_throttle_lets_one_a_minute_through_and_counts_the_rest() -> None:
@@ -27,7 +28,7 @@ def test_throttle_lets_one_a_minute_through_and_counts_the_rest() -> None:
 def test_a_refused_request_is_a_warning_once_a_minute(caplog: pytest.LogCaptureFixture) -> None:
     """A 4xx answer is a call Volcano made in vain: a WARNING (it was INFO), not one per call."""
     caplog.set_level("INFO", logger="caldera.verbs")
-    with TestClient(create_app(load_config(None))) as client:
+    with TestClient(create_app(ServeOptions.of(load_config(None)))) as client:
         for _ in range(3):
             assert client.post("/predicate", content=b'{"task": 3}').status_code == 400
     lines = [r for r in caplog.records if r.name == "caldera.verbs"]

@@ -270,6 +270,7 @@ def test_without_record_the_endpoints_call_the_extender_itself(tmp_path: Path) -
     """Recording off is absent, not a flag checked per request: the verb endpoints hold the
     plain Extender and the sessions the plain clock."""
     from app.server.main import create_app
+    from app.server.options import ServeOptions
     from app.server.routes.verbs import VerbEndpoint
     from plugins.api.base import utc_now
 
@@ -277,16 +278,17 @@ def test_without_record_the_endpoints_call_the_extender_itself(tmp_path: Path) -
         endpoints = (getattr(route, "endpoint", None) for route in app.router.routes)
         return [e for e in endpoints if isinstance(e, VerbEndpoint)]
 
-    plain = create_app(load_config(None))
+    options = ServeOptions.of(load_config(None))
+    plain = create_app(options)
     endpoints = verb_endpoints(plain)
     assert endpoints and all(e.extender is plain.runtime.extender for e in endpoints)
     assert plain.runtime.sessions.clock is utc_now
 
-    recorder = Recorder(tmp_path / "rec")
-    recording = create_app(load_config(None), recorder)
+    recording = create_app(options.replace(record=str(tmp_path / "rec")))
     endpoints = verb_endpoints(recording)
     assert endpoints and all(isinstance(e.extender, RecordingExtender) for e in endpoints)
-    recorder.close()
+    assert recording.runtime.recorder is not None
+    recording.runtime.recorder.close()
 
 
 def test_replay_replays_every_run_of_a_directory_recorded_into_again(

@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 import pytest
 
 from app.config import CalderaConfig, build_backgrounds, load_config_text
-from app.server.record import Recorder
+from app.server.features import RECORD
+from app.server.options import ServeOptions
 from app.server.runtime import Runtime
 from plugins.api import registry
 from plugins.api.arguments import Arguments
@@ -85,7 +86,7 @@ CASES = {
 async def test_stop_stops_what_start_started(
     sources: tuple[str, ...], after_start: list[str], after_stop: list[str]
 ) -> None:
-    runtime = Runtime(config(*map(source, sources)), watch_interval=0)
+    runtime = Runtime(ServeOptions.of(config(*map(source, sources))))
     try:
         await runtime.start()
     except RuntimeError as exc:
@@ -96,15 +97,39 @@ async def test_stop_stops_what_start_started(
 
 
 async def test_stop_closes_the_recorder(tmp_path: Path) -> None:
-    recorder = Recorder(tmp_path / "record")
-    runtime = Runtime(config(source("source: a")), recorder, watch_interval=0)
+    options = ServeOptions.of(config(source("source: a"))).replace(record=str(tmp_path / "rec"))
+    runtime = Runtime(options)
+    recorder = runtime.recorder
+    assert recorder is not None and runtime.clock == recorder.clock
     await runtime.start()
     await runtime.stop()
     assert not recorder._thread.is_alive()  # closed: everything queued is written
 
 
+def test_a_record_directory_that_cannot_be_used_is_a_degraded_feature(tmp_path: Path) -> None:
+    """serve --record into a directory it cannot make: no recorder, and the feature degraded
+    (an ERROR, the gauge, /readyz), not a runtime that fails to build."""
+    (tmp_path / "file").write_text("")
+    options = ServeOptions.of(config(source("source: a")))
+    runtime = Runtime(options.replace(record=str(tmp_path / "file" / "rec")))
+    assert runtime.recorder is None
+    assert runtime.metrics.feature_degraded.labels(RECORD)._value.get() == 1
+    assert "record directory" in runtime.features.describe()[RECORD]["reason"]
+
+
+def test_a_write_failure_degrades_the_record_feature(tmp_path: Path) -> None:
+    """The recorder is built telling the features of a write that fails (not told after)."""
+    options = ServeOptions.of(config(source("source: a"))).replace(record=str(tmp_path / "rec"))
+    runtime = Runtime(options)
+    assert runtime.recorder is not None
+    assert runtime.metrics.feature_degraded.labels(RECORD)._value.get() == 0
+    runtime.recorder.on_failure("disk full")  # what the writer thread calls
+    assert runtime.features.describe()[RECORD]["reason"] == "disk full"
+    runtime.recorder.close()
+
+
 def test_a_switch_publishes_the_new_configuration_its_sessions_and_data_sources() -> None:
-    runtime = Runtime(config(source("source: a")), watch_interval=0)
+    runtime = Runtime(ServeOptions.of(config(source("source: a"))))
     before = runtime.served
     new = config(source("source: a"), source("source: b"))
     backgrounds, _ = build_backgrounds(new)
@@ -135,5 +160,5 @@ def test_a_session_is_expected_every_period_only_of_snapshot_plugins_fed_by_volc
     monkeypatch: pytest.MonkeyPatch, session_state: str, entry: str, expected: int
 ) -> None:
     monkeypatch.setitem(registry._registry, NeedsSnapshot.name, NeedsSnapshot)
-    runtime = Runtime(config(entry, session_state=session_state), watch_interval=0)
+    runtime = Runtime(ServeOptions.of(config(entry, session_state=session_state)))
     assert runtime.metrics.snapshot_expected._value.get() == expected
