@@ -104,6 +104,22 @@ STEPS: dict[str, Step] = {
             "plugins/pdb",
         ),
     ),
+    "churn-smoke": Step(
+        "compare mode finds no difference that is not in flight while pods run and finish "
+        "(10 nodes, 100 pods), and in-tree and cluster mode start jobs",
+        (
+            "app/cluster_state",
+            "app/extender.py",
+            "app/session.py",
+            "app/session_events.py",
+            "schemas",
+            "bench/churn.py",
+            "bench/compare_churn.py",
+            "tests/e2e/churn_test.go",
+            "tests/e2e/go.mod",
+            "tests/e2e/go.sum",
+        ),
+    ),
 }
 """The slow tier, one row per step: its id (as .ci/run names it), what it proves, and the paths
 whose change reruns it."""
