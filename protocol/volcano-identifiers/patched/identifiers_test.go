@@ -579,25 +579,37 @@ func TestVictimsFailure(t *testing.T) {
 	}
 }
 
-// TestEventBodies: a deallocation is posted with the task's status after it.
+// TestEventBodies: each event names the task's node and its status after the event, which is
+// what an extender needs to replay it: an allocation and its discard (Allocated, then Pending on
+// the node it leaves), an eviction and its discard (Releasing, then Running again).
 func TestEventBodies(t *testing.T) {
 	fe := newFakeExtender(t, bothCapabilities)
 	test := clusterTest("events")
 	ssn := test.RegisterSession(extenderTiers(identifierArguments(fe.URL)), nil)
 	defer test.Close()
-	task := sessionTask(t, ssn, "ns1-pending")
+	pending := sessionTask(t, ssn, "ns1-pending")
+	running := sessionTask(t, ssn, "ns1-running")
 
 	stmt := framework.NewStatement(ssn)
-	if err := stmt.Allocate(task, ssn.Nodes["n2"]); err != nil {
+	if err := stmt.Allocate(pending, ssn.Nodes["n2"]); err != nil {
 		t.Fatalf("Allocate: %v", err)
 	}
-	stmt.Discard()
-	session := string(ssn.UID)
-	expectBody(t, "allocateFunc", only(t, fe, "allocateFunc"), map[string]interface{}{
-		"session": session, "task": "ns1-pending", "job": "ns1/pg-pending", "node": "n2", "status": "Allocated",
-	})
-	deallocated := only(t, fe, "deallocateFunc")
-	if deallocated["task"] != "ns1-pending" || deallocated["status"] != "Pending" || deallocated["session"] != session {
-		t.Errorf("deallocateFunc body %v, want ns1-pending Pending", deallocated)
+	if err := stmt.Evict(running, "test"); err != nil {
+		t.Fatalf("Evict: %v", err)
 	}
+	stmt.Discard()
+
+	session := string(ssn.UID)
+	event := func(task, job, node, status string) map[string]interface{} {
+		return map[string]interface{}{"session": session, "task": task, "job": job, "node": node, "status": status}
+	}
+	allocated, deallocated := fe.posted("allocateFunc"), fe.posted("deallocateFunc")
+	if len(allocated) != 2 || len(deallocated) != 2 {
+		t.Fatalf("allocateFunc %v, deallocateFunc %v: want two of each", allocated, deallocated)
+	}
+	expectBody(t, "allocateFunc", allocated[0], event("ns1-pending", "ns1/pg-pending", "n2", "Allocated"))
+	expectBody(t, "deallocateFunc", deallocated[0], event("ns1-running", "ns1/pg-running", "n1", "Releasing"))
+	// Discarded in reverse order.
+	expectBody(t, "allocateFunc", allocated[1], event("ns1-running", "ns1/pg-running", "n1", "Running"))
+	expectBody(t, "deallocateFunc", deallocated[1], event("ns1-pending", "ns1/pg-pending", "n2", "Pending"))
 }
