@@ -45,6 +45,7 @@ FULL = {
     "keepSeconds": 5.0,
     "fillTimeoutSeconds": 300.0,
     "fillResidual": "equilibrium",
+    "arrivalsFrom": "window",
 }
 SMOKE = {
     "nodes": 10,
@@ -55,6 +56,7 @@ SMOKE = {
     "keepSeconds": 2.0,
     "fillTimeoutSeconds": 30.0,
     "fillResidual": "equilibrium",
+    "arrivalsFrom": "window",
     "windowSeconds": {"compare": 20.0, "intree": 5.0, "cluster": 5.0},
 }
 SEED = 50
@@ -331,7 +333,7 @@ def readme_text(doc: dict[str, Any]) -> str:
             + f"). Jobs of 1, 2, 4 or 8 pods of 2.5 CPU arriving at {rate:.2f}/s (Poisson),"
             f" running {plan['minRunSeconds']:g}–{plan['maxRunSeconds']:g} s (uniform),"
             f" {100 * plan['failRatio']:g} % of pods Failed; after a fill of {pods:,} pods at"
-            f" t=0 ({_residual(plan)}), measured over each mode's window.",
+            f" t=0 ({_residual(plan)}), {_arrivals(plan)}; measured over each mode's window.",
             "",
             MODE_HEAD,
             "|" + "---|" * MODE_HEAD.count(" | ") + "---|",
@@ -354,6 +356,12 @@ def _residual(plan: dict[str, Any]) -> str:
     if plan.get("fillResidual") == "equilibrium":
         return "their remaining runs drawn as in a steady state"
     return f"their remaining runs uniform on (0, {plan['maxRunSeconds']:g}] s"
+
+
+def _arrivals(plan: dict[str, Any]) -> str:
+    if plan.get("arrivalsFrom") == "window":
+        return "the arrivals starting once it runs"
+    return "the arrivals starting with its creation"
 
 
 def _ratio(runs: list[dict[str, Any]]) -> str:

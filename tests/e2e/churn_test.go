@@ -79,6 +79,9 @@ type churnPlan struct {
 	// life of a run uniform on [minRun, maxRun] (density P(run > x) / mean run), so the fill
 	// ends as a steady state would; "uniform" (the default): uniform on (0, maxRun].
 	FillResidual string `json:"fillResidual"`
+	// ArrivalsFrom: "window" starts the Poisson arrivals once the fill runs; "" (the first
+	// runs') with the fill's creation.
+	ArrivalsFrom string `json:"arrivalsFrom"`
 	Out          string `json:"out"`
 }
 
@@ -603,9 +606,11 @@ func runChurn(t *testing.T, c *Cluster, b bulk, plan churnPlan, mode string) chu
 	}
 	fillStart := time.Now()
 	fillTimeout := time.Duration(plan.FillTimeoutSec * float64(time.Second))
-	arrivals := fillStart // Poisson arrivals run from the fill's creation
+	// The Poisson arrivals start once the fill runs (plan.ArrivalsFrom "window"), or with the
+	// fill's creation (""): then a slow fill opens the window with a backlog of jobs.
+	arrivals, arriving := fillStart, plan.ArrivalsFrom != "window"
 	step := func(now time.Time) {
-		for !arrivals.Add(next.At).After(now) {
+		for arriving && !arrivals.Add(next.At).After(now) {
 			d.create(next, index)
 			index++
 			next = schedule.next()
@@ -646,6 +651,9 @@ func runChurn(t *testing.T, c *Cluster, b bulk, plan churnPlan, mode string) chu
 		first = cal.lastComparedSession(t)
 	}
 	windowStart := time.Now()
+	if !arriving {
+		arrivals, arriving = windowStart, true
+	}
 	window := time.Duration(plan.Windows[mode] * float64(time.Second))
 	measuring = true
 	var live, running, pending []float64
