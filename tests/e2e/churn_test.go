@@ -233,19 +233,8 @@ func TestChurn(t *testing.T) {
 		t.Fatalf("CALDERA_CHURN_PLAN: %v (run it through python -m bench churn)", err)
 	}
 	BuildBinaries(t, binDir())
-	dir, err := os.MkdirTemp("", "caldera-churn-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := StartCluster(t, dir, binDir())
-	defer func() {
-		c.Stop()
-		if !t.Failed() && os.Getenv("CALDERA_SCALE_KEEP") == "" {
-			os.RemoveAll(dir)
-		} else {
-			t.Logf("logs kept in %s", dir)
-		}
-	}()
+	c, stop := startScaleCluster(t, "caldera-churn-")
+	defer stop()
 	b := c.bulkClients(t)
 	start := time.Now()
 	createScaleNodes(t, b, plan.Nodes)

@@ -195,13 +195,19 @@ func (s *Scenario) CheckSessionStateAtQuiescence(t testing.TB) {
 // differenceLines is the last n lines of Caldera's log that report a difference (one per kind
 // and session, with an example), to tell what was in flight during the scenario.
 func (cal *Caldera) differenceLines(n int) string {
+	return cal.logLines("between Volcano's snapshot and the cluster's state", n)
+}
+
+// logLines is the last n lines of Caldera's log that contain marker, each on its own indented
+// line after a newline ("" when none), for a failure message.
+func (cal *Caldera) logLines(marker string, n int) string {
 	text, err := os.ReadFile(cal.proc.log)
 	if err != nil {
 		return ""
 	}
 	var lines []string
 	for _, line := range strings.Split(string(text), "\n") {
-		if strings.Contains(line, "between Volcano's snapshot and the cluster's state") {
+		if strings.Contains(line, marker) {
 			lines = append(lines, line)
 		}
 	}

@@ -162,20 +162,28 @@ func write(t *testing.T, path string, runs []scaleRun) {
 	}
 }
 
-func scaleSizeRuns(t *testing.T, plan scalePlan, size scaleSize) []scaleRun {
-	dir, err := os.MkdirTemp("", "caldera-scale-")
+// startScaleCluster starts an API-only cluster in a new directory named from prefix; stop stops
+// it and removes the directory unless the test failed or CALDERA_SCALE_KEEP is set (its logs
+// are then kept, and said where).
+func startScaleCluster(t *testing.T, prefix string) (c *Cluster, stop func()) {
+	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := StartCluster(t, dir, binDir())
-	defer func() {
+	c = StartCluster(t, dir, binDir())
+	return c, func() {
 		c.Stop()
 		if !t.Failed() && os.Getenv("CALDERA_SCALE_KEEP") == "" {
 			os.RemoveAll(dir)
 		} else {
 			t.Logf("logs kept in %s", dir)
 		}
-	}()
+	}
+}
+
+func scaleSizeRuns(t *testing.T, plan scalePlan, size scaleSize) []scaleRun {
+	c, stop := startScaleCluster(t, "caldera-scale-")
+	defer stop()
 	bulk := c.bulkClients(t)
 	start := time.Now()
 	createScaleNodes(t, bulk, size.Nodes)

@@ -10,8 +10,6 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"strings"
 	"testing"
 )
 
@@ -90,22 +88,4 @@ func (cal *Caldera) checkSelfAudit(t testing.TB, scenario string) {
 }
 
 // auditLines is the last n lines of Caldera's log in which the self-audit reports a difference.
-func (cal *Caldera) auditLines(n int) string {
-	text, err := os.ReadFile(cal.proc.log)
-	if err != nil {
-		return ""
-	}
-	var lines []string
-	for _, line := range strings.Split(string(text), "\n") {
-		if strings.Contains(line, "self-audit:") {
-			lines = append(lines, line)
-		}
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	if len(lines) == 0 {
-		return ""
-	}
-	return "\n  " + strings.Join(lines, "\n  ")
-}
+func (cal *Caldera) auditLines(n int) string { return cal.logLines("self-audit:", n) }
