@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import run as runmod
 from bench.compare_churn import WHY as COMPARE_WHY
+from bench.machine import machine_info
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
@@ -199,7 +199,7 @@ def main(a: argparse.Namespace) -> int:
         "plan": {k: v for k, v in plan.items() if k != "out"},
         "label": a.label,
         "measured": {
-            **runmod.machine_info(),
+            **machine_info(),
             "date": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()),
             "commitAtStart": commit,
             "loadavg_before": load_before,

@@ -45,7 +45,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import run as runmod
 from bench.cluster_decisions import (
     DECISIONS_BEGIN,
     DECISIONS_END,
@@ -64,6 +63,7 @@ from bench.cluster_decisions import (
     reruns_of,
     settle_differences,
 )
+from bench.machine import machine_info
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
@@ -577,7 +577,7 @@ def main(a: argparse.Namespace) -> int:
         return 1
     rows = rows_of(runs)
     document = {
-        "machine": {**runmod.machine_info(), "loadavg_before": load_before},
+        "machine": {**machine_info(), "loadavg_before": load_before},
         "plan": plan,
         "rows": rows,
         "targets": ratios(rows),

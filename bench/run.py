@@ -4,10 +4,8 @@ latency.png (a full run; --quick writes quick.*, --smoke smoke.*)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import configs, gobuild, servers, workloads
+from bench.machine import machine_info
 
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"
@@ -833,66 +832,6 @@ def _self_rss() -> int:
 
 def _self_hwm() -> int:
     return servers._status(os.getpid()).get("VmHWM", 0)
-
-
-# ---------------------------------------------------------------------------------- machine
-
-
-def machine_info() -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "loadavg_at_end": os.getloadavg(),
-    }
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                info["cpu"] = line.split(":", 1)[1].strip()
-                break
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                info["memory_GiB"] = round(int(line.split()[1]) / 1024 / 1024, 1)
-    with contextlib.suppress(OSError):
-        info["hypervisor"] = "yes" if "hypervisor" in Path("/proc/cpuinfo").read_text() else "no"
-    for cmd, key in (
-        (["go", "version"], "go"),
-        (["git", "-C", str(servers.REPO), "rev-parse", "--short", "HEAD"], "commit"),
-    ):
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            info[key] = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=10
-            ).stdout.strip()
-    try:
-        dirty = subprocess.run(
-            [
-                "git",
-                "-C",
-                str(servers.REPO),
-                "status",
-                "--porcelain",
-                "--",
-                "app",
-                "plugins",
-                "schemas",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-        info["worktree_dirty"] = bool(dirty)
-    except (OSError, subprocess.SubprocessError):
-        pass
-    import msgspec
-    import orjson
-    import pydantic
-
-    info["libs"] = {
-        "msgspec": msgspec.__version__,
-        "pydantic": pydantic.__version__,
-        "orjson": orjson.__version__,
-    }
-    return info
 
 
 # ------------------------------------------------------------------------------------- main

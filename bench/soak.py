@@ -382,7 +382,7 @@ def main(
     finally:
         server.stop()
     failures, summary = verdict(record, duration, warmup, slack_ms)
-    from bench.run import machine_info  # bench.run imports the whole suite: only here
+    from bench.machine import machine_info
 
     summary.update(
         {

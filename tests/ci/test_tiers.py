@@ -151,17 +151,11 @@ def test_an_unknown_tier_or_command_is_refused(repo: Path) -> None:
 
 
 @pytest.mark.parametrize("step_id", list(tiers.STEPS))
-def test_every_path_a_slow_step_names_is_tracked(step_id: str) -> None:
-    """A path renamed away would silently fall out of the fingerprint."""
-    tracked = subprocess.run(
-        ["git", "ls-files", "--", *tiers.STEPS[step_id].paths],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
+def test_every_path_a_slow_step_names_exists(step_id: str) -> None:
+    """A path renamed away would silently fall out of the fingerprint. (Checked on disk: the
+    suite runs in a copy of the tracked files, which is no git checkout: .ci/run's first step.)"""
     for path in tiers.STEPS[step_id].paths:
-        assert any(f == path or f.startswith(path + "/") for f in tracked), path
+        assert (REPO / path).exists(), path
 
 
 def test_ci_run_asks_about_every_slow_step() -> None:
