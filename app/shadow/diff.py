@@ -11,7 +11,6 @@ records, each written only by the thread that answers for that configuration.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
@@ -34,8 +33,7 @@ NO_PLUGIN = "none"
 """The ``plugin`` label of a difference no single plugin decided (scores, an error message)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Side:
+class Side(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """One configuration's answer and why: the plugin that decided and its reason."""
 
     answer: str
@@ -51,8 +49,10 @@ class Side:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Difference:
+class Difference(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """A struct, not a dataclass: it travels in the shadow process's
+    :class:`~app.shadow.messages.Compared` reports."""
+
     verb: str
     kind: str
     """What ``subject`` names: job, task or queue."""
@@ -351,4 +351,4 @@ def with_live_reasons(difference: Difference, log: SessionLog | None) -> Differe
         live = _veto_side(log, d.verb, d.subject, d.key, answer == "offered")
     else:
         return difference
-    return replace(difference, live=live)
+    return msgspec.structs.replace(difference, live=live)

@@ -17,12 +17,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from app.explain import SessionLog
 from app.shadow.diff import Difference, with_live_reasons
+from app.shadow.messages import (
+    Compared,
+    Failure,
+    Loaded,
+    Problem,
+    Report,
+    SessionBegan,
+    Skipped,
+    Stage,
+)
 
 logger = logging.getLogger("caldera.shadow")
 
@@ -36,7 +46,7 @@ Volcano asks jobEnqueueable about a job only while it is Pending, so the one ses
 shadow would have held a job the live configuration admitted is the only one that says so; at a
 schedule period of 1 s it would otherwise be gone three seconds later, before an operator could
 run ``caldera explain NAME --shadow``."""
-FAILURE_STAGES = ("load", "open", "verb", "compare")
+FAILURE_STAGES: tuple[Stage, ...] = get_args(Stage)
 """``caldera_shadow_failures_total``'s ``stage``: the file (loading, validating, building the
 plugins), a session's onSessionOpen, a verb's answer (a plugin's fault under either ``onError``:
 under ``abstain`` the shadow's answer goes on without that plugin, and the fault is still
@@ -153,64 +163,67 @@ class ShadowReports:
         self._live_logs[number] = live_log
         self._live_logs.pop(number - 2 * SESSIONS_KEPT, None)
 
-    def apply(self, message: tuple[Any, ...]) -> None:
+    def apply(self, report: Report) -> None:
         """One report of the shadow's process about a session, a failure or its file."""
-        kind = message[0]
-        if kind == "compared":
-            _, number, verb, found = message
-            live_log = self._live_logs.get(number)
-            found = [with_live_reasons(d, live_log) for d in found]
-            self.metrics.compared.labels(verb).inc()
-            for difference in found:
-                self.metrics.differences.labels(difference.verb, difference.plugin).inc()
-            with self._lock:
-                session = self._session(number)
-                if session is None:
-                    return
-                session.compared[verb] += 1
-                room = max(DIFFERENCES_PER_SESSION - len(session.differences), 0)
-                session.differences.extend(found[:room])
-                session.not_kept += max(len(found) - room, 0)
-        elif kind == "session":
-            _, number, skipped = message
-            session = ShadowSession(
-                number, self.clock(), self._live_logs.get(number), skipped=skipped
-            )
-            with self._lock:
-                self._keep(session)
-        elif kind == "skipped":
-            _, number, why = message
-            with self._lock:
-                session = self._session(number)
-                if session is not None:
-                    session.skipped = why
-        elif kind == "failure":
-            _, stage, verb, error = message
-            self.count_failure(stage, verb, error)
-        elif kind == "problem":
-            self.problem = message[1]
-            self.count_failure("load", "", message[1])
-            logger.error(
-                "shadow configuration %s not loaded: %s (the live configuration is not affected)",
-                self.path, message[1],
-            )  # fmt: skip
-        elif kind == "loaded":
-            _, sha256, plugins, sources = message
-            if self.sha256 is not None:
-                self.metrics.info.remove(str(self.path), self.sha256)
-            self.metrics.info.labels(str(self.path), sha256).set(1)
-            logger.info(
-                "shadow configuration %s (sha256 %s) %s with plugins: %s",
-                self.path, sha256, "reloaded" if self.sha256 else "loaded",
-                ", ".join(plugins) or "none",
-            )  # fmt: skip
-            self.sha256, self.plugins, self.loaded_at = sha256, plugins, self.clock()
-            self.data_sources = sources
-            self.problem = None
-        else:
-            raise ValueError(f"unknown report {kind!r}")
+        match report:
+            case Compared():
+                self._compared(report)
+            case SessionBegan():
+                session = ShadowSession(
+                    report.number, self.clock(), self._live_logs.get(report.number),
+                    skipped=report.skipped,
+                )  # fmt: skip
+                with self._lock:
+                    self._keep(session)
+            case Skipped():
+                with self._lock:
+                    skipped = self._session(report.number)
+                    if skipped is not None:
+                        skipped.skipped = report.why
+            case Failure():
+                self.count_failure(report.stage, report.verb, report.error)
+            case Problem():
+                self.problem = report.message
+                self.count_failure("load", "", report.message)
+                logger.error(
+                    "shadow configuration %s not loaded: %s (the live configuration is not"
+                    " affected)", self.path, report.message,
+                )  # fmt: skip
+            case Loaded():
+                self._loaded(report)
+            case _:
+                assert_never(report)
 
-    def count_failure(self, stage: str, verb: str, error: str) -> None:
+    def _compared(self, report: Compared) -> None:
+        live_log = self._live_logs.get(report.number)
+        found = [with_live_reasons(d, live_log) for d in report.differences]
+        self.metrics.compared.labels(report.verb).inc()
+        for difference in found:
+            self.metrics.differences.labels(difference.verb, difference.plugin).inc()
+        with self._lock:
+            session = self._session(report.number)
+            if session is None:
+                return
+            session.compared[report.verb] += 1
+            room = max(DIFFERENCES_PER_SESSION - len(session.differences), 0)
+            session.differences.extend(found[:room])
+            session.not_kept += max(len(found) - room, 0)
+
+    def _loaded(self, report: Loaded) -> None:
+        sha256, plugins, sources = report.sha256, report.plugins, report.sources
+        if self.sha256 is not None:
+            self.metrics.info.remove(str(self.path), self.sha256)
+        self.metrics.info.labels(str(self.path), sha256).set(1)
+        logger.info(
+            "shadow configuration %s (sha256 %s) %s with plugins: %s",
+            self.path, sha256, "reloaded" if self.sha256 else "loaded",
+            ", ".join(plugins) or "none",
+        )  # fmt: skip
+        self.sha256, self.plugins, self.loaded_at = sha256, plugins, self.clock()
+        self.data_sources = sources
+        self.problem = None
+
+    def count_failure(self, stage: Stage, verb: str, error: str) -> None:
         self.metrics.failures.labels(stage).inc()
         if stage != "load":
             logger.warning("shadow configuration %s failed in %s: %s", self.path, verb, error)

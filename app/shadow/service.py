@@ -74,9 +74,22 @@ from app.session_events import Opened, SessionListener
 from app.shadow import worker as shadow_worker
 from app.shadow.freed_memory import keep_freed_memory
 from app.shadow.gate import QUIET_SESSION_SECONDS, LiveActivity
+from app.shadow.messages import (
+    Batch,
+    Call,
+    Done,
+    FullState,
+    MessageError,
+    Share,
+    State,
+    Stop,
+    ToParent,
+    send,
+    to_parent,
+)
 from app.shadow.pipe import write_all
 from app.shadow.reports import ShadowMetrics, ShadowReports
-from app.shadow.sources import SHARE, LiveSources, ServedConfig
+from app.shadow.sources import LiveSources, ServedConfig
 from app.shadow.state import DeltaEncoder
 from plugins.api.base import utc_now
 from plugins.api.extension_points import Verb
@@ -282,7 +295,7 @@ class Shadow:
                 if item is None:
                     self._send_batch(batch)
                     with contextlib.suppress(OSError, ValueError):
-                        self._to_child.send(None)
+                        send(self._to_child, Stop())
                     return
                 if item.verb == OPEN:  # the shared data sources go before their session
                     self._send_batch(batch)
@@ -305,12 +318,8 @@ class Shadow:
         if not batch:
             return
         try:
-            self._to_child.send(
-                (
-                    shadow_worker.BATCH,
-                    [(i.session, i.verb, i.answer, i.size, len(i.body)) for i in batch],
-                )
-            )
+            calls = [Call(i.session, i.verb, i.answer, i.size, len(i.body)) for i in batch]
+            send(self._to_child, Batch(calls))
             # The bodies as they are, gathered by the kernel: no join (app/shadow/pipe.py).
             write_all(self._to_child.fileno(), [i.body for i in batch])
         except (OSError, ValueError):  # the process is gone: counted once, calls dropped
@@ -340,7 +349,7 @@ class Shadow:
             "lastEntries": self._deltas.changed,
         }
         try:
-            self._to_child.send((shadow_worker.STATE, self._deltas.number))
+            send(self._to_child, State(self._deltas.number))
             self._to_child.send_bytes(data)
         except (OSError, ValueError):
             self._process_gone(OPEN)
@@ -372,39 +381,41 @@ class Shadow:
         try:
             changes = self._live_sources.changes()
             if changes is not None:
-                to_child.send((SHARE, *changes))
+                send(to_child, Share(*changes))
         except (OSError, ValueError):
             raise
-        except Exception as exc:  # a state that does not pickle: counted, the session goes on
+        except Exception as exc:  # a state that does not encode: counted, the session goes on
             logger.exception("the live data sources could not be shared with the shadow")
             self.reports.count_failure("open", OPEN, f"sharing the live data sources: {exc!r}")
 
     def _receive(self) -> None:
         while True:
             try:
-                message = self._from_child.recv()
+                data = self._from_child.recv_bytes()
             except (EOFError, OSError):
                 return
             try:
-                self._apply(message)
-            except Exception:
-                logger.exception("the shadow's report %r could not be applied", message[:2])
-
-    def _apply(self, message: tuple[Any, ...]) -> None:
-        kind = message[0]
-        if kind == shadow_worker.REPORTS:
-            for report in message[1]:
+                reports = to_parent(data)
+            except MessageError:  # one message lost, not the next: each is framed on its own
+                logger.exception("the shadow's reports could not be read")
+                continue
+            for report in reports:
                 try:
                     self._apply(report)
                 except Exception:
-                    logger.exception("the shadow's report %r could not be applied", report[:2])
-        elif kind == shadow_worker.FULL_STATE:
-            self._full_next = True
-        elif kind == "done":
-            self._done_bytes = message[1]
-            self.metrics.queued_bytes.set(self.queued_bytes())
-        else:
-            self.reports.apply(message)
+                    logger.exception(
+                        "the shadow's report %s could not be applied", type(report).__name__
+                    )
+
+    def _apply(self, report: ToParent) -> None:
+        match report:
+            case FullState():
+                self._full_next = True
+            case Done():
+                self._done_bytes = report.size
+                self.metrics.queued_bytes.set(self.queued_bytes())
+            case _:
+                self.reports.apply(report)
 
     # --- what the routes read ------------------------------------------------------------------
 

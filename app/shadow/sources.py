@@ -35,8 +35,6 @@ from plugins.api.base import Background
 
 ServedConfig = Callable[[], tuple[CalderaConfig, Backgrounds]]
 """The live configuration and its data sources, as served now (a live reload replaces them)."""
-SHARE = "share"
-"""The first element of the message carrying live sources' states to the shadow's process."""
 SHARED = "shared with the live configuration"
 OWN = "its own"
 
@@ -129,8 +127,9 @@ class MirroredSources:
         """Each shareable key of that configuration: mirrored (True) or its own (False)."""
 
     def receive(self, keys: frozenset[str], states: Mapping[str, bytes]) -> bool:
-        """Take the parent's message; True when the shadow's configuration must be rebuilt
-        (a source it mirrors is no longer live, or one it watches itself now is)."""
+        """Take the parent's :class:`~app.shadow.messages.Share`; True when the shadow's
+        configuration must be rebuilt (a source it mirrors is no longer live, or one it watches
+        itself now is)."""
         self.live_keys = keys
         self.states = {k: v for k, v in {**self.states, **states}.items() if k in keys}
         for key, state in states.items():

@@ -3,30 +3,21 @@ call the live configuration answered with the shadow's :class:`~app.extender.Ext
 sessions, decision record, plugins and plugin data sources, but for those it shares with the
 live configuration: ``app/shadow/sources.py``) and reports what it would decide differently.
 
-Reads from ``inbox``: a batch of calls, ``(BATCH, [(session, verb, live answer, size, length),
-...])`` then the calls' request bodies as raw bytes on the pipe, one after the other (``length``
-bytes each: ``app/shadow/pipe.py``; a call whose ``verb`` is empty says the parent dropped the
-rest of that session); or ``(SHARE, keys, states)``,
-the live configuration's shareable data sources and their changed states
-(``app/shadow/sources.py``), sent before a session's onSessionOpen; in cluster mode
-``(STATE, number)`` then the session's state delta (``app/shadow/state.py``), also before its
-onSessionOpen (whose body is then empty); None ends it. Writes to
-``outbox`` tuples the parent applies (:meth:`app.shadow.service.Shadow._apply`):
-
-- ``("loaded", sha256, plugins, sources)``: ``sources``, per tier entry with a data source,
-  whether it is its own or shared with the live configuration (``app/shadow/sources.py``); ``("problem", message)`` when the file does not load;
-- ``("session", number, skipped)``: a session begins (``skipped``: why it is not evaluated);
-- ``("skipped", number, why)``: the rest of a session is not evaluated;
-- ``("compared", number, verb, differences)``;
-- ``("failure", stage, verb, message)``: also for a plugin's fault whose policy let the verb be
-  answered (``onError: abstain``, or a call over its budget whose answer was used), which the
-  shadow's :class:`ForwardedFaults` reports: a fault that fails the verb raises, and is
-  reported once, where the verb's exception is caught;
-- ``(FULL_STATE,)``: a state delta did not apply: the next state must be whole;
-- ``("done", size)``: the bytes of every call handled so far, after each batch: the parent's
-  memory bound counts a call until then.
-
-each inside ``(REPORTS, [report, ...])``, one message a batch (:class:`Reports`).
+Reads from ``inbox`` and writes to ``outbox`` the messages of ``app/shadow/messages.py``: a
+:class:`~app.shadow.messages.Batch` of calls, then the calls' request bodies as raw bytes on the
+pipe, one after the other (``app/shadow/pipe.py``; a call whose ``verb`` is empty says the parent
+dropped the rest of that session); :class:`~app.shadow.messages.Share`, the live
+configuration's shareable data sources and their changed states (``app/shadow/sources.py``),
+sent before a session's onSessionOpen; in cluster mode :class:`~app.shadow.messages.State` then
+the session's state delta (``app/shadow/state.py``), also before its onSessionOpen (whose body
+is then empty); :class:`~app.shadow.messages.Stop` ends it. What the process has to say about a
+batch goes back after it in one message (:class:`Reports`), for the parent to apply
+(:meth:`app.shadow.service.Shadow._apply`): the file :class:`~app.shadow.messages.Loaded` or its
+:class:`~app.shadow.messages.Problem`; a session begun, skipped, a call compared; a failure, also
+a plugin's fault whose policy let the verb be answered (:class:`ForwardedFaults`); a state delta
+that did not apply (:class:`~app.shadow.messages.FullState`); and, last, the bytes of every call
+handled so far (:class:`~app.shadow.messages.Done`): the parent's memory bound counts a call
+until then.
 """
 
 from __future__ import annotations
@@ -40,7 +31,7 @@ import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from app.cluster_state.modes import refusal
 from app.config import (
@@ -57,21 +48,31 @@ from app.plugin_faults import Fault, PluginFaults
 from app.session import SessionManager, SessionNumbers
 from app.shadow.diff import COMPARES, compare
 from app.shadow.gate import LiveActivity
+from app.shadow.messages import (
+    Batch,
+    Compared,
+    Done,
+    Failure,
+    FullState,
+    Loaded,
+    Problem,
+    SessionBegan,
+    Share,
+    Skipped,
+    State,
+    Stop,
+    ToParent,
+    send_reports,
+    to_child,
+)
 from app.shadow.pipe import read_exactly
-from app.shadow.sources import SHARE, Mirror, MirroredSources
+from app.shadow.sources import Mirror, MirroredSources
 from app.shadow.state import DeltaDecoder
 from plugins.api.extension_points import Verb
 from schemas.requests import OnSessionOpenRequest
 
 logger = logging.getLogger("caldera.shadow")
 OPEN = Verb.ON_SESSION_OPEN
-BATCH = "batch"
-REPORTS = "reports"
-STATE = "state"
-"""``(STATE, number)`` then the state delta's bytes (``app/shadow/state.py``): cluster mode's
-next session's state, sent before the batch holding its onSessionOpen."""
-FULL_STATE = "full-state"
-"""``(FULL_STATE,)``: a delta did not apply; the next state must be whole."""
 NOT_SYNCED = "not evaluated: the live session had no state (the watch had not listed yet)"
 STALE_BASE = (
     "not evaluated: its state delta did not apply to the state the shadow held (a delta was"
@@ -81,7 +82,7 @@ BACKGROUND_START_SECONDS = 30.0
 FELL_BEHIND = "dropped: the shadow fell behind (shadow_max_queued_bytes)"
 NOT_QUEUED = "dropped: its snapshot did not fit the shadow's queue (shadow_max_queued_bytes)"
 
-Send = Callable[[tuple[Any, ...]], None]
+Send = Callable[[ToParent], None]
 
 
 def describe(exc: BaseException) -> str:
@@ -102,7 +103,7 @@ class ForwardedFaults(PluginFaults):
     def record(self, fault: Fault, cause: BaseException | None = None) -> None:
         super().record(fault, cause)
         if not fault.failed:
-            self.send(("failure", "verb", fault.verb, fault.line()))
+            self.send(Failure("verb", fault.verb, fault.line()))
 
 
 class Evaluator:
@@ -169,7 +170,7 @@ class Evaluator:
             )  # fmt: skip
             extender = Extender(config, sessions, self.metrics)
         except Exception as exc:
-            self.send(("problem", describe(exc)))
+            self.send(Problem(describe(exc)))
             return
         if self.extender is not None:
             self.extender.sessions.close()
@@ -178,7 +179,7 @@ class Evaluator:
         self.sources.use(mirrors, chosen)
         self.sha = origin.sha256
         plugins = [o.name for o in config.plugin_options()]
-        self.send(("loaded", origin.sha256, plugins, described))
+        self.send(Loaded(origin.sha256, plugins, described))
 
     def _refuse_snapshot_only(self, config: CalderaConfig) -> None:
         """A plugin whose state only Volcano's snapshot carries cannot be evaluated on the live
@@ -244,18 +245,18 @@ class Evaluator:
             self.state = self.states.apply(data)
         except Exception as exc:
             self.states.lose()
-            self.send(("failure", "open", OPEN, f"applying the derived state: {describe(exc)}"))
+            self.send(Failure("open", OPEN, f"applying the derived state: {describe(exc)}"))
         if self.state is None:
             self.state_problem = STALE_BASE
-            self.send((FULL_STATE,))
+            self.send(FullState())
 
     def dropped(self, session: int) -> None:
         """The parent dropped the rest of ``session`` (or all of it)."""
         if session == self.session:
-            self.send(("skipped", session, FELL_BEHIND))
+            self.send(Skipped(session, FELL_BEHIND))
         else:
             self.session = session
-            self.send(("session", session, NOT_QUEUED))
+            self.send(SessionBegan(session, NOT_QUEUED))
         self.skipped = True
         if self.extender is not None:
             self.extender.sessions.close()  # its verbs are not answered: nothing lingers
@@ -269,7 +270,7 @@ class Evaluator:
             self.state_problem = NOT_SYNCED
             self.reload()
             self.session, self.skipped = session, False
-            self.send(("session", session, ""))
+            self.send(SessionBegan(session, ""))
         if session != self.session or self.skipped or self.extender is None:
             return
         try:
@@ -282,10 +283,10 @@ class Evaluator:
         except Exception as exc:
             if verb == OPEN:
                 self.skipped = True
-                self.send(("failure", "open", verb, describe(exc)))
-                self.send(("skipped", session, f"the shadow failed to open it: {describe(exc)}"))
+                self.send(Failure("open", verb, describe(exc)))
+                self.send(Skipped(session, f"the shadow failed to open it: {describe(exc)}"))
             elif live is not None:  # the live side refused the body too: no finding
-                self.send(("failure", "verb", verb, describe(exc)))
+                self.send(Failure("verb", verb, describe(exc)))
             return
         if live is None or verb not in COMPARES:
             return
@@ -294,9 +295,9 @@ class Evaluator:
             log = self.record.logs[-1] if self.record.logs else None
             found = compare(verb, body, live, answer, (None, log))
         except Exception as exc:
-            self.send(("failure", "compare", verb, describe(exc)))
+            self.send(Failure("compare", verb, describe(exc)))
             return
-        self.send(("compared", session, verb, found))
+        self.send(Compared(session, Verb(verb), tuple(found)))
 
     def _open_derived(self, session: int, state: OnSessionOpenRequest | None, problem: str) -> bool:
         """Open the session on the state received for it; skip it when there is none."""
@@ -304,7 +305,7 @@ class Evaluator:
         if state is None:
             self.skipped = True
             self.extender.sessions.close()
-            self.send(("skipped", session, problem))
+            self.send(Skipped(session, problem))
             return False
         self.extender.open_session(lambda: state)
         return True
@@ -316,15 +317,15 @@ class Reports:
 
     def __init__(self, outbox: Connection) -> None:
         self.outbox = outbox
-        self.waiting: list[tuple[Any, ...]] = []
+        self.waiting: list[ToParent] = []
 
-    def append(self, report: tuple[Any, ...]) -> None:
+    def append(self, report: ToParent) -> None:
         self.waiting.append(report)
 
     def send(self) -> None:
         if self.waiting:
             waiting, self.waiting = self.waiting, []
-            self.outbox.send((REPORTS, waiting))
+            send_reports(self.outbox, waiting)
 
 
 def lowest_priority() -> None:
@@ -409,35 +410,39 @@ def main(
         except OSError:
             return
         try:
-            header = inbox.recv()
-            if header is None:
-                return
-            if header[0] == SHARE:
-                try:
-                    evaluator.share(header[1], header[2])
-                except Exception as exc:  # a bug here must not end the shadow either
-                    logger.exception("the shadow failed to take the live data sources")
-                    evaluator.send(("failure", "open", OPEN, describe(exc)))
-                continue
-            if header[0] == STATE:
-                evaluator.receive_state(inbox.recv_bytes())
-                continue
-            if header[0] != BATCH:
-                raise ValueError(f"not a batch: {header[0]!r}")
-            _, calls = header
+            # A message of no kind this process knows raises here (MessageError) and ends it:
+            # the raw bytes after it could not be told from the next message.
+            message = to_child(inbox.recv_bytes())
+            match message:
+                case Stop():
+                    return
+                case Share():
+                    try:
+                        evaluator.share(message.keys, message.states)
+                    except Exception as exc:  # a bug here must not end the shadow either
+                        logger.exception("the shadow failed to take the live data sources")
+                        evaluator.send(Failure("open", OPEN, describe(exc)))
+                    continue
+                case State():
+                    evaluator.receive_state(inbox.recv_bytes())
+                    continue
+                case Batch():
+                    calls = message.calls
+                case _:
+                    assert_never(message)
             # Every body read before any is evaluated: the parent holds them until then.
-            bodies = [read_exactly(inbox.fileno(), call[4]) for call in calls]
+            bodies = [read_exactly(inbox.fileno(), call.length) for call in calls]
         except (EOFError, OSError):
             return
-        for (session, verb, live, size, _), body in zip(calls, bodies, strict=True):
-            if not verb:
-                evaluator.dropped(session)
+        for call, body in zip(calls, bodies, strict=True):
+            if not call.verb:
+                evaluator.dropped(call.session)
                 continue
             wait_idle()
             try:
-                evaluator.handle(session, verb, body, live)
+                evaluator.handle(call.session, call.verb, body, call.live)
             except Exception as exc:  # a bug here must not end the shadow
-                logger.exception("the shadow failed on %s", verb)
-                evaluator.send(("failure", "verb", verb, describe(exc)))
-            done += size
-        reports.append(("done", done))
+                logger.exception("the shadow failed on %s", call.verb)
+                evaluator.send(Failure("verb", call.verb, describe(exc)))
+            done += call.size
+        reports.append(Done(done))

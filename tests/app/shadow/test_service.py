@@ -5,11 +5,14 @@ finished session's differences are kept."""
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -71,7 +74,7 @@ def test_the_shadow_compares_a_session_it_can_hold(tmp_path: Path) -> None:
             "would hold it",
             "overcommit",
         )
-        # The process says it caught up ("done") after it reports the comparison.
+        # The process says it caught up (Done) after it reports the comparison.
         settled(s, lambda: s.queued_bytes() == 0)
         assert s.queued_bytes() == 0
     finally:
@@ -206,5 +209,36 @@ def test_a_state_being_handed_over_waits_while_the_live_side_is_in_a_session(
         answers.handle("onSessionClose", b"{}")
         waiting.join(2.0)
         assert not waiting.is_alive()
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+def sigpipe_as_serve() -> Iterator[None]:
+    """SIGPIPE ignored, as ``caldera serve`` leaves it (Python's default): a CLI test run earlier
+    in this process may have set it to the default action (app/commands/cli.py does for the
+    commands that are not serve), which would end this process at the sending thread's next
+    write to a shadow's process that ended, instead of the EPIPE it counts."""
+    previous = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    yield
+    signal.signal(signal.SIGPIPE, previous)
+
+
+@pytest.mark.usefixtures("sigpipe_as_serve")
+def test_a_message_the_process_does_not_know_ends_it_with_the_reason(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """What follows a message it cannot read could be a batch's raw bodies: the process ends
+    rather than guess, says why on stderr, and the parent shows it ended."""
+    s = shadow(tmp_path)
+    try:
+        settled(s, lambda: s.describe()["status"] == "evaluating")
+        s._to_child.send_bytes(msgspec.msgpack.encode(["Gossip", 1]))
+        settled(s, lambda: s.describe()["status"] == "failing")
+        assert s.describe()["problem"] == "the shadow's process ended (exit 1)"
+        assert (
+            "MessageError: not a message to the shadow's process (Batch, Share, State, Stop):"
+            " Invalid value 'Gossip'" in capfd.readouterr().err
+        )
     finally:
         s.stop()

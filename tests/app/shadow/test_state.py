@@ -123,7 +123,7 @@ def test_a_delta_on_a_state_not_held_gives_nothing_until_a_whole_state() -> None
     assert decoder.apply(encoder.encode(third)) is None
     # Still nothing held: a later delta does not apply either.
     assert decoder.apply(encoder.encode(third)) is None
-    encoder.full_next()  # what the process's FULL_STATE asks for
+    encoder.full_next()  # what the process's FullState asks for
     data = encoder.encode(third)
     assert delta_of(data).base == FULL
     applied = decoder.apply(data)

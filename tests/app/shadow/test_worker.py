@@ -7,12 +7,20 @@ import multiprocessing
 import os
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from app.cluster_state.derive import derive
 from app.shadow import worker as shadow_worker
+from app.shadow.messages import (
+    Failure,
+    FullState,
+    Loaded,
+    Problem,
+    SessionBegan,
+    Skipped,
+    ToParent,
+)
 from app.shadow.state import DeltaEncoder
 from tests.app.cluster_state.objects import cluster
 from tests.app.cluster_state.test_compare import matching_objects
@@ -58,13 +66,13 @@ def test_a_shadow_of_a_live_process_on_every_cpu_stays_on_them() -> None:
 SHADOW = 'volcanoVersion: "1.15"\ntiers:\n- plugins:\n  - name: overcommit\n'
 
 
-def cluster_evaluator(tmp_path: Path) -> tuple[shadow_worker.Evaluator, list[tuple[Any, ...]]]:
+def cluster_evaluator(tmp_path: Path) -> tuple[shadow_worker.Evaluator, list[ToParent]]:
     path = tmp_path / "shadow.yaml"
     path.write_text(SHADOW)
-    reports: list[tuple[Any, ...]] = []
+    reports: list[ToParent] = []
     evaluator = shadow_worker.Evaluator(path, reports.append, cluster=True)
     evaluator.reload()
-    assert reports[-1][0] == "loaded", reports
+    assert isinstance(reports[-1], Loaded), reports
     return evaluator, reports
 
 
@@ -81,40 +89,41 @@ def test_a_cluster_session_opens_on_its_delta_and_never_on_a_stale_base(tmp_path
 
     evaluator.receive_state(encoder.encode(state))
     assert opened(evaluator, 1)
-    assert reports[-1] == ("session", 1, "")
+    assert reports[-1] == SessionBegan(1, "")
 
     # A session whose delta was lost on the way: skipped, and the whole state asked for.
     encoder.encode(state)
     evaluator.receive_state(encoder.encode(state))
-    assert reports[-1] == (shadow_worker.FULL_STATE,)
+    assert reports[-1] == FullState()
     assert not opened(evaluator, 3)
-    assert reports[-1] == ("skipped", 3, shadow_worker.STALE_BASE)
+    assert reports[-1] == Skipped(3, shadow_worker.STALE_BASE)
 
     # A session the live side opened with no state (the watch had not listed): no delta.
     assert not opened(evaluator, 4)
-    assert reports[-1] == ("skipped", 4, shadow_worker.NOT_SYNCED)
+    assert reports[-1] == Skipped(4, shadow_worker.NOT_SYNCED)
 
     encoder.full_next()
     evaluator.receive_state(encoder.encode(state))
     assert opened(evaluator, 5)
-    assert reports[-1] == ("session", 5, "")
-    assert not [r for r in reports if r[0] in ("failure", "problem")], reports
+    assert reports[-1] == SessionBegan(5, "")
+    assert not [r for r in reports if isinstance(r, Failure | Problem)], reports
 
 
 def test_a_snapshot_only_plugin_is_refused_with_the_reason_in_cluster_mode(tmp_path: Path) -> None:
     path = tmp_path / "shadow.yaml"
     path.write_text('volcanoVersion: "1.15"\ntiers:\n- plugins:\n  - name: usage\n')
-    reports: list[tuple[Any, ...]] = []
+    reports: list[ToParent] = []
     shadow_worker.Evaluator(path, reports.append, cluster=True).reload()
-    [(kind, problem)] = reports
-    assert kind == "problem"
+    [problem] = reports
+    assert isinstance(problem, Problem)
     assert (
-        "tiers[0].plugins[0].name: plugin 'usage' cannot run with sessionState cluster" in problem
+        "tiers[0].plugins[0].name: plugin 'usage' cannot run with sessionState cluster"
+        in problem.message
     )
     # The same file loads where the live configuration posts snapshots.
     reports.clear()
     shadow_worker.Evaluator(path, reports.append).reload()
-    assert reports[-1][0] == "loaded", reports
+    assert isinstance(reports[-1], Loaded), reports
 
 
 def test_a_state_is_never_used_for_a_later_session(tmp_path: Path) -> None:
@@ -122,16 +131,16 @@ def test_a_state_is_never_used_for_a_later_session(tmp_path: Path) -> None:
     (whose live side had no state) is not opened on session 1's."""
     path = tmp_path / "shadow.yaml"
     path.write_text("tiers: [")
-    reports: list[tuple[Any, ...]] = []
+    reports: list[ToParent] = []
     evaluator = shadow_worker.Evaluator(path, reports.append, cluster=True)
     evaluator.reload()
-    assert reports[-1][0] == "problem"
+    assert isinstance(reports[-1], Problem)
     evaluator.receive_state(DeltaEncoder().encode(derive(cluster(**matching_objects())).snapshot))
     evaluator.handle(1, shadow_worker.OPEN, b"", b"{}")
     path.write_text(SHADOW)
     assert not opened(evaluator, 2)
-    assert [r[0] for r in reports[-3:]] == ["loaded", "session", "skipped"]
-    assert reports[-1] == ("skipped", 2, shadow_worker.NOT_SYNCED)
+    assert [type(r) for r in reports[-3:]] == [Loaded, SessionBegan, Skipped]
+    assert reports[-1] == Skipped(2, shadow_worker.NOT_SYNCED)
 
 
 def test_the_shadows_sessions_are_numbered_on_across_its_reloads(tmp_path: Path) -> None:
@@ -139,7 +148,7 @@ def test_the_shadows_sessions_are_numbered_on_across_its_reloads(tmp_path: Path)
     before, as the live process's are."""
     path = tmp_path / "shadow.yaml"
     path.write_text(SHADOW)
-    reports: list[tuple[Any, ...]] = []
+    reports: list[ToParent] = []
     evaluator = shadow_worker.Evaluator(path, reports.append)
     evaluator.reload()
     numbers = []
@@ -148,5 +157,5 @@ def test_the_shadows_sessions_are_numbered_on_across_its_reloads(tmp_path: Path)
         evaluator.handle(session, shadow_worker.OPEN, b"{}", b"{}")
         assert evaluator.extender is not None and evaluator.extender.sessions.current is not None
         numbers.append(evaluator.extender.sessions.current.number)
-    assert [r[0] for r in reports].count("loaded") == 4, reports  # each session on a new file
+    assert [type(r) for r in reports].count(Loaded) == 4, reports  # each session on a new file
     assert numbers == [1, 2, 3]
