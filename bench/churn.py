@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.compare_churn import WHY as COMPARE_WHY
-from bench.machine import machine_info
+from bench.machine import head_commit, machine_info
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
@@ -192,7 +192,7 @@ def main(a: argparse.Namespace) -> int:
         return 0
     load_before = os.getloadavg()
     began = time.monotonic()
-    commit = _head()  # Caldera runs the working tree as it is when each mode starts
+    commit = head_commit()  # Caldera runs the working tree as it is when each mode starts
     returncode, runs = run_test(plan)
     seconds = round(time.monotonic() - began, 1)
     entry = {
@@ -222,19 +222,6 @@ def main(a: argparse.Namespace) -> int:
         print(f"bench churn: {problem}", file=sys.stderr)
     print(f"bench churn: {seconds:g} s, written to {out}")
     return 1 if problems else 0
-
-
-def _head() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def writes_readme(a: argparse.Namespace) -> bool:

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.machine import head_commit
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 OUT = RESULTS / "compare-churn.json"
@@ -63,19 +65,6 @@ def command() -> list[str]:
     return [str(REPO / "tests" / "e2e" / "run.sh"), *TEST]
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main(a: argparse.Namespace) -> int:
     if a.dry_run:
         print(" ".join(command()))
@@ -95,7 +84,7 @@ def main(a: argparse.Namespace) -> int:
             return 1
         document: dict[str, Any] = json.loads(figures.read_text())
     document["measured"] = {
-        "commit": _commit(),
+        "commit": head_commit(),
         "date": time.strftime("%Y-%m-%d", time.gmtime(started)),
         "cpus": os.cpu_count(),
         "cpu": _cpu_model(),

@@ -71,3 +71,17 @@ def machine_info() -> dict[str, Any]:
         "orjson": orjson.__version__,
     }
     return info
+
+
+def head_commit() -> str:
+    """The checkout's short HEAD commit, "unknown" outside a git checkout."""
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=servers.REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
