@@ -5,10 +5,8 @@ finished session's differences are kept."""
 from __future__ import annotations
 
 import json
-import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -213,18 +211,6 @@ def test_a_state_being_handed_over_waits_while_the_live_side_is_in_a_session(
         s.stop()
 
 
-@pytest.fixture
-def sigpipe_as_serve() -> Iterator[None]:
-    """SIGPIPE ignored, as ``caldera serve`` leaves it (Python's default): a CLI test run earlier
-    in this process may have set it to the default action (app/commands/cli.py does for the
-    commands that are not serve), which would end this process at the sending thread's next
-    write to a shadow's process that ended, instead of the EPIPE it counts."""
-    previous = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    yield
-    signal.signal(signal.SIGPIPE, previous)
-
-
-@pytest.mark.usefixtures("sigpipe_as_serve")
 def test_a_message_the_process_does_not_know_ends_it_with_the_reason(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
