@@ -560,7 +560,7 @@ func runChurn(t *testing.T, c *Cluster, b bulk, plan churnPlan, mode string) chu
 	}
 
 	var cycles []float64
-	var lastSum, lastCount float64
+	var meter cycleMeter
 	measuring := false
 	poll := func() bool {
 		if !sched.running() {
@@ -571,13 +571,9 @@ func runChurn(t *testing.T, c *Cluster, b bulk, plan churnPlan, mode string) chu
 		if err != nil {
 			return true
 		}
-		sum, count := m["volcano_e2e_scheduling_latency_milliseconds_sum"], m["volcano_e2e_scheduling_latency_milliseconds_count"]
-		if count > lastCount {
-			per := (sum - lastSum) / (count - lastCount)
-			for k := 0; measuring && k < int(count-lastCount); k++ {
-				cycles = append(cycles, per)
-			}
-			lastSum, lastCount = sum, count
+		per, ended := meter.read(m)
+		for k := 0; measuring && k < ended; k++ {
+			cycles = append(cycles, per)
 		}
 		return true
 	}

@@ -162,6 +162,20 @@ func write(t *testing.T, path string, runs []scaleRun) {
 	}
 }
 
+// cycleMeter reads vc-scheduler's scheduling-latency histogram: how many cycles ended since the
+// last read, and their mean (one figure for each, as the histogram gives no more).
+type cycleMeter struct{ sum, count float64 }
+
+func (c *cycleMeter) read(m map[string]float64) (per float64, ended int) {
+	sum, count := m["volcano_e2e_scheduling_latency_milliseconds_sum"], m["volcano_e2e_scheduling_latency_milliseconds_count"]
+	if count <= c.count {
+		return 0, 0
+	}
+	per, ended = (sum-c.sum)/(count-c.count), int(count-c.count)
+	c.sum, c.count = sum, count
+	return per, ended
+}
+
 // startScaleCluster starts an API-only cluster in a new directory named from prefix; stop stops
 // it and removes the directory unless the test failed or CALDERA_SCALE_KEEP is set (its logs
 // are then kept, and said where).
@@ -556,7 +570,7 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 	metricsURL := "http://" + metricsAddr + "/metrics"
 
 	var cycles, idle []float64
-	var lastSum, lastCount float64
+	var meter cycleMeter
 	settled := false
 	timebox := time.Duration(plan.TimeboxSec * float64(time.Second))
 	settle := time.Duration(plan.SettleSec * float64(time.Second))
@@ -571,16 +585,12 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 		if err != nil {
 			return true
 		}
-		sum, count := m["volcano_e2e_scheduling_latency_milliseconds_sum"], m["volcano_e2e_scheduling_latency_milliseconds_count"]
-		if count > lastCount {
-			per := (sum - lastSum) / (count - lastCount)
-			for k := 0; k < int(count-lastCount); k++ {
-				cycles = append(cycles, per)
-				if settled {
-					idle = append(idle, per)
-				}
+		per, ended := meter.read(m)
+		for k := 0; k < ended; k++ {
+			cycles = append(cycles, per)
+			if settled {
+				idle = append(idle, per)
 			}
-			lastSum, lastCount = sum, count
 		}
 		r.ExtenderOpenMs = m[`volcano_plugin_scheduling_latency_milliseconds_sum{OnSession="OnSessionOpen",plugin="extender"}`]
 		r.ExtenderOpenCount = int(m[`volcano_plugin_scheduling_latency_milliseconds_count{OnSession="OnSessionOpen",plugin="extender"}`])
@@ -596,13 +606,13 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 		// group's spread of 13 pods where every other run had 0). The placement facts hold for
 		// a scheduler that sees every node, so the workload arrives after two sessions (the
 		// node workers have had a scheduling period by then), and the run measures from it.
-		for lastCount < 2 && time.Since(began) < timebox && poll() {
+		for meter.count < 2 && time.Since(began) < timebox && poll() {
 			time.Sleep(100 * time.Millisecond)
 		}
 		start := time.Now()
 		createWorkload(t, c, b, w, group, g, size.Pods)
 		t.Logf("%s: workload of %d pods created in %s, after %.0f sessions", name, size.Pods,
-			time.Since(start).Round(time.Millisecond), lastCount)
+			time.Since(start).Round(time.Millisecond), meter.count)
 		cycles, began = nil, start
 	}
 	target, want := bound.count, size.Pods
@@ -625,7 +635,7 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 		// and its preemptor, nominated to that node, stayed pending for good ("nominated node
 		// is already schedulable"), in-tree and through Caldera alike (19 of 20 bound, by
 		// chance; seen in vc-scheduler's log at -v 4).
-		for settledAt := lastCount; lastCount < settledAt+2 && time.Since(fillStart) < timebox && poll(); {
+		for settledAt := meter.count; meter.count < settledAt+2 && time.Since(fillStart) < timebox && poll(); {
 			time.Sleep(100 * time.Millisecond)
 		}
 		cycles = nil
