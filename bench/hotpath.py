@@ -158,17 +158,7 @@ def _http(
             plan = (
                 _cycle_plan(srv.base, ld, shape, scale)
                 if shape
-                else {
-                    "base": srv.base,
-                    "mode": "load",
-                    "path": "/" + ld.verb,
-                    "body": ld.body,
-                    "concurrency": ld.concurrency,
-                    "requests": max(3, int(ld.requests * scale)),
-                    "warmup": ld.warmup,
-                    "max_seconds": ld.max_seconds,
-                    "timeout_seconds": 120,
-                }
+                else runmod.load_plan(srv.base, ld, requests=max(3, int(ld.requests * scale)))
             )
             res = runmod.loadgen(lg, plan, timeout=ld.max_seconds * 4 + 600)
             if res["errors"]:

@@ -149,17 +149,7 @@ def main_server(workload: str, requests: int, config: str | None, out: str | Non
             runmod.post(srv.base, "onSessionOpen", ld.setup)
         res = runmod.loadgen(
             lg,
-            {
-                "base": srv.base,
-                "mode": "load",
-                "path": "/" + ld.verb,
-                "body": ld.body,
-                "concurrency": 1,
-                "requests": n,
-                "warmup": 2,
-                "max_seconds": 120,
-                "timeout_seconds": 120,
-            },
+            runmod.load_plan(srv.base, ld, concurrency=1, requests=n, warmup=2, max_seconds=120),
             timeout=600,
         )
     finally:

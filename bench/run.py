@@ -365,6 +365,23 @@ def loadgen(binary: Path | str, plan: dict[str, Any], timeout: float) -> dict[st
     return result
 
 
+def load_plan(base: str, ld: Load, **over: Any) -> dict[str, Any]:
+    """The load generator's plan for ``ld`` against the server at ``base`` (``over``: the
+    fields a caller sets otherwise, such as fewer requests)."""
+    return {
+        "base": base,
+        "mode": "load",
+        "path": "/" + ld.verb,
+        "body": ld.body,
+        "concurrency": ld.concurrency,
+        "requests": ld.requests,
+        "warmup": ld.warmup,
+        "max_seconds": ld.max_seconds,
+        "timeout_seconds": 120,
+        **over,
+    }
+
+
 def post(base: str, verb: str, body_file: str, timeout: float = 120) -> Any:
     """POST a body file to a server under test (loopback) and return the decoded answer."""
     req = urllib.request.Request(
@@ -455,17 +472,7 @@ def run_server(
                     continue
             base_rss = srv.rss()
             reset = srv.reset_peak()
-            plan = {
-                "base": srv.base,
-                "mode": "load",
-                "path": "/" + ld.verb,
-                "body": ld.body,
-                "concurrency": ld.concurrency,
-                "requests": ld.requests,
-                "warmup": ld.warmup,
-                "max_seconds": ld.max_seconds,
-                "timeout_seconds": 120,
-            }
+            plan = load_plan(srv.base, ld)
             t0 = time.monotonic()
             try:
                 res = loadgen(lg, plan, timeout=ld.max_seconds * 4 + 600)
@@ -570,6 +577,20 @@ def run_server(
     return rows
 
 
+def _pinned_child(command: str, plan: list[dict[str, Any]], tag: str) -> tuple[Any, str | None]:
+    """``python -m bench COMMAND PLAN OUT`` (floor or asgi) in a fresh process pinned to the
+    server core; its output, or else what failed."""
+    plan_path, out_path = TMP / f"{command}-plan-{tag}.json", TMP / f"{command}-out-{tag}.json"
+    plan_path.write_text(json.dumps(plan))
+    cmd = [*servers.taskset(servers.SERVER_CPU), sys.executable, "-m", "bench", command]
+    p = subprocess.run(
+        [*cmd, str(plan_path), str(out_path)], cwd=servers.REPO, capture_output=True, text=True
+    )
+    if p.returncode != 0:
+        return None, f"exit {p.returncode}: {p.stderr[-2000:]}"
+    return json.loads(out_path.read_text()), None
+
+
 def run_floor(suite: Suite, failures: list[str], raw: dict[str, Any], log: Any) -> dict[str, Any]:
     """In a subprocess pinned to the server core: decode each distinct body with each library."""
     seen: dict[str, Load] = {}
@@ -598,23 +619,11 @@ def run_floor(suite: Suite, failures: list[str], raw: dict[str, Any], log: Any) 
             groups.append([{**item, "libs": list(floor_mod.LIBS)}])
     data: dict[str, Any] = {}
     for k, group in enumerate(groups):
-        plan_path = TMP / f"floor-plan-{suite.mode}-{k}.json"
-        out_path = TMP / f"floor-out-{suite.mode}-{k}.json"
-        plan_path.write_text(json.dumps(group))
-        cmd = [
-            *servers.taskset(servers.SERVER_CPU),
-            sys.executable,
-            "-m",
-            "bench",
-            "floor",
-            str(plan_path),
-            str(out_path),
-        ]
-        p = subprocess.run(cmd, cwd=servers.REPO, capture_output=True, text=True)
-        if p.returncode != 0:
-            failures.append(f"floor ({group[0]['name']}): exit {p.returncode}: {p.stderr[-2000:]}")
+        out, error = _pinned_child("floor", group, f"{suite.mode}-{k}")
+        if error:
+            failures.append(f"floor ({group[0]['name']}): {error}")
             continue
-        for body, per in json.loads(out_path.read_text()).items():
+        for body, per in out.items():
             data.setdefault(body, {}).update(per)
     rows: dict[str, Any] = {}
     for body, ld in seen.items():
@@ -665,24 +674,12 @@ def run_asgi(
     ]
     if not plan:
         return {}
-    plan_path = TMP / f"asgi-plan-{mode}-{config_name}.json"
-    out_path = TMP / f"asgi-out-{mode}-{config_name}.json"
-    plan_path.write_text(json.dumps(plan))
-    cmd = [
-        *servers.taskset(servers.SERVER_CPU),
-        sys.executable,
-        "-m",
-        "bench",
-        "asgi",
-        str(plan_path),
-        str(out_path),
-    ]
-    p = subprocess.run(cmd, cwd=servers.REPO, capture_output=True, text=True)
-    if p.returncode != 0:
-        failures.append(f"caldera in-process ASGI: exit {p.returncode}: {p.stderr[-2000:]}")
+    out, error = _pinned_child("asgi", plan, f"{mode}-{config_name}")
+    if error:
+        failures.append(f"caldera in-process ASGI: {error}")
         return {}
     rows: dict[str, Any] = {}
-    for name, r in json.loads(out_path.read_text()).items():
+    for name, r in out.items():
         ld = next(x for x in loads if x.name == name)
         if "error" in r:
             failures.append(f"caldera in-process ASGI {name}: {r['error']}")
@@ -806,7 +803,7 @@ def floor_main(plan_path: str, out_path: str) -> int:
         per = out.setdefault(item["body"], {})
         for lib in item.get("libs", floor.LIBS):
             try:
-                rss0 = _self_rss()
+                rss0 = servers._status(os.getpid()).get("VmRSS", 0)
                 with open("/proc/self/clear_refs", "w") as f:
                     f.write("5")
                 r = floor.measure(
@@ -817,21 +814,14 @@ def floor_main(plan_path: str, out_path: str) -> int:
                     max_seconds=item["max_seconds"],
                     warmup=1 if len(body) > 50 * MiB else 2,
                 )
-                r["rss_growth_MiB"] = (_self_hwm() - rss0) / MiB
+                hwm = servers._status(os.getpid()).get("VmHWM", 0)
+                r["rss_growth_MiB"] = (hwm - rss0) / MiB
                 per[lib] = r
             except Exception as exc:  # recorded, reported as a failure by the parent
                 per[lib] = {"error": f"{type(exc).__name__}: {exc}"}
         del body
     Path(out_path).write_text(json.dumps(out))
     return 0
-
-
-def _self_rss() -> int:
-    return servers._status(os.getpid()).get("VmRSS", 0)
-
-
-def _self_hwm() -> int:
-    return servers._status(os.getpid()).get("VmHWM", 0)
 
 
 # ------------------------------------------------------------------------------------- main

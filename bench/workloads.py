@@ -32,7 +32,6 @@ MI = 1024**2
 
 STATUS_PENDING = 1
 STATUS_ALLOCATED = 2
-STATUS_BOUND = 16
 STATUS_RUNNING = 32
 
 IMAGES = [
@@ -1428,16 +1427,6 @@ def task_body(task: bytes) -> bytes:
     return b'{"task":' + task + b"}"
 
 
-def predicate_cluster(pods_on_node: int = 30, seed: int = 7) -> Cluster:
-    """One node carrying ``pods_on_node`` pods (2/3 Volcano, 1/3 DaemonSet) plus pending tasks."""
-    daemons = pods_on_node // 3
-    vol = pods_on_node - daemons
-    # all running Volcano pods land on the single node; a few pending ones follow.
-    return make_cluster(
-        1, vol + 8, running_frac=vol / (vol + 8), daemons_per_node=daemons, seed=seed
-    )
-
-
 # ------------------------------------------------------------------------ data plugins read
 #
 # What the node, eviction and enqueue plugins read, added to the same deterministic cluster:
@@ -1535,7 +1524,8 @@ def plugin_cluster(n_nodes: int, n_pods: int, now: datetime, **kw: Any) -> Clust
 
 
 def plugin_predicate_cluster(now: datetime, pods_on_node: int = 30, seed: int = 7) -> Cluster:
-    """:func:`predicate_cluster` with the plugins' data."""
+    """One node carrying ``pods_on_node`` pods (2/3 Volcano, 1/3 DaemonSet) plus pending tasks,
+    with the plugins' data."""
     daemons = pods_on_node // 3
     vol = pods_on_node - daemons
     return plugin_cluster(
