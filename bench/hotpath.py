@@ -39,7 +39,6 @@ import itertools
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 import urllib.request
@@ -189,33 +188,13 @@ def _asgi(
     scale: float,
     env: dict[str, str] | None = None,
 ) -> dict[str, float]:
-    plan = [
-        {
-            "name": ld.name,
-            "verb": ld.verb,
-            "body": ld.body,
-            "requests": max(3, int(ld.requests * scale)),
-            "max_seconds": min(ld.max_seconds, 20),
-            "config": str(cfg),
-            "setup": ld.setup,
-        }
-        for ld in loads
-        if ld.concurrency == 1 and ld.name not in CYCLE_LOADS
-    ]
+    calls = [ld for ld in loads if ld.name not in CYCLE_LOADS]
+    plan = runmod.asgi_plan(calls, cfg, lambda ld: max(3, int(ld.requests * scale)))
     if not plan:
         return {}
-    plan_path = runmod.TMP / f"hotpath-asgi-plan-{name}.json"
-    out_path = runmod.TMP / f"hotpath-asgi-out-{name}.json"
-    plan_path.write_text(json.dumps(plan))
-    python = str(repo / ".venv" / "bin" / "python")
-    cmd = [*servers.taskset(servers.SERVER_CPU), python, "-m", "bench", "asgi"]
-    subprocess.run(
-        [*cmd, str(plan_path), str(out_path)],
-        cwd=repo,
-        check=True,
-        env={**os.environ, **(env or {})},
-    )
-    rows = json.loads(out_path.read_text())
+    rows, error = runmod.pinned_child("asgi", plan, f"hotpath-{name}", repo, env)
+    if error:
+        raise RuntimeError(f"{name}: bench asgi: {error}")
     return {
         k: {"asgi_p50_ms": runmod.pct(v["latencies_us"], 50) / 1e3,
             "asgi_steady_ms": steady_p50(v["latencies_us"]) / 1e3}

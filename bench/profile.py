@@ -116,31 +116,13 @@ def main_server(workload: str, requests: int, config: str | None, out: str | Non
     lg = gobuild.build(go_extender=False)["loadgen"]
     out_path = Path(out) if out else runmod.RESULTS / f"profile-server-{name}.txt"
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    port = servers.free_port()
-    cmd = [
-        *servers.taskset(servers.SERVER_CPU),
-        sys.executable,
-        "-m",
-        "pyinstrument",
-        "-r",
-        "text",
-        "--no-color",
-        "--show-all",
-        "-o",
-        str(out_path),
-        "-m",
-        "app.commands.cli",
-        "serve",
-        "--config",
-        config,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-    ]
-    srv = servers.Server("caldera-profiled", cmd, port, runmod.TMP / "logs" / "profile-server.log")
+    pyinstrument = [sys.executable, "-m", "pyinstrument", "-r", "text", "--no-color", "--show-all"]
+    srv = servers.caldera_server(
+        Path(config),
+        runmod.TMP / "logs" / "profile-server.log",
+        [*pyinstrument, "-o", str(out_path), "-m", "app.commands.cli"],
+    )
+    srv.name = "caldera-profiled"
     srv.start()
     n = requests or max(3, min(2000, int(2e8 / max(1, ld.body_bytes))))
     try:

@@ -577,18 +577,47 @@ def run_server(
     return rows
 
 
-def _pinned_child(command: str, plan: list[dict[str, Any]], tag: str) -> tuple[Any, str | None]:
-    """``python -m bench COMMAND PLAN OUT`` (floor or asgi) in a fresh process pinned to the
-    server core; its output, or else what failed."""
+def pinned_child(
+    command: str,
+    plan: list[dict[str, Any]],
+    tag: str,
+    repo: Path = servers.REPO,
+    env: dict[str, str] | None = None,
+) -> tuple[Any, str | None]:
+    """``python -m bench COMMAND PLAN OUT`` (floor or asgi) of the checkout ``repo`` in a fresh
+    process pinned to the server core; its output, or else what failed."""
     plan_path, out_path = TMP / f"{command}-plan-{tag}.json", TMP / f"{command}-out-{tag}.json"
     plan_path.write_text(json.dumps(plan))
-    cmd = [*servers.taskset(servers.SERVER_CPU), sys.executable, "-m", "bench", command]
+    python = sys.executable if repo == servers.REPO else str(repo / ".venv" / "bin" / "python")
+    cmd = [*servers.taskset(servers.SERVER_CPU), python, "-m", "bench", command]
     p = subprocess.run(
-        [*cmd, str(plan_path), str(out_path)], cwd=servers.REPO, capture_output=True, text=True
+        [*cmd, str(plan_path), str(out_path)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
     )
     if p.returncode != 0:
         return None, f"exit {p.returncode}: {p.stderr[-2000:]}"
     return json.loads(out_path.read_text()), None
+
+
+def asgi_plan(loads: list[Load], cfg: Path, requests: Any = None) -> list[dict[str, Any]]:
+    """``bench asgi``'s plan: each one-in-flight load after its session's onSessionOpen, under
+    the configuration file ``cfg`` (``requests``: the calls of a load, else its own count)."""
+    return [
+        {
+            "name": ld.name,
+            "verb": ld.verb,
+            "body": ld.body,
+            "requests": requests(ld) if requests else ld.requests,
+            "max_seconds": min(ld.max_seconds, 20),
+            "config": str(cfg),
+            "setup": ld.setup,
+        }
+        for ld in loads
+        if ld.concurrency == 1
+    ]
 
 
 def run_floor(suite: Suite, failures: list[str], raw: dict[str, Any], log: Any) -> dict[str, Any]:
@@ -619,7 +648,7 @@ def run_floor(suite: Suite, failures: list[str], raw: dict[str, Any], log: Any) 
             groups.append([{**item, "libs": list(floor_mod.LIBS)}])
     data: dict[str, Any] = {}
     for k, group in enumerate(groups):
-        out, error = _pinned_child("floor", group, f"{suite.mode}-{k}")
+        out, error = pinned_child("floor", group, f"{suite.mode}-{k}")
         if error:
             failures.append(f"floor ({group[0]['name']}): {error}")
             continue
@@ -659,22 +688,10 @@ def run_asgi(
     """Caldera's app without sockets: the ASGI app from create_app driven in-process (one body
     per call, as bench/profile.py does), pinned to the server core, each load after its
     session is opened. Over-HTTP minus this is what uvicorn, the socket and the client cost."""
-    plan = [
-        {
-            "name": ld.name,
-            "verb": ld.verb,
-            "body": ld.body,
-            "requests": ld.requests,
-            "max_seconds": min(ld.max_seconds, 20),
-            "config": str(cfg),
-            "setup": ld.setup,
-        }
-        for ld in loads
-        if ld.concurrency == 1
-    ]
+    plan = asgi_plan(loads, cfg)
     if not plan:
         return {}
-    out, error = _pinned_child("asgi", plan, f"{mode}-{config_name}")
+    out, error = pinned_child("asgi", plan, f"{mode}-{config_name}")
     if error:
         failures.append(f"caldera in-process ASGI: {error}")
         return {}
