@@ -327,29 +327,6 @@ def verdict(
     return failures, summary
 
 
-def render(summary: dict[str, Any], failures: list[str]) -> list[str]:
-    lines = [
-        f"cycles {summary['cycles']} (overran their period: {summary['overruns']}),"
-        f" errors {summary['errors']}",
-        "| verb | calls | p50 ms | p99 ms | judged by | first window ms | last window ms |"
-        " last/first |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for verb, v in summary["verbs"].items():
-        lines.append(
-            f"| {verb} | {v['calls']} | {v['p50_ms']} | {v['p99_ms']} | {v['judged_by']} |"
-            f" {v['first_window_ms']} | {v['last_window_ms']} | {v['ratio']} |"
-        )
-    rss, fds = summary["rss_mib"], summary["open_fds"]
-    lines.append(
-        f"RSS peak {rss['first_peak']:.0f} MiB -> {rss['last_peak']:.0f} MiB"
-        f" ({rss['growth']:+.1%}); open descriptors {fds['first_max']:.0f} ->"
-        f" {fds['last_max']:.0f}"
-    )
-    lines += [f"FAIL: {failure}" for failure in failures] or ["PASS: every criterion holds"]
-    return lines
-
-
 def main(
     duration: float,
     period: float,
@@ -401,6 +378,7 @@ def main(
     for path in (out / f"soak-{duration:.0f}s.json", summary_copy):
         if path is not None:
             path.write_text(json.dumps(summary, indent=2) + "\n")
-    for line in render(summary, failures):
-        print(line)
+    from bench.readme_sections import soak_section
+
+    print(soak_section(summary).split("\n", 2)[2])  # bench/README's section, its source line apart
     return 1 if failures else 0
