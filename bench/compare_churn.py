@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.machine import head_commit
+from bench.machine import cpu_model, head_commit
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
@@ -87,7 +87,7 @@ def main(a: argparse.Namespace) -> int:
         "commit": head_commit(),
         "date": time.strftime("%Y-%m-%d", time.gmtime(started)),
         "cpus": os.cpu_count(),
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "loadBefore": round(load_before, 1),
         "loadAfter": round(os.getloadavg()[0], 1),
     }
@@ -100,16 +100,6 @@ def writes_readme(a: argparse.Namespace) -> bool:
     """Whether the run wrote the committed results file, whose section ``python -m bench``
     then writes into bench/README (bench/readme.py imports this module, not the other way)."""
     return not a.dry_run and Path(a.out).resolve() == OUT.resolve()
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
 
 
 def readme_text(doc: dict[str, Any]) -> str:

@@ -23,11 +23,9 @@ def machine_info() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "loadavg_at_end": os.getloadavg(),
     }
+    if cpu := cpu_model():
+        info["cpu"] = cpu
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                info["cpu"] = line.split(":", 1)[1].strip()
-                break
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemTotal"):
                 info["memory_GiB"] = round(int(line.split()[1]) / 1024 / 1024, 1)
@@ -71,6 +69,15 @@ def machine_info() -> dict[str, Any]:
         "orjson": orjson.__version__,
     }
     return info
+
+
+def cpu_model() -> str:
+    """/proc/cpuinfo's model name, "" where there is none."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return ""
 
 
 def head_commit() -> str:
