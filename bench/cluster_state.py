@@ -221,8 +221,15 @@ def changed_pod(i: int, nodes: int, session: int) -> dict[str, Any]:
     return obj
 
 
-def _ms(times: list[float]) -> dict[str, float]:
+def ms(times: list[float]) -> dict[str, float]:
     return {"min": round(min(times), 2), "median": round(statistics.median(times), 2)}
+
+
+def change_pods(store: ClusterStore, pods: int, nodes: int, changed: int, session: int) -> None:
+    """``changed`` pods of the store changed for session ``session``, spread over nodes and jobs."""
+    for k in range(changed):
+        obj = changed_pod((session * 7919 + k * 97) % pods, nodes, session)
+        store.pods.upsert(f"{obj['metadata']['namespace']}/{obj['metadata']['name']}", obj)
 
 
 def measure_incremental(store: ClusterStore, pods: int, nodes: int, repeats: int) -> dict[str, Any]:
@@ -233,20 +240,17 @@ def measure_incremental(store: ClusterStore, pods: int, nodes: int, repeats: int
         start = time.perf_counter()
         store.open_session()
         first.append((time.perf_counter() - start) * 1000)
-    figures: dict[str, Any] = {"first_session_ms": _ms(first)}
+    figures: dict[str, Any] = {"first_session_ms": ms(first)}
     session = 0
     for changed in CHANGED_PODS:
         times: list[float] = []
         for _ in range(repeats * 4):
             session += 1
-            for k in range(changed):
-                i = (session * 7919 + k * 97) % pods  # spread over nodes and jobs
-                obj = changed_pod(i, nodes, session)
-                store.pods.upsert(f"{obj['metadata']['namespace']}/{obj['metadata']['name']}", obj)
+            change_pods(store, pods, nodes, changed, session)
             start = time.perf_counter()
             store.open_session()
             times.append((time.perf_counter() - start) * 1000)
-        figures[f"changed_{changed}_pods_ms"] = _ms(times)
+        figures[f"changed_{changed}_pods_ms"] = ms(times)
         figures[f"changed_{changed}_pods_rebuilt"] = dict(store.derivation.rebuilt)
     return figures
 
@@ -275,7 +279,7 @@ def measure_relist(store: ClusterStore, pods: int, nodes: int, repeats: int) -> 
         fresh.pods.replace(listing)
         empty.append((time.perf_counter() - start) * 1000)
         del fresh
-    figures: dict[str, Any] = {"list_into_empty_store_ms": _ms(empty)}
+    figures: dict[str, Any] = {"list_into_empty_store_ms": ms(empty)}
     session = 1000
     for changed in RELIST_CHANGED:
         replaced: list[float] = []
@@ -301,8 +305,8 @@ def measure_relist(store: ClusterStore, pods: int, nodes: int, repeats: int) -> 
                 f"after a relist of {changed} changed pods: not the full derivation"
             )
         figures[f"relist_{changed}_changed"] = {
-            "replace_ms": _ms(replaced),
-            "session_ms": _ms(opened),
+            "replace_ms": ms(replaced),
+            "session_ms": ms(opened),
             "rebuilt": dict(store.derivation.rebuilt),
         }
     return figures

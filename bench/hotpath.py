@@ -282,10 +282,9 @@ def main(argv: list[str] | None = None) -> int:
             ]
             print(f"| {ld.name} | {name} | " + " | ".join(cells) + " |")
     for (first, _), (second, _) in itertools.combinations(repos, 2):
-        if not a.no_http:
-            print_paired_http(samples, [ld.name for ld in loads], first, second)
-        if not a.no_asgi:
-            print_paired(samples, [ld.name for ld in loads], first, second)
+        for where, skipped in (("over HTTP", a.no_http), ("in process", a.no_asgi)):
+            if not skipped:
+                print_paired(samples, [ld.name for ld in loads], first, second, where)
     return 0
 
 
@@ -298,31 +297,28 @@ def paired_ratios(before: list[float], after: list[float]) -> dict[str, float]:
     return {"median": median, "q1": q1, "q3": q3}
 
 
-def print_paired_http(
-    samples: dict[tuple[str, str, str], list[float]], loads: list[str], first: str, second: str
-) -> None:
-    """The HTTP p50 and p99 of ``second`` over ``first``, round by round: the two ran back to
-    back in each round (in alternating order), so the neighbours' load moves both alike."""
-    print(f"\nover HTTP, {second} / {first}, paired by round (median, quartiles)")
-    print("| workload | p50 ratio | quartiles | p99 ratio | quartiles |")
-    print("|---|---|---|---|---|")
-    for load in loads:
-        cells = []
-        for key in ("p50_ms", "p99_ms"):
-            r = paired_ratios(samples[(load, first, key)], samples[(load, second, key)])
-            cells += [f"{r['median']:.3f}", f"{r['q1']:.3f}–{r['q3']:.3f}"]
-        print(f"| {load} | " + " | ".join(cells) + " |")
+PAIRED = {
+    "over HTTP": (("p50_ms", "p50 ratio"), ("p99_ms", "p99 ratio")),
+    "in process": (("asgi_p50_ms", "p50 ratio"), ("asgi_steady_ms", "steady p50 ratio")),
+}
+"""Per way of calling, the two figures whose ratios ``print_paired`` shows."""
 
 
 def print_paired(
-    samples: dict[tuple[str, str, str], list[float]], loads: list[str], first: str, second: str
+    samples: dict[tuple[str, str, str], list[float]],
+    loads: list[str],
+    first: str,
+    second: str,
+    where: str,
 ) -> None:
-    print(f"\nin process, {second} / {first}, paired by round (median, quartiles)")
-    print("| workload | p50 ratio | quartiles | steady p50 ratio | quartiles |")
+    """The figures of ``second`` over ``first`` (:data:`PAIRED`), round by round: the two ran
+    back to back in each round (in alternating order), so the neighbours' load moves both alike."""
+    print(f"\n{where}, {second} / {first}, paired by round (median, quartiles)")
+    print("| workload | " + " | ".join(f"{title} | quartiles" for _, title in PAIRED[where]) + " |")
     print("|---|---|---|---|---|")
     for load in loads:
         cells = []
-        for key in ("asgi_p50_ms", "asgi_steady_ms"):
+        for key, _ in PAIRED[where]:
             before, after = samples.get((load, first, key)), samples.get((load, second, key))
             if not (before and after):
                 break

@@ -32,11 +32,10 @@ from typing import Any
 import msgspec
 
 from app.cluster_state.encode import SECTIONS
-from app.cluster_state.store import ClusterStore
 from app.shadow.gate import CLOSE, LiveActivity
 from app.shadow.service import SEND_AFTER_SECONDS
 from app.shadow.state import DeltaDecoder, DeltaEncoder
-from bench.cluster_state import CHANGED_PODS, changed_pod, emit, populated_store
+from bench.cluster_state import CHANGED_PODS, change_pods, emit, ms, populated_store
 from schemas.api import JobInfo
 from schemas.requests import OnSessionOpenRequest
 
@@ -45,17 +44,6 @@ CALLS = 150
 """A session's calls, begun with the encode: 0.3 s, longer than a whole state's encode at
 10,000 pods on a quiet machine (0.1 s), so the encode that never stops runs wholly within it."""
 VERB = "jobEnqueueable"
-
-
-def _ms(times: list[float]) -> dict[str, float]:
-    return {"min": round(min(times), 2), "median": round(statistics.median(times), 2)}
-
-
-def _change(store: ClusterStore, pods: int, nodes: int, changed: int, session: int) -> None:
-    for k in range(changed):
-        i = (session * 7919 + k * 97) % pods  # spread over nodes and jobs
-        obj = changed_pod(i, nodes, session)
-        store.pods.upsert(f"{obj['metadata']['namespace']}/{obj['metadata']['name']}", obj)
 
 
 def _entry_encodes(state: OnSessionOpenRequest) -> dict[str, float]:
@@ -149,8 +137,8 @@ def measure(pods: int, nodes: int, repeats: int = 5) -> dict[str, Any]:
         apply.append((time.perf_counter() - started) * 1000)
         size = len(data)
     figures["whole"] = {
-        "encode_ms": _ms(encode),
-        "apply_ms": _ms(apply),
+        "encode_ms": ms(encode),
+        "apply_ms": ms(apply),
         "bytes": size,
         "entry_encode_ms": _entry_encodes(state),
         "calls_during_whole_encode_ms": _calls_during_whole_encode(state),
@@ -161,7 +149,7 @@ def measure(pods: int, nodes: int, repeats: int = 5) -> dict[str, Any]:
         for _ in range(repeats * 4):
             session += 1
             store.close_session()
-            _change(store, pods, nodes, changed, session)
+            change_pods(store, pods, nodes, changed, session)
             state = store.open_session().snapshot
             started = time.perf_counter()
             data = encoder.encode(state)
@@ -173,8 +161,8 @@ def measure(pods: int, nodes: int, repeats: int = 5) -> dict[str, Any]:
             sizes.append(len(data))
             entries.append(encoder.changed)
         figures[f"changed_{changed}_pods"] = {
-            "encode_ms": _ms(encode),
-            "apply_ms": _ms(apply),
+            "encode_ms": ms(encode),
+            "apply_ms": ms(apply),
             "bytes_median": int(statistics.median(sizes)),
             "entries_median": int(statistics.median(entries)),
         }
