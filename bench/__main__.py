@@ -106,28 +106,16 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="also write the summary here (bench/results/soak.json: bench/README renders it)",
     )
-    cl = sub.add_parser("cluster", help="Volcano's cycle at cluster scale (bench/cluster.py)")
-    from bench import cluster
+    from bench import churn, cluster, compare_churn, explain
 
-    cluster.add_arguments(cl)
-    ex = sub.add_parser(
-        "explain", help="the decision record's memory per 1,000 jobs and time per call"
-    )
-    from bench import explain
-
-    explain.add_arguments(ex)
-    cc = sub.add_parser(
-        "compare-churn", help="compare mode's differences under churn (bench/compare_churn.py)"
-    )
-    from bench import compare_churn
-
-    compare_churn.add_arguments(cc)
-    ch = sub.add_parser(
-        "churn", help="compare mode under real churn at scale (bench/churn.py, TestChurn)"
-    )
-    from bench import churn
-
-    churn.add_arguments(ch)
+    for name, module, text in (
+        ("cluster", cluster, "Volcano's cycle at cluster scale (bench/cluster.py)"),
+        ("explain", explain, "the decision record's memory per 1,000 jobs and time per call"),
+        ("compare-churn", compare_churn, "compare mode's differences under churn"
+         " (bench/compare_churn.py)"),
+        ("churn", churn, "compare mode under real churn at scale (bench/churn.py, TestChurn)"),
+    ):  # fmt: skip
+        module.add_arguments(sub.add_parser(name, help=text))
     rp = sub.add_parser(
         "report", help="write bench/README's generated sections from the committed results"
     )
