@@ -27,6 +27,7 @@ from app.config import CalderaConfig
 from app.errors import AnswerError, PluginFailure, RequestError, StaleView
 from app.framework import Framework
 from app.gcpolicy import SnapshotGC
+from app.identifiers import BATCH_PREDICATE_PATH, IdentifierCalls, refuse_without_cluster_state
 from app.managed import is_interested
 from app.metrics import Metrics
 from app.release_watch import ReleaseWatch
@@ -37,6 +38,7 @@ from plugins.api.base import Vote
 from plugins.api.extension_points import BY_VERB, EXTENSION_POINTS, ExtensionPoint, Rule, Verb
 from plugins.api.release import Release
 from schemas.api import TaskInfo
+from schemas.identifiers import is_identifiers
 from schemas.requests import (
     EventHandlerRequest,
     EvictRequest,
@@ -183,6 +185,8 @@ class Extender:
         fail to open, place, evict or close."""
         self._session_state: SessionStateComparison | ClusterSessionState | None = None
         self._audit: SelfAudit | None = None
+        self.identifiers: IdentifierCalls | None = None
+        """Cluster mode: the calls of the identifiers protocol (app/identifiers.py)."""
         """Cluster mode: where each call's objects are offered to the self-audit."""
         self._between_sessions = True
         """Cluster mode: onSessionClose ended the last session (or none opened yet), so the
@@ -207,7 +211,7 @@ class Extender:
     @property
     def session_state(self) -> SessionStateComparison | ClusterSessionState | None:
         """``sessionState: compare``: told of each session's snapshot, allocations and close;
-        ``cluster``: also the source of each session's state (:meth:`_open_from_cluster`),
+        ``cluster``: also the source of each session's state (:meth:`open_from_cluster`),
         whose self-audit is offered what each call carries."""
         return self._session_state
 
@@ -217,7 +221,9 @@ class Extender:
         it), and a listener to the sessions (compare mode compares each snapshot)."""
         assert self._session_state is None, "the session state's source is chosen once"
         self._session_state = state
-        self._audit = state.audit if isinstance(state, ClusterSessionState) else None
+        if isinstance(state, ClusterSessionState):
+            self._audit = state.audit
+            self.identifiers = IdentifierCalls(self, state)
         if state is not None:
             self.listeners.add(state)
 
@@ -239,6 +245,8 @@ class Extender:
         paths: dict[str, str] = {f"/{point.verb}": point.verb for point in EXTENSION_POINTS}
         if self.release.shares_reclaimable_path or self.config.infers_release:
             paths[shared_path.BARE_PREFIX] = Verb.RECLAIMABLE
+        if self.identifiers is not None:
+            paths[BATCH_PREDICATE_PATH] = Verb.PREDICATE  # its body says which (identifiers.py)
         return paths
 
     def handle(self, verb: str, body: Body) -> bytes:
@@ -247,12 +255,17 @@ class Extender:
         release = self.release
         if not release.has_verb(verb):
             self.sessions.set_release(self.release_watch.check_verb(verb))
+        if is_identifiers(body):
+            if self.identifiers is None:
+                mode = self._session_state.mode.value if self._session_state else "snapshot"
+                raise refuse_without_cluster_state(mode)
+            return self.identifiers.handle(verb, body)
         if isinstance(self._session_state, ClusterSessionState):
             if verb == Verb.ON_SESSION_OPEN:
                 return self._snapshot_unread()
             if verb != Verb.ON_SESSION_CLOSE and self._between_sessions:
-                self._open_from_cluster(self._session_state)
-            if self._stale is not None and (held := self._held(verb, self._stale)) is not None:
+                self.open_from_cluster(self._session_state)
+            if (held := self.held(verb)) is not None:
                 return held
         if verb == Verb.RECLAIMABLE and release.shares_reclaimable_path:
             answer = self.shared_reclaimable_path(body)
@@ -341,27 +354,48 @@ class Extender:
 
     def close(self, point: ExtensionPoint, body: Body) -> bytes:
         _DECODERS[point.request](body)
+        self.end_session()
+        return EMPTY
+
+    def end_session(self) -> None:
+        """onSessionClose: the session closed, and the listeners told."""
         self.sessions.close()
         self._between_sessions = True
         self.listeners.closed()
-        return EMPTY
+
+    def neutral(self, verb: Verb) -> bytes:
+        """The verb's answer when no configured plugin answers it."""
+        return self._neutral[verb]
 
     # --- sessionState: cluster ----------------------------------------------------------------
 
-    def _open_from_cluster(self, source: ClusterSessionState) -> None:
+    @property
+    def between_sessions(self) -> bool:
+        """Cluster mode: no session is open, so the next call opens one."""
+        return self._between_sessions
+
+    def open_from_cluster(
+        self,
+        source: ClusterSessionState,
+        state: Callable[[], OnSessionOpenRequest | None] | None = None,
+    ) -> None:
         """The session's first call: freeze the watched state and open the session on it, as
-        :meth:`open` does on Volcano's snapshot. Before the watch has listed once the session
+        :meth:`open` does on Volcano's snapshot (``state``: that state, as an identifiers-mode
+        session restricts it to Volcano's roster). Before the watch has listed once the session
         stays without state until onSessionClose, and is answered as a stale one (a sidecar
         restarted while vc-scheduler runs is called before its lists: cluster_mode.py)."""
         self._between_sessions = False
         reasons = source.not_current()
         answering = self.config.onStaleState is OnStaleState.ANSWER
         self._stale = "; ".join(reasons) if reasons and not answering else None
-        self.open_session(source.open_session)
+        self.open_session(state or source.open_session)
 
-    def _held(self, verb: str, why: str) -> bytes | None:
+    def held(self, verb: str) -> bytes | None:
         """A stale session's answer to ``verb`` under ``onStaleState`` (hold: the fail-safe
-        one; fail: a 503), or None where the verb is answered as usual."""
+        one; fail: a 503), or None where the verb is answered as usual (the view is current)."""
+        why = self._stale
+        if why is None:
+            return None
         point = BY_VERB[verb]
         policy = self.config.onStaleState
         reason = f"Caldera's view of the cluster is stale (onStaleState {policy.value})"
@@ -384,7 +418,7 @@ class Extender:
                 " onSessionOpenVerb) to spare the scheduler marshalling it every cycle"
             )
         assert isinstance(self.session_state, ClusterSessionState)
-        self._open_from_cluster(self.session_state)
+        self.open_from_cluster(self.session_state)
         return EMPTY
 
     def first_failure(self, point: ExtensionPoint, body: Body) -> bytes:

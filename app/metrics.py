@@ -243,6 +243,21 @@ class Metrics:
             ["verb"],
             registry=r,
         )
+        self.identifier_roster_differences = Counter(
+            "caldera_identifiers_roster_differences_total",
+            "Identifiers mode: objects in Volcano's session roster that Caldera's view lacks"
+            " (side=volcano), or in Caldera's view but not the roster (side=caldera), per"
+            " section (jobs, nodes, queues).",
+            ["section", "side"],
+            registry=r,
+        )
+        self.identifier_unknown_objects = Counter(
+            "caldera_identifiers_unknown_objects_total",
+            "Identifiers mode: nodes or evictees a call named that the session does not hold"
+            " (left out of the answer).",
+            ["verb"],
+            registry=r,
+        )
         self.session_age = Gauge(
             "caldera_session_age_seconds",
             "Age of the open session (0 when none is open).",

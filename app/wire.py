@@ -31,10 +31,15 @@ def encode_predicate(release: Release, error: FitError | None) -> bytes:
     shape = release.predicate_shape
     if error is None:
         return _PASS[shape]
-    reason = error.reason or "rejected"  # an empty message would read as a pass
-    code = int(error.code) or int(StatusCode.ERROR)
+    code, reason = fit_failure(error)
     if shape is PredicateShape.STATUS_CODE:
         return _encode(PredicateResponse(status=reason, code=code))
     if shape is PredicateShape.STATUS_LIST:
         return _encode(PredicateResponseV18(status=[PredicateStatus(Code=code, Reason=reason)]))
     return _encode(PredicateResponseV16(errorMessage=reason))
+
+
+def fit_failure(error: FitError) -> tuple[int, str]:
+    """A failure's code and reason as sent: an empty message would read as a pass, and code 0
+    (SUCCESS) with a message means Error to v1.10+, so it is sent as ERROR explicitly."""
+    return int(error.code) or int(StatusCode.ERROR), error.reason or "rejected"

@@ -170,7 +170,7 @@ def _apply_placement(task: TaskInfo, watched: WatchedPod, placement: Placement |
             return True
         task.Status = TaskStatus.Binding
         task.NodeName = placement.node_name
-        _write_node(task, placement.node_name)
+        write_node(task, placement.node_name)
         return False
     if placement.status == TaskStatus.Pending:
         # The node an allocation wrote into Volcano's pod object (overlay.py): there until an
@@ -178,7 +178,7 @@ def _apply_placement(task: TaskInfo, watched: WatchedPod, placement: Placement |
         meta = watched.pod.metadata
         if watched.node_name or meta is None or meta.resourceVersion != placement.pod_version:
             return True
-        _write_node(task, placement.node_name)
+        write_node(task, placement.node_name)
         return False
     # Releasing: the pod's deletion (deletionTimestamp) shows it.
     if watched.deleting or task.Status not in (TaskStatus.Running, TaskStatus.Bound):
@@ -187,7 +187,7 @@ def _apply_placement(task: TaskInfo, watched: WatchedPod, placement: Placement |
     return False
 
 
-def _write_node(task: TaskInfo, node: str) -> None:
+def write_node(task: TaskInfo, node: str) -> None:
     """``task.Pod.Spec.NodeName = hostname`` (``Statement.Allocate``), on a copy of the pod:
     the watched object is shared by every derivation."""
     pod = task.Pod

@@ -23,6 +23,7 @@ from app.cluster_state.modes import SessionStateMode
 from app.commands import sizing
 from app.commands.volcano_entry import (
     body_limits_note,
+    identifiers_refusal,
     sizing_mode_lines,
     volcano_entry,
     volcano_url,
@@ -301,7 +302,12 @@ def cmd_volcano_config(args: argparse.Namespace) -> int:
             f"caldera: --{measured[0].replace('_', '-')} needs --nodes and --pods", file=sys.stderr
         )
         return EXIT_CONFIG
-    entry, notes = volcano_entry(config, url.rstrip("/"), args.http_timeout, args.ignorable)
+    if args.bodies == "identifiers" and (refusal := identifiers_refusal(config)) is not None:
+        print(f"caldera: {refusal}", file=sys.stderr)
+        return EXIT_CONFIG
+    entry, notes = volcano_entry(
+        config, url.rstrip("/"), args.http_timeout, args.ignorable, args.bodies
+    )
     flags = scheduler_flags.SchedulerFlags(
         args.scheduler_sharding_mode, args.scheduler_num, tuple(args.node_selector or ())
     )
@@ -571,6 +577,14 @@ def parser() -> argparse.ArgumentParser:
     )
     volcano.add_argument("--http-timeout", default="1s", help="extender.httpTimeout (default 1s)")
     volcano.add_argument("--ignorable", action="store_true", help="set extender.ignorable: true")
+    volcano.add_argument(
+        "--bodies",
+        choices=("objects", "identifiers"),
+        default="objects",
+        help="identifiers: the entry for a Volcano built with protocol/volcano-identifiers's"
+        " patch, calling with identifiers instead of objects (sessionState cluster only;"
+        " docs/proposals/extender-identifiers.md)",
+    )
     volcano.add_argument(
         "--merge",
         metavar="FILE",

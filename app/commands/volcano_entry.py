@@ -62,13 +62,40 @@ def volcano_url(settings: Settings) -> str:
     return f"http://{host}:{settings.port}"
 
 
+IDENTIFIERS_NOTE = (
+    "extender.bodies and extender.batchPredicateVerb are read by Volcano built with"
+    " protocol/volcano-identifiers's patch (docs/proposals/extender-identifiers.md); it asks"
+    " Caldera's GET /capabilities and falls back to today's bodies when they do not match."
+    " Stock Volcano ignores both and, for onSessionOpenVerb, marshals its whole snapshot"
+)
+
+
+def identifiers_refusal(config: CalderaConfig) -> str | None:
+    """Why ``--bodies identifiers`` cannot be printed for ``config``, or None."""
+    if config.sessionState != SessionStateMode.CLUSTER:
+        return (
+            "--bodies identifiers needs sessionState: cluster (Caldera then holds the objects"
+            f" the identifiers name); this configuration has sessionState {config.sessionState}"
+        )
+    return None
+
+
 def volcano_entry(
-    config: CalderaConfig, url: str, timeout: str, ignorable: bool
+    config: CalderaConfig, url: str, timeout: str, ignorable: bool, bodies: str = "objects"
 ) -> tuple[dict[str, Any], list[str]]:
+    """The extender entry and its notes. ``bodies="identifiers"`` (cluster mode only): the
+    identifiers protocol's arguments, and onSessionOpen for the session's roster."""
     verbs, notes = needed_verbs(config)
+    if bodies == "identifiers":
+        verbs = [v for v in VERBS if v in verbs or v == Verb.ON_SESSION_OPEN]
     arguments: dict[str, Any] = {"extender.urlPrefix": url, "extender.httpTimeout": timeout}
     for verb in verbs:
         arguments[BY_VERB[verb].argument] = str(verb)  # a plain str: yaml.safe_dump takes no enum
+    if bodies == "identifiers":
+        arguments["extender.bodies"] = "identifiers"
+        if Verb.PREDICATE in verbs:
+            arguments["extender.batchPredicateVerb"] = "batchPredicate"
+        notes.append(IDENTIFIERS_NOTE)
     if config.managedResources:
         if config.release.has_managed_resources:
             arguments["extender.managedResources"] = list(config.managedResources)

@@ -21,7 +21,7 @@ from app.server.logs import request_id
 from app.server.openapi import components, verb_paths
 from app.server.options import ServeOptions
 from app.server.record import RecordingExtender
-from app.server.routes import debug, docs, health, metrics
+from app.server.routes import capabilities, debug, docs, health, metrics
 from app.server.routes import shadow as shadow_routes
 from app.server.routes.verbs import Answers, verb_routes
 from app.server.runtime import Runtime
@@ -205,6 +205,7 @@ def create_app(options: ServeOptions) -> CalderaApp:
     )
     app.router.routes.extend(routes)
     app.verb_endpoints = {route.path: route.app for route in routes}
+    app.include_router(capabilities.router)
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(debug.router)

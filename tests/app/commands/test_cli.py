@@ -214,6 +214,43 @@ def test_volcano_config_legacy_release_uses_reclaimable_path(tmp_path: Path, cap
     assert "posts jobEnqueueable and queueOverused to the reclaimable" in out
 
 
+def test_volcano_config_identifiers_entry_for_the_patched_plugin(tmp_path: Path, capsys) -> None:
+    """Issue 51: ``--bodies identifiers`` asks the patched plugin for identifiers, the batched
+    predicate where a plugin answers the predicate, and onSessionOpen for the session's roster;
+    the rest of cluster mode's entry is unchanged."""
+    cluster = 'volcanoVersion: "1.14"\nsessionState: cluster\n'
+    plugin, out = entry(
+        tmp_path,
+        capsys,
+        cluster + "tiers: [{plugins: [{name: sla}, {name: nodegroup}]}]",
+        "--bodies",
+        "identifiers",
+    )
+    plain, _ = entry(
+        tmp_path, capsys, cluster + "tiers: [{plugins: [{name: sla}, {name: nodegroup}]}]"
+    )
+    args = plugin["arguments"]
+    assert args["extender.bodies"] == "identifiers"
+    assert args["extender.batchPredicateVerb"] == "batchPredicate"
+    assert args["extender.onSessionOpenVerb"] == "onSessionOpen"
+    assert "onSessionOpen" not in str(plain["arguments"])
+    added = {"extender.bodies", "extender.batchPredicateVerb", "extender.onSessionOpenVerb"}
+    assert set(args) - added == set(plain["arguments"])
+    assert "protocol/volcano-identifiers" in out
+    jobs_only, _ = entry(
+        tmp_path, capsys, cluster + "tiers: [{plugins: [{name: sla}]}]", "--bodies", "identifiers"
+    )
+    assert "extender.batchPredicateVerb" not in jobs_only["arguments"]  # no predicate asked
+
+
+def test_volcano_config_refuses_identifiers_outside_cluster_mode(tmp_path: Path, capsys) -> None:
+    config = write(tmp_path, 'volcanoVersion: "1.14"\ntiers: [{plugins: [{name: sla}]}]')
+    assert main(["volcano-config", "--config", config, "--bodies", "identifiers"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "--bodies identifiers needs sessionState: cluster" in captured.err
+
+
 def test_volcano_config_with_no_plugins_has_no_verbs(tmp_path: Path, capsys) -> None:
     plugin, _ = entry(tmp_path, capsys, "tiers: []")
     assert not [k for k in plugin["arguments"] if k.endswith("Verb")]
