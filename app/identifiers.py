@@ -169,6 +169,15 @@ class IdentifierCalls:
             if rule not in (Rule.OPEN, Rule.CLOSE)
         }
 
+    def describe(self) -> dict[str, Any]:
+        """The /debug/session section: calls answered, and the open session's id and events."""
+        objects = self.objects
+        return {
+            "calls": self.calls,
+            "session": objects.session if objects is not None else None,
+            "events": objects.events if objects is not None else 0,
+        }
+
     def handle(self, verb: str, body: bytes | bytearray) -> bytes:
         point = BY_VERB[verb]
         request = _DECODE[point.rule](body)

@@ -229,6 +229,8 @@ async def test_without_onsessionopen_the_first_call_opens_the_session_and_a_new_
         assert (await c.post("/jobReady", content=other)).status_code == 200
         assert extender.sessions.current is not first
         assert extender.identifiers.objects.session == "another"
+        debug = (await c.get("/debug/session")).json()
+    assert debug["identifiers"] == {"calls": 3, "session": "another", "events": 0}
 
 
 @pytest.mark.parametrize(

@@ -38,6 +38,8 @@ async def debug_session(request: Request) -> Response:
     session_state = state.session_state
     if session_state is not None:
         common["sessionState"] = session_state.describe()
+    if (identifiers := state.extender.identifiers) is not None:
+        common["identifiers"] = identifiers.describe()
     current = sessions.current
     if current is None:
         return json_response(
