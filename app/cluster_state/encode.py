@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from schemas.api import NodeInfo
 from schemas.requests import OnSessionOpenRequest
 
 SECTIONS = ("Jobs", "Nodes", "Queues", "NamespaceInfo")
@@ -52,9 +53,24 @@ class JsonWriter:
                 data += b","
             data += encode(key)
             data += b":"
-            data += encode(value)
+            data += encode(as_sent(value))
             between()
         data += b"}"
+
+
+_NULL = b"null"
+
+
+def as_sent(value: Any) -> Any:
+    """``value`` as Volcano's JSON holds it. A derived node keeps its tasks decoded
+    (derive.py ``_set_tasks``) and its raw ``Tasks`` bytes absent, which msgspec writes as
+    ``null``: such a node is written with its tasks, as Volcano's snapshot carries them (a
+    recorded or shadowed plugin reading ``node.Tasks`` sees what the live one does)."""
+    if type(value) is NodeInfo and bytes(value.TasksRaw) == _NULL:
+        tasks = value.__dict__.get("Tasks")
+        if tasks is not None:  # {} for a node without tasks, as Volcano's NewNodeInfo makes it
+            return msgspec.structs.replace(value, TasksRaw=msgspec.Raw(msgspec.json.encode(tasks)))
+    return value
 
 
 def encode_state(state: OnSessionOpenRequest) -> bytearray:
