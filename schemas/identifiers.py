@@ -121,13 +121,18 @@ class VictimIds(Struct):
 
 _SPACE = b" \t\r\n"
 _SESSION_KEY = b'"session"'
+_COMPACT_HEAD = b'{"'
+_COMPACT_SESSION = b'{"session"'
 
 
-def is_identifiers(body: bytes | bytearray | memoryview) -> bool:
-    """Whether the body's first key is ``session``: an identifiers-mode body. Reads only the
-    first bytes, so today's bodies (whose first key is never ``session``) cost nothing."""
-    head = bytes(body[:64])
-    head = head.lstrip(_SPACE)
+def is_identifiers(body: bytes | bytearray) -> bool:
+    """Whether the body's first key is ``session``: an identifiers-mode body. Go's compact JSON
+    (every body Volcano sends) is decided by two ``startswith``; anything else by its first bytes
+    with the white space JSON allows. Today's bodies (whose first key is never ``session``) cost
+    about 0.1 us."""
+    if body.startswith(_COMPACT_HEAD):
+        return body.startswith(_COMPACT_SESSION)
+    head = bytes(body[:64]).lstrip(_SPACE)
     if not head.startswith(b"{"):
         return False
     return head[1:].lstrip(_SPACE).startswith(_SESSION_KEY)
