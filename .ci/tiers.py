@@ -115,6 +115,22 @@ STEPS: dict[str, Step] = {
             "tests/e2e",  # TestChurn and the harness it shares with every e2e test
         ),
     ),
+    "e2e-identifiers": Step(
+        "vc-scheduler built with protocol/volcano-identifiers's patch, calling Caldera in "
+        "sessionState cluster with identifiers (the batched predicate, victims as UIDs), makes "
+        "the same decisions end to end as stock vc-scheduler (admission, placement-nodegroup, "
+        "preemption), and no call fell back to objects",
+        (
+            "app/identifiers.py",
+            "app/cluster_state",
+            "schemas/identifiers.py",
+            "app/extender.py",
+            "app/server/routes/capabilities.py",
+            "app/commands/volcano_entry.py",
+            "protocol/volcano-identifiers",
+            "tests/e2e",  # TestE2EIdentifiers and the harness it shares with every e2e test
+        ),
+    ),
 }
 """The slow tier, one row per step: its id (as .ci/run names it), what it proves, and the paths
 whose change reruns it."""

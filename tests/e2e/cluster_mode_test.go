@@ -7,10 +7,13 @@ package e2e
 // snapshot, and Caldera opens each session at its first call on the objects it watches.
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // scenarioName is the scenario's name (its namespace) in mode: the snapshot keeps the name.
@@ -22,29 +25,51 @@ func scenarioName(name, mode string) string {
 }
 
 // withSessionState sets sessionState in a scenario's Caldera configuration (its first line is
-// volcanoVersion); the watched cluster is the scenario's API server.
+// volcanoVersion); the watched cluster is the scenario's API server. The identifiers mode is
+// Caldera in cluster mode (identifiers_mode_test.go).
 func withSessionState(config, mode string) string {
 	if mode == "snapshot" {
 		return config
+	}
+	if mode == identifiersMode {
+		mode = "cluster"
 	}
 	first, rest, _ := strings.Cut(config, "\n")
 	return first + "\nsessionState: " + mode + "\nsessionStateKubeconfig: \"{{KUBECONFIG}}\"\n" + rest
 }
 
+// modeOptions are the scenario options of a mode: in the identifiers mode, vc-scheduler built
+// with protocol/volcano-identifiers's patch, the entry `caldera volcano-config --bodies
+// identifiers` prints, and the harness's proxy between them recording what goes on the wire.
+func modeOptions(mode string) scenarioOptions {
+	if mode == identifiersMode {
+		return scenarioOptions{bodies: identifiersBodies, viaProxy: true}
+	}
+	return scenarioOptions{}
+}
+
 // checkSessionState checks, after a scenario ran in cluster mode, that its decisions did come
 // from the derived state: vc-scheduler's extender entry had no onSessionOpenVerb, Caldera
 // received no snapshot, opened its sessions from the cluster, and answered no verb without one.
+//
+// In the identifiers mode (vc-scheduler built with protocol/volcano-identifiers's patch) the
+// same, except that onSessionOpen carries the session's roster, and checkIdentifiers proves the
+// identifiers protocol was the one used.
 func checkSessionState(t *testing.T, s *Scenario, mode string) {
 	t.Helper()
-	if mode != "cluster" {
+	switch mode {
+	case "cluster":
+		if entry := s.Caldera.VolcanoConfig(t, s.Caldera.URL, false); strings.Contains(entry, "onSessionOpenVerb") ||
+			!strings.Contains(entry, "extender.onSessionCloseVerb") || !strings.Contains(entry, "extender.allocateFuncVerb") {
+			t.Errorf("caldera volcano-config in cluster mode printed:\n%s\nwant onSessionClose and allocate, no onSessionOpen", entry)
+		}
+		if n := s.Caldera.metric(t, "caldera_responses_total", `verb="onSessionOpen"`); n != 0 {
+			t.Errorf("Caldera answered %v onSessionOpen calls in cluster mode, want none", n)
+		}
+	case identifiersMode:
+		checkIdentifiers(t, s)
+	default:
 		return
-	}
-	if entry := s.Caldera.VolcanoConfig(t, s.Caldera.URL, false); strings.Contains(entry, "onSessionOpenVerb") ||
-		!strings.Contains(entry, "extender.onSessionCloseVerb") || !strings.Contains(entry, "extender.allocateFuncVerb") {
-		t.Errorf("caldera volcano-config in cluster mode printed:\n%s\nwant onSessionClose and allocate, no onSessionOpen", entry)
-	}
-	if n := s.Caldera.metric(t, "caldera_responses_total", `verb="onSessionOpen"`); n != 0 {
-		t.Errorf("Caldera answered %v onSessionOpen calls in cluster mode, want none", n)
 	}
 	if n := s.Caldera.metric(t, "caldera_verbs_without_session_total"); n != 0 {
 		t.Errorf("Caldera answered %v calls without a session in cluster mode", n)
@@ -73,8 +98,12 @@ func checkSessionState(t *testing.T, s *Scenario, mode string) {
 		t.Fatal(err)
 	}
 	state := debug.SessionState
-	if state.Mode != "cluster" || !state.Synced || state.Objects["pods"] < 3 || state.Objects["podgroups"] < 3 ||
-		state.Objects["quotas"] < 1 || state.Objects["nodes"] < 2 {
+	quotas, err := s.C.Kube.CoreV1().ResourceQuotas(s.NS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Mode != "cluster" || !state.Synced || state.Objects["pods"] < 3 || state.Objects["podgroups"] < 1 ||
+		state.Objects["quotas"] < len(quotas.Items) || state.Objects["nodes"] < len(s.nodes) {
 		t.Errorf("/debug/session sessionState: %+v, want cluster mode, synced, this scenario's objects", state)
 	}
 	t.Logf("cluster mode: %v sessions derived from %v", derived, state.Objects)

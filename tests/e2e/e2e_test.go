@@ -92,8 +92,8 @@ func TestE2E(t *testing.T) {
 		return
 	}
 	t.Run("placement", func(t *testing.T) { testPlacement(t, c) })
-	t.Run("placement-nodegroup", func(t *testing.T) { testNodeGroupPlacement(t, c) })
-	t.Run("preemption", func(t *testing.T) { testPreemption(t, c) })
+	t.Run("placement-nodegroup", func(t *testing.T) { testNodeGroupPlacement(t, c, "snapshot") })
+	t.Run("preemption", func(t *testing.T) { testPreemption(t, c, "snapshot") })
 	t.Run("preemption-faulty-abstain", func(t *testing.T) { testFaultyAbstain(t, c) })
 	t.Run("preemption-faulty-fail", func(t *testing.T) { testFaultyFail(t, c) })
 	t.Run("admission", func(t *testing.T) { testAdmission(t, c, "snapshot") })

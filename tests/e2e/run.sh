@@ -5,7 +5,8 @@
 #   tests/e2e/run.sh           build (once, into tests/e2e/.bin) and run the scenarios
 #   tests/e2e/run.sh --keep    start the cluster with 20 nodes, Caldera and vc-scheduler, print the
 #                              kubectl command, and keep it up until Ctrl-C
-#   extra arguments go to `go test` (e.g. -run 'TestE2E/preemption')
+#   extra arguments go to `go test` (e.g. -run 'TestE2E/preemption'; -tags identifiers -run
+#   TestE2EIdentifiers: the identifiers mode, vc-scheduler patched by protocol/volcano-identifiers)
 #
 # Environment: CALDERA_BIN (default: the repository's .venv/bin/caldera), CALDERA_E2E_BIN (where
 # the binaries go, default tests/e2e/.bin), CALDERA_E2E=0 leaves the test out,

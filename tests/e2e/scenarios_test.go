@@ -39,16 +39,20 @@ type preemptionRun struct {
 	config      string
 	ignorable   bool
 	env         []string // the caldera commands' environment (a faulty plugin's PYTHONPATH)
+	mode        string   // Caldera's sessionState mode (cluster_mode_test.go); "" is snapshot
 }
 
 // preemption: two 2-CPU nodes full with four 1-CPU low-priority jobs. On pre-a one is protected by
 // a PDB (disruptionsAllowed 0); on pre-b one started just now in a queue with preempt-min-runtime
 // 10m; the other two started two hours ago. A high-priority 2-pod job must evict exactly the two old ones.
-func testPreemption(t *testing.T, c *Cluster) {
-	run := preemptionRun{name: "preemption", queue: "e2e-preempt", nodes: [2]string{"pre-a", "pre-b"}, config: preemptionConfig}
+// mode is Caldera's sessionState (cluster_mode_test.go): the same decisions in every mode.
+func testPreemption(t *testing.T, c *Cluster, mode string) {
+	run := preemptionRun{name: scenarioName("preemption", mode), queue: "e2e-preempt", nodes: [2]string{"pre-a", "pre-b"},
+		config: preemptionConfig, mode: mode}
 	s := preemptionSetup(t, c, run)
 	checkPreempted(t, s)
 	checkDisruptionAllowed(t, c, s)
+	checkSessionState(t, s, mode)
 }
 
 // preemptionSetup creates the scenario of run with its PDB and the four low-priority jobs, each
@@ -66,7 +70,13 @@ func preemptionSetup(t *testing.T, c *Cluster, run preemptionRun) *Scenario {
 	}
 	t.Cleanup(func() { _ = c.VC.SchedulingV1beta1().Queues().Delete(ctx, run.queue, metav1.DeleteOptions{}) })
 
-	s := c.NewScenarioWithEnv(t, run.name, run.config, "enqueue, allocate, preempt, backfill", run.ignorable, run.env,
+	opts := modeOptions(run.mode)
+	opts.ignorable, opts.env = run.ignorable, run.env
+	config := run.config
+	if run.mode != "" {
+		config = withSessionState(config, run.mode)
+	}
+	s := c.newScenario(t, run.name, config, "enqueue, allocate, preempt, backfill", opts,
 		NodeSpec{Name: run.nodes[0], CPU: "2", Memory: "8Gi"},
 		NodeSpec{Name: run.nodes[1], CPU: "2", Memory: "8Gi"},
 	)
@@ -237,8 +247,8 @@ tiers:
 // whose PodGroup carries volcano.sh/sla-waiting-time: 3s is admitted once it has waited that long.
 // mode is Caldera's sessionState (cluster_mode_test.go): the same decisions in every mode.
 func testAdmission(t *testing.T, c *Cluster, mode string) {
-	s := c.NewScenario(t, scenarioName("admission", mode), withSessionState(admissionConfig, mode),
-		"enqueue, allocate, backfill", false,
+	s := c.newScenario(t, scenarioName("admission", mode), withSessionState(admissionConfig, mode),
+		"enqueue, allocate, backfill", modeOptions(mode),
 		NodeSpec{Name: "adm-a", CPU: "8", Memory: "16Gi"},
 		NodeSpec{Name: "adm-b", CPU: "8", Memory: "16Gi"},
 	)
@@ -538,7 +548,8 @@ tiers:
 // two empty g2 nodes with code 3, so all eight pods of a job land on the loaded g1 node. No
 // node scoring runs (the conf has none of Volcano's and nodegroup's is off): without the
 // filter the three nodes tie and all eight would land on ng-a by chance 1 run in 6,561.
-func testNodeGroupPlacement(t *testing.T, c *Cluster) {
+// mode is Caldera's sessionState (cluster_mode_test.go): the same decisions in every mode.
+func testNodeGroupPlacement(t *testing.T, c *Cluster, mode string) {
 	ctx := context.Background()
 	q := &vcsched.Queue{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-nodegroup"},
@@ -553,7 +564,8 @@ func testNodeGroupPlacement(t *testing.T, c *Cluster) {
 	}
 	t.Cleanup(func() { _ = c.VC.SchedulingV1beta1().Queues().Delete(ctx, "e2e-nodegroup", metav1.DeleteOptions{}) })
 	group := func(g string) map[string]string { return map[string]string{"volcano.sh/nodegroup-name": g} }
-	s := c.NewScenario(t, "placement-nodegroup", nodeGroupConfig, "enqueue, allocate, backfill", false,
+	s := c.newScenario(t, scenarioName("placement-nodegroup", mode), withSessionState(nodeGroupConfig, mode),
+		"enqueue, allocate, backfill", modeOptions(mode),
 		NodeSpec{Name: "ng-a", CPU: "12", Memory: "32Gi", Labels: group("g1")},
 		NodeSpec{Name: "ng-b", CPU: "12", Memory: "32Gi", Labels: group("g2")},
 		NodeSpec{Name: "ng-c", CPU: "12", Memory: "32Gi", Labels: group("g2")},
@@ -576,6 +588,7 @@ func testNodeGroupPlacement(t *testing.T, c *Cluster) {
 	if n := s.Caldera.Decisions(t, "nodegroup", "predicate", "fail"); n < 8 {
 		t.Errorf("nodegroup rejected %v predicate calls, want the g2 nodes rejected for each pod", n)
 	}
+	checkSessionState(t, s, mode)
 }
 
 // large-snapshot: Caldera on its embedded default configuration (no --config: what the README's

@@ -6,10 +6,12 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -221,9 +223,19 @@ func (cal *Caldera) Stop() { cal.proc.stop() }
 // scheduler is to call (Caldera's own, or a proxy's in front of it).
 func (cal *Caldera) VolcanoConfig(t testing.TB, url string, ignorable bool) string {
 	t.Helper()
+	return cal.volcanoConfig(t, url, ignorable, "")
+}
+
+// volcanoConfig is VolcanoConfig with `--bodies BODIES` when bodies is not "" (identifiers: the
+// entry for vc-scheduler built with protocol/volcano-identifiers's patch).
+func (cal *Caldera) volcanoConfig(t testing.TB, url string, ignorable bool, bodies string) string {
+	t.Helper()
 	args := append(append([]string{"volcano-config"}, cal.configArgs()...), "--url", url, "--http-timeout", "1s")
 	if ignorable {
 		args = append(args, "--ignorable")
+	}
+	if bodies != "" {
+		args = append(args, "--bodies", bodies)
 	}
 	out, err := calderaCommand(t, cal.env, args...).Output()
 	if err != nil {
@@ -252,6 +264,13 @@ func SchedulerConf(actions, extenderEntry string) string {
 // flags come last (pflag keeps a repeated flag's last value).
 func (c *Cluster) StartScheduler(t testing.TB, name, conf string, extra ...string) *proc {
 	t.Helper()
+	return c.startScheduler(t, name, conf, "vc-scheduler", extra...)
+}
+
+// startScheduler is StartScheduler with the binary of BinDir it runs (vc-scheduler, or
+// vc-scheduler-identifiers: identifiers_mode_test.go).
+func (c *Cluster) startScheduler(t testing.TB, name, conf, binary string, extra ...string) *proc {
+	t.Helper()
 	path := filepath.Join(c.Dir, name+"-volcano-scheduler.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -266,7 +285,7 @@ func (c *Cluster) StartScheduler(t testing.TB, name, conf string, extra ...strin
 		"--cache-dumper=false",
 		"-v", "3",
 	}
-	p := c.start(t, name+"-vc-scheduler", nil, filepath.Join(c.BinDir, "vc-scheduler"), append(args, extra...)...)
+	p := c.start(t, name+"-vc-scheduler", nil, filepath.Join(c.BinDir, binary), append(args, extra...)...)
 	time.Sleep(500 * time.Millisecond)
 	if !p.running() {
 		t.Fatalf("vc-scheduler exited:\n%s", tail(p.log, 30))
@@ -282,6 +301,9 @@ type Scenario struct {
 	Scheduler *proc
 	Proxy     *FaultyProxy // between vc-scheduler and Caldera; forwards everything until told
 	nodes     []string
+	// bodies: identifiers when vc-scheduler is the patched one calling with identifiers
+	// (cluster_mode_test.go, mode "identifiers"); "" otherwise.
+	bodies string
 	// derivedWrongOnPurpose: the scenario makes Caldera's derived state wrong to see the
 	// self-audit catch it (stale-view-miscounted), so the end's self-audit check is left out.
 	derivedWrongOnPurpose bool
@@ -312,12 +334,15 @@ type scenarioOptions struct {
 	args      []string // more `caldera serve` arguments (a scenario's --shadow FILE)
 	// more vc-scheduler flags (the sharded scenario's --scheduler-sharding-mode)
 	schedulerArgs []string
+	// identifiers: vc-scheduler-identifiers (protocol/volcano-identifiers's patch) with the
+	// entry of `caldera volcano-config --bodies identifiers` (cluster_mode_test.go)
+	bodies string
 }
 
 func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string, opts scenarioOptions, nodes ...NodeSpec) *Scenario {
 	t.Helper()
 	ctx := context.Background()
-	s := &Scenario{C: c, NS: name}
+	s := &Scenario{C: c, NS: name, bodies: opts.bodies}
 	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -343,9 +368,13 @@ func (c *Cluster) newScenario(t *testing.T, name, calderaConfig, actions string,
 		}
 		target = startMutator(t, verb, target, neutral)
 	}
-	conf := SchedulerConf(actions, s.Caldera.VolcanoConfig(t, target, opts.ignorable))
+	conf := SchedulerConf(actions, s.Caldera.volcanoConfig(t, target, opts.ignorable, opts.bodies))
 	t.Logf("volcano-scheduler.conf:\n%s", conf)
-	s.Scheduler = c.StartScheduler(t, name, conf, opts.schedulerArgs...)
+	binary := "vc-scheduler"
+	if opts.bodies == identifiersBodies {
+		binary = identifiersScheduler
+	}
+	s.Scheduler = c.startScheduler(t, name, conf, binary, opts.schedulerArgs...)
 	s.checkSessionStateAtEnd(t, calderaConfig)
 	s.checkSelfAuditAtEnd(t)
 	return s
@@ -777,12 +806,55 @@ func nodeSelector(node string) map[string]string {
 // FaultyProxy sits between vc-scheduler and Caldera on loopback: it forwards every call, except
 // that it answers 503 to the verbs it is told to fail. It stands for a Caldera that answered
 // onSessionOpen and then fails (a timeout, a 5xx), the case extender.ignorable is about.
+// It also records every call it forwards (Calls): what the identifiers mode checks was on the
+// wire.
 type FaultyProxy struct {
-	URL  string
-	mu   sync.Mutex
-	fail map[string]bool
-	srv  *http.Server
+	URL   string
+	mu    sync.Mutex
+	fail  map[string]bool
+	calls map[string]*ProxiedCalls
+	srv   *http.Server
 }
+
+// ProxiedCalls counts the calls of one "METHOD /path" the proxy forwarded: how many, how many
+// of their bodies were identifiers-mode ones (a JSON object with a "session" key,
+// docs/proposals/extender-identifiers.md), and how many were answered other than 200 (by
+// status code; 0 when the proxy itself failed to reach Caldera).
+type ProxiedCalls struct {
+	Calls       int
+	Identifiers int
+	NotOK       map[int]int
+}
+
+// Calls is a copy of what the proxy forwarded so far, by "METHOD /path".
+func (fp *FaultyProxy) Calls() map[string]ProxiedCalls {
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	out := map[string]ProxiedCalls{}
+	for k, v := range fp.calls {
+		c := *v
+		c.NotOK = map[int]int{}
+		for code, n := range v.NotOK {
+			c.NotOK[code] = n
+		}
+		out[k] = c
+	}
+	return out
+}
+
+// statusRecorder keeps the status code a handler writes.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.code = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController (the reverse proxy's flushes) reach the writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // StartFaultyProxy starts a proxy to target; it is closed when the test ends.
 func StartFaultyProxy(t testing.TB, target string) *FaultyProxy {
@@ -795,7 +867,7 @@ func StartFaultyProxy(t testing.TB, target string) *FaultyProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp := &FaultyProxy{URL: "http://" + l.Addr().String(), fail: map[string]bool{}}
+	fp := &FaultyProxy{URL: "http://" + l.Addr().String(), fail: map[string]bool{}, calls: map[string]*ProxiedCalls{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	// Caldera stopped: answer 502 without logging each call. For vc-scheduler this is the same
 	// failed send as a refused connection (its extender only looks at err != nil).
@@ -807,15 +879,46 @@ func StartFaultyProxy(t testing.TB, target string) *FaultyProxy {
 		fp.mu.Lock()
 		fail := fp.fail[verb]
 		fp.mu.Unlock()
+		identifiers := false
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		defer func() { fp.record(r.Method+" "+r.URL.Path, identifiers, rec.code) }()
 		if fail {
-			http.Error(w, "injected failure", http.StatusServiceUnavailable)
+			http.Error(rec, "injected failure", http.StatusServiceUnavailable)
 			return
 		}
-		rp.ServeHTTP(w, r)
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(rec, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(body, &fields) == nil {
+			_, identifiers = fields["session"]
+		}
+		rp.ServeHTTP(rec, r)
 	})}
 	go func() { _ = fp.srv.Serve(l) }()
 	t.Cleanup(func() { _ = fp.srv.Close() })
 	return fp
+}
+
+// record counts one call of key ("METHOD /path") answered code.
+func (fp *FaultyProxy) record(key string, identifiers bool, code int) {
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	calls := fp.calls[key]
+	if calls == nil {
+		calls = &ProxiedCalls{NotOK: map[int]int{}}
+		fp.calls[key] = calls
+	}
+	calls.Calls++
+	if identifiers {
+		calls.Identifiers++
+	}
+	if code != http.StatusOK {
+		calls.NotOK[code]++
+	}
 }
 
 // Fail makes the proxy answer 503 to a verb (or forward it again).
