@@ -255,10 +255,7 @@ class Extender:
         release = self.release
         if not release.has_verb(verb):
             self.sessions.set_release(self.release_watch.check_verb(verb))
-        if is_identifiers(body):
-            if self.identifiers is None:
-                mode = self._session_state.mode.value if self._session_state else "snapshot"
-                raise refuse_without_cluster_state(mode)
+        if self.identifiers is not None and is_identifiers(body):
             return self.identifiers.handle(verb, body)
         if isinstance(self._session_state, ClusterSessionState):
             if verb == Verb.ON_SESSION_OPEN:
@@ -267,10 +264,16 @@ class Extender:
                 self.open_from_cluster(self._session_state)
             if (held := self.held(verb)) is not None:
                 return held
-        if verb == Verb.RECLAIMABLE and release.shares_reclaimable_path:
-            answer = self.shared_reclaimable_path(body)
-        else:
-            answer = self._handlers[verb](body)
+        try:
+            if verb == Verb.RECLAIMABLE and release.shares_reclaimable_path:
+                answer = self.shared_reclaimable_path(body)
+            else:
+                answer = self._handlers[verb](body)
+        except RequestError:
+            # Looked for only once a body is refused: the common path pays nothing for it.
+            if self.identifiers is None and is_identifiers(body):
+                raise self._identifiers_refused() from None
+            raise
         if self._sessionless is not None:
             # Only a call that was answered: a body refused with 400 is no sessionless answer.
             self.metrics.sessionless.labels(self._sessionless).inc()
@@ -314,7 +317,15 @@ class Extender:
 
     # --- one method per combination rule ------------------------------------------------------
 
+    def _identifiers_refused(self) -> RequestError:
+        """An identifiers-mode body outside cluster mode (app/identifiers.py)."""
+        state = self._session_state
+        return refuse_without_cluster_state(state.mode.value if state else "snapshot")
+
     def open(self, point: ExtensionPoint, body: Body) -> bytes:
+        if is_identifiers(body):  # its roster would decode as an empty snapshot
+            raise self._identifiers_refused()
+
         def snapshot() -> OnSessionOpenRequest:
             request: OnSessionOpenRequest = _DECODERS[point.request](body)
             self.sessions.set_release(self.release_watch.check_session(body, request))

@@ -178,11 +178,16 @@ async def test_capabilities_say_identifiers_in_cluster_mode_only() -> None:
         answer = await c.get("/capabilities")
         refused = await c.post("/predicate", content=ids(**WORKER, node="node1"))
         no_batch = await c.post("/batchPredicate", content=ids(**WORKER, nodes=NODES))
+        refused_open = await c.post("/onSessionOpen", content=ids(**ROSTER))
+        refused_vote = await c.post("/jobEnqueueable", content=ids(job="ns1/pg-pending"))
     assert answer.json() == {"bodies": ["objects"], "batchPredicate": False}
     assert refused.status_code == 400
     assert "sessionState cluster" in refused.json()["error"]
     assert "runs sessionState snapshot" in refused.json()["error"]
     assert no_batch.status_code == 404
+    # The roster would read as an empty snapshot: refused, not a session of nothing.
+    for answer in (refused_open, refused_vote):
+        assert answer.status_code == 400 and "sessionState cluster" in answer.json()["error"]
 
 
 async def test_the_roster_decides_the_sessions_objects() -> None:
