@@ -69,6 +69,7 @@ from schemas.responses import (
     EventHandlerResponse,
     JobEnqueueableResponse,
     JobReadyResponse,
+    PredicateResponse,
     PrioritizeResponse,
     QueueOverusedResponse,
 )
@@ -201,8 +202,18 @@ class IdentifierCalls:
                 )
             self._open(request.session, None)
         if (held := host.held(verb)) is not None:
+            if point.rule is Rule.FIRST_FAILURE and request.nodes is not None:
+                return self._held_batch(held, request.nodes)
             return held
         return self._handlers[point.rule](point, request)
+
+    @staticmethod
+    def _held_batch(held: bytes, names: list[str]) -> bytes:
+        """A stale view's batched predicate: every node fails as the held per-node answer does
+        (releases with allocate events, 1.13 and later, answer the predicate as status/code)."""
+        answer = msgspec.json.decode(held, type=PredicateResponse)
+        failure = NodeFailure(code=answer.code, reason=answer.status)
+        return _encode(BatchPredicateResponse(failedNodes=dict.fromkeys(names, failure)))
 
     # --- the session --------------------------------------------------------------------------
 
@@ -375,7 +386,11 @@ class IdentifierCalls:
     def event(self, point: ExtensionPoint, request: EventIds) -> bytes:
         """allocate / deallocate: the event replayed on the session's objects (and told to the
         placements' overlay and the self-audit, as a body's task is), then the plugins."""
-        task = self._session().apply(request.job, request.task, request.node, request.status)
+        if self.objects is None:
+            # No state to replay it on (the watches have not listed once: answered as a stale
+            # session is); Volcano's statement must not fail for it, as it does not in object mode.
+            return self.host.neutral(point.verb)
+        task = self.objects.apply(request.job, request.task, request.node, request.status)
         listeners = self.host.listeners
         if point.verb == Verb.ALLOCATE:
             listeners.allocated(task)

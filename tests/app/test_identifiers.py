@@ -256,3 +256,21 @@ async def test_bad_identifiers_bodies_are_clear_4xx(
         answer = await c.post(f"/{verb}", content=ids(**body))
     assert 400 <= answer.status_code < 500
     assert error in answer.json()["error"]
+
+
+async def test_a_session_before_the_watches_listed_holds_in_identifiers_mode_too() -> None:
+    """No state yet (a sidecar restarted under a running vc-scheduler): held as a stale
+    session is (onStaleState hold): the batched predicate fails every node, the vote rejects,
+    and an allocate event, which has no state to be replayed on, does not fail Volcano's
+    statement."""
+    app = create_app(ServeOptions.of(load_config_text(config("cluster", PLUGINS), "c.yaml")))
+    async with client(app) as c:
+        assert (await c.post("/onSessionOpen", content=ids(**ROSTER))).status_code == 200
+        batch = await c.post("/batchPredicate", content=ids(**WORKER, nodes=NODES))
+        vote = await c.post("/jobEnqueueable", content=ids(job="ns1/pg-pending"))
+        event = await c.post("/allocate", content=ids(**WORKER, node="node1", status="Allocated"))
+    failed = batch.json()["failedNodes"]
+    assert failed.keys() == set(NODES)
+    assert all("stale" in f["reason"] and f["code"] == 3 for f in failed.values()), failed
+    assert vote.json() == {"status": -1}
+    assert event.status_code == 200 and event.json() == {"errorMessage": ""}
