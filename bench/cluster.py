@@ -7,7 +7,12 @@ the same nodes — the plugins in-tree, the same plugins hosted by Caldera throu
 the same with Caldera in cluster mode (``sessionState: cluster``: no snapshot, the session's
 state from the API server), and each mode's conf pointed at a server answering every verb
 neutrally at once (the protocol's own cost: ``neutral`` with the snapshot, ``neutral-cluster``
-without, cluster mode's floor). Each run ends when
+without, cluster mode's floor). A sixth, ``caldera-names``, only when ``--schedulers`` names it:
+Caldera in cluster mode with vc-scheduler built from protocol/volcano-identifiers's patch and the
+conf of ``caldera volcano-config --bodies identifiers --merge`` (issue 51: identifiers instead of
+objects, the batched predicate); a run of it errs unless every call Caldera answered was an
+identifiers one (and there were some) and vc-scheduler logged no fallback to objects
+(tests/e2e/scale_identifiers_test.go). Each run ends when
 the number of bound pods has not changed for the settle time, or at the time box.
 
 Figures come from vc-scheduler's own ``/metrics`` (each cycle's length from the deltas of
@@ -69,13 +74,24 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 README = REPO / "bench" / "README.md"
 BEGIN, END = "<!-- cluster:begin -->", "<!-- cluster:end -->"
-SCHEDULERS = ("intree", "caldera", "caldera-cluster", "neutral", "neutral-cluster")
-SNAPSHOTLESS = ("intree", "caldera-cluster", "neutral-cluster")
-"""Runs in which Volcano posts no snapshot: no onSessionOpen, no snapshot bytes."""
+SCHEDULERS = (
+    "intree", "caldera", "caldera-cluster", "neutral", "neutral-cluster", "caldera-names"
+)  # fmt: skip
+DEFAULT_SCHEDULERS = SCHEDULERS[:5]
+"""What a plan runs unless ``--schedulers`` says: not ``caldera-names``, whose patched
+vc-scheduler (protocol/volcano-identifiers) is a prototype's, measured on its own plan."""
+SNAPSHOTLESS = ("intree", "caldera-cluster", "neutral-cluster", "caldera-names")
+"""Runs in which Volcano posts no snapshot: no snapshot bytes, and no onSessionOpen but the
+identifiers mode's roster (caldera-names), whose time is not the snapshot's."""
 FLOOR = {hosted: neutral for neutral, (hosted, _) in NEUTRAL.items()}
 """Each hosted scheduler's neutral server: the protocol's cost on the same conf."""
 # Issue 36's target for cluster mode: its idle cycle p50 against in-tree's, at this size and up.
 CLUSTER_MODE_TARGET, CLUSTER_MODE_TARGET_NODES = 1.3, 1000
+# The identifiers proposal's targets (docs/proposals/extender-identifiers.md, issue 51) for
+# caldera-names against in-tree: the idle cycle p50 from 1,000 nodes, and in the node group (every
+# predicate through the extender) the time to bind from 500 nodes.
+NAMES_IDLE_TARGET, NAMES_IDLE_TARGET_NODES = 1.2, 1000
+NAMES_BIND_TARGET, NAMES_BIND_TARGET_NODES = 2.0, 500
 FULL_SIZES = ((100, 1000), (500, 5000), (1000, 10000))
 SMOKE_SIZES = ((20, 200),)
 
@@ -122,7 +138,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="sizes the evict group runs at (default: the smallest)",
     )
     p.add_argument(
-        "--schedulers", type=parse_names(SCHEDULERS), default=list(SCHEDULERS), help="subset"
+        "--schedulers",
+        type=parse_names(SCHEDULERS),
+        default=list(DEFAULT_SCHEDULERS),
+        help="subset (default: all but caldera-names, Caldera on the patched Volcano)",
     )
     p.add_argument("--timebox", type=float, default=600.0, help="seconds per run (default 600)")
     p.add_argument("--settle", type=float, default=None, help="seconds without a new bind")
@@ -338,11 +357,17 @@ def ratios(rows: list[dict[str, Any]]) -> list[str]:
     plugin's OnSessionOpen, so the snapshot verb is compared: Caldera's answer time against
     Volcano's marshal, send and wait); the cycle p50 through Caldera within 1.1x of the neutral
     server's, and its ratio to in-tree; in cluster mode the idle cycle p50 within 1.3x of
-    in-tree's from 1,000 nodes (issue 36)."""
+    in-tree's from 1,000 nodes (issue 36); with identifiers (caldera-names, issue 51) see
+    :func:`names_line`."""
     out = []
     by_key = {(r["size"], r["group"], r["scheduler"]): r for r in rows}
     for (size, group, scheduler), row in by_key.items():
         intree = by_key.get((size, group, "intree"))
+        if scheduler == "caldera-names":
+            line = names_line(row, intree, by_key.get((size, group, "caldera-cluster")))
+            if line:
+                out.append(line)
+            continue
         if scheduler == "caldera-cluster" and intree and intree["idle_p50_ms"]:
             ratio = row["idle_p50_ms"] / intree["idle_p50_ms"]
             target = (
@@ -380,6 +405,36 @@ def ratios(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def names_line(
+    row: dict[str, Any], intree: dict[str, Any] | None, cluster_mode: dict[str, Any] | None
+) -> str:
+    """caldera-names against in-tree: the idle cycle p50 (target within 1.2x from 1,000 nodes)
+    and, in the node group, the time to bind (target within 2x from 500 nodes), each beside
+    cluster mode's on stock Volcano when it ran; "" without an in-tree run to compare with."""
+    if not intree:
+        return ""
+    parts = []
+    if intree["idle_p50_ms"]:
+        target = (
+            f" (target <= {NAMES_IDLE_TARGET})" if row["nodes"] >= NAMES_IDLE_TARGET_NODES else ""
+        )
+        part = f"idle cycle p50 {row['idle_p50_ms'] / intree['idle_p50_ms']:.2f}x in-tree{target}"
+        if cluster_mode and cluster_mode["idle_p50_ms"]:
+            part += f", {row['idle_p50_ms'] / cluster_mode['idle_p50_ms']:.2f}x cluster mode's"
+        parts.append(part)
+    if row["group"] == "node" and intree["bind_s"]:
+        target = (
+            f" (target <= {NAMES_BIND_TARGET:g})" if row["nodes"] >= NAMES_BIND_TARGET_NODES else ""
+        )
+        part = f"time to bind {row['bind_s'] / intree['bind_s']:.2f}x in-tree{target}"
+        if cluster_mode and cluster_mode["bind_s"]:
+            part += f", {row['bind_s'] / cluster_mode['bind_s']:.2f}x cluster mode's"
+        parts.append(part)
+    if not parts:
+        return ""
+    return f"{row['size']}, {row['group']}, identifiers: " + "; ".join(parts)
+
+
 def inside_period(rows: list[dict[str, Any]], period_ms: float = 1000.0) -> list[str]:
     """Per group and scheduler, the largest measured size whose idle cycle p50 stays inside
     vc-scheduler's default 1 s period."""
@@ -410,7 +465,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 5))
     styles = {
         "intree": "-", "caldera": "--", "caldera-cluster": "-.", "neutral": ":",
-        "neutral-cluster": (0, (1, 3)),
+        "neutral-cluster": (0, (1, 3)), "caldera-names": (0, (5, 1, 1, 1)),
     }  # fmt: skip
     for group in dict.fromkeys(r["group"] for r in rows):
         for scheduler in SCHEDULERS:

@@ -11,11 +11,13 @@ from typing import Any
 GROUPS = ("job", "node", "evict")
 # The schedulers through which Caldera hosts the plugins, each compared with in-tree: on
 # Volcano's snapshot, and deriving the session's state from the cluster (sessionState: cluster,
-# issue 36). Each: its name beside in-tree's and the neutral server's figures, and the words a
-# difference names it by.
+# issue 36), and the same on the patched Volcano calling with identifiers (issue 51:
+# protocol/volcano-identifiers). Each: its name beside in-tree's and the neutral server's
+# figures, and the words a difference names it by.
 HOSTED = {
     "caldera": ("Caldera", "through Caldera"),
     "caldera-cluster": ("cluster mode", "through Caldera in cluster mode"),
+    "caldera-names": ("identifiers", "through Caldera with identifiers (patched Volcano)"),
 }
 
 # The neutral servers, each in the place of the hosted scheduler whose protocol cost it measures

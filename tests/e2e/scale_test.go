@@ -10,7 +10,8 @@ package e2e
 // another on the same nodes: the group's workload created in bulk, vc-scheduler v1.14.1 started
 // with the group's conf, run until the number of bound pods has not changed for the settle time
 // and then for the plan's idle cycles (or until the time box ends), measured from vc-scheduler's
-// own /metrics and from both processes, then stopped and the workload deleted. The five schedulers of a group share everything but the conf:
+// own /metrics and from both processes, then stopped and the workload deleted. The schedulers of a group share everything but the conf
+// (and caldera-names the vc-scheduler binary):
 //
 //   - intree:          the group's plugins in-tree in volcano-scheduler.conf;
 //   - caldera:         that conf merged by `caldera volcano-config --merge` (the hosted plugins
@@ -28,6 +29,11 @@ package e2e
 //                      the protocol's cost without a snapshot, cluster mode's floor: the calls
 //                      Volcano still makes (a jobEnqueueable per held job each cycle, an
 //                      allocate per bind), each marshalled and posted, answered at once.
+//   - caldera-names:   Caldera as in caldera-cluster, vc-scheduler the patched build of
+//                      protocol/volcano-identifiers (issue 51) with the conf `caldera
+//                      volcano-config --bodies identifiers --merge` makes: identifiers instead of
+//                      objects, the batched predicate, onSessionOpen with the roster only
+//                      (scale_identifiers_test.go; not in bench cluster's default schedulers).
 
 import (
 	"context"
@@ -134,6 +140,13 @@ type scaleRun struct {
 	// control holds what in-tree holds only if it bound what in-tree bound.
 	NeutralHeld     string `json:"neutralHeld,omitempty"`
 	NeutralRejected int64  `json:"neutralRejected,omitempty"`
+	// caldera-names (scale_identifiers_test.go): the identifiers calls Caldera answered
+	// (/debug/session), every verb call it answered 200 (caldera_responses_total), and
+	// vc-scheduler's log lines saying it fell back to objects or that an extender call failed;
+	// no identifiers call, fewer than answered, or any such line is the run's error.
+	IdentifiersCalls int      `json:"identifiersCalls,omitempty"`
+	AnsweredCalls    int      `json:"answeredCalls,omitempty"`
+	FallbackLines    []string `json:"fallbackLines,omitempty"`
 }
 
 func TestScale(t *testing.T) {
@@ -142,6 +155,9 @@ func TestScale(t *testing.T) {
 		t.Fatalf("CALDERA_SCALE_PLAN: %v (run it through python -m bench cluster)", err)
 	}
 	BuildBinaries(t, binDir())
+	if planRunsNames(plan) {
+		BuildIdentifiersScheduler(t, binDir())
+	}
 	var runs []scaleRun
 	for _, size := range plan.Sizes {
 		t.Run(fmt.Sprintf("%dn-%dp", size.Nodes, size.Pods), func(t *testing.T) {
@@ -474,21 +490,28 @@ func deleteWorkload(t *testing.T, b bulk, w workspace) {
 // --- one run -----------------------------------------------------------------------------------
 
 // scaleServer is what a run's vc-scheduler talks to: nothing (in-tree), Caldera, or the neutral
-// server; conf is the volcano-scheduler.conf it runs with.
+// server; conf is the volcano-scheduler.conf it runs with, binary the vc-scheduler of BinDir
+// that runs it (the patched one for caldera-names).
 type scaleServer struct {
 	conf    string
+	binary  string
 	caldera *Caldera
 	neutral *neutralServer
 }
 
 // serverFor starts the scheduler's server and makes its conf: the group's in-tree conf, or the
 // conf `caldera volcano-config --merge` makes of it (for the neutral server with its URL, from a
-// Caldera started only for that).
+// Caldera started only for that). caldera-names: cluster mode's Caldera, the conf of
+// `volcano-config --bodies identifiers --merge`, the patched vc-scheduler.
 func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant, capture, hold string) scaleServer {
+	binary, bodies := "vc-scheduler", ""
 	switch scheduler {
 	case "intree":
-		return scaleServer{conf: g.intree}
+		return scaleServer{conf: g.intree, binary: binary}
 	case "caldera", "neutral":
+	case namesScheduler:
+		binary, bodies = identifiersScheduler, identifiersBodies
+		g.caldera = withSessionState(g.caldera, "cluster")
 	case "caldera-cluster", "neutral-cluster":
 		// The watched cluster is the benchmark's own API server; Caldera's /readyz (which
 		// StartCaldera waits for) says ready only once its watches have synced.
@@ -503,7 +526,7 @@ func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant, 
 		t.Logf("%s: Caldera serves the conf without %s (the mutant), vc-scheduler asks it for all", name, mutant)
 	}
 	cal := c.StartCaldera(t, name, served)
-	s := scaleServer{caldera: cal}
+	s := scaleServer{caldera: cal, binary: binary}
 	url := cal.URL
 	if scheduler == "neutral" || scheduler == "neutral-cluster" {
 		defer cal.Stop() // only its merged conf is needed
@@ -514,10 +537,13 @@ func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant, 
 	if err := os.WriteFile(intree, []byte(g.intree), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(calderaBin(t), "volcano-config", "--config", cfg, "--url", url,
-		"--http-timeout", "5s", "--merge", intree).Output()
+	args := []string{"volcano-config", "--config", cfg, "--url", url, "--http-timeout", "5s"}
+	if bodies != "" {
+		args = append(args, "--bodies", bodies)
+	}
+	out, err := exec.Command(calderaBin(t), append(args, "--merge", intree)...).Output()
 	if err != nil {
-		t.Fatalf("caldera volcano-config --merge: %v", err)
+		t.Fatalf("caldera %s: %v", strings.Join(args, " "), err)
 	}
 	s.conf = string(out)
 	return s
@@ -563,7 +589,7 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 	}
 	began := time.Now()
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	sched := c.StartScheduler(t, name, server.conf, "--listen-address", metricsAddr,
+	sched := c.startScheduler(t, name, server.conf, server.binary, "--listen-address", metricsAddr,
 		"--enable-metrics", "--kube-api-qps", "2000", "--kube-api-burst", "4000",
 		"--minimum-feasible-nodes", "100", "--percentage-nodes-to-find", "100", "-v", "1")
 	defer sched.stop()
@@ -702,6 +728,11 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 		r.NeutralHeld, r.NeutralRejected = server.neutral.hold, server.neutral.rejected.Load()
 	}
 	sched.stop()
+	if scheduler == namesScheduler {
+		identifiersFigures(&r, server.caldera, sched.log)
+		t.Logf("%s: %d identifiers calls of %d answered, %d fallback lines in vc-scheduler's log", name,
+			r.IdentifiersCalls, r.AnsweredCalls, len(r.FallbackLines))
+	}
 	r.BoundPerQueue, r.BoundJobs = decisions(t, b, w)
 	if group == "node" {
 		r.Placement = nodePlacement(t, b, w, g)
