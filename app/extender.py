@@ -33,7 +33,16 @@ from app.metrics import Metrics
 from app.release_watch import ReleaseWatch
 from app.session import SessionManager
 from app.session_events import Opened, SessionListeners
-from app.wire import encode_predicate
+from app.wire import (
+    NESTED_TOO_DEEPLY,
+    OVERUSED_ANSWER,
+    READY_ANSWER,
+    VOTE_ANSWER,
+    Body,
+    body_decoder,
+    describe_at,
+    encode_predicate,
+)
 from plugins.api.base import Vote
 from plugins.api.extension_points import BY_VERB, EXTENSION_POINTS, ExtensionPoint, Rule, Verb
 from plugins.api.release import Release
@@ -52,10 +61,7 @@ from schemas.requests import (
 from schemas.responses import (
     EventHandlerResponse,
     EvictResponse,
-    JobEnqueueableResponse,
-    JobReadyResponse,
     PrioritizeResponse,
-    QueueOverusedResponse,
 )
 
 logger = logging.getLogger("caldera.extender")
@@ -63,56 +69,15 @@ logger = logging.getLogger("caldera.extender")
 MAX_RESPONSE_BYTES = 10 << 20
 """Volcano wraps every response in ``http.MaxBytesReader(10 << 20)``."""
 
-Body = bytes | bytearray
-"""A request body: bytes, or the buffer a long body was read into."""
 Handler = Callable[[Body], bytes]
 _encode = msgspec.json.encode
 EMPTY = b"{}"
-_OVERUSED = _encode(QueueOverusedResponse(overused=True))
-_NOT_OVERUSED = _encode(QueueOverusedResponse(overused=False))
-_READY = _encode(JobReadyResponse(status=True))
-_NOT_READY = _encode(JobReadyResponse(status=False))
-
-
-NESTED_TOO_DEEPLY = (
-    "malformed JSON: nested too deeply (Volcano's bodies nest a few dozen levels; Go's own"
-    " decoder stops at 10000)"
-)
-
-
-def _decoder(kind: type[Any]) -> Callable[[Body], Any]:
-    decoder = msgspec.json.Decoder(kind)
-
-    def decode(body: Body) -> Any:
-        try:
-            return decoder.decode(body)
-        except msgspec.ValidationError as exc:
-            raise RequestError(_describe(str(exc))) from None
-        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-            raise RequestError(f"malformed JSON: {exc}") from None
-        except RecursionError:  # msgspec recurses per level, even through skipped keys
-            raise RequestError(NESTED_TOO_DEEPLY) from None
-
-    return decode
-
-
-def _describe(message: str) -> str:
-    """msgspec says ``... - at `$.task.Pod```; say ``at task.Pod`` like a key path."""
-    return message.replace("`$.", "`").replace("`$`", "the body")
-
-
-def _at(prefix: str, message: str) -> str:
-    """Re-root a message about a nested document at ``prefix``."""
-    if "- at `$" in message:
-        return message.replace("- at `$", f"- at `{prefix}", 1)
-    return f"{message} - at `{prefix}`"
-
 
 _DECODERS: dict[type[Any], Callable[[Body], Any]] = {}
 for _point in EXTENSION_POINTS:
     for _kind in (_point.request, _point.envelope):
-        _DECODERS.setdefault(_kind, _decoder(_kind))
-_shared_path_shape = _decoder(LegacyReclaimablePathRequest)
+        _DECODERS.setdefault(_kind, body_decoder(_kind))
+_shared_path_shape = body_decoder(LegacyReclaimablePathRequest)
 _task = msgspec.json.Decoder(TaskInfo)
 
 ANSWERED_FIRST = frozenset({Rule.OPEN, Rule.CLOSE})
@@ -503,7 +468,7 @@ class Extender:
             try:
                 evictees.append(_task.decode(raw))
             except msgspec.ValidationError as exc:
-                raise RequestError(_at(f"evictees[{index}]", str(exc))) from None
+                raise RequestError(describe_at(f"evictees[{index}]", str(exc))) from None
             except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # invalid UTF-8, say
                 raise RequestError(f"malformed JSON: {exc} - at `evictees[{index}]`") from None
             except RecursionError:
@@ -517,7 +482,7 @@ class Extender:
         request: JobRequest = _DECODERS[point.request](body)
         if (audit := self._audit) is not None:
             audit.job(request.job)
-        return _encode(JobEnqueueableResponse(status=int(framework.vote(point, request.job))))
+        return VOTE_ANSWER[framework.vote(point, request.job)]
 
     def notify(self, point: ExtensionPoint, body: Body) -> bytes:
         framework = self._answering(point, body)
@@ -531,7 +496,7 @@ class Extender:
         if framework is None:
             return self._neutral[point.verb]
         request: QueueOverusedRequest = _DECODERS[point.request](body)
-        return _OVERUSED if framework.any_true(point, request.queue) else _NOT_OVERUSED
+        return OVERUSED_ANSWER[framework.any_true(point, request.queue)]
 
     def all_true(self, point: ExtensionPoint, body: Body) -> bytes:
         framework = self._answering(point, body)
@@ -540,7 +505,7 @@ class Extender:
         request: JobRequest = _DECODERS[point.request](body)
         if (audit := self._audit) is not None:
             audit.job(request.job)
-        return _READY if framework.all_true(point, request.job) else _NOT_READY
+        return READY_ANSWER[framework.all_true(point, request.job)]
 
     def event(self, point: ExtensionPoint, body: Body) -> bytes:
         framework = self._answering(point, body)

@@ -43,7 +43,15 @@ from app.managed import is_interested
 from app.metrics import Metrics
 from app.session import SessionManager
 from app.session_events import SessionListeners
-from app.wire import encode_predicate, fit_failure
+from app.wire import (
+    OVERUSED_ANSWER,
+    READY_ANSWER,
+    VOTE_ANSWER,
+    Body,
+    body_decoder,
+    encode_predicate,
+    fit_failure,
+)
 from plugins.api.base import Vote
 from plugins.api.extension_points import BY_VERB, ExtensionPoint, Rule, Verb
 from plugins.api.release import Release
@@ -67,11 +75,8 @@ from schemas.identifiers import (
 from schemas.requests import OnSessionOpenRequest
 from schemas.responses import (
     EventHandlerResponse,
-    JobEnqueueableResponse,
-    JobReadyResponse,
     PredicateResponse,
     PrioritizeResponse,
-    QueueOverusedResponse,
 )
 
 logger = logging.getLogger("caldera.identifiers")
@@ -93,21 +98,6 @@ _WITHOUT_CLUSTER_STATE = (
 )
 
 
-def _decoder(kind: type[Any]) -> Callable[[bytes | bytearray], Any]:
-    decoder = msgspec.json.Decoder(kind)
-
-    def decode(body: bytes | bytearray) -> Any:
-        try:
-            return decoder.decode(body)
-        except msgspec.ValidationError as exc:
-            message = str(exc).replace("`$.", "`").replace("`$`", "the body")
-            raise RequestError(f"identifiers-mode body: {message}") from None
-        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-            raise RequestError(f"malformed JSON: {exc}") from None
-
-    return decode
-
-
 _REQUESTS: dict[Rule, type[Any]] = {
     Rule.OPEN: SessionOpenIds,
     Rule.CLOSE: SessionIds,
@@ -121,7 +111,7 @@ _REQUESTS: dict[Rule, type[Any]] = {
     Rule.EVENT: EventIds,
 }
 """The identifiers-mode body of each combination rule's verbs."""
-_DECODE = {rule: _decoder(kind) for rule, kind in _REQUESTS.items()}
+_DECODE = {rule: body_decoder(kind, "identifiers-mode body: ") for rule, kind in _REQUESTS.items()}
 
 
 def refuse_without_cluster_state(mode: str) -> RequestError:
@@ -164,7 +154,7 @@ class IdentifierCalls:
         self.objects: SessionObjects | None = None
         """The open session's objects; None between sessions or when none could be derived."""
         self.calls = 0
-        self._handlers: dict[Rule, Callable[[ExtensionPoint, bytes | bytearray], bytes]] = {
+        self._handlers: dict[Rule, Callable[[ExtensionPoint, Body], bytes]] = {
             rule: getattr(self, rule.value)
             for rule in _REQUESTS
             if rule not in (Rule.OPEN, Rule.CLOSE)
@@ -179,7 +169,7 @@ class IdentifierCalls:
             "events": objects.events if objects is not None else 0,
         }
 
-    def handle(self, verb: str, body: bytes | bytearray) -> bytes:
+    def handle(self, verb: str, body: Body) -> bytes:
         point = BY_VERB[verb]
         request = _DECODE[point.rule](body)
         self.calls += 1
@@ -361,7 +351,7 @@ class IdentifierCalls:
         if framework is None:
             return self.host.neutral(point.verb)
         job = self._session().job(request.job)
-        return _encode(JobEnqueueableResponse(status=int(framework.vote(point, job))))
+        return VOTE_ANSWER[framework.vote(point, job)]
 
     def notify(self, point: ExtensionPoint, request: JobIds) -> bytes:
         framework = self._framework(point)
@@ -374,14 +364,14 @@ class IdentifierCalls:
         if framework is None:
             return self.host.neutral(point.verb)
         queue = self._session().queue(request.queue)
-        return _encode(QueueOverusedResponse(overused=framework.any_true(point, queue)))
+        return OVERUSED_ANSWER[framework.any_true(point, queue)]
 
     def all_true(self, point: ExtensionPoint, request: JobIds) -> bytes:
         framework = self._framework(point)
         if framework is None:
             return self.host.neutral(point.verb)
         job = self._session().job(request.job)
-        return _encode(JobReadyResponse(status=framework.all_true(point, job)))
+        return READY_ANSWER[framework.all_true(point, job)]
 
     def event(self, point: ExtensionPoint, request: EventIds) -> bytes:
         """allocate / deallocate: the event replayed on the session's objects (and told to the

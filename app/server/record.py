@@ -47,8 +47,9 @@ import msgspec
 
 from app.cluster_state.encode import encode_state
 from app.errors import AnswerError, CalderaError
-from app.extender import Body, Extender
+from app.extender import Extender
 from app.session_events import Opened, SessionListener
+from app.wire import Body
 from plugins.api.base import utc_now
 from plugins.api.extension_points import Verb
 from schemas.requests import OnSessionOpenRequest

@@ -69,7 +69,7 @@ from prometheus_client import CollectorRegistry
 
 from app.config import ConfigError
 from app.explain import DecisionRecord
-from app.extender import Body, Extender
+from app.extender import Extender
 from app.session_events import Opened, SessionListener
 from app.shadow import worker as shadow_worker
 from app.shadow.freed_memory import keep_freed_memory
@@ -91,6 +91,7 @@ from app.shadow.pipe import write_all
 from app.shadow.reports import ShadowMetrics, ShadowReports
 from app.shadow.sources import LiveSources, ServedConfig
 from app.shadow.state import DeltaEncoder
+from app.wire import Body
 from plugins.api.base import utc_now
 from plugins.api.extension_points import Verb
 from schemas.requests import OnSessionOpenRequest

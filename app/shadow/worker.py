@@ -42,7 +42,7 @@ from app.config import (
     load_with_origin,
 )
 from app.explain import DecisionRecord
-from app.extender import Body, Extender
+from app.extender import Extender
 from app.metrics import Metrics
 from app.plugin_faults import Fault, PluginFaults
 from app.session import SessionManager, SessionNumbers
@@ -68,6 +68,7 @@ from app.shadow.messages import (
 from app.shadow.pipe import read_exactly
 from app.shadow.sources import Mirror, MirroredSources
 from app.shadow.state import DeltaDecoder
+from app.wire import Body
 from plugins.api.extension_points import Verb
 from schemas.requests import OnSessionOpenRequest
 

@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from app.commands.cli import main
-from app.extender import Body, Extender
+from app.extender import Extender
+from app.wire import Body
 from plugins.api import registry
 from plugins.api.arguments import Arguments
 from plugins.api.base import Background, FitError, Plugin, Session, Vote

@@ -27,11 +27,12 @@ from app.errors import (
     RequestError,
     StaleView,
 )
-from app.extender import ANSWERED_FIRST, EMPTY, Body
+from app.extender import ANSWERED_FIRST, EMPTY
 from app.metrics import Metrics
 from app.server.body import DEFAULT_TIMEOUT, read_body
 from app.server.logs import Throttle
 from app.server.snapshot_health import SnapshotHealth
+from app.wire import Body
 from plugins.api.extension_points import BY_VERB, Rule
 
 logger = logging.getLogger("caldera.verbs")
