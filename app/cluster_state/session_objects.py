@@ -179,11 +179,12 @@ class SessionObjects:
         self.session = session
         """The session's id (``ssn.UID``) from the call that opened it; empty when it opened
         on a call of today's bodies."""
-        self.jobs: dict[str, JobInfo] = dict(state.Jobs or {})
-        self.nodes: dict[str, NodeInfo] = dict(state.Nodes or {})
+        self._derived_jobs: Mapping[str, JobInfo] = state.Jobs or {}
+        self._derived_nodes: Mapping[str, NodeInfo] = state.Nodes or {}
+        self.jobs: dict[str, JobInfo] = dict(self._derived_jobs)
+        self.nodes: dict[str, NodeInfo] = dict(self._derived_nodes)
+        """The session's objects: the derived ones, and the copies its changes made."""
         self.queues: Mapping[str, QueueInfo] = state.Queues or {}
-        self._copied_jobs: set[str] = set()
-        self._copied_nodes: set[str] = set()
         self.events = 0
         """allocate/deallocate events applied."""
 
@@ -227,9 +228,13 @@ class SessionObjects:
             raise RequestError(
                 f"status {status_name!r} is not an api.TaskStatus name ({known}) - at `status`"
             ) from None
-        job = self._writable_job(job_id)
+        job = self.job(job_id)
+        if job is self._derived_jobs.get(job_id):  # copy on write, once per session
+            job = self.jobs[job_id] = _copy_job(job)
         old = self.task(job_id, uid)
-        node = self._writable_node(node_name) if node_name else None
+        node = self.node(node_name) if node_name else None
+        if node is not None and node is self._derived_nodes.get(node_name):
+            node = self.nodes[node_name] = _copy_node(node)
         placed = status not in OFF_NODE
         new = msgspec.structs.replace(old, Status=int(status), NodeName=node_name if placed else "")
         if status == TaskStatus.Allocated and node_name:
@@ -247,17 +252,3 @@ class SessionObjects:
                 _add_to_node(node, new)
         self.events += 1
         return new
-
-    def _writable_job(self, job_id: str) -> JobInfo:
-        job = self.job(job_id)
-        if job_id not in self._copied_jobs:
-            job = self.jobs[job_id] = _copy_job(job)
-            self._copied_jobs.add(job_id)
-        return job
-
-    def _writable_node(self, name: str) -> NodeInfo:
-        node = self.node(name)
-        if name not in self._copied_nodes:
-            node = self.nodes[name] = _copy_node(node)
-            self._copied_nodes.add(name)
-        return node
