@@ -1,4 +1,4 @@
-"""``python -m bench``: run | profile | floor (internal) | gen."""
+"""``python -m bench``: run | floor (internal) | gen."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ HELP = """Caldera benchmark.
 
   python -m bench run [--quick | --smoke]    measure; writes bench/results/latest.{json,md}, latency.png
                                              (--quick: quick.*, --smoke: smoke.*)
-  python -m bench profile WORKLOAD           pyinstrument profile of Caldera's in-process request path
   python -m bench gen [--quick | --smoke]    only generate the workload bodies (bench/results/tmp)
   python -m bench soak --duration 600        Volcano's traffic at a fixed rate; exit 1 on errors or drift
   python -m bench cluster [--smoke]          vc-scheduler's own cycle with plugins in-tree, through
@@ -58,27 +57,6 @@ def main(argv: list[str] | None = None) -> int:
         "--caldera-cmd",
         default=None,
         help="command that runs the caldera CLI (default: 'uv run --no-sync caldera')",
-    )
-    p = sub.add_parser("profile", help="profile Caldera in-process on one workload")
-    p.add_argument(
-        "workload",
-        help="e.g. predicate, prioritize, preemptable, allocate, jobReady, onSessionOpen-100n",
-    )
-    p.add_argument(
-        "--requests", type=int, default=0, help="calls to profile (default: depends on body size)"
-    )
-    p.add_argument(
-        "--config",
-        default=None,
-        help="caldera config file (default: the workload's own, bench/configs.py)",
-    )
-    p.add_argument(
-        "--out", default=None, help="HTML report path (default bench/results/profile-WORKLOAD.html)"
-    )
-    p.add_argument(
-        "--server",
-        action="store_true",
-        help="profile the real server process (uvicorn + HTTP) under load instead of the in-process ASGI path",
     )
     gen = sub.add_parser("gen", help="generate workloads only")
     g2 = gen.add_mutually_exclusive_group()
@@ -189,10 +167,6 @@ def main(argv: list[str] | None = None) -> int:
             readme.write(only={"churn"})
             print(f"bench/README.md: the churn section written from {churn.OUT}")
         return code
-    if a.cmd == "profile":
-        from bench import profile
-
-        return profile.main(a.workload, a.requests, a.config, a.out, a.server)
     return 2
 
 
