@@ -346,14 +346,8 @@ def summarize(lat_us: list[float], elapsed: float, body_bytes: int) -> dict[str,
     }
 
 
-PYLOADGEN = "python"  # marker: use bench/pyloadgen.py
-
-
-def loadgen(binary: Path | str, plan: dict[str, Any], timeout: float) -> dict[str, Any]:
-    if binary == PYLOADGEN:
-        cmd = [*servers.taskset(servers.LOADGEN_CPU), sys.executable, "-m", "bench.pyloadgen"]
-    else:
-        cmd = [*servers.taskset(servers.LOADGEN_CPU), str(binary)]
+def loadgen(binary: Path, plan: dict[str, Any], timeout: float) -> dict[str, Any]:
+    cmd = [*servers.taskset(servers.LOADGEN_CPU), str(binary)]
     p = subprocess.run(
         cmd, input=json.dumps(plan).encode(), capture_output=True, timeout=timeout, cwd=servers.REPO
     )
@@ -437,7 +431,7 @@ def run_server(
     srv: servers.Server,
     loads: list[Load],
     cycle: Cycle | None,
-    lg: Path | str,
+    lg: Path,
     failures: list[str],
     raw: dict[str, Any],
     log: Any,
@@ -860,18 +854,11 @@ def main(mode: str, targets: set[str], out_dir: Path, caldera_cmd: list[str] | N
         log(f"  {ld.name}: {ld.body_bytes / 1024:.0f} KiB ({ld.desc})")
 
     bins: dict[str, Path] = {}
-    lg: Path | str | None = None
+    lg: Path | None = None
     if not gobuild.have_go():
-        if mode == "smoke":
-            log(
-                "no Go toolchain: smoke runs without the Go baseline, with the Python load generator"
-            )
-            targets = targets - {"go", "marshal"}
-            lg = PYLOADGEN
-        else:
-            failures.append(
-                "build: the go toolchain is not on PATH (needed for bench/loadgen and bench/go-extender)"
-            )
+        failures.append(
+            "build: the go toolchain is not on PATH (needed for bench/loadgen and bench/go-extender)"
+        )
     else:
         try:
             bins = gobuild.build(go_extender=False)
