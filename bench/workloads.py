@@ -92,6 +92,29 @@ def digest(rng: random.Random) -> str:
     return "sha256:" + hashlib.sha256(rng.getrandbits(64).to_bytes(8, "big")).hexdigest()
 
 
+def managed(
+    manager: str,
+    time: str,
+    fields: dict[str, Any],
+    *,
+    status: bool = False,
+    api_version: str = "v1",
+) -> dict[str, Any]:
+    """A ``metadata.managedFields`` entry: ``manager``'s update at ``time`` of ``fields``
+    (``status``: through the status subresource)."""
+    entry = {
+        "manager": manager,
+        "operation": "Update",
+        "apiVersion": api_version,
+        "time": time,
+        "fieldsType": "FieldsV1",
+    }
+    if status:
+        entry["subresource"] = "status"
+    entry["fieldsV1"] = fields
+    return entry
+
+
 # --------------------------------------------------------------------------------------- pods
 
 
@@ -165,13 +188,10 @@ def _managed_fields_volcano(p: PodSpec) -> list[dict[str, Any]]:
         },
     }
     out = [
-        {
-            "manager": "vc-controller-manager",
-            "operation": "Update",
-            "apiVersion": "v1",
-            "time": ts(p.created),
-            "fieldsType": "FieldsV1",
-            "fieldsV1": {
+        managed(
+            "vc-controller-manager",
+            ts(p.created),
+            {
                 "f:metadata": {
                     "f:annotations": {
                         ".": {},
@@ -194,18 +214,14 @@ def _managed_fields_volcano(p: PodSpec) -> list[dict[str, Any]]:
                 },
                 "f:spec": spec_fields,
             },
-        }
+        )
     ]
     if p.node:
         out.append(
-            {
-                "manager": "kubelet",
-                "operation": "Update",
-                "apiVersion": "v1",
-                "time": ts(p.created + 25),
-                "fieldsType": "FieldsV1",
-                "subresource": "status",
-                "fieldsV1": {
+            managed(
+                "kubelet",
+                ts(p.created + 25),
+                {
                     "f:status": {
                         "f:conditions": {
                             k: {
@@ -226,7 +242,8 @@ def _managed_fields_volcano(p: PodSpec) -> list[dict[str, Any]]:
                         "f:startTime": {},
                     }
                 },
-            }
+                status=True,
+            )
         )
     return out
 
@@ -497,13 +514,10 @@ def make_daemon_pod(p: PodSpec, rng: random.Random) -> dict[str, Any]:
                 }
             ],
             "managedFields": [
-                {
-                    "manager": "kube-controller-manager",
-                    "operation": "Update",
-                    "apiVersion": "v1",
-                    "time": ts(p.created),
-                    "fieldsType": "FieldsV1",
-                    "fieldsV1": {
+                managed(
+                    "kube-controller-manager",
+                    ts(p.created),
+                    {
                         "f:metadata": {
                             "f:generateName": {},
                             "f:labels": {
@@ -536,15 +550,11 @@ def make_daemon_pod(p: PodSpec, rng: random.Random) -> dict[str, Any]:
                             "f:tolerations": {},
                         },
                     },
-                },
-                {
-                    "manager": "kubelet",
-                    "operation": "Update",
-                    "apiVersion": "v1",
-                    "time": ts(start + 10),
-                    "fieldsType": "FieldsV1",
-                    "subresource": "status",
-                    "fieldsV1": {
+                ),
+                managed(
+                    "kubelet",
+                    ts(start + 10),
+                    {
                         "f:status": {
                             "f:conditions": {".": {}},
                             "f:containerStatuses": {},
@@ -554,7 +564,8 @@ def make_daemon_pod(p: PodSpec, rng: random.Random) -> dict[str, Any]:
                             "f:startTime": {},
                         }
                     },
-                },
+                    status=True,
+                ),
             ],
         },
         "spec": {
@@ -807,13 +818,10 @@ def make_node(name: str, idx: int, rng: random.Random) -> tuple[dict[str, Any], 
             "labels": labels,
             "annotations": annotations,
             "managedFields": [
-                {
-                    "manager": "kubelet",
-                    "operation": "Update",
-                    "apiVersion": "v1",
-                    "time": ts(0),
-                    "fieldsType": "FieldsV1",
-                    "fieldsV1": {
+                managed(
+                    "kubelet",
+                    ts(0),
+                    {
                         "f:metadata": {
                             "f:annotations": {
                                 ".": {},
@@ -829,28 +837,22 @@ def make_node(name: str, idx: int, rng: random.Random) -> tuple[dict[str, Any], 
                             },
                         }
                     },
-                },
-                {
-                    "manager": "kube-controller-manager",
-                    "operation": "Update",
-                    "apiVersion": "v1",
-                    "time": ts(60),
-                    "fieldsType": "FieldsV1",
-                    "fieldsV1": {
+                ),
+                managed(
+                    "kube-controller-manager",
+                    ts(60),
+                    {
                         "f:metadata": {"f:annotations": {"f:node.alpha.kubernetes.io/ttl": {}}},
                         "f:spec": {
                             "f:podCIDR": {},
                             "f:podCIDRs": {".": {}, f'v:"10.244.{idx % 256}.0/24"': {}},
                         },
                     },
-                },
-                {
-                    "manager": "nfd-master",
-                    "operation": "Update",
-                    "apiVersion": "v1",
-                    "time": ts(120),
-                    "fieldsType": "FieldsV1",
-                    "fieldsV1": {
+                ),
+                managed(
+                    "nfd-master",
+                    ts(120),
+                    {
                         "f:metadata": {
                             "f:annotations": {"f:nfd.node.kubernetes.io/feature-labels": {}},
                             "f:labels": {
@@ -862,15 +864,11 @@ def make_node(name: str, idx: int, rng: random.Random) -> tuple[dict[str, Any], 
                             },
                         }
                     },
-                },
-                {
-                    "manager": "kubelet",
-                    "operation": "Update",
-                    "apiVersion": "v1",
-                    "time": ts(86400 + idx),
-                    "fieldsType": "FieldsV1",
-                    "subresource": "status",
-                    "fieldsV1": {
+                ),
+                managed(
+                    "kubelet",
+                    ts(86400 + idx),
+                    {
                         "f:status": {
                             "f:allocatable": {f"f:{k}": {} for k in alloc},
                             "f:capacity": {f"f:{k}": {} for k in cap},
@@ -882,7 +880,8 @@ def make_node(name: str, idx: int, rng: random.Random) -> tuple[dict[str, Any], 
                             "f:nodeInfo": {"f:bootID": {}},
                         }
                     },
-                },
+                    status=True,
+                ),
             ],
         },
         "spec": {
@@ -1133,13 +1132,10 @@ def make_jobinfo(job: Job, pg_annotations: dict[str, str] | None = None) -> byte
                 }
             ],
             "managedFields": [
-                {
-                    "manager": "vc-controller-manager",
-                    "operation": "Update",
-                    "apiVersion": "scheduling.volcano.sh/v1beta1",
-                    "time": ts(created),
-                    "fieldsType": "FieldsV1",
-                    "fieldsV1": {
+                managed(
+                    "vc-controller-manager",
+                    ts(created),
+                    {
                         "f:metadata": {"f:ownerReferences": {}},
                         "f:spec": {
                             "f:minMember": {},
@@ -1148,7 +1144,8 @@ def make_jobinfo(job: Job, pg_annotations: dict[str, str] | None = None) -> byte
                             "f:queue": {},
                         },
                     },
-                }
+                    api_version="scheduling.volcano.sh/v1beta1",
+                )
             ],
         },
         "spec": {
