@@ -1,4 +1,4 @@
-"""Driving the ASGI app in process, for ``bench run``'s in-process rows and ``bench profile``:
+"""Driving the ASGI app in process, for ``bench run``'s and ``bench.hotpath``'s in-process rows:
 no sockets, no uvicorn parsing; a non-200 answer is an error."""
 
 from __future__ import annotations

@@ -680,8 +680,8 @@ def run_asgi(
     log: Any,
 ) -> dict[str, Any]:
     """Caldera's app without sockets: the ASGI app from create_app driven in-process (one body
-    per call, as bench/profile.py does), pinned to the server core, each load after its
-    session is opened. Over-HTTP minus this is what uvicorn, the socket and the client cost."""
+    per call), pinned to the server core, each load after its session is opened. Over-HTTP
+    minus this is what uvicorn, the socket and the client cost."""
     plan = asgi_plan(loads, cfg)
     if not plan:
         return {}
