@@ -32,6 +32,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/conf"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 	"volcano.sh/volcano/pkg/scheduler/plugins/util"
 )
@@ -110,6 +111,10 @@ type extenderPlugin struct {
 	session string
 	// nodeNames are the session's nodes, the candidates of every batched predicate.
 	nodeNames []string
+	// errorCache is allocate's predicateErrorCacheEnable (default true): whether a task's batch
+	// leaves out the nodes its task group already failed on, as allocate's predicate helper
+	// does not ask them again (pkg/scheduler/util/predicate_helper.go).
+	errorCache bool
 	// predicated keeps the batched predicate's answer for each task's pass.
 	predicated predicatedTasks
 }
@@ -121,6 +126,9 @@ type predicatedTasks struct {
 	sync.RWMutex
 	events int
 	tasks  map[api.TaskID]*predicatedTask
+	// groupFailed holds, per task group (job and task role), the nodes a batched predicate
+	// failed this session.
+	groupFailed map[string]map[string]struct{}
 }
 
 type predicatedTask struct {
@@ -128,6 +136,9 @@ type predicatedTask struct {
 	// err fails every node: the call failed and the extender is not ignorable.
 	err    error
 	failed map[string]NodeFailure
+	// left are the session's nodes the batch did not name: a predicate on one of them asks
+	// the batched predicate for that node alone.
+	left map[string]struct{}
 }
 
 func parseExtenderConfig(arguments framework.Arguments) *extenderConfig {
@@ -239,15 +250,30 @@ func (ep *extenderPlugin) OnSessionOpen(ssn *framework.Session) {
 			ep.nodeNames = append(ep.nodeNames, node.Name)
 		}
 		ep.predicated.tasks = map[api.TaskID]*predicatedTask{}
+		ep.predicated.groupFailed = map[string]map[string]struct{}{}
+		ep.errorCache = allocateErrorCache(ssn)
 		// Every action calls PrePredicateFn before a task's predicate pass: ask the extender
 		// once, on the session's nodes, and answer the pass's PredicateFn calls from it.
 		ssn.AddPrePredicateFn(ep.Name(), func(task *api.TaskInfo) error {
 			if !ep.IsInterested(task) {
 				return nil
 			}
-			answer := ep.askBatchPredicate(task, ep.nodeNames)
+			group := ep.taskGroup(task)
+			nodes, left := ep.predicated.candidates(group, ep.nodeNames)
+			answer := ep.askBatchPredicate(task, nodes)
+			answer.left = left
 			ep.predicated.Lock()
 			ep.predicated.tasks[task.UID] = answer
+			if group != "" && answer.err == nil && len(answer.failed) > 0 {
+				failed := ep.predicated.groupFailed[group]
+				if failed == nil {
+					failed = map[string]struct{}{}
+					ep.predicated.groupFailed[group] = failed
+				}
+				for name := range answer.failed {
+					failed[name] = struct{}{}
+				}
+			}
 			ep.predicated.Unlock()
 			return nil
 		})
@@ -633,6 +659,48 @@ func newOnSessionOpenIdentifiersRequest(ssn *framework.Session) *OnSessionOpenId
 	return req
 }
 
+// allocateErrorCache is allocate's predicateErrorCacheEnable, read as allocate reads it.
+func allocateErrorCache(ssn *framework.Session) bool {
+	enabled := true
+	framework.GetArgOfActionFromConf(ssn.Configurations, "allocate").GetBool(&enabled, conf.EnablePredicateErrCacheKey)
+	return enabled
+}
+
+// taskGroup is the key of allocate's predicate error cache for task (its job and task role), or
+// "" where that cache is off: allocate's predicateErrorCacheEnable is false, or the task has no
+// role (util.PredicateHelper's rule, volcano-sh/volcano#3527).
+func (ep *extenderPlugin) taskGroup(task *api.TaskInfo) string {
+	if !ep.errorCache || len(task.TaskRole) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s/%s", task.Job, task.TaskRole)
+}
+
+// candidates are the nodes a batched predicate of a task of group names: every node but those
+// a task of the same group failed on this session, which allocate's predicate helper answers
+// from its error cache without asking any plugin again; and the nodes left out.
+func (p *predicatedTasks) candidates(group string, nodes []string) ([]string, map[string]struct{}) {
+	if group == "" {
+		return nodes, nil
+	}
+	p.RLock()
+	defer p.RUnlock()
+	failed := p.groupFailed[group]
+	if len(failed) == 0 {
+		return nodes, nil
+	}
+	asked := make([]string, 0, len(nodes))
+	left := make(map[string]struct{}, len(failed))
+	for _, name := range nodes {
+		if _, ok := failed[name]; ok {
+			left[name] = struct{}{}
+			continue
+		}
+		asked = append(asked, name)
+	}
+	return asked, left
+}
+
 // askBatchPredicate asks the batched predicate of task on nodes. A failed call fails every node,
 // or passes every node when the extender is ignorable, as the per-node predicate does.
 func (ep *extenderPlugin) askBatchPredicate(task *api.TaskInfo, nodes []string) *predicatedTask {
@@ -660,13 +728,19 @@ func (ep *extenderPlugin) askBatchPredicate(task *api.TaskInfo, nodes []string) 
 }
 
 // predicateFromBatch answers the predicate of task on node from the batched predicate's answer
-// of the task's pass. Without one (asked outside a pass, as preempt asks the nominated node, or
-// after an allocate or deallocate event) it asks the batched predicate on this node alone.
+// of the task's pass. Without one (asked outside a pass, as preempt asks the nominated node,
+// after an allocate or deallocate event, or on a node the batch left out) it asks the batched
+// predicate on this node alone.
 func (ep *extenderPlugin) predicateFromBatch(task *api.TaskInfo, node *api.NodeInfo) error {
 	ep.predicated.RLock()
 	answer, found := ep.predicated.tasks[task.UID]
 	current := found && answer.events == ep.predicated.events
 	ep.predicated.RUnlock()
+	if current {
+		if _, left := answer.left[node.Name]; left {
+			current = false
+		}
+	}
 	if !current {
 		answer = ep.askBatchPredicate(task, []string{node.Name})
 	}

@@ -506,6 +506,81 @@ func TestBatchPredicate(t *testing.T) {
 	}
 }
 
+// TestBatchPredicateTaskGroup: a task's batch leaves out the nodes a task of its group (job and
+// task role) failed on this session, which allocate's predicate helper answers from its error
+// cache without asking (pkg/scheduler/util/predicate_helper.go); a predicate on such a node asks
+// for that node alone. Not where the cache is off: a task without a role, or allocate's
+// predicateErrorCacheEnable false.
+func TestBatchPredicateTaskGroup(t *testing.T) {
+	const taskSpec = "volcano.sh/task-spec" // batch.TaskSpecKey, a label as the job controller sets it
+	worker := map[string]string{taskSpec: "worker"}
+	all := []interface{}{"n1", "n2", "n3"}
+	for _, tc := range []struct {
+		name           string
+		configurations []conf.Configuration
+		// second is the nodes the second worker's batch names.
+		second []interface{}
+	}{
+		{name: "error cache on (allocate's default)", second: []interface{}{"n1", "n3"}},
+		{
+			name: "allocate's predicateErrorCacheEnable false",
+			configurations: []conf.Configuration{{
+				Name:      "allocate",
+				Arguments: map[string]interface{}{conf.EnablePredicateErrCacheKey: false},
+			}},
+			second: all,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := newFakeExtender(t, bothCapabilities)
+			fe.answers["batchPredicate"] = `{"failedNodes": {"n2": {"code": 2, "reason": "n2 is full"}}}`
+			test := clusterTest("task-group")
+			for _, name := range []string{"w1", "w2"} {
+				test.Pods = append(test.Pods, schedulerutil.BuildPod("ns1", name, "", v1.PodPending,
+					api.BuildResourceList("1", "1Gi"), "pg-pending", worker, nil))
+			}
+			ssn := test.RegisterSession(extenderTiers(identifierArguments(fe.URL)), tc.configurations)
+			defer test.Close()
+
+			for _, uid := range []string{"ns1-w1", "ns1-w2", "ns1-pending"} {
+				if err := ssn.PrePredicateFn(sessionTask(t, ssn, uid)); err != nil {
+					t.Fatalf("PrePredicateFn %s: %v", uid, err)
+				}
+			}
+			bodies := fe.posted("batchPredicate")
+			if len(bodies) != 3 {
+				t.Fatalf("batchPredicate posted %d times for three passes, want 3", len(bodies))
+			}
+			for i, want := range [][]interface{}{all, tc.second, all} {
+				if got := bodies[i]["nodes"]; !reflect.DeepEqual(got, want) {
+					t.Errorf("pass %d (task %v): nodes %v, want %v", i+1, bodies[i]["task"], got, want)
+				}
+			}
+
+			// The second worker on the node its batch left out: asked alone, answered as the
+			// extender answers; on a node it named: from the batch.
+			w2 := sessionTask(t, ssn, "ns1-w2")
+			if got := fitStatus(t, ssn.PredicateFn(w2, ssn.Nodes["n2"])); got.Code != api.Unschedulable {
+				t.Errorf("w2 on n2: %+v, want Unschedulable", got)
+			}
+			if err := ssn.PredicateFn(w2, ssn.Nodes["n1"]); err != nil {
+				t.Errorf("w2 on n1: %v, want it to pass", err)
+			}
+			bodies = fe.posted("batchPredicate")
+			wantCalls := 3
+			if len(tc.second) < len(all) {
+				wantCalls = 4
+			}
+			if len(bodies) != wantCalls {
+				t.Fatalf("batchPredicate posted %d times, want %d", len(bodies), wantCalls)
+			}
+			if got := bodies[wantCalls-1]["nodes"]; wantCalls == 4 && !reflect.DeepEqual(got, []interface{}{"n2"}) {
+				t.Errorf("w2 on n2 asked for %v, want n2 alone", got)
+			}
+		})
+	}
+}
+
 // TestBatchPredicateIgnorable: a failed batched predicate fails every node with an Error, or
 // passes every node when the extender is ignorable; one call either way.
 func TestBatchPredicateIgnorable(t *testing.T) {
