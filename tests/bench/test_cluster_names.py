@@ -150,6 +150,7 @@ def test_the_readme_names_the_full_measurement() -> None:
         if line.startswith("uv run")
         and "python -m bench cluster" in line
         and "caldera-names" in line
+        and "/cluster-names.json" in line
     ]
     argv = shlex.split(line)
     plan = cluster.plan_of(parse(*argv[argv.index("cluster") + 1 :]))
