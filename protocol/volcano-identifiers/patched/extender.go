@@ -136,9 +136,12 @@ type predicatedTask struct {
 	// err fails every node: the call failed and the extender is not ignorable.
 	err    error
 	failed map[string]NodeFailure
-	// left are the session's nodes the batch did not name: a predicate on one of them asks
-	// the batched predicate for that node alone.
-	left map[string]struct{}
+	// left are the session's nodes the batch did not name. A predicate on one of them (an
+	// action whose own error cache does not know them: preempt's, backfill's, reclaim's) asks
+	// the batched predicate once for all of them: leftAnswer.
+	left       map[string]struct{}
+	leftOnce   sync.Once
+	leftAnswer *predicatedTask
 }
 
 func parseExtenderConfig(arguments framework.Arguments) *extenderConfig {
@@ -727,22 +730,33 @@ func (ep *extenderPlugin) askBatchPredicate(task *api.TaskInfo, nodes []string) 
 	return answer
 }
 
+// askLeftOut answers the nodes answer's batch left out, asked in one batched predicate the first
+// time a predicate names one of them (the pass's 16 parallel predicates wait for that one call).
+func (ep *extenderPlugin) askLeftOut(task *api.TaskInfo, answer *predicatedTask) *predicatedTask {
+	answer.leftOnce.Do(func() {
+		names := make([]string, 0, len(answer.left))
+		for name := range answer.left {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		answer.leftAnswer = ep.askBatchPredicate(task, names)
+	})
+	return answer.leftAnswer
+}
+
 // predicateFromBatch answers the predicate of task on node from the batched predicate's answer
-// of the task's pass. Without one (asked outside a pass, as preempt asks the nominated node,
-// after an allocate or deallocate event, or on a node the batch left out) it asks the batched
-// predicate on this node alone.
+// of the task's pass. Without one (asked outside a pass, as preempt asks the nominated node, or
+// after an allocate or deallocate event) it asks the batched predicate on this node alone; on a
+// node the batch left out, it asks for every node left out (askLeftOut).
 func (ep *extenderPlugin) predicateFromBatch(task *api.TaskInfo, node *api.NodeInfo) error {
 	ep.predicated.RLock()
 	answer, found := ep.predicated.tasks[task.UID]
 	current := found && answer.events == ep.predicated.events
 	ep.predicated.RUnlock()
-	if current {
-		if _, left := answer.left[node.Name]; left {
-			current = false
-		}
-	}
 	if !current {
 		answer = ep.askBatchPredicate(task, []string{node.Name})
+	} else if _, left := answer.left[node.Name]; left {
+		answer = ep.askLeftOut(task, answer)
 	}
 
 	if answer.err != nil {

@@ -508,9 +508,9 @@ func TestBatchPredicate(t *testing.T) {
 
 // TestBatchPredicateTaskGroup: a task's batch leaves out the nodes a task of its group (job and
 // task role) failed on this session, which allocate's predicate helper answers from its error
-// cache without asking (pkg/scheduler/util/predicate_helper.go); a predicate on such a node asks
-// for that node alone. Not where the cache is off: a task without a role, or allocate's
-// predicateErrorCacheEnable false.
+// cache without asking (pkg/scheduler/util/predicate_helper.go); predicates on such nodes (an
+// action whose own cache does not know them) ask once for all of them. Not where the cache is
+// off: a task without a role, or allocate's predicateErrorCacheEnable false.
 func TestBatchPredicateTaskGroup(t *testing.T) {
 	const taskSpec = "volcano.sh/task-spec" // batch.TaskSpecKey, a label as the job controller sets it
 	worker := map[string]string{taskSpec: "worker"}
@@ -518,10 +518,15 @@ func TestBatchPredicateTaskGroup(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		configurations []conf.Configuration
-		// second is the nodes the second worker's batch names.
-		second []interface{}
+		// second is the nodes the second worker's batch names; leftOut the one call its
+		// predicates on the other nodes make (nil: none).
+		second, leftOut []interface{}
 	}{
-		{name: "error cache on (allocate's default)", second: []interface{}{"n1", "n3"}},
+		{
+			name:    "error cache on (allocate's default)",
+			second:  []interface{}{"n1"},
+			leftOut: []interface{}{"n2", "n3"},
+		},
 		{
 			name: "allocate's predicateErrorCacheEnable false",
 			configurations: []conf.Configuration{{
@@ -533,7 +538,9 @@ func TestBatchPredicateTaskGroup(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fe := newFakeExtender(t, bothCapabilities)
-			fe.answers["batchPredicate"] = `{"failedNodes": {"n2": {"code": 2, "reason": "n2 is full"}}}`
+			fe.answers["batchPredicate"] = `{"failedNodes": {
+				"n2": {"code": 2, "reason": "n2 is full"},
+				"n3": {"code": 2, "reason": "n3 is full"}}}`
 			test := clusterTest("task-group")
 			for _, name := range []string{"w1", "w2"} {
 				test.Pods = append(test.Pods, schedulerutil.BuildPod("ns1", name, "", v1.PodPending,
@@ -557,25 +564,29 @@ func TestBatchPredicateTaskGroup(t *testing.T) {
 				}
 			}
 
-			// The second worker on the node its batch left out: asked alone, answered as the
-			// extender answers; on a node it named: from the batch.
+			// The second worker on every node, twice: the nodes its batch left out answered as
+			// the extender answers, from one more call; n1 from the batch.
 			w2 := sessionTask(t, ssn, "ns1-w2")
-			if got := fitStatus(t, ssn.PredicateFn(w2, ssn.Nodes["n2"])); got.Code != api.Unschedulable {
-				t.Errorf("w2 on n2: %+v, want Unschedulable", got)
-			}
-			if err := ssn.PredicateFn(w2, ssn.Nodes["n1"]); err != nil {
-				t.Errorf("w2 on n1: %v, want it to pass", err)
+			for round := 0; round < 2; round++ {
+				for _, name := range []string{"n2", "n3"} {
+					if got := fitStatus(t, ssn.PredicateFn(w2, ssn.Nodes[name])); got.Code != api.Unschedulable {
+						t.Errorf("w2 on %s: %+v, want Unschedulable", name, got)
+					}
+				}
+				if err := ssn.PredicateFn(w2, ssn.Nodes["n1"]); err != nil {
+					t.Errorf("w2 on n1: %v, want it to pass", err)
+				}
 			}
 			bodies = fe.posted("batchPredicate")
 			wantCalls := 3
-			if len(tc.second) < len(all) {
+			if tc.leftOut != nil {
 				wantCalls = 4
 			}
 			if len(bodies) != wantCalls {
 				t.Fatalf("batchPredicate posted %d times, want %d", len(bodies), wantCalls)
 			}
-			if got := bodies[wantCalls-1]["nodes"]; wantCalls == 4 && !reflect.DeepEqual(got, []interface{}{"n2"}) {
-				t.Errorf("w2 on n2 asked for %v, want n2 alone", got)
+			if got := bodies[wantCalls-1]["nodes"]; tc.leftOut != nil && !reflect.DeepEqual(got, tc.leftOut) {
+				t.Errorf("the nodes left out asked as %v, want %v in one call", got, tc.leftOut)
 			}
 		})
 	}
