@@ -69,17 +69,21 @@ def state_at(nodes: int, pods: int) -> dict[str, Any]:
     return size
 
 
-def cluster_row(size: str, group: str, scheduler: str) -> dict[str, Any]:
+def cluster_row(
+    size: str, group: str, scheduler: str, name: str = "cluster.json"
+) -> dict[str, Any]:
     row: dict[str, Any] = next(
         r
-        for r in results("cluster.json")["rows"]
+        for r in results(name)["rows"]
         if (r["size"], r["group"], r["scheduler"]) == (size, group, scheduler)
     )
     return row
 
 
-def cluster_run(size: str, group: str, scheduler: str, key: str) -> float:
-    return float(cluster_row(size, group, scheduler)[key])
+def cluster_run(
+    size: str, group: str, scheduler: str, key: str, name: str = "cluster.json"
+) -> float:
+    return float(cluster_row(size, group, scheduler, name)[key])
 
 
 def cluster_ratio(size: str, group: str, over: str, key: str = "cycle_p50_ms") -> float:
@@ -127,100 +131,67 @@ def idle_p50_range(name: str, scheduler: str) -> list[float]:
     return [float(v) for v in floor_row(name, scheduler)["idle_p50_ms_range"]]
 
 
+def runs_of(name: str, scheduler: str, **where: Any) -> list[dict[str, Any]]:
+    """The runs of ``scheduler`` in a cluster results file, those whose fields equal ``where``
+    (group, nodes)."""
+    return [
+        r
+        for r in results(name)["runs"]
+        if r["scheduler"] == scheduler and all(r[k] == v for k, v in where.items())
+    ]
+
+
+def verb_figure(name: str, verb: str, what: str = "calderaVerbSeconds", **where: Any) -> float:
+    """``what`` (calderaVerbSeconds, calderaVerbCalls) of one verb in caldera-names's one run
+    matching ``where``."""
+    [run] = runs_of(name, "caldera-names", **where)
+    return float(run[what][verb])
+
+
+def answering_seconds(name: str, **where: Any) -> float:
+    """Caldera's predicate and prioritize time in caldera-names's run matching ``where``."""
+    return sum(verb_figure(name, verb, **where) for verb in ("predicate", "prioritize"))
+
+
 NAMES = "cluster-names.json"
 """issue 51's plan: in-tree, cluster mode and identifiers (caldera-names), one run each."""
 NAMES_1000 = "1000 / 10000"
+NODE_500 = {"group": "node", "nodes": 500}
 
 
 def names_row(size: str, group: str, scheduler: str, key: str) -> float:
-    row = next(
-        r
-        for r in results(NAMES)["rows"]
-        if (r["size"], r["group"], r["scheduler"]) == (size, group, scheduler)
-    )
-    return float(row[key])
+    return cluster_run(size, group, scheduler, key, NAMES)
 
 
-def names_verb(group: str, nodes: int, scheduler: str, verb: str, what: str) -> float:
-    """``calderaVerbSeconds`` or ``calderaVerbCalls`` of one verb in one run of ``NAMES``."""
-    run = next(
-        r
-        for r in results(NAMES)["runs"]
-        if (r["group"], r["nodes"], r["scheduler"]) == (group, nodes, scheduler)
-    )
-    return float(run[what][verb])
+def cluster_mode_calls(verb: str) -> float:
+    """Cluster mode's calls of ``verb`` in the plan's node group at 500 nodes (today's protocol)."""
+    [run] = runs_of(NAMES, "caldera-cluster", **NODE_500)
+    return float(run["calderaVerbCalls"][verb])
 
 
 NAMES_X3 = "cluster-names-job1000-repeat3.json"
 """In-tree and identifiers at 1,000 / 10,000, job group, three rounds."""
 
 
-def names_x3_runs() -> list[dict[str, Any]]:
-    return [r for r in results(NAMES_X3)["runs"] if r["scheduler"] == "caldera-names"]
-
-
-def names_build_ms() -> list[float]:
-    """Per round, Caldera's session build after onSessionOpen's answer, ms a session."""
-    return [
-        1000
-        * r["calderaAfterAnswerSeconds"]["onSessionOpen"]
-        / r["calderaVerbCalls"]["onSessionOpen"]
-        for r in names_x3_runs()
-    ]
-
-
-def names_answer_ms() -> list[float]:
-    """Per round, onSessionOpen's time to its answer, ms a session."""
-    return [
-        1000
-        * (
-            r["calderaVerbSeconds"]["onSessionOpen"]
-            - r["calderaAfterAnswerSeconds"]["onSessionOpen"]
-        )
-        / r["calderaVerbCalls"]["onSessionOpen"]
-        for r in names_x3_runs()
-    ]
+def names_open_ms(part: str) -> list[float]:
+    """Per round, onSessionOpen's ms a session: ``answer`` (until its answer) or ``build``
+    (the session's build after it)."""
+    out = []
+    for r in runs_of(NAMES_X3, "caldera-names"):
+        after = r["calderaAfterAnswerSeconds"]["onSessionOpen"]
+        seconds = after if part == "build" else r["calderaVerbSeconds"]["onSessionOpen"] - after
+        out.append(1000 * seconds / r["calderaVerbCalls"]["onSessionOpen"])
+    return out
 
 
 NODE500 = "cluster-names-node500.json"
 """In-tree and identifiers at 500 / 5,000, node group, with the batch leaving out what
-allocate's error cache answers."""
-
-
-def node500(scheduler: str, key: str) -> float:
-    row = next(r for r in results(NODE500)["rows"] if r["scheduler"] == scheduler)
-    return float(row[key])
-
-
-def node500_run() -> dict[str, Any]:
-    run: dict[str, Any] = next(
-        r for r in results(NODE500)["runs"] if r["scheduler"] == "caldera-names"
-    )
-    return run
-
-
-def node500_verb(verb: str) -> float:
-    return float(node500_run()["calderaVerbSeconds"][verb])
-
-
-def node500_calls_of(verb: str) -> float:
-    return float(node500_run()["calderaVerbCalls"][verb])
-
-
-def node500_answering() -> float:
-    return node500_verb("predicate") + node500_verb("prioritize")
+allocate's error cache answers (a one-size, one-group run: :func:`trial_run`)."""
 
 
 def node500_calls() -> float:
-    return float(sum(node500_run()["calderaVerbCalls"].values()))
-
-
-def names_answering_seconds() -> float:
-    """Caldera's predicate and prioritize time in the node group at 500 nodes, identifiers."""
-    return sum(
-        names_verb("node", 500, "caldera-names", verb, "calderaVerbSeconds")
-        for verb in ("predicate", "prioritize")
-    )
+    [run] = runs_of(NODE500, "caldera-names")
+    return float(sum(run["calderaVerbCalls"].values()))
 
 
 @cache
@@ -412,13 +383,13 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("names bind 100", BENCH, r"100 / 1,000: ([\d.]+) s against [\d.]+ s, [\d.]+×\)", lambda: names_row("100 / 1000", "node", "caldera-names", "bind_s")),
     ("names in-tree bind 100", BENCH, r"100 / 1,000: [\d.]+ s against ([\d.]+) s, [\d.]+×\)", lambda: names_row("100 / 1000", "node", "intree", "bind_s")),
     ("names bind ratio 100", BENCH, r"100 / 1,000: [\d.]+ s against [\d.]+ s, ([\d.]+)×\)", lambda: names_row("100 / 1000", "node", "caldera-names", "bind_s") / names_row("100 / 1000", "node", "intree", "bind_s")),
-    ("names batched predicates", BENCH, r"batched predicates in ([\d.]+) s \(", lambda: names_verb("node", 500, "caldera-names", "predicate", "calderaVerbSeconds")),
-    ("names batched predicate each", BENCH, r"\(([\d.]+) ms each: 500 nodes", lambda: 1000 * names_verb("node", 500, "caldera-names", "predicate", "calderaVerbSeconds") / names_verb("node", 500, "caldera-names", "predicate", "calderaVerbCalls")),
-    ("names per node", BENCH, r"about ([\d.]+) µs a node\)", lambda: 1e6 * names_verb("node", 500, "caldera-names", "predicate", "calderaVerbSeconds") / names_verb("node", 500, "caldera-names", "predicate", "calderaVerbCalls") / 500),
-    ("names prioritizes", BENCH, r"prioritizes in ([\d.]+) s \(`calderaVerbSeconds`", lambda: names_verb("node", 500, "caldera-names", "prioritize", "calderaVerbSeconds")),
-    ("names answering", BENCH, r"\(88\.4 - 29\.8 - ([\d.]+), by elimination\)", names_answering_seconds),
-    ("names nodes a task", BENCH, r"was asked ([\d.]+) nodes a\s+task on average", lambda: names_verb("node", 500, "caldera-cluster", "predicate", "calderaVerbCalls") / names_verb("node", 500, "caldera-cluster", "prioritize", "calderaVerbCalls")),
-    ("names per-node calls", BENCH, r"cluster mode's ([\d,]+) predicate calls", lambda: names_verb("node", 500, "caldera-cluster", "predicate", "calderaVerbCalls")),
+    ("names batched predicates", BENCH, r"batched predicates in ([\d.]+) s \(", lambda: verb_figure(NAMES, "predicate", **NODE_500)),
+    ("names batched predicate each", BENCH, r"\(([\d.]+) ms each: 500 nodes", lambda: 1000 * verb_figure(NAMES, "predicate", **NODE_500) / verb_figure(NAMES, "predicate", "calderaVerbCalls", **NODE_500)),
+    ("names per node", BENCH, r"about ([\d.]+) µs a node\)", lambda: 1e6 * verb_figure(NAMES, "predicate", **NODE_500) / verb_figure(NAMES, "predicate", "calderaVerbCalls", **NODE_500) / 500),
+    ("names prioritizes", BENCH, r"prioritizes in ([\d.]+) s \(`calderaVerbSeconds`", lambda: verb_figure(NAMES, "prioritize", **NODE_500)),
+    ("names answering", BENCH, r"\(88\.4 - 29\.8 - ([\d.]+), by elimination\)", lambda: answering_seconds(NAMES, **NODE_500)),
+    ("names nodes a task", BENCH, r"was asked ([\d.]+) nodes a\s+task on average", lambda: cluster_mode_calls("predicate") / cluster_mode_calls("prioritize")),
+    ("names per-node calls", BENCH, r"cluster mode's ([\d,]+) predicate calls", lambda: cluster_mode_calls("predicate")),
     ("names job bind 1,000", BENCH, r"\((\d+) s and \d+ s,\s+\d+ s in-tree\)", lambda: names_row(NAMES_1000, "job", "caldera-names", "bind_s")),
     ("names cluster job bind 1,000", BENCH, r"\(\d+ s and (\d+) s,\s+\d+ s in-tree\)", lambda: names_row(NAMES_1000, "job", "caldera-cluster", "bind_s")),
     ("names in-tree job bind 1,000", BENCH, r"\(\d+ s and \d+ s,\s+(\d+) s in-tree\)", lambda: names_row(NAMES_1000, "job", "intree", "bind_s")),
@@ -428,7 +399,7 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("proposal: names in-tree idle x3", PROPOSAL, r"three rounds\*\* \(\d+ ms\s+against (\d+) ms; target", lambda: idle_p50(NAMES_X3, "intree")),
     ("proposal: names idle ratio", PROPOSAL, r"repeat3\.json\), ([\d.]+)× in the\s+single run", lambda: names_row(NAMES_1000, "job", "caldera-names", "idle_p50_ms") / names_row(NAMES_1000, "job", "intree", "idle_p50_ms")),
     ("proposal: names cluster mode ratio", PROPOSAL, r"on stock Volcano measured ([\d.]+)×\.", lambda: names_row(NAMES_1000, "job", "caldera-cluster", "idle_p50_ms") / names_row(NAMES_1000, "job", "intree", "idle_p50_ms")),
-    ("proposal: session build x3", PROPOSAL, r"onSessionOpen \((\d+–\d+) ms a session at this", names_build_ms),
+    ("proposal: session build x3", PROPOSAL, r"onSessionOpen \((\d+–\d+) ms a session at this", lambda: names_open_ms("build")),
     ("names x3 minutes", BENCH, r"commit 9bbf817, (\d+) min\): in-tree", lambda: results(NAMES_X3)["seconds"] / 60),
     ("names x3 in-tree", BENCH, r"min\): in-tree (\d+) ms \(\d+–\d+\), identifiers", lambda: idle_p50(NAMES_X3, "intree")),
     ("names x3 in-tree range", BENCH, r"min\): in-tree \d+ ms \((\d+–\d+)\), identifiers", lambda: idle_p50_range(NAMES_X3, "intree")),
@@ -436,43 +407,43 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("names x3 identifiers range", BENCH, r"\), identifiers \d+ ms \((\d+–\d+)\), \*\*", lambda: idle_p50_range(NAMES_X3, "caldera-names")),
     ("names x3 ratio", BENCH, r"\(\d+–\d+\), \*\*([\d.]+)×\*\*;\s+the single run", lambda: idle_p50(NAMES_X3, "caldera-names") / idle_p50(NAMES_X3, "intree")),
     ("names x3 ratio (headline)", BENCH, r"over\s+three rounds ([\d.]+)×, so the 1\.2× target", lambda: idle_p50(NAMES_X3, "caldera-names") / idle_p50(NAMES_X3, "intree")),
-    ("names x3 session build", BENCH, r"\(`calderaAfterAnswerSeconds`: (\d+–\d+) ms a session\)", names_build_ms),
-    ("names x3 answer", BENCH, r"onSessionOpen at once \((\d+–\d+) ms\)", names_answer_ms),
-    ("names x3 enqueue calls", BENCH, r"the (\d+–\d+) jobEnqueueable calls a cycle", lambda: [float(r["calderaVerbCalls"]["jobEnqueueable"]) / r["cycles"] for r in names_x3_runs()]),
-    ("names x3 enqueue each", BENCH, r"a cycle take ([\d.]+–[\d.]+) ms each", lambda: [1000 * r["calderaVerbSeconds"]["jobEnqueueable"] / r["calderaVerbCalls"]["jobEnqueueable"] for r in names_x3_runs()]),
-    ("proposal: node500 ratio", PROPOSAL, r"500 nodes: ([\d.]+)× in-tree's time to bind", lambda: node500("caldera-names", "bind_s") / node500("intree", "bind_s")),
-    ("proposal: node500 bind", PROPOSAL, r"time to bind\*\* \(([\d.]+) s against", lambda: node500("caldera-names", "bind_s")),
-    ("proposal: node500 in-tree", PROPOSAL, r"time to bind\*\* \([\d.]+ s against ([\d.]+) s; target", lambda: node500("intree", "bind_s")),
+    ("names x3 session build", BENCH, r"\(`calderaAfterAnswerSeconds`: (\d+–\d+) ms a session\)", lambda: names_open_ms("build")),
+    ("names x3 answer", BENCH, r"onSessionOpen at once \((\d+–\d+) ms\)", lambda: names_open_ms("answer")),
+    ("names x3 enqueue calls", BENCH, r"the (\d+–\d+) jobEnqueueable calls a cycle", lambda: [r["calderaVerbCalls"]["jobEnqueueable"] / r["cycles"] for r in runs_of(NAMES_X3, "caldera-names")]),
+    ("names x3 enqueue each", BENCH, r"a cycle take ([\d.]+–[\d.]+) ms each", lambda: [1000 * r["calderaVerbSeconds"]["jobEnqueueable"] / r["calderaVerbCalls"]["jobEnqueueable"] for r in runs_of(NAMES_X3, "caldera-names")]),
+    ("proposal: node500 ratio", PROPOSAL, r"500 nodes: ([\d.]+)× in-tree's time to bind", lambda: trial_run(NODE500, "caldera-names", "bind_s") / trial_run(NODE500, "intree", "bind_s")),
+    ("proposal: node500 bind", PROPOSAL, r"time to bind\*\* \(([\d.]+) s against", lambda: trial_run(NODE500, "caldera-names", "bind_s")),
+    ("proposal: node500 in-tree", PROPOSAL, r"time to bind\*\* \([\d.]+ s against ([\d.]+) s; target", lambda: trial_run(NODE500, "intree", "bind_s")),
     ("proposal: names bind ratio", PROPOSAL, r"every node of the session: ([\d.]+)× \(", lambda: names_row("500 / 5000", "node", "caldera-names", "bind_s") / names_row("500 / 5000", "node", "intree", "bind_s")),
     ("proposal: names bind", PROPOSAL, r"every node of the session: [\d.]+× \(([\d.]+) s against", lambda: names_row("500 / 5000", "node", "caldera-names", "bind_s")),
     ("proposal: names in-tree bind", PROPOSAL, r"every node of the session: [\d.]+× \([\d.]+ s against ([\d.]+) s\)", lambda: names_row("500 / 5000", "node", "intree", "bind_s")),
     ("proposal: cluster mode bind", PROPOSAL, r"today's protocol took ([\d.]+) s, ", lambda: names_row("500 / 5000", "node", "caldera-cluster", "bind_s")),
     ("proposal: names slower", PROPOSAL, r"s, ([\d.]+)× as long\.", lambda: names_row("500 / 5000", "node", "caldera-cluster", "bind_s") / names_row("500 / 5000", "node", "caldera-names", "bind_s")),
-    ("proposal: answering", PROPOSAL, r"answers took (\d+) s of the 88", names_answering_seconds),
-    ("proposal: batched predicates", PROPOSAL, r"\(([\d.]+) s for 5,000 batched", lambda: names_verb("node", 500, "caldera-names", "predicate", "calderaVerbSeconds")),
-    ("proposal: prioritizes", PROPOSAL, r"([\d.]+) s for 5,000 prioritizes", lambda: names_verb("node", 500, "caldera-names", "prioritize", "calderaVerbSeconds")),
-    ("proposal: nodes a task", PROPOSAL, r"asked only ([\d.]+) nodes a task", lambda: names_verb("node", 500, "caldera-cluster", "predicate", "calderaVerbCalls") / names_verb("node", 500, "caldera-cluster", "prioritize", "calderaVerbCalls")),
-    ("proposal: per-node calls", PROPOSAL, r"a task \(([\d,]+) calls for 5,000 tasks\)", lambda: names_verb("node", 500, "caldera-cluster", "predicate", "calderaVerbCalls")),
-    ("proposal: node500 predicates", PROPOSAL, r"With it the batched predicates took ([\d.]+) s", lambda: node500_verb("predicate")),
-    ("proposal: node500 prioritize", PROPOSAL, r"took [\d.]+ s, prioritize ([\d.]+) s", lambda: node500_verb("prioritize")),
-    ("proposal: node500 answering", PROPOSAL, r"without the extender's ([\d.]+) s of answering", node500_answering),
-    ("proposal: node500 without answering", PROPOSAL, r"bind would take about ([\d.]+) s,", lambda: node500("caldera-names", "bind_s") - node500_answering()),
-    ("proposal: node500 floor estimate", PROPOSAL, r"\*\*([\d.]+)× in-tree: the round trips", lambda: (node500("caldera-names", "bind_s") - node500_answering()) / node500("intree", "bind_s")),
+    ("proposal: answering", PROPOSAL, r"answers took (\d+) s of the 88", lambda: answering_seconds(NAMES, **NODE_500)),
+    ("proposal: batched predicates", PROPOSAL, r"\(([\d.]+) s for 5,000 batched", lambda: verb_figure(NAMES, "predicate", **NODE_500)),
+    ("proposal: prioritizes", PROPOSAL, r"([\d.]+) s for 5,000 prioritizes", lambda: verb_figure(NAMES, "prioritize", **NODE_500)),
+    ("proposal: nodes a task", PROPOSAL, r"asked only ([\d.]+) nodes a task", lambda: cluster_mode_calls("predicate") / cluster_mode_calls("prioritize")),
+    ("proposal: per-node calls", PROPOSAL, r"a task \(([\d,]+) calls for 5,000 tasks\)", lambda: cluster_mode_calls("predicate")),
+    ("proposal: node500 predicates", PROPOSAL, r"With it the batched predicates took ([\d.]+) s", lambda: verb_figure(NODE500, "predicate")),
+    ("proposal: node500 prioritize", PROPOSAL, r"took [\d.]+ s, prioritize ([\d.]+) s", lambda: verb_figure(NODE500, "prioritize")),
+    ("proposal: node500 answering", PROPOSAL, r"without the extender's ([\d.]+) s of answering", lambda: answering_seconds(NODE500)),
+    ("proposal: node500 without answering", PROPOSAL, r"bind would take about ([\d.]+) s,", lambda: trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)),
+    ("proposal: node500 floor estimate", PROPOSAL, r"\*\*([\d.]+)× in-tree: the round trips", lambda: (trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)) / trial_run(NODE500, "intree", "bind_s")),
     ("proposal: node500 round trips", PROPOSAL, r"the round trips \(([\d,]+) for 5,000 pods\)", node500_calls),
-    ("proposal: protocol's calls", PROPOSAL, r"where today's protocol\s+made ([\d,]+)\.", lambda: names_verb("node", 500, "caldera-cluster", "predicate", "calderaVerbCalls")),
-    ("node500 bind", BENCH, r"\*\*bound in ([\d.]+) s against [\d.]+ s in-tree, [\d.]+×\*\*", lambda: node500("caldera-names", "bind_s")),
-    ("node500 in-tree", BENCH, r"\*\*bound in [\d.]+ s against ([\d.]+) s in-tree, [\d.]+×\*\*", lambda: node500("intree", "bind_s")),
-    ("node500 ratio", BENCH, r"\*\*bound in [\d.]+ s against [\d.]+ s in-tree, ([\d.]+)×\*\*", lambda: node500("caldera-names", "bind_s") / node500("intree", "bind_s")),
+    ("proposal: protocol's calls", PROPOSAL, r"where today's protocol\s+made ([\d,]+)\.", lambda: cluster_mode_calls("predicate")),
+    ("node500 bind", BENCH, r"\*\*bound in ([\d.]+) s against [\d.]+ s in-tree, [\d.]+×\*\*", lambda: trial_run(NODE500, "caldera-names", "bind_s")),
+    ("node500 in-tree", BENCH, r"\*\*bound in [\d.]+ s against ([\d.]+) s in-tree, [\d.]+×\*\*", lambda: trial_run(NODE500, "intree", "bind_s")),
+    ("node500 ratio", BENCH, r"\*\*bound in [\d.]+ s against [\d.]+ s in-tree, ([\d.]+)×\*\*", lambda: trial_run(NODE500, "caldera-names", "bind_s") / trial_run(NODE500, "intree", "bind_s")),
     ("node500 minutes", BENCH, r"brings this run has it, (\d+) min\)", lambda: results(NODE500)["seconds"] / 60),
-    ("node500 predicates", BENCH, r"batched predicates down to ([\d.]+) s \(from", lambda: node500_verb("predicate")),
-    ("node500 predicates before", BENCH, r"batched predicates down to [\d.]+ s \(from ([\d.]+)\)", lambda: names_verb("node", 500, "caldera-names", "predicate", "calderaVerbSeconds")),
-    ("node500 prioritize", BENCH, r"\(from [\d.]+\), prioritize ([\d.]+) s", lambda: node500_verb("prioritize")),
+    ("node500 predicates", BENCH, r"batched predicates down to ([\d.]+) s \(from", lambda: verb_figure(NODE500, "predicate")),
+    ("node500 predicates before", BENCH, r"batched predicates down to [\d.]+ s \(from ([\d.]+)\)", lambda: verb_figure(NAMES, "predicate", **NODE_500)),
+    ("node500 prioritize", BENCH, r"\(from [\d.]+\), prioritize ([\d.]+) s", lambda: verb_figure(NODE500, "prioritize")),
     ("node500 in-tree moved", BENCH, r"own time moved from ([\d.]+) to [\d.]+ s", lambda: names_row("500 / 5000", "node", "intree", "bind_s")),
-    ("node500 in-tree moved to", BENCH, r"own time moved from [\d.]+ to ([\d.]+) s", lambda: node500("intree", "bind_s")),
-    ("node500 answering", BENCH, r"without Caldera's ([\d.]+) s of answering", node500_answering),
-    ("node500 without answering", BENCH, r"the bind would take about\s+([\d.]+) s,", lambda: node500("caldera-names", "bind_s") - node500_answering()),
-    ("node500 floor estimate", BENCH, r"\*\*([\d.]+)× in-tree: the round trips and the shared", lambda: (node500("caldera-names", "bind_s") - node500_answering()) / node500("intree", "bind_s")),
-    ("node500 prioritize per call", BENCH, r"prioritize's\s+([\d.]+) ms a call", lambda: 1000 * node500_verb("prioritize") / node500_calls_of("prioritize")),
+    ("node500 in-tree moved to", BENCH, r"own time moved from [\d.]+ to ([\d.]+) s", lambda: trial_run(NODE500, "intree", "bind_s")),
+    ("node500 answering", BENCH, r"without Caldera's ([\d.]+) s of answering", lambda: answering_seconds(NODE500)),
+    ("node500 without answering", BENCH, r"the bind would take about\s+([\d.]+) s,", lambda: trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)),
+    ("node500 floor estimate", BENCH, r"\*\*([\d.]+)× in-tree: the round trips and the shared", lambda: (trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)) / trial_run(NODE500, "intree", "bind_s")),
+    ("node500 prioritize per call", BENCH, r"prioritize's\s+([\d.]+) ms a call", lambda: 1000 * verb_figure(NODE500, "prioritize") / verb_figure(NODE500, "prioritize", "calderaVerbCalls")),
     ("soak ratio", BENCH, r"the last minute within ([\d.]+)× \(or", lambda: soak.P99_RATIO_LIMIT),
     ("soak slack", BENCH, r"within [\d.]+× \(or (\d+) ms\) of the first", lambda: soak.P99_SLACK_MS),
     ("soak warm-up", BENCH, r"of the first after a (\d+) s warm-up", lambda: soak.WARMUP_SECONDS),
