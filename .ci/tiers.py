@@ -116,7 +116,8 @@ STEPS: dict[str, Step] = {
         ),
     ),
     "e2e-identifiers": Step(
-        "vc-scheduler built with protocol/volcano-identifiers's patch, calling Caldera in "
+        "protocol/volcano-identifiers's patch passes its Go tests (upstream's beside its own), and "
+        "vc-scheduler built with it, calling Caldera in "
         "sessionState cluster with identifiers (the batched predicate, victims as UIDs), makes "
         "the same decisions end to end as stock vc-scheduler (admission, placement-nodegroup, "
         "preemption), and no call fell back to objects",
