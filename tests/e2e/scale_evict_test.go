@@ -8,8 +8,10 @@ package e2e
 // The cluster is first filled with low-priority pods of 3 CPU (ten per 32-CPU node: 2 CPU left
 // on each), a quarter of them covered by a PodDisruptionBudget that allows no disruption (its
 // status written as the disruption controller, not run here, would) and of the lowest priority,
-// so that they are the victims Volcano would take first if nothing protected them. Once they are bound,
-// high-priority pods of 3 CPU arrive, one for every tenth low pod, each its own job: each fits only where
+// so that they are the victims Volcano would take first if nothing protected them. Once they are
+// bound and reported Running (runScale waits for the fake kubelet: a victim whose status changes
+// while Volcano evicts it is not evicted), high-priority pods of 3 CPU arrive, one for every
+// tenth low pod, each its own job: each fits only where
 // Volcano's preempt action evicts a low pod, and never a protected one. The run measures from
 // the preemptors' arrival: how long until they are bound, how many pods were evicted, and
 // whether any protected pod was (a decision difference, whatever the scheduler).
@@ -149,9 +151,10 @@ func evictPods(t *testing.T, b bulk, w workspace) []corev1.Pod {
 }
 
 // fillNotRunning: the fill's pods that have a node but are not yet reported Running by the fake
-// kubelet when the preemptors arrive. Volcano may pick such a pod as a victim (Bound is
-// preemptable) while the fake kubelet's status update for it is still on its way: recorded so
-// that a run short of a preemptor says whether the fill had settled.
+// kubelet. Volcano may pick such a pod as a victim (Bound is preemptable) while the fake
+// kubelet's status update for it is still on its way, and its eviction then fails on the
+// conflict: runScale waits until there are none before the preemptors come, and records how
+// many there were when they came (0 unless the time box ended the wait).
 func fillNotRunning(t *testing.T, b bulk, w workspace) int {
 	n := 0
 	for _, p := range evictPods(t, b, w) {
