@@ -229,9 +229,10 @@ def _and(items: list[str]) -> str:
 def forgiven_text(document: dict[str, Any]) -> str:
     """When no difference stands but first runs differed: how many rounds of the plan differed,
     in what, and what the reruns decided, from the document alone. In the evict group a run
-    short of a preemptor that evicted exactly as many pods as it bound evicted nothing for the
-    preemptor it left pending (each preemptor fits only by evicting one pod); where in-tree
-    itself was short, the difference is not one Caldera's answers made."""
+    short of a preemptor that evicted exactly as many pods as it bound left no freed room
+    unused (each preemptor fits only by evicting one pod): the pending one's room went to
+    another preemptor, or was never freed; where in-tree itself was short, the difference is not
+    one Caldera's answers made (bench/README.md says how Volcano strands a preemptor so)."""
     runs = document["runs"]
     differing = differing_rounds(runs)
     if not differing:
@@ -276,7 +277,10 @@ def forgiven_text(document: dict[str, Any]) -> str:
         )
         text += f"; Volcano left a preemptor pending ({who})"
         if evicted_none:
-            text += ", each such run having evicted exactly as many pods as it bound: none for it"
+            text += (
+                ", each such run having evicted exactly as many pods as it bound: no freed room"
+                " left unused"
+            )
         if "in-tree" in short:
             text += "; in-tree among them, so not a difference Caldera's answers made"
         if left:
@@ -298,7 +302,8 @@ def leftovers(run: dict[str, Any], where: str) -> str:
     """What a run short of a preemptor left (tests/e2e/scale_evict_test.go): the preemptors
     pending with the node each was nominated to, the pods still terminating, and the fill's pods
     not yet Running when the preemptors came. A pending preemptor with a pod terminating on its
-    nominated node waits on the harness's fake kubelet; one with none waits on Volcano."""
+    nominated node waits on the harness's fake kubelet; one with none waits on Volcano
+    (volcano-sh/volcano#5131: tests/e2e/scale_evict_test.go's evictLeftovers)."""
     pending = run.get("pendingPreemptors") or []
     terminating = run.get("terminating") or []
     return (

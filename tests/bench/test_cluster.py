@@ -821,7 +821,7 @@ def test_the_headline_says_which_rounds_differed_and_why() -> None:
         " in-tree 19, Caldera 20, cluster mode 20 of 20; round 3: 20 / 200 evict, preemptors"
         " bound in-tree 19, Caldera 19, cluster mode 20 of 20); Volcano left a preemptor pending"
         " (in-tree in rounds 2 and 3, Caldera in round 3), each such run having evicted exactly"
-        " as many pods as it bound: none for it; in-tree among them, so not a difference"
+        " as many pods as it bound: no freed room left unused; in-tree among them, so not a difference"
         " Caldera's answers made; 2 reruns, in-tree and through Caldera in either mode, decided"
         " identically. Compared: "
     )
@@ -844,10 +844,10 @@ def test_the_headline_says_which_rounds_differed_and_why() -> None:
         " differed (20 / 200 evict, preemptors bound in-tree 19, Caldera 19, cluster mode 20 of"
         " 20); Volcano left a preemptor pending (in-tree, Caldera), each such run"
     )
-    # A short run that evicted more than it bound is not said to have evicted none for it.
+    # A short run that evicted more than it bound is not said to have left no freed room unused.
     document = short_rounds()
     document["runs"][4]["evicted"] = 20
-    assert "none for it" not in decisions.decisions_block(document)
+    assert "no freed room left unused" not in decisions.decisions_block(document)
 
 
 def test_the_headline_says_what_a_short_run_left_behind() -> None:

@@ -170,7 +170,10 @@ func fillNotRunning(t *testing.T, b bulk, w workspace) int {
 // terminating (evicted, not yet removed by the fake kubelet), each with its node. A preemptor
 // left pending beside a terminating pod on its nominated node is the harness's doing (the
 // fake kubelet never removed that victim); one with no pod terminating in its way is
-// Volcano's own (it evicted nothing for it).
+// Volcano's own: it evicted for it, the next session's allocate gave the freed room to another
+// pending preemptor, and preempt refuses it for good since its nominated node passes the
+// predicates ("nominated node is already schedulable", volcano-sh/volcano#5131; seen with
+// CALDERA_SCALE_SCHEDULER_V=3 under load).
 func evictLeftovers(t *testing.T, b bulk, w workspace) (pending, terminating []string) {
 	for _, p := range evictPods(t, b, w) {
 		key := p.Namespace + "/" + p.Name
