@@ -12,7 +12,12 @@ Caldera in cluster mode with vc-scheduler built from protocol/volcano-identifier
 conf of ``caldera volcano-config --bodies identifiers --merge`` (issue 51: identifiers instead of
 objects, the batched predicate); a run of it errs unless every call Caldera answered was an
 identifiers one (and there were some) and vc-scheduler logged no fallback to objects
-(tests/e2e/scale_identifiers_test.go). Each run ends when
+(tests/e2e/scale_identifiers_test.go). A seventh, ``neutral-names``, also only when named: the
+neutral server behind what caldera-names runs (the patched vc-scheduler, the identifiers conf
+with the neutral server's URL), answering the identifiers protocol at once: that protocol's
+floor, caldera-names' as ``neutral-cluster`` is cluster mode's, checked the same way (every call
+it answered an identifiers one, its capabilities asked, no fallback logged). The schedulers are
+one row each in bench/cluster_schedulers.py. Each run ends when
 the number of bound pods has not changed for the settle time, or at the time box.
 
 Figures come from vc-scheduler's own ``/metrics`` (each cycle's length from the deltas of
@@ -68,21 +73,21 @@ from bench.cluster_decisions import (
     reruns_of,
     settle_differences,
 )
+from bench.cluster_schedulers import BY_NAME, ROWS
 from bench.machine import machine_info
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 README = REPO / "bench" / "README.md"
 BEGIN, END = "<!-- cluster:begin -->", "<!-- cluster:end -->"
-SCHEDULERS = (
-    "intree", "caldera", "caldera-cluster", "neutral", "neutral-cluster", "caldera-names"
-)  # fmt: skip
-DEFAULT_SCHEDULERS = SCHEDULERS[:5]
-"""What a plan runs unless ``--schedulers`` says: not ``caldera-names``, whose patched
-vc-scheduler (protocol/volcano-identifiers) is a prototype's, measured on its own plan."""
-SNAPSHOTLESS = ("intree", "caldera-cluster", "neutral-cluster", "caldera-names")
+SCHEDULERS = tuple(row.name for row in ROWS)
+DEFAULT_SCHEDULERS = tuple(row.name for row in ROWS if row.default)
+"""What a plan runs unless ``--schedulers`` says: not ``caldera-names`` nor ``neutral-names``,
+whose patched vc-scheduler (protocol/volcano-identifiers) is a prototype's, measured on its own
+plan."""
+SNAPSHOTLESS = tuple(row.name for row in ROWS if not row.snapshot)
 """Runs in which Volcano posts no snapshot: no snapshot bytes, and no onSessionOpen but the
-identifiers mode's roster (caldera-names), whose time is not the snapshot's."""
+identifiers mode's roster (caldera-names, neutral-names), whose time is not the snapshot's."""
 FLOOR = {hosted: neutral for neutral, (hosted, _) in NEUTRAL.items()}
 """Each hosted scheduler's neutral server: the protocol's cost on the same conf."""
 # Issue 36's target for cluster mode: its idle cycle p50 against in-tree's, at this size and up.
@@ -141,7 +146,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--schedulers",
         type=parse_names(SCHEDULERS),
         default=list(DEFAULT_SCHEDULERS),
-        help="subset (default: all but caldera-names, Caldera on the patched Volcano)",
+        help="subset (default: all but caldera-names and neutral-names, Caldera and the"
+        " neutral server on the patched Volcano)",
     )
     p.add_argument("--timebox", type=float, default=600.0, help="seconds per run (default 600)")
     p.add_argument("--settle", type=float, default=None, help="seconds without a new bind")
@@ -358,13 +364,23 @@ def ratios(rows: list[dict[str, Any]]) -> list[str]:
     Volcano's marshal, send and wait); the cycle p50 through Caldera within 1.1x of the neutral
     server's, and its ratio to in-tree; in cluster mode the idle cycle p50 within 1.3x of
     in-tree's from 1,000 nodes (issue 36); with identifiers (caldera-names, issue 51) see
-    :func:`names_line`."""
+    :func:`names_line`, and for their floor (neutral-names) :func:`names_floor_line`."""
     out = []
     by_key = {(r["size"], r["group"], r["scheduler"]): r for r in rows}
     for (size, group, scheduler), row in by_key.items():
         intree = by_key.get((size, group, "intree"))
         if scheduler == "caldera-names":
-            line = names_line(row, intree, by_key.get((size, group, "caldera-cluster")))
+            line = names_line(
+                row,
+                intree,
+                by_key.get((size, group, "caldera-cluster")),
+                by_key.get((size, group, FLOOR[scheduler])),
+            )
+            if line:
+                out.append(line)
+            continue
+        if scheduler == FLOOR["caldera-names"] and intree:
+            line = names_floor_line(row, intree)
             if line:
                 out.append(line)
             continue
@@ -406,11 +422,15 @@ def ratios(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def names_line(
-    row: dict[str, Any], intree: dict[str, Any] | None, cluster_mode: dict[str, Any] | None
+    row: dict[str, Any],
+    intree: dict[str, Any] | None,
+    cluster_mode: dict[str, Any] | None,
+    floor: dict[str, Any] | None = None,
 ) -> str:
     """caldera-names against in-tree: the idle cycle p50 (target within 1.2x from 1,000 nodes)
     and, in the node group, the time to bind (target within 2x from 500 nodes), each beside
-    cluster mode's on stock Volcano when it ran; "" without an in-tree run to compare with."""
+    cluster mode's on stock Volcano and the identifiers protocol's floor (neutral-names) when
+    they ran; "" without an in-tree run to compare with."""
     if not intree:
         return ""
     parts = []
@@ -421,6 +441,8 @@ def names_line(
         part = f"idle cycle p50 {row['idle_p50_ms'] / intree['idle_p50_ms']:.2f}x in-tree{target}"
         if cluster_mode and cluster_mode["idle_p50_ms"]:
             part += f", {row['idle_p50_ms'] / cluster_mode['idle_p50_ms']:.2f}x cluster mode's"
+        if floor and floor["idle_p50_ms"]:
+            part += f", {row['idle_p50_ms'] / floor['idle_p50_ms']:.2f}x the floor's"
         parts.append(part)
     if row["group"] == "node" and intree["bind_s"]:
         target = (
@@ -429,10 +451,40 @@ def names_line(
         part = f"time to bind {row['bind_s'] / intree['bind_s']:.2f}x in-tree{target}"
         if cluster_mode and cluster_mode["bind_s"]:
             part += f", {row['bind_s'] / cluster_mode['bind_s']:.2f}x cluster mode's"
+        if floor and floor["bind_s"]:
+            part += f", {row['bind_s'] / floor['bind_s']:.2f}x the floor's"
         parts.append(part)
     if not parts:
         return ""
     return f"{row['size']}, {row['group']}, identifiers: " + "; ".join(parts)
+
+
+def names_floor_line(row: dict[str, Any], intree: dict[str, Any]) -> str:
+    """neutral-names (the neutral server behind the patched Volcano's identifiers conf) against
+    in-tree: how close to in-tree the identifiers protocol itself lets caldera-names come, its
+    idle cycle p50 and, in the node group, its time to bind, each beside caldera-names' target
+    at the sizes the target holds from (a floor above a target says the target is out of reach
+    through this protocol on this machine); "" with neither figure measured in-tree."""
+    parts = []
+    if intree["idle_p50_ms"]:
+        target = (
+            f" (caldera-names' target <= {NAMES_IDLE_TARGET})"
+            if row["nodes"] >= NAMES_IDLE_TARGET_NODES
+            else ""
+        )
+        parts.append(
+            f"idle cycle p50 {row['idle_p50_ms'] / intree['idle_p50_ms']:.2f}x in-tree{target}"
+        )
+    if row["group"] == "node" and intree["bind_s"]:
+        target = (
+            f" (caldera-names' target <= {NAMES_BIND_TARGET:g})"
+            if row["nodes"] >= NAMES_BIND_TARGET_NODES
+            else ""
+        )
+        parts.append(f"time to bind {row['bind_s'] / intree['bind_s']:.2f}x in-tree{target}")
+    if not parts:
+        return ""
+    return f"{row['size']}, {row['group']}, identifiers' floor (neutral-names): " + "; ".join(parts)
 
 
 def inside_period(rows: list[dict[str, Any]], period_ms: float = 1000.0) -> list[str]:
@@ -463,10 +515,6 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5))
-    styles = {
-        "intree": "-", "caldera": "--", "caldera-cluster": "-.", "neutral": ":",
-        "neutral-cluster": (0, (1, 3)), "caldera-names": (0, (5, 1, 1, 1)),
-    }  # fmt: skip
     for group in dict.fromkeys(r["group"] for r in rows):
         for scheduler in SCHEDULERS:
             mine = sorted(
@@ -479,7 +527,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
             ax.plot(
                 nodes,
                 [r["idle_p50_ms"] for r in mine],
-                linestyle=styles[scheduler],
+                linestyle=BY_NAME[scheduler].style,
                 marker="o",
                 label=f"{group}, {scheduler}",
             )

@@ -8,25 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.cluster_schedulers import ROWS
+
 GROUPS = ("job", "node", "evict")
 # The schedulers through which Caldera hosts the plugins, each compared with in-tree: on
 # Volcano's snapshot, and deriving the session's state from the cluster (sessionState: cluster,
 # issue 36), and the same on the patched Volcano calling with identifiers (issue 51:
 # protocol/volcano-identifiers). Each: its name beside in-tree's and the neutral server's
-# figures, and the words a difference names it by.
-HOSTED = {
-    "caldera": ("Caldera", "through Caldera"),
-    "caldera-cluster": ("cluster mode", "through Caldera in cluster mode"),
-    "caldera-names": ("identifiers", "through Caldera with identifiers (patched Volcano)"),
-}
+# figures, and the words a difference names it by (bench/cluster_schedulers.py's rows).
+HOSTED = {row.name: row.hosted for row in ROWS if row.hosted}
 
 # The neutral servers, each in the place of the hosted scheduler whose protocol cost it measures
-# (the same merged conf, every call answered at once): on Volcano's snapshot, and with no
-# snapshot (cluster mode's conf: the calls Volcano still makes, marshalled and posted).
-NEUTRAL = {
-    "neutral": ("caldera", "the neutral server"),
-    "neutral-cluster": ("caldera-cluster", "the neutral server (cluster mode's conf)"),
-}
+# (the same merged conf, every call answered at once): on Volcano's snapshot, with no snapshot
+# (cluster mode's conf: the calls Volcano still makes, marshalled and posted), and on the
+# patched Volcano with identifiers (neutral-names: the identifiers protocol's floor).
+NEUTRAL = {row.name: (row.floor_of, row.neutral_words) for row in ROWS if row.floor_of}
 
 Case = tuple[int, int, str]  # nodes, pods, group
 

@@ -2,16 +2,21 @@
 on the patched Volcano of protocol/volcano-identifiers (tests/e2e/scale_identifiers_test.go).
 Its rows are the other schedulers' rows, it counts as snapshotless, its decisions are compared
 with in-tree's like the other hosted schedulers', and ``ratios`` gives it a line of its own
-against the proposal's targets."""
+against the proposal's targets. Its floor, the seventh, ``neutral-names`` (the neutral server
+behind the same patched Volcano and identifiers conf), is a neutral server like the others:
+caldera-names' line says how far it is from it, and the floor has a line of its own. Every
+scheduler is one row of bench/cluster_schedulers.py, the same names as scale_test.go's
+scaleSchedulers."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
 import pytest
 
-from bench import cluster
+from bench import cluster, cluster_schedulers
 from bench import cluster_decisions as decisions
 from tests.bench.test_cluster import parse, run
 
@@ -94,6 +99,8 @@ def test_the_cluster_mode_line_is_unchanged_beside_it() -> None:
                      ["intree", "caldera-cluster", "caldera-names"], id="when named"),
         pytest.param(("--smoke", "--schedulers", "caldera-names"), ["caldera-names"],
                      id="in a smoke"),
+        pytest.param(("--schedulers", "neutral-names,caldera-names"),
+                     ["neutral-names", "caldera-names"], id="its floor, when named"),
     ],
 )  # fmt: skip
 def test_the_plan_runs_it_only_when_named(argv: tuple[str, ...], schedulers: list[str]) -> None:
@@ -162,3 +169,98 @@ def test_the_readme_names_the_full_measurement() -> None:
         {"nodes": 500, "pods": 5000},
     ]
     assert not plan["out"].endswith("/cluster.json") and "/bench/results/" in plan["out"]
+
+
+# --- neutral-names: the identifiers protocol's floor --------------------------------------------
+
+
+def test_every_scheduler_is_one_row_and_the_go_harness_knows_the_same_ones() -> None:
+    """One row per scheduler (bench/cluster_schedulers.py) makes the lists: the names, the
+    default plan, the snapshotless ones, the floors; TestScale's scaleSchedulers has the same
+    names, so that no scheduler the plan may name is unknown to the harness."""
+    names = [row.name for row in cluster_schedulers.ROWS]
+    assert list(cluster.SCHEDULERS) == names
+    assert cluster.SCHEDULERS[-1] == "neutral-names"
+    scale_test = (cluster.REPO / "tests" / "e2e" / "scale_test.go").read_text()
+    block = scale_test.split("var scaleSchedulers = map[string]scaleScheduler{", 1)[1]
+    go_names = re.findall(r'^\t"([a-z-]+)":', block.split("\n}", 1)[0], re.MULTILINE)
+    assert sorted(go_names) == sorted(names)
+    assert "neutral-names" not in cluster.DEFAULT_SCHEDULERS
+    assert "neutral-names" in cluster.SNAPSHOTLESS
+    assert cluster.FLOOR == {
+        "caldera": "neutral", "caldera-cluster": "neutral-cluster",
+        "caldera-names": "neutral-names",
+    }  # fmt: skip
+    styles = [repr(row.style) for row in cluster_schedulers.ROWS]
+    assert len(set(styles)) == len(styles)  # each its own line in the plot
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        pytest.param(
+            [row("intree", 500, "node", idleCycleP50Ms=200.0, bindSeconds=10.0),
+             row("neutral-names", 500, "node", idleCycleP50Ms=220.0, bindSeconds=16.0),
+             row("caldera-names", 500, "node", idleCycleP50Ms=250.0, bindSeconds=24.0)],
+            ["500 / 5000, node, identifiers' floor (neutral-names): idle cycle p50 1.10x in-tree;"
+             " time to bind 1.60x in-tree (caldera-names' target <= 2)",
+             "500 / 5000, node, identifiers: idle cycle p50 1.25x in-tree, 1.14x the floor's;"
+             " time to bind 2.40x in-tree (target <= 2), 1.50x the floor's"],
+            id="node at 500 nodes: the floor under the bind target, Caldera over it",
+        ),
+        pytest.param(
+            [row("intree", 1000, idleCycleP50Ms=600.0),
+             row("neutral-names", 1000, idleCycleP50Ms=660.0)],
+            ["1000 / 10000, job, identifiers' floor (neutral-names): idle cycle p50 1.10x"
+             " in-tree (caldera-names' target <= 1.2)"],
+            id="the floor alone, job at 1,000 nodes: the idle target",
+        ),
+        pytest.param(
+            [row("intree", 20, "node", idleCycleP50Ms=50.0, bindSeconds=2.0),
+             row("neutral-names", 20, "node", idleCycleP50Ms=60.0, bindSeconds=3.0)],
+            ["20 / 200, node, identifiers' floor (neutral-names): idle cycle p50 1.20x in-tree;"
+             " time to bind 1.50x in-tree"],
+            id="below the targets' sizes: ratios, no target",
+        ),
+        pytest.param([row("caldera-names", 500, "node"), row("neutral-names", 500, "node")], [],
+                     id="no in-tree run: no line"),
+    ],
+)  # fmt: skip
+def test_the_floor_line_and_caldera_names_against_its_floor(
+    rows: list[dict[str, Any]], expected: list[str]
+) -> None:
+    lines = [line for line in cluster.ratios(rows) if "identifiers" in line]
+    assert lines == expected
+
+
+def test_the_floors_row_is_a_snapshotless_neutral_row() -> None:
+    """No snapshot, no onSessionOpen time (the roster), no Caldera."""
+    floor = row("neutral-names", 100, calderaVerbSeconds=None, snapshotBytes=0)
+    [_, _, line] = cluster.table([row("intree", 100), floor]).splitlines()[1:]
+    cells = line.strip("| ").split(" | ")
+    by_column = dict(zip((key for key, _ in cluster.COLUMNS), cells, strict=True))
+    assert by_column["scheduler"] == "neutral-names"
+    for key in ("extender_open_ms", "caldera_open_ms", "snapshot_MiB", "caldera_ms_per_cycle"):
+        assert by_column[key] == "—", key
+
+
+def test_the_floors_decisions_are_a_control_not_compared() -> None:
+    """Its decisions are not Caldera's (it answers nothing); like the other neutral servers it
+    must hold what in-tree holds (the held namespace's jobs, found by their job UID)."""
+    assert decisions.compare_decisions([run("intree"), run("neutral-names", boundJobs=[])]) == []
+    held = {"neutralHeld": "scale-job-neutral-names-9", "neutralRejected": 30}
+    assert decisions.compare_decisions([run("intree"), run("neutral-names", **held)]) == []
+    [line] = decisions.compare_decisions([run("intree"), run("neutral-names", bound=1000, **held)])
+    assert line.startswith(
+        "100 nodes, job: the neutral server (identifiers, patched Volcano) holding"
+        " scale-job-neutral-names-9 bound 1000 pods, in-tree 900"
+    )
+    assert decisions.protection_violations([line]) == [line]
+
+
+def test_a_rerun_runs_the_hosted_schedulers_not_the_floor() -> None:
+    """Decisions that differ are run again in-tree and through Caldera in the modes measured:
+    never the neutral servers, whose runs judge no decision of Caldera's."""
+    plan = cluster.plan_of(parse("--schedulers", "intree,neutral-names,caldera-names"))
+    again = cluster.rerun_plan(plan, [(100, 1000, "node")], ["caldera-names"])
+    assert again["schedulers"] == ["intree", "caldera-names"]

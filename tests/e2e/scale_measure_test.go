@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -198,7 +199,24 @@ type neutralServer struct {
 	// last: the last onSessionOpen body, kept only when capturing (written once, at cleanup,
 	// so that capturing adds no disk write to a cycle).
 	last atomic.Pointer[[]byte]
+	// identifiers: the server answers the identifiers protocol (neutral-names): its counts.
+	identifiers *neutralIdentifiers
 }
+
+// neutralIdentifiers counts what the neutral server saw in identifiers mode (neutral-names):
+// the GET /capabilities asked, the POSTs whose body is an identifiers one (every identifiers
+// request of protocol/volcano-identifiers/patched/argument.go starts with its "session" field),
+// the POSTs answered 200, and the calls per verb (the batched predicate's against per-node
+// predicates).
+type neutralIdentifiers struct {
+	capabilities, calls, answered atomic.Int64
+	mu                            sync.Mutex
+	verbs                         map[string]int
+}
+
+// neutralBatchPredicateVerb is where `caldera volcano-config --bodies identifiers` points
+// extender.batchPredicateVerb (app/commands/volcano_entry.py); serverFor checks the conf says so.
+const neutralBatchPredicateVerb = "batchPredicate"
 
 // startNeutral answers every verb with its neutral value once the body is read, without
 // decoding it: jobReady true (ready), prioritize an empty score map (a null one is an error to
@@ -214,7 +232,14 @@ type neutralServer struct {
 // and Volcano would do less work through it than through them (no pending jobs to examine, no
 // jobEnqueueable call, each cycle), so its cycle would not be the protocol's cost for the same
 // decisions.
-func startNeutral(t *testing.T, capture, hold string) *neutralServer {
+//
+// With identifiers (neutral-names: the patched vc-scheduler, the identifiers conf), the same
+// answers to the identifiers bodies, and what that protocol adds: GET /capabilities lists the
+// identifiers bodies and the batched predicate, the batched predicate passes every node
+// ({"failedNodes":{}}), preemptable and reclaimable answer every evictee's UID as a victim, and
+// the held namespace's jobs are found by their job UID, "<namespace>/<podgroup>" (Volcano's job
+// id), in the body's "job" field. Each body is read whole, to count the identifiers ones.
+func startNeutral(t *testing.T, capture, hold string, identifiers bool) *neutralServer {
 	answers := map[string]any{
 		"onSessionOpen": extender.OnSessionOpenResponse{}, "onSessionClose": extender.OnSessionCloseResponse{},
 		"predicate": extender.PredicateResponse{}, "prioritize": extender.PrioritizeResponse{NodeScore: map[string]float64{}},
@@ -240,7 +265,7 @@ func startNeutral(t *testing.T, capture, hold string) *neutralServer {
 		t.Fatal(err)
 	}
 	ns := &neutralServer{url: "http://" + l.Addr().String(), hold: hold}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		verb := strings.Trim(r.URL.Path, "/")
 		if verb == "preemptable" || verb == "reclaimable" {
 			// Every evictee a victim (Permit), as a plugin that protects nothing: the evictees
@@ -285,7 +310,12 @@ func startNeutral(t *testing.T, capture, hold string) *neutralServer {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(answer)
-	})}
+	})
+	if identifiers {
+		ns.identifiers = &neutralIdentifiers{verbs: map[string]int{}}
+		handler = ns.identifiersHandler(t, encoded, rejected)
+	}
+	srv := &http.Server{Handler: handler}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() {
 		_ = srv.Close()
@@ -300,6 +330,100 @@ func startNeutral(t *testing.T, capture, hold string) *neutralServer {
 		}
 	})
 	return ns
+}
+
+// identifiersHandler answers the identifiers protocol neutrally (startNeutral): encoded holds
+// the answers shared with objects mode (the response types are the same), rejected the held
+// job's jobEnqueueable answer.
+func (ns *neutralServer) identifiersHandler(t *testing.T, encoded map[string][]byte, rejected []byte) http.HandlerFunc {
+	// The patched plugin's types (protocol/volcano-identifiers/patched/argument.go), which the
+	// stock v1.14.1 module this harness builds against does not have.
+	capabilities, err := json.Marshal(struct {
+		Bodies         []string `json:"bodies"`
+		BatchPredicate bool     `json:"batchPredicate"`
+	}{Bodies: []string{identifiersBodies}, BatchPredicate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := json.Marshal(struct {
+		FailedNodes map[string]struct{} `json:"failedNodes"`
+	}{FailedNodes: map[string]struct{}{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := []byte(`{"session":`)
+	held := []byte(`"job":"` + ns.hold + `/`)
+	counts := ns.identifiers
+	return func(w http.ResponseWriter, r *http.Request) {
+		verb := strings.Trim(r.URL.Path, "/")
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodGet && verb == "capabilities" {
+			counts.capabilities.Add(1)
+			_, _ = w.Write(capabilities)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		if bytes.HasPrefix(body, session) {
+			counts.calls.Add(1)
+		}
+		counts.mu.Lock()
+		counts.verbs[verb]++
+		counts.mu.Unlock()
+		var answer []byte
+		switch verb {
+		case neutralBatchPredicateVerb:
+			answer = batch
+		case "preemptable", "reclaimable":
+			// Every evictee a victim (Permit), as a plugin that protects nothing: the victims
+			// are the evictees' UIDs.
+			var req struct {
+				Evictees []struct {
+					UID string `json:"uid"`
+				} `json:"evictees"`
+			}
+			_ = json.Unmarshal(body, &req)
+			victims := make([]string, 0, len(req.Evictees))
+			for _, evictee := range req.Evictees {
+				victims = append(victims, evictee.UID)
+			}
+			answer, _ = json.Marshal(struct {
+				Status  int      `json:"status"`
+				Victims []string `json:"victims"`
+			}{Status: 1, Victims: victims}) // util.Permit
+		case "jobEnqueueable":
+			answer = encoded[verb]
+			if ns.hold != "" && bytes.Contains(body, held) {
+				answer = rejected
+				ns.rejected.Add(1)
+			}
+		default:
+			var ok bool
+			if answer, ok = encoded[verb]; !ok {
+				http.Error(w, "unknown verb", http.StatusNotFound)
+				return
+			}
+		}
+		if verb == "onSessionOpen" {
+			ns.bytes.Add(int64(len(body)))
+			ns.opens.Add(1)
+		}
+		counts.answered.Add(1)
+		_, _ = w.Write(answer)
+	}
+}
+
+// identifiersCounts: the identifiers calls the neutral server answered and every POST it
+// answered 200 (scale_identifiers_test.go's identifiersFigures compares them), and its calls
+// per verb; an error when it was not asked its capabilities.
+func (ns *neutralServer) identifiersCounts() (calls, answered int, verbs map[string]int, err error) {
+	counts := ns.identifiers
+	counts.mu.Lock()
+	verbs = maps.Clone(counts.verbs)
+	counts.mu.Unlock()
+	if counts.capabilities.Load() == 0 {
+		err = fmt.Errorf("vc-scheduler never asked the neutral server's capabilities")
+	}
+	return int(counts.calls.Load()), int(counts.answered.Load()), verbs, err
 }
 
 func (ns *neutralServer) snapshotBytes() float64 {

@@ -11,7 +11,7 @@ package e2e
 // with the group's conf, run until the number of bound pods has not changed for the settle time
 // and then for the plan's idle cycles (or until the time box ends), measured from vc-scheduler's
 // own /metrics and from both processes, then stopped and the workload deleted. The schedulers of a group share everything but the conf
-// (and caldera-names the vc-scheduler binary):
+// (and caldera-names and neutral-names the vc-scheduler binary), each one row of scaleSchedulers:
 //
 //   - intree:          the group's plugins in-tree in volcano-scheduler.conf;
 //   - caldera:         that conf merged by `caldera volcano-config --merge` (the hosted plugins
@@ -34,6 +34,13 @@ package e2e
 //                      volcano-config --bodies identifiers --merge` makes: identifiers instead of
 //                      objects, the batched predicate, onSessionOpen with the roster only
 //                      (scale_identifiers_test.go; not in bench cluster's default schedulers).
+//   - neutral-names:   the neutral server behind what caldera-names runs (the patched
+//                      vc-scheduler, the identifiers conf with the neutral server's URL), which
+//                      then answers the identifiers protocol (GET /capabilities, the batched
+//                      predicate passing every node, the held namespace's jobs rejected by their
+//                      job UID): the identifiers protocol's own cost, caldera-names' floor, as
+//                      neutral-cluster is caldera-cluster's. Checked as caldera-names is (every
+//                      call an identifiers one, no fallback logged); not a default scheduler.
 
 import (
 	"context"
@@ -147,9 +154,13 @@ type scaleRun struct {
 	// (/debug/session), every verb call it answered 200 (caldera_responses_total), and
 	// vc-scheduler's log lines saying it fell back to objects or that an extender call failed;
 	// no identifiers call, fewer than answered, or any such line is the run's error.
-	IdentifiersCalls int      `json:"identifiersCalls,omitempty"`
-	AnsweredCalls    int      `json:"answeredCalls,omitempty"`
-	FallbackLines    []string `json:"fallbackLines,omitempty"`
+	// neutral-names: the same from the neutral server's own counts (it must also have been asked
+	// its capabilities), and NeutralVerbCalls its calls per verb (the batched predicate's
+	// against per-node predicates).
+	IdentifiersCalls int            `json:"identifiersCalls,omitempty"`
+	AnsweredCalls    int            `json:"answeredCalls,omitempty"`
+	FallbackLines    []string       `json:"fallbackLines,omitempty"`
+	NeutralVerbCalls map[string]int `json:"neutralVerbCalls,omitempty"`
 }
 
 func TestScale(t *testing.T) {
@@ -494,7 +505,7 @@ func deleteWorkload(t *testing.T, b bulk, w workspace) {
 
 // scaleServer is what a run's vc-scheduler talks to: nothing (in-tree), Caldera, or the neutral
 // server; conf is the volcano-scheduler.conf it runs with, binary the vc-scheduler of BinDir
-// that runs it (the patched one for caldera-names).
+// that runs it (the patched one for caldera-names and neutral-names).
 type scaleServer struct {
 	conf    string
 	binary  string
@@ -502,25 +513,44 @@ type scaleServer struct {
 	neutral *neutralServer
 }
 
+// scaleScheduler is what a scheduler of the plan runs: the in-tree conf, or the conf `caldera
+// volcano-config --merge` makes of it for Caldera (cluster: with `sessionState: cluster`) or for
+// the neutral server (neutral), from the patched vc-scheduler with `--bodies identifiers` (names).
+type scaleScheduler struct{ intree, cluster, neutral, names bool }
+
+// scaleSchedulers: every scheduler the plan may name, one row each (the header comment says
+// what each measures).
+var scaleSchedulers = map[string]scaleScheduler{
+	"intree":          {intree: true},
+	"caldera":         {},
+	"caldera-cluster": {cluster: true},
+	"neutral":         {neutral: true},
+	"neutral-cluster": {cluster: true, neutral: true},
+	"caldera-names":   {cluster: true, names: true},
+	"neutral-names":   {cluster: true, neutral: true, names: true},
+}
+
 // serverFor starts the scheduler's server and makes its conf: the group's in-tree conf, or the
 // conf `caldera volcano-config --merge` makes of it (for the neutral server with its URL, from a
-// Caldera started only for that). caldera-names: cluster mode's Caldera, the conf of
-// `volcano-config --bodies identifiers --merge`, the patched vc-scheduler.
+// Caldera started only for that). names: the conf of `volcano-config --bodies identifiers
+// --merge` (which needs cluster mode's Caldera configuration), the patched vc-scheduler, and the
+// neutral server in identifiers mode.
 func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant, capture, hold string) scaleServer {
+	kind, known := scaleSchedulers[scheduler]
+	if !known {
+		t.Fatalf("unknown scheduler %q", scheduler)
+	}
 	binary, bodies := "vc-scheduler", ""
-	switch scheduler {
-	case "intree":
+	if kind.intree {
 		return scaleServer{conf: g.intree, binary: binary}
-	case "caldera", "neutral":
-	case namesScheduler:
+	}
+	if kind.names {
 		binary, bodies = identifiersScheduler, identifiersBodies
-		g.caldera = withSessionState(g.caldera, "cluster")
-	case "caldera-cluster", "neutral-cluster":
+	}
+	if kind.cluster {
 		// The watched cluster is the benchmark's own API server; Caldera's /readyz (which
 		// StartCaldera waits for) says ready only once its watches have synced.
 		g.caldera = withSessionState(g.caldera, "cluster")
-	default:
-		t.Fatalf("unknown scheduler %q", scheduler)
 	}
 	cfg := c.writeCalderaConfig(t, name, g.caldera)
 	served := cfg
@@ -531,9 +561,12 @@ func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant, 
 	cal := c.StartCaldera(t, name, served)
 	s := scaleServer{caldera: cal, binary: binary}
 	url := cal.URL
-	if scheduler == "neutral" || scheduler == "neutral-cluster" {
+	if kind.neutral {
 		defer cal.Stop() // only its merged conf is needed
-		s.caldera, s.neutral = nil, startNeutral(t, capture, hold)
+		if kind.names {
+			capture = "" // the roster: no snapshot body to capture
+		}
+		s.caldera, s.neutral = nil, startNeutral(t, capture, hold, kind.names)
 		url = s.neutral.url
 	}
 	intree := filepath.Join(c.Dir, name+"-intree.conf")
@@ -549,6 +582,11 @@ func serverFor(t *testing.T, c *Cluster, g scaleGroup, name, scheduler, mutant, 
 		t.Fatalf("caldera %s: %v", strings.Join(args, " "), err)
 	}
 	s.conf = string(out)
+	if kind.neutral && kind.names && strings.Contains(s.conf, "extender.batchPredicateVerb:") &&
+		!strings.Contains(s.conf, "extender.batchPredicateVerb: "+neutralBatchPredicateVerb+"\n") {
+		t.Fatalf("%s: the conf's batchPredicateVerb is not %q, which the neutral server answers:\n%s",
+			name, neutralBatchPredicateVerb, s.conf)
+	}
 	return s
 }
 
@@ -755,8 +793,16 @@ func runScale(t *testing.T, c *Cluster, b bulk, plan scalePlan, size scaleSize, 
 		r.NeutralHeld, r.NeutralRejected = server.neutral.hold, server.neutral.rejected.Load()
 	}
 	sched.stop()
-	if scheduler == namesScheduler {
-		identifiersFigures(&r, server.caldera, sched.log)
+	if scaleSchedulers[scheduler].names {
+		if server.neutral != nil {
+			calls, answered, verbs, err := server.neutral.identifiersCounts()
+			r.NeutralVerbCalls = verbs
+			identifiersFigures(&r, "the neutral server", calls, answered, err, sched.log)
+			t.Logf("%s: the neutral server's calls per verb: %v", name, verbs)
+		} else {
+			calls, answered, err := calderaIdentifiers(server.caldera)
+			identifiersFigures(&r, "Caldera", calls, answered, err, sched.log)
+		}
 		t.Logf("%s: %d identifiers calls of %d answered, %d fallback lines in vc-scheduler's log", name,
 			r.IdentifiersCalls, r.AnsweredCalls, len(r.FallbackLines))
 	}
