@@ -30,138 +30,72 @@ class Section:
     """A block of bench/README between ``begin`` and ``end``, rendered from ``sources``."""
 
     name: str
-    begin: str
-    end: str
     sources: tuple[str, ...]
     """Files under bench/results the text is rendered from."""
-    render: Callable[[list[Any]], str]
-    """The text between the markers (without them), from the sources in order: a ``.json``
-    file's document, any other file's text."""
+    render: Callable[..., str]
+    """The text between the markers (without them), from the sources in order, one argument
+    each: a ``.json`` file's document, any other file's text."""
     document: str = "README"
     """The file the section is in: a key of ``LABELS``, the name of this module's path to it."""
+    markers: tuple[str, str] | None = None
+    """``begin`` and ``end`` where they are not ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->``."""
+
+    @property
+    def begin(self) -> str:
+        return self.markers[0] if self.markers else f"<!-- {self.name}:begin -->"
+
+    @property
+    def end(self) -> str:
+        return self.markers[1] if self.markers else f"<!-- {self.name}:end -->"
 
 
 SECTIONS: tuple[Section, ...] = (
-    Section(
-        "explain",
-        "<!-- explain:begin -->",
-        "<!-- explain:end -->",
-        ("explain.json", "explain-1000-nodes.json"),
-        lambda docs: explain.readme_text(*docs),
-    ),
-    Section(
-        "compare-churn",
-        "<!-- compare-churn:begin -->",
-        "<!-- compare-churn:end -->",
-        ("compare-churn.json",),
-        lambda docs: compare_churn.readme_text(docs[0]),
-    ),
-    Section(
-        "churn",
-        "<!-- churn:begin -->",
-        "<!-- churn:end -->",
-        ("churn.json",),
-        lambda docs: churn.readme_text(docs[0]),
-    ),
-    Section(
-        "workloads",
-        "<!-- workloads:begin -->",
-        "<!-- workloads:end -->",
-        ("latest.json",),
-        lambda docs: report.workloads_paragraph(docs[0]),
-    ),
-    Section(
-        "shapes",
-        "<!-- shapes:begin -->",
-        "<!-- shapes:end -->",
-        ("workload-shapes.json",),
-        lambda docs: readme_sections.workload_shapes(docs[0]),
-    ),
-    Section(
-        "decoders",
-        "<!-- decoders:begin -->",
-        "<!-- decoders:end -->",
-        ("latest.json",),
-        lambda docs: readme_sections.decoders_table(docs[0]),
-    ),
-    Section(
-        "http-split",
-        "<!-- http-split:begin -->",
-        "<!-- http-split:end -->",
-        ("latest.json",),
-        lambda docs: readme_sections.http_split_table(docs[0]),
-    ),
+    Section("explain", ("explain.json", "explain-1000-nodes.json"), explain.readme_text),
+    Section("compare-churn", ("compare-churn.json",), compare_churn.readme_text),
+    Section("churn", ("churn.json",), churn.readme_text),
+    Section("workloads", ("latest.json",), report.workloads_paragraph),
+    Section("shapes", ("workload-shapes.json",), readme_sections.workload_shapes),
+    Section("decoders", ("latest.json",), readme_sections.decoders_table),
+    Section("http-split", ("latest.json",), readme_sections.http_split_table),
     Section(
         "shadow-settled",
-        "<!-- shadow-settled:begin -->",
-        "<!-- shadow-settled:end -->",
         ("shadow-settled-hotpath.txt",),
-        lambda docs: readme_sections.shadow_cost_table("shadow-settled-hotpath.txt", docs[0]),
+        lambda text: readme_sections.shadow_cost_table("shadow-settled-hotpath.txt", text),
     ),
+    Section("soak", ("soak.json",), readme_sections.soak_section),
+    Section("targets-notes", ("latest.json",), readme_sections.targets_notes),
     Section(
-        "soak",
-        "<!-- soak:begin -->",
-        "<!-- soak:end -->",
-        ("soak.json",),
-        lambda docs: readme_sections.soak_section(docs[0]),
+        "cluster-state", ("cluster-state.json", "cluster.json"), readme_sections.cluster_state_table
     ),
-    Section(
-        "targets-notes",
-        "<!-- targets-notes:begin -->",
-        "<!-- targets-notes:end -->",
-        ("latest.json",),
-        lambda docs: readme_sections.targets_notes(docs[0]),
-    ),
-    Section(
-        "cluster-state",
-        "<!-- cluster-state:begin -->",
-        "<!-- cluster-state:end -->",
-        ("cluster-state.json", "cluster.json"),
-        lambda docs: readme_sections.cluster_state_table(*docs),
-    ),
-    Section(
-        "shadow-state",
-        "<!-- shadow-state:begin -->",
-        "<!-- shadow-state:end -->",
-        ("shadow-state.json",),
-        lambda docs: readme_sections.shadow_state_table(docs[0]),
-    ),
+    Section("shadow-state", ("shadow-state.json",), readme_sections.shadow_state_table),
     Section(
         "snapshot-floor",
-        "<!-- snapshot-floor:begin -->",
-        "<!-- snapshot-floor:end -->",
         ("snapshot-real-decode.txt",),
-        lambda docs: readme_sections.snapshot_floor_table("snapshot-real-decode.txt", docs[0]),
+        lambda text: readme_sections.snapshot_floor_table("snapshot-real-decode.txt", text),
     ),
     Section(
         "cluster-cost",
-        "<!-- cluster-cost:begin -->",
-        "<!-- cluster-cost:end -->",
         ("cluster.json",),
-        lambda docs: readme_sections.cluster_cost_table(docs[0]),
+        readme_sections.cluster_cost_table,
         document="OPERATOR_GUIDE",
     ),
     Section(
         "cluster-verbs",
-        "<!-- cluster-verbs:begin -->",
-        "<!-- cluster-verbs:end -->",
         ("cluster.json",),
-        lambda docs: readme_sections.cluster_verbs_table(docs[0]),
+        readme_sections.cluster_verbs_table,
         document="PLUGIN_AUTHOR_GUIDE",
     ),
     Section(
         "results",
-        "<!-- results:start -->",
-        "<!-- results:end -->",
         ("latest.json",),
-        lambda docs: report.results_section(docs[0]),
+        report.results_section,
+        markers=("<!-- results:start -->", "<!-- results:end -->"),
     ),
     Section(
         "cluster-decisions",
-        cluster_decisions.DECISIONS_BEGIN,
-        cluster_decisions.DECISIONS_END,
         ("cluster.json",),
-        lambda docs: cluster_decisions.decisions_block(docs[0]),
+        cluster_decisions.decisions_block,
+        markers=(cluster_decisions.DECISIONS_BEGIN, cluster_decisions.DECISIONS_END),
     ),
 )
 
@@ -173,7 +107,7 @@ class MarkersMissing(ValueError):
 def rendered(section: Section, results: Path | None = None) -> str:
     folder = RESULTS if results is None else results
     docs = [load(folder / name) for name in section.sources]
-    return section.render(docs)
+    return section.render(*docs)
 
 
 def load(path: Path) -> Any:

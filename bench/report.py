@@ -238,13 +238,8 @@ def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
         "lower",
         "ms",
     )
-    big = [
-        x
-        for x in doc["workloads"]
-        if x["verb"] == "onSessionOpen" and x["workload"] == "onSessionOpen-100n"
-    ]
-    if big:
-        r = big[0]
+    r = _row(doc, "onSessionOpen-100n")
+    if r:
         cal = r["caldera"]
         add(
             "onSessionOpen-100n (75 MiB): Caldera p50 ingest time",
@@ -363,17 +358,13 @@ def markdown(doc: dict[str, Any]) -> str:
         "Caldera configurations (bench/configs.py; one Caldera per configuration, each load "
         "after the onSessionOpen of its cluster, Volcano 1.16 dialect):"
     )
-    L.append("")
-    L.append("| configuration | tiers | workloads | why |")
-    L.append("|---|---|---|---|")
+    L += ["", "| configuration | tiers | workloads | why |", "|---|---|---|---|"]
     for name, c in cfgs.items():
         used = [r["workload"] for r in doc["workloads"] if r.get("config") == name]
         if (doc.get("cycle") or {}).get("config") == name:
             used.append("cycle")
         L.append(f"| {name} | {c['plugins'].split(': ', 1)[-1]} | {', '.join(used)} | {c['why']} |")
-    L.append("")
-    L.append("## Per workload")
-    L.append("")
+    L += ["", "## Per workload", ""]
     L.append(
         "| workload | body | in flight | server | req | req/s | p50 ms | p99 ms | max ms | ingest MB/s | peak RSS MiB (growth) |"
     )
@@ -403,9 +394,7 @@ def markdown(doc: dict[str, Any]) -> str:
                 f"{_f(x.get('ingest_MBps'), '{:.0f}') if r['verb'] == 'onSessionOpen' else ''} | {rss} |"
             )
             first = False
-    L.append("")
-    L.append("## Ratios")
-    L.append("")
+    L += ["", "## Ratios", ""]
     L.append(
         "Caldera/Go throughput > 1 means Caldera serves more requests per second than the Go extender. "
         "Caldera/floor is Caldera's time per request over the floor's (p50 with one in flight; 1/throughput with 16)."
@@ -432,9 +421,7 @@ def markdown(doc: dict[str, Any]) -> str:
             f"{_x(r.get('caldera_over_floor_plus_http'))} | {_x(r.get('caldera_asgi_over_floor'))} | "
             f"{_pct(r.get('http_share'))} |"
         )
-    L.append("")
-    L.append("## Volcano's own cost per call: the marshal before the POST")
-    L.append("")
+    L += ["", "## Volcano's own cost per call: the marshal before the POST", ""]
     L.append(
         "Volcano's extender plugin calls `json.Marshal` on the verb's request struct before every "
         "POST (`send` in pkg/scheduler/plugins/extender/extender.go). Target: Caldera's p50 over "
@@ -464,9 +451,7 @@ def markdown(doc: dict[str, Any]) -> str:
         )
     cy = doc.get("cycle")
     if cy:
-        L.append("")
-        L.append("## Replayed scheduling cycle")
-        L.append("")
+        L += ["", "## Replayed scheduling cycle", ""]
         L.append(cy["description"] + ".")
         L.append("")
         L.append(
@@ -511,26 +496,20 @@ def markdown(doc: dict[str, Any]) -> str:
             f"Peak RSS: Caldera {_f(c.get('peak_rss_MiB'), '{:.0f}')} MiB, Go "
             f"{_f(g.get('peak_rss_MiB'), '{:.0f}')} MiB."
         )
-    L.append("")
-    L.append("## Targets")
-    L.append("")
+    L += ["", "## Targets", ""]
     met_n = sum(1 for t in doc["targets"] if t["met"])
     L.append(
         f"Every target of this run ({doc['mode']}, commit {doc['machine'].get('commit', '?')}, "
         f"{doc['generated']}), met or not: {met_n} of {len(doc['targets'])} met."
     )
-    L.append("")
-    L.append("| target | measured | goal | met | measured/goal |")
-    L.append("|---|---|---|---|---|")
+    L += ["", "| target | measured | goal | met | measured/goal |", "|---|---|---|---|---|"]
     for t in doc["targets"]:
         goal = goal_text(t["better"], t["goal"], f" {t['unit']}")
         met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]
         L.append(
             f"| {t['target']} | {_f(t['value'], '{:.3f}')} {t['unit']} | {goal} | {met} | {_f(t['value_over_goal'])} |"
         )
-    L.append("")
-    L.append("## Decoding libraries on these bodies (in-process, one core, p50 ms)")
-    L.append("")
+    L += ["", "## Decoding libraries on these bodies (in-process, one core, p50 ms)", ""]
     L.append(
         "| body | size | msgspec (narrow Structs) | pydantic (narrow, model_validate_json) | orjson.loads (dicts) | fastest |"
     )
@@ -555,9 +534,7 @@ def markdown(doc: dict[str, Any]) -> str:
             + f" | {(r['floor'] or {}).get('best', '–')} |"
         )
     if doc["failures"]:
-        L.append("")
-        L.append("## Failures")
-        L.append("")
+        L += ["", "## Failures", ""]
         for f in doc["failures"]:
             L.append(f"- {f}")
     L.append("")

@@ -256,13 +256,11 @@ def build_suite(mode: str, out: Path, now: datetime | None = None) -> Suite:
     open_path = put(cdir / "onSessionOpen.json", w.session_open_body(c))
     close_path = put(cdir / "onSessionClose.json", b"{}")
     node_files = [put(cdir / "nodes" / f"{n}.json", c.nodes[n]) for n in c.node_names]
-    steps: list[dict[str, Any]] = [
-        {
-            "name": "onSessionOpen",
-            "concurrency": 1,
-            "calls": [{"path": "/onSessionOpen", "body": open_path}],
-        }
-    ]
+
+    def step(verb: str, calls: list[dict[str, Any]], concurrency: int = 1) -> dict[str, Any]:
+        return {"name": verb, "concurrency": concurrency, "calls": calls}
+
+    steps = [step("onSessionOpen", [{"path": "/onSessionOpen", "body": open_path}])]
     placed = c.pending[:ntasks]
     for i, (job, _pod, pending_task, allocated_task) in enumerate(placed):
         tfile = put(cdir / "tasks" / f"{i:03d}.json", pending_task)
@@ -271,40 +269,21 @@ def build_suite(mode: str, out: Path, now: datetime | None = None) -> Suite:
             cdir / "jobs" / f"{job.namespace}-{job.name}.json",
             w.job_body(c.job_bytes[f"{job.namespace}/{job.name}"]),
         )
-        steps.append(
-            {
-                "name": "predicate",
-                "concurrency": 16,
-                "calls": [
-                    {"path": "/predicate", "parts": ['={"task":', tfile, '=,"node":', nf, "=}"]}
-                    for nf in node_files
-                ],
-            }
-        )
+        predicates = [
+            {"path": "/predicate", "parts": ['={"task":', tfile, '=,"node":', nf, "=}"]}
+            for nf in node_files
+        ]
         parts = ['={"task":', tfile, '=,"nodes":[']
         for k, nf in enumerate(node_files):
             parts += ([] if k == 0 else ["=,"]) + [nf]
         parts.append("=]}")
-        steps.append(
-            {
-                "name": "prioritize",
-                "concurrency": 1,
-                "calls": [{"path": "/prioritize", "parts": parts}],
-            }
-        )
-        steps.append(
-            {"name": "allocate", "concurrency": 1, "calls": [{"path": "/allocate", "body": afile}]}
-        )
-        steps.append(
-            {"name": "jobReady", "concurrency": 1, "calls": [{"path": "/jobReady", "body": jfile}]}
-        )
-    steps.append(
-        {
-            "name": "onSessionClose",
-            "concurrency": 1,
-            "calls": [{"path": "/onSessionClose", "body": close_path}],
-        }
-    )
+        steps += [
+            step("predicate", predicates, concurrency=16),
+            step("prioritize", [{"path": "/prioritize", "parts": parts}]),
+            step("allocate", [{"path": "/allocate", "body": afile}]),
+            step("jobReady", [{"path": "/jobReady", "body": jfile}]),
+        ]
+    steps.append(step("onSessionClose", [{"path": "/onSessionClose", "body": close_path}]))
     s.cycle = Cycle(
         "cycle",
         f"onSessionOpen ({cn} nodes, {cp} pods), then for each of {len(placed)} tasks: predicate x{cn} "

@@ -115,6 +115,20 @@ def managed(
     return entry
 
 
+def owner(api_version: str, kind: str, name: str, owner_uid: str) -> list[dict[str, Any]]:
+    """``metadata.ownerReferences``: the one controller ``kind`` ``name`` owning the object."""
+    return [
+        {
+            "apiVersion": api_version,
+            "kind": kind,
+            "name": name,
+            "uid": owner_uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+
+
 # --------------------------------------------------------------------------------------- pods
 
 
@@ -466,16 +480,7 @@ def make_pod(p: PodSpec, rng: random.Random) -> dict[str, Any]:
             "creationTimestamp": ts(p.created),
             "labels": labels,
             "annotations": annotations,
-            "ownerReferences": [
-                {
-                    "apiVersion": "batch.volcano.sh/v1alpha1",
-                    "kind": "Job",
-                    "name": p.job,
-                    "uid": p.uid[:8] + "-job",
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": owner("batch.volcano.sh/v1alpha1", "Job", p.job, p.uid[:8] + "-job"),
             "managedFields": _managed_fields_volcano(p),
         },
         "spec": spec,
@@ -503,16 +508,7 @@ def make_daemon_pod(p: PodSpec, rng: random.Random) -> dict[str, Any]:
                 }
             ),
             "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-07-15T08:00:00Z"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "DaemonSet",
-                    "name": app,
-                    "uid": p.uid[:8] + "-ds",
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": owner("apps/v1", "DaemonSet", app, p.uid[:8] + "-ds"),
             "managedFields": [
                 managed(
                     "kube-controller-manager",
@@ -942,6 +938,21 @@ def make_node(name: str, idx: int, rng: random.Random) -> tuple[dict[str, Any], 
 NODE_ALLOC = dict(cpu_m=191450, mem=2000 * GI, gpu=8, pods=110, eph=3500 * GI)
 
 
+def node_resource(
+    cpu_m: int, mem: int, eph: int, gpu: int, pods: int, max_task: int
+) -> dict[str, Any]:
+    """A node's api.Resource: its scalars are ephemeral storage (in milli-units, as Volcano keeps
+    every scalar), both hugepages sizes (none), GPUs (milli) and pods."""
+    scalars = {
+        "ephemeral-storage": eph * 1000,
+        "hugepages-1Gi": 0,
+        "hugepages-2Mi": 0,
+        "nvidia.com/gpu": gpu * 1000,
+        "pods": pods,
+    }
+    return resource(cpu_m, mem, scalars, max_task)
+
+
 def make_nodeinfo(
     name: str,
     node: dict[str, Any],
@@ -955,41 +966,10 @@ def make_nodeinfo(
     ``resource_usage``: ``NodeInfo.ResourceUsage``; None gives Go's zero value (no metrics)."""
     ucpu, umem, ugpu, upods = used
     a = NODE_ALLOC
-    alloc = resource(
-        a["cpu_m"],
-        a["mem"],
-        {
-            "ephemeral-storage": a["eph"] * 1000,
-            "hugepages-1Gi": 0,
-            "hugepages-2Mi": 0,
-            "nvidia.com/gpu": a["gpu"] * 1000,
-            "pods": a["pods"],
-        },
-        a["pods"],
-    )
-    cap = resource(
-        192000,
-        2048 * GI,
-        {
-            "ephemeral-storage": 3750 * GI * 1000,
-            "hugepages-1Gi": 0,
-            "hugepages-2Mi": 0,
-            "nvidia.com/gpu": 8000,
-            "pods": 110,
-        },
-        110,
-    )
-    idle = resource(
-        a["cpu_m"] - ucpu,
-        a["mem"] - umem,
-        {
-            "ephemeral-storage": a["eph"] * 1000,
-            "hugepages-1Gi": 0,
-            "hugepages-2Mi": 0,
-            "nvidia.com/gpu": (a["gpu"] - ugpu) * 1000,
-            "pods": a["pods"] - upods,
-        },
-        a["pods"],
+    alloc = node_resource(a["cpu_m"], a["mem"], a["eph"], a["gpu"], a["pods"], a["pods"])
+    cap = node_resource(192000, 2048 * GI, 3750 * GI, 8, 110, 110)
+    idle = node_resource(
+        a["cpu_m"] - ucpu, a["mem"] - umem, a["eph"], a["gpu"] - ugpu, a["pods"] - upods, a["pods"]
     )
     used_r = resource(ucpu, umem, {"nvidia.com/gpu": ugpu * 1000, "pods": upods})
     zero = resource(0, 0, None)
@@ -1121,16 +1101,9 @@ def make_jobinfo(job: Job, pg_annotations: dict[str, str] | None = None) -> byte
             "annotations": gomap(
                 {"scheduling.k8s.io/group-name": job.name, **(pg_annotations or {})}
             ),
-            "ownerReferences": [
-                {
-                    "apiVersion": "batch.volcano.sh/v1alpha1",
-                    "kind": "Job",
-                    "name": job.name,
-                    "uid": job.uid[:8] + "-job",
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": owner(
+                "batch.volcano.sh/v1alpha1", "Job", job.name, job.uid[:8] + "-job"
+            ),
             "managedFields": [
                 managed(
                     "vc-controller-manager",
