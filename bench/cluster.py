@@ -173,7 +173,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         help="directory the neutral server writes each run's last onSessionOpen body to, as"
-        " <group>-<nodes>n-<pods>p.json (real bodies for python -m bench.decode)",
+        " <group>-<nodes>n-<pods>p.json (real bodies for python -m bench.snapshot)",
     )
     p.add_argument(
         "--report",
