@@ -26,7 +26,7 @@ RUN if [ -f extra-ca.pem ]; then export SSL_CERT_FILE=/src/extra-ca.pem; fi \
     && uv sync --frozen --no-dev --no-editable
 
 FROM ${BASE}
-# The source commit, for caldera_build_info's commit label (app/build_info.py):
+# The source commit, for caldera_build_info's commit label (app/metrics.py, commit()):
 # docker build --build-arg COMMIT=$(git rev-parse HEAD) .
 ARG COMMIT=unknown
 RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin caldera

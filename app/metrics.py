@@ -1,10 +1,14 @@
-"""Prometheus metrics, on a registry owned by the app (one per ``create_app``)."""
+"""Prometheus metrics, on a registry owned by the app (one per ``create_app``), and what the
+running Caldera was built from, for ``caldera_build_info``'s labels (:func:`commit`)."""
 
 from __future__ import annotations
 
+import json
+import os
 import platform
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
+from importlib.metadata import PackageNotFoundError, distribution
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -14,12 +18,39 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from app import __version__
-from app.build_info import commit
 
 # No ``<name>_created`` series beside every counter and histogram: each doubles the series a
 # scrape returns, and the start time they carry is process_start_time_seconds already.
 # Process-wide, as prometheus_client keeps it; set before any metric below is created.
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+
+COMMIT_VARIABLE = "CALDERA_BUILD_COMMIT"
+UNKNOWN = "unknown"
+
+
+def commit() -> str:
+    """The source commit of this installation, or ``unknown``, never a guess.
+
+    The version is pyproject's (``app.__version__``). The commit is not in the wheel: the image
+    build passes it (``docker build --build-arg COMMIT=$(git rev-parse HEAD)``, which the
+    Dockerfile turns into ``CALDERA_BUILD_COMMIT``); pip records it when it installs from a git
+    URL (``direct_url.json``)."""
+    given = os.environ.get(COMMIT_VARIABLE, "").strip()
+    if given:
+        return given
+    try:
+        recorded = distribution("caldera").read_text("direct_url.json")
+    except PackageNotFoundError:
+        return UNKNOWN
+    if not recorded:
+        return UNKNOWN
+    try:
+        vcs = json.loads(recorded).get("vcs_info", {})
+    except (ValueError, AttributeError):
+        return UNKNOWN
+    found = vcs.get("commit_id") if isinstance(vcs, dict) else None
+    return found if isinstance(found, str) and found else UNKNOWN
+
 
 DURATION_BUCKETS = (
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,

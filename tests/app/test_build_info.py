@@ -1,4 +1,4 @@
-"""Where ``caldera_build_info``'s commit label comes from (app/build_info.py)."""
+"""Where ``caldera_build_info``'s commit label comes from (app/metrics.py's ``commit``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from importlib.metadata import PackageNotFoundError
 
 import pytest
 
-from app import build_info
-from app.build_info import COMMIT_VARIABLE, commit
+from app import metrics
+from app.metrics import COMMIT_VARIABLE, commit
 
 
 class Installed:
@@ -73,5 +73,5 @@ def test_commit(
             raise direct_url
         return Installed(direct_url)
 
-    monkeypatch.setattr(build_info, "distribution", distribution)
+    monkeypatch.setattr(metrics, "distribution", distribution)
     assert commit() == expected

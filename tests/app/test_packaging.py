@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from app.build_info import COMMIT_VARIABLE
 from app.config import load_config
+from app.metrics import COMMIT_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +43,7 @@ def test_dockerfile_runs_non_root_with_healthcheck() -> None:
 
 def test_the_image_hands_its_build_commit_to_build_info() -> None:
     """``docker build --build-arg COMMIT=...`` reaches caldera_build_info's commit label
-    through the variable app/build_info.py reads, in the stage that runs."""
+    through the variable app/metrics.py reads, in the stage that runs."""
     final_stage = dockerfile().rpartition("\nFROM ")[2]
     assert re.search(r"^ARG COMMIT=unknown$", final_stage, re.M)
     assert re.search(rf"\b{COMMIT_VARIABLE}=\$\{{COMMIT\}}", final_stage)

@@ -11,9 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app import __version__
-from app.build_info import COMMIT_VARIABLE
 from app.commands.cli import main, parser
 from app.config import CalderaConfig, load_config
+from app.metrics import COMMIT_VARIABLE
 from app.server.main import create_app
 from app.server.options import ServeOptions
 from plugins.api.release import NEWEST_STABLE_VERSION
