@@ -180,7 +180,9 @@ class OvercommitPlugin(Plugin):
         fits, failed = less_equal_with_dimension_and_names(total, self.idle_resource, need)
         if fits:
             return Vote.PERMIT
-        logger.info(
+        # Debug, as upstream's klog.V(4) line: its PodGroup Event is explainEvents'
+        # (deduplicated); at info a job held for an hour wrote a line every cycle.
+        logger.debug(
             "PodGroup %s/%s: Normal Unschedulable: %s",
             job.Namespace,
             job.Name,

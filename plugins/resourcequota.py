@@ -177,7 +177,9 @@ class ResourceQuotaPlugin(Plugin):
             allowed, exceeded = quota_less_than_or_equal(new_usage, hard)
             if not allowed:
                 # The message's "used" is the quota's status, without this session's pending.
-                logger.info(
+                # Debug, as upstream's klog.V(4) line: its PodGroup Event is explainEvents'
+                # (deduplicated); at info a job held for an hour wrote a line every cycle.
+                logger.debug(
                     "PodGroup %s/%s: Normal Unschedulable: resource quota insufficient,"
                     " requested: %s, used: %s, limited: %s (quota %s)",
                     job.Namespace,

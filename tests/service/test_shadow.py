@@ -166,14 +166,14 @@ async def test_a_tighter_shadow_would_hold_the_job_the_live_configuration_admits
 
 
 OVERUSED = "resource in cluster is overused"
-"""What overcommit logs (at info) for a Reject, live or shadow alike."""
+"""What overcommit logs (at debug, as upstream's klog.V(4)) for a Reject, live or shadow alike."""
 
 
 async def test_a_shadows_log_lines_say_they_are_the_shadows(servers: Servers) -> None:
     """Issue 47 item 7: both configurations reject the job and overcommit logs it in each
     process; only the shadow's line carries the mark, so it never reads as a live decision."""
     server, _ = await servers.start(
-        TIGHTER.replace("1.0", "1.2"), live=TIGHTER
+        TIGHTER.replace("1.0", "1.2"), "--log-level", "debug", live=TIGHTER
     )  # 8 CPU against 6 x 1.0 and 6 x 1.2: both reject
     assert await post(server, "onSessionOpen", SNAPSHOT) == {}
     assert (await post(server, "jobEnqueueable", {"job": BIG}))["status"] == -1
