@@ -30,7 +30,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+)
 
 from app.cluster_state.audit import DEFAULT_MAX_DIVERGENT_SESSIONS
 from app.cluster_state.modes import SessionStateMode
@@ -111,6 +118,15 @@ class Tier(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     plugins: list[PluginOption] = Field(default_factory=list)
+    _positions: tuple[int, ...] | None = PrivateAttr(default=None)
+    """Each plugin's index in the file's tier, when entries the file has there were set aside
+    (a refused entry, so that the rest are still checked): what :attr:`PluginEntry.where` and
+    every problem name, not the index in :attr:`plugins` (issue 47). None: the same."""
+
+    def indexed(self) -> list[tuple[int, PluginOption]]:
+        """Each plugin with its index in the file's tier."""
+        positions = self._positions or range(len(self.plugins))
+        return list(zip(positions, self.plugins, strict=True))
 
 
 VolcanoVersion = tuple[int, int] | tuple[int, int, int]
@@ -204,7 +220,7 @@ class CalderaConfig(BaseModel):
         """Every tier entry resolved once: its plugin class and parsed ``Arguments``."""
         resolved: list[PluginEntry] = []
         for t, tier in enumerate(self.tiers):
-            for i, option in enumerate(tier.plugins):
+            for i, option in tier.indexed():
                 cls = registry.get(option.name)
                 if cls is None:
                     raise LookupError(f"plugin {option.name!r} is not installed")
@@ -322,16 +338,18 @@ def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) 
     if tiers is not None:
         if not isinstance(tiers, list):
             raise ConfigError(source, "tiers", "must be a list of tiers")
-        shaped = []
+        shaped: list[dict[str, list[Any]]] = []
         for t, tier in enumerate(tiers):
             if not isinstance(tier, dict):
                 problems.append((f"tiers[{t}]", "must be a mapping with 'plugins'"))
+                shaped.append({"plugins": []})  # the next tier keeps its index
                 continue
             for extra in sorted(set(tier) - {"plugins"}):
                 problems.append((f"tiers[{t}].{extra}", "unknown tier key"))
             plugin_list = tier.get("plugins") or []
             if not isinstance(plugin_list, list):
                 problems.append((f"tiers[{t}].plugins", "must be a list of plugins"))
+                shaped.append({"plugins": []})
                 continue
             shaped.append(
                 {
@@ -342,6 +360,7 @@ def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) 
                 }
             )
         data["tiers"] = shaped
+    release_known = True
     try:
         config = CalderaConfig.model_validate(data)
     except ValidationError as exc:
@@ -353,28 +372,79 @@ def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) 
             if err["type"] == "extra_forbidden":
                 message = "unknown key"
             problems.append((_path(loc), message))
-        raise ConfigError.of(source, problems) from None
+        rest = _without_refused(data, exc)
+        if rest is None:
+            raise ConfigError.of(source, problems) from None
+        config = rest
+        # A refused volcanoVersion leaves the release unknown: what depends on it is not
+        # checked against a release the file did not name.
+        release_known = all(path != "volcanoVersion" for path, _ in problems)
     release = config.release
     for t, tier in enumerate(config.tiers):
-        for i, option in enumerate(tier.plugins):
+        for i, option in tier.indexed():
             where = f"tiers[{t}].plugins[{i}]"
             cls = registry.get(option.name)
             if cls is None:
                 known = ", ".join(registry.names()) or "none"
                 problems.append((f"{where}.name", unknown_plugin(option.name, known)))
                 continue
-            problems.extend(_entry_problems(cls, option, where, release))
+            if release_known:
+                problems.extend(_entry_problems(cls, option, where, release))
     installed: list[tuple[str, str, type]] = []
     for t, tier in enumerate(config.tiers):
-        for i, option in enumerate(tier.plugins):
+        for i, option in tier.indexed():
             cls = registry.get(option.name)
             if cls is not None:
                 installed.append((f"tiers[{t}].plugins[{i}]", option.name, cls))
-    problems.extend(
-        session_state_problems(config.sessionState, release, installed, config.infers_release)
-    )
+    if release_known:
+        problems.extend(
+            session_state_problems(config.sessionState, release, installed, config.infers_release)
+        )
     if problems:
         raise ConfigError.of(source, problems)
+    return config
+
+
+def _without_refused(data: dict[str, Any], error: ValidationError) -> CalderaConfig | None:
+    """``data`` without what ``error`` refused, validated: a top-level key left to its default,
+    a plugin entry set aside (the others keep their file positions, :meth:`Tier.indexed`). So
+    that the plugins' own checks still run and every problem is said at once: a refused
+    ``maxSnapshotBytes`` hid an unknown plugin (issue 47). None when another part was refused,
+    or the rest does not validate either."""
+    top: set[str] = set()
+    entries: set[tuple[int, int]] = set()
+    for err in error.errors():
+        loc = tuple(err["loc"])
+        match loc:
+            case ("tiers", int(t), "plugins", int(i), *_):
+                entries.add((t, i))
+            case (str(key), *_) if key != "tiers":
+                top.add(key)
+            case _:
+                return None
+    rest = {key: value for key, value in data.items() if key not in top}
+    positions: list[list[int] | None] = []
+    if isinstance(data.get("tiers"), list):  # shaped: each a {"plugins": [...]} (parse_config)
+        rest["tiers"] = []
+        for t, tier in enumerate(data["tiers"]):
+            kept = [i for i in range(len(tier["plugins"])) if (t, i) not in entries]
+            rest["tiers"].append({"plugins": [tier["plugins"][i] for i in kept]})
+            positions.append(kept)
+    try:
+        config = CalderaConfig.model_validate(rest)
+    except ValidationError:
+        return None
+    return placed(config, positions)
+
+
+def placed(config: CalderaConfig, positions: list[list[int] | None]) -> CalderaConfig:
+    """``config`` whose tier ``t`` holds the entries at ``positions[t]`` of the file's tier
+    (None: all of them), some having been set aside before it was validated: every path it
+    names is then the file's (:meth:`Tier.indexed`). Before :attr:`CalderaConfig.entries` is
+    first read, which it fixes."""
+    for tier, kept in zip(config.tiers, positions, strict=True):
+        if kept is not None:
+            tier._positions = tuple(kept)
     return config
 
 

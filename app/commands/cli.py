@@ -35,6 +35,7 @@ from app.config import (
     load_config,
     load_config_text,
     parse_config,
+    placed,
     read_config_text,
     release_note,
 )
@@ -269,13 +270,22 @@ def salvaged(text: str, source: str, error: ConfigError) -> CalderaConfig | None
             # An entry whose plugin cannot be served (unknown, or not of this release) goes
             # whole; the others keep their warnings (issue 47 item 10).
             node[_DROPPED] = True
+    # The entries kept stand where the file has them: a warning names the file's entry, not
+    # its index among the kept ones (issue 47: plugins[0] for the file's plugins[1]).
+    positions: list[list[int] | None] = []
     for tier in (document.get("tiers") if isinstance(document, dict) else None) or []:
-        if isinstance(tier, dict) and isinstance(tier.get("plugins"), list):
-            tier["plugins"] = [
-                p for p in tier["plugins"] if not (isinstance(p, dict) and p.get(_DROPPED))
-            ]
+        if not (isinstance(tier, dict) and isinstance(tier.get("plugins"), list)):
+            positions.append(None)
+            continue
+        kept = [
+            i
+            for i, p in enumerate(tier["plugins"])
+            if not (isinstance(p, dict) and p.get(_DROPPED))
+        ]
+        tier["plugins"] = [tier["plugins"][i] for i in kept]
+        positions.append(kept)
     try:
-        return parse_config(document, source)
+        return placed(parse_config(document, source), positions)
     except ConfigError:
         return None
 

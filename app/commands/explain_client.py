@@ -65,6 +65,12 @@ def fetch(url: str, kind: str, key: str, timeout: float = 5.0) -> dict[str, Any]
     return get_debug(url, "/debug/explain", {kind: key}, timeout)
 
 
+def count(n: int, noun: str) -> str:
+    """``1 more task``, ``2 more tasks`` (issue 47: "1 more tasks"); the server's summaries use
+    ``app/server/routes/shadow.py``'s, which the CLI does not import (it would bring FastAPI)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def render(document: dict[str, Any]) -> list[str]:
     """Short: the summary (most decisive first), then each plugin's verdict in a line."""
     session = document.get("session", {})
@@ -86,5 +92,6 @@ def render(document: dict[str, Any]) -> list[str]:
         if predicate is not None:
             lines.append(f"  task {task['task']}: {predicate['summary']}")
     if document.get("tasksNotShown"):
-        lines.append(f"  ({document['tasksNotShown']} more tasks: --json has the shown ones only)")
+        more = count(document["tasksNotShown"], "more task")
+        lines.append(f"  ({more}: --json has the shown ones only)")
     return lines

@@ -33,13 +33,22 @@ def _heading(shadow: dict[str, Any]) -> str:
 def render(document: dict[str, Any]) -> list[str]:
     """The summary, then each difference with both sides; with ``configDiff`` (``--diff``) the
     configuration difference first, beside the decisions it makes."""
-    lines = [_heading(document.get("shadow", {}))]
+    shadow = document.get("shadow", {})
+    lines = [_heading(shadow)]
+    # The heading gives the load error: the summary's line that repeats it is not printed again
+    # (issue 47: it was printed in the heading, the summary and the failures line).
+    problem = shadow.get("problem")
+    summary = [
+        line
+        for line in document.get("summary", [])
+        if not (problem and line.endswith(f": {problem}"))
+    ]
     if "configDiff" in document:
         lines.append("configuration difference (live -> shadow):")
         diff = document["configDiff"]
         lines += [f"  {line}" for line in diff] or ["  (the files are the same)"]
         lines.append("decision difference:")
-    lines += [f"  {line}" for line in document.get("summary", [])]
+    lines += [f"  {line}" for line in summary]
     differences = document.get("differences")
     if differences is None:
         differences = [

@@ -285,6 +285,13 @@ async def test_a_shadow_file_that_does_not_load_is_shown_and_watched(servers: Se
     assert "no-such-plugin" in heading and "sha256" not in heading, heading
     assert await post(server, "onSessionOpen", SNAPSHOT) == {}
     assert (await post(server, "jobEnqueueable", {"job": BIG}))["status"] != -1
+    # Issue 47: explain --shadow said the shadow decides the job as the live configuration does.
+    await until(server, lambda b: b["sessions"])
+    explained = cli(server, "explain", "team-a/train-42", "--shadow")
+    assert explained.returncode == 0, explained.stderr
+    assert "as the live configuration does" not in explained.stdout, explained.stdout
+    assert "it has decided nothing about job team-a/train-42" in explained.stdout
+    assert explained.stdout.count("no-such-plugin") == 1, explained.stdout
 
     shadow_file.write_text(TIGHTER)  # fixed: applied at the next session boundary
     assert await post(server, "onSessionOpen", SNAPSHOT) == {}

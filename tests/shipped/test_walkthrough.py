@@ -29,6 +29,21 @@ def test_every_caldera_invocation_of_the_documents_is_collected() -> None:
     assert any(line.startswith("venv/bin/caldera check-plugin") for line in lines)
 
 
+def test_the_readme_runs_the_installed_caldera_outside_development() -> None:
+    """Issue 47: after ``pip install .`` the README's curl block said ``uv run caldera explain``,
+    which builds the development environment instead of running the installed command; only
+    the Development section's commands are a contributor's, run through uv."""
+    readme = walkthrough.ROOT / "README.md"
+    text = readme.read_text()
+    development = text.count("\n", 0, text.index("## Development")) + 1  # its heading's line
+    through_uv = [
+        c.where
+        for c in documented_commands([readme])
+        if c.line.startswith("uv run ") and int(c.where.rsplit(":", 1)[1]) < development
+    ]
+    assert through_uv == []
+
+
 @pytest.mark.parametrize(
     ("name", "pattern"),
     [

@@ -373,7 +373,7 @@ class Walkthrough:
             expected = [f"the shadow decides job {key} as the live configuration does"]
         else:
             shadow_file = self.local(command_option(self.shadow_serve, "--shadow"))
-            expected = [f"shadow {shadow_file} (sha256 ", "the shadow answered all"]
+            expected = [f"shadow {shadow_file} (sha256 ", " compared as the live configuration did"]
             if "--diff" in argv:
                 expected += ["configuration difference (live -> shadow):",
                              "  (the files are the same)", "decision difference:"]  # fmt: skip

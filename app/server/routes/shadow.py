@@ -13,7 +13,6 @@ from app.server.routes.debug import SUBJECT_QUERY
 from app.server.routes.json import json_response
 from app.server.runtime import runtime_of
 from app.shadow.diff import Difference
-from app.shadow.service import Shadow
 
 router = APIRouter(tags=["operations"])
 LINES_SHOWN = 20
@@ -21,16 +20,26 @@ LINES_SHOWN = 20
 KINDS = ("job", "task", "queue")
 
 
-def summary(shadow: Shadow, sessions: list[dict[str, Any]], newest: list[Difference]) -> list[str]:
-    state = shadow.describe()
-    lines = []
-    if state["status"] != "evaluating":
-        lines.append(
-            f"the shadow configuration {state['source']} is failing: {state.get('problem')}"
-            if "problem" in state
-            else f"the shadow configuration {state['source']} is not loaded"
-        )
-    evaluated = [s for s in sessions if "skipped" not in s and s["compared"]]
+def _state_line(state: dict[str, Any]) -> list[str]:
+    """The shadow not evaluating, and why when the server knows; nothing while it evaluates."""
+    if state["status"] == "evaluating":
+        return []
+    if "problem" in state:
+        return [f"the shadow configuration {state['source']} is failing: {state['problem']}"]
+    return [f"the shadow configuration {state['source']} is not loaded"]
+
+
+def _evaluated(sessions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The kept sessions the shadow answered calls in (a session is kept, skipped, also while
+    its file has not loaded)."""
+    return [s for s in sessions if "skipped" not in s and s["compared"]]
+
+
+def summary(
+    state: dict[str, Any], sessions: list[dict[str, Any]], newest: list[Difference]
+) -> list[str]:
+    lines = _state_line(state)
+    evaluated = _evaluated(sessions)
     if not evaluated:
         lines.append("no session evaluated by the shadow yet")
     else:
@@ -38,8 +47,9 @@ def summary(shadow: Shadow, sessions: list[dict[str, Any]], newest: list[Differe
         calls = sum(last["compared"].values())
         if not newest:
             lines.append(
-                f"session {last['session']}: the shadow answered all {calls} calls compared as"
-                " the live configuration did"
+                f"session {last['session']}: the shadow answered"
+                f" {'the' if calls == 1 else 'all'} {_count(calls, 'call')} compared as the"
+                " live configuration did"
             )
         else:
             lines.append(
@@ -48,7 +58,7 @@ def summary(shadow: Shadow, sessions: list[dict[str, Any]], newest: list[Differe
             )
             by_change = Counter((d.verb, d.change, d.kind) for d in newest)
             for (verb, change, kind), n in by_change.items():
-                lines.append(f"{verb}: the shadow {change}: {n} {kind}{'s' if n > 1 else ''}")
+                lines.append(f"{verb}: the shadow {change}: {_count(n, kind)}")
             lines += [d.line() for d in newest[:LINES_SHOWN]]
             if len(newest) > LINES_SHOWN:
                 lines.append(f"({len(newest) - LINES_SHOWN} more below)")
@@ -59,13 +69,40 @@ def summary(shadow: Shadow, sessions: list[dict[str, Any]], newest: list[Differe
         )
     failed = {k: v for k, v in state["failures"].items() if v}
     if failed:
-        last_failure = state.get("lastFailure", {})
+        latest = state.get("lastFailure", {}).get("error")
+        if latest is not None and latest == state.get("problem"):
+            latest = None  # the load error, said on the first line already (issue 47)
         lines.append(
             "shadow failures: "
             + ", ".join(f"{n} {stage}" for stage, n in failed.items())
-            + (f" (latest: {last_failure.get('error')})" if last_failure else "")
+            + (f" (latest: {latest})" if latest is not None else "")
         )
     return lines
+
+
+def subject_summary(
+    state: dict[str, Any],
+    sessions: list[dict[str, Any]],
+    kind: str,
+    key: str,
+    found: list[tuple[int, Difference]],
+) -> list[str]:
+    """``job=`` or ``task=``: its differences, newest session first. Without one, the shadow
+    agrees only if it evaluated a kept session: one that never loaded decided nothing, and
+    saying it agrees would be a silent wrong answer (issue 47)."""
+    if found:
+        return [f"session {number}: {d.line()}" for number, d in found]
+    evaluated = _evaluated(sessions)
+    if not evaluated:
+        return [
+            *_state_line(state),
+            f"no session evaluated by the shadow yet: it has decided nothing about {kind} {key}",
+        ]
+    return [
+        *_state_line(state),
+        f"the shadow decides {kind} {key} as the live configuration does (in the"
+        f" {_count(len(evaluated), 'session')} it evaluated among those kept)",
+    ]
 
 
 def _count(n: int, noun: str) -> str:
@@ -128,14 +165,11 @@ async def debug_shadow(request: Request) -> Response:
     if key:
         kind = "job" if job else "task"
         found = shadow.reports.differences_of(kind, key)
-        body["summary"] = [
-            f"session {number}: {d.line()}" for number, d in found
-        ] or [f"the shadow decides {kind} {key} as the live configuration does (in the"
-              f" {len(sessions)} sessions kept)"]  # fmt: skip
+        body["summary"] = subject_summary(shadow.describe(), sessions, kind, key, found)
         body[kind] = key
         body["differences"] = [{"session": number, **d.describe()} for number, d in found]
     else:
-        body["summary"] = summary(shadow, sessions, newest)
+        body["summary"] = summary(shadow.describe(), sessions, newest)
     body["shadow"] = shadow.describe()
     if request.query_params.get("diff", "") not in ("", "0"):
         body["configDiff"] = shadow.config_diff()

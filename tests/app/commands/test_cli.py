@@ -118,6 +118,49 @@ def test_check_config_reports_every_error_of_a_file_at_once(tmp_path: Path, caps
     ]
 
 
+UNKNOWN = "unknown plugin 'nosuch'"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "errors"),
+    [
+        pytest.param("a top-level error and an unknown plugin",
+                     "maxSnapshotBytes: -1\ntiers: [{plugins: [{name: nosuch}, {name: sla}]}]\n",
+                     [("maxSnapshotBytes", "Input should be greater than 0"),
+                      ("tiers[0].plugins[0].name", UNKNOWN)], id="top level and plugin"),
+        pytest.param("a refused entry and an unknown plugin after it",
+                     "tiers: [{plugins: [{name: sla, arguments: [1]}, {name: nosuch}]}]\n",
+                     [("tiers[0].plugins[0].arguments", "Input should be a valid dictionary"),
+                      ("tiers[0].plugins[1].name", UNKNOWN)], id="entry and plugin"),
+        pytest.param("a refused entry and a plugin's argument error after it",
+                     "tiers: [{plugins: [{name: sla, arguments: [1]},"
+                     " {name: pdb, arguments: {source: etcd}}]}]\n",
+                     [("tiers[0].plugins[0].arguments", "Input should be a valid dictionary"),
+                      ("tiers[0].plugins[1].arguments.source", "")], id="entry and argument"),
+        pytest.param("a refused volcanoVersion: the plugins are still looked up",
+                     'volcanoVersion: "1.99"\ntiers: [{plugins: [{name: nosuch}]}]\n',
+                     [("tiers[0].plugins[0].name", UNKNOWN),
+                      ("volcanoVersion", "Volcano 1.99 is not supported")],
+                     id="version and plugin"),
+        pytest.param("a tier that is not a mapping: the next keeps its index",
+                     "tiers: [x, {plugins: [{name: nosuch}]}]\n",
+                     [("tiers[0]", "must be a mapping"), ("tiers[1].plugins[0].name", UNKNOWN)],
+                     id="tier and plugin"),
+    ],
+)  # fmt: skip
+def test_check_config_says_a_refused_key_beside_the_plugins_errors(
+    tmp_path: Path, capsys, name: str, text: str, errors: list[tuple[str, str]]
+) -> None:
+    """Issue 47: a refused top-level key (or entry key) hid every plugin's error, the unknown
+    plugin among them; the operator guide promises every problem at once."""
+    assert main(["check-config", write(tmp_path, text)]) == 2, name
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"caldera: {len(errors)} configuration errors:", (name, err)
+    said = [line for line in err[1:] if not line.startswith("# warning: ")]
+    for line, (path, problem) in zip(said, errors, strict=True):
+        assert line.split(": ", 2)[1:2] == [path] and problem in line, (name, line)
+
+
 def test_check_config_error_exits_2_naming_file_and_key(tmp_path: Path, capsys) -> None:
     path = write(tmp_path, "tiers: [{plugins: [{name: sla, enableJobEnqueued: maybe}]}]")
     assert main(["check-config", path]) == 2
@@ -516,6 +559,44 @@ def test_check_config_shows_the_warnings_beside_an_error(
     err = capsys.readouterr().err
     assert error in err, (name, err)
     assert f"# warning: plugin cdp (tiers[0].plugins[0].arguments.cdp-nope = 1): {UNREAD}" in err
+
+
+OVERCOMMIT_LOW = "  - name: overcommit\n    arguments: {overcommit-factor: 0.5}\n"
+SLA_BOGUS = "  - name: sla\n    arguments: {sla-waiting-time: bogus}\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "paths"),
+    [
+        pytest.param("an unknown plugin first",
+                     "tiers:\n- plugins:\n  - name: nosuch\n" + OVERCOMMIT_LOW
+                     + "  - name: priority\n" + SLA_BOGUS,
+                     ["tiers[0].plugins[1].arguments.overcommit-factor",
+                      "tiers[0].plugins[3].arguments.sla-waiting-time"], id="unknown first"),
+        pytest.param("two unknown plugins, in two tiers",
+                     "tiers:\n- plugins:\n  - name: nosuch\n" + OVERCOMMIT_LOW
+                     + "- plugins:\n  - name: priority\n  - name: nosuch2\n" + SLA_BOGUS,
+                     ["tiers[0].plugins[1].arguments.overcommit-factor",
+                      "tiers[1].plugins[2].arguments.sla-waiting-time"], id="two tiers"),
+        pytest.param("an unknown plugin and a top-level error",
+                     "maxSnapshotBytes: -1\ntiers:\n- plugins:\n  - name: nosuch\n"
+                     + OVERCOMMIT_LOW + "  - name: priority\n" + SLA_BOGUS,
+                     ["tiers[0].plugins[1].arguments.overcommit-factor",
+                      "tiers[0].plugins[3].arguments.sla-waiting-time"], id="and top level"),
+    ],
+)  # fmt: skip
+def test_check_config_warnings_name_the_entry_where_the_file_has_it(
+    tmp_path: Path, capsys, name: str, text: str, paths: list[str]
+) -> None:
+    """Issue 47: with an unknown plugin set aside, the warnings named each entry by its index
+    among the others (plugins[0] for the file's plugins[1])."""
+    assert main(["check-config", write(tmp_path, text)]) == 2, name
+    warned = [
+        line.split(" (", 1)[1].split(" = ")[0]
+        for line in capsys.readouterr().err.splitlines()
+        if line.startswith("# warning: ")
+    ]
+    assert warned == paths, name
 
 
 def test_check_config_spells_out_the_explain_defaults(tmp_path: Path, capsys) -> None:

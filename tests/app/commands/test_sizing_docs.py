@@ -23,6 +23,8 @@ ROOT = Path(__file__).resolve().parents[3]
 GUIDE = "docs/operator-guide.md"
 SIDECAR = "deploy/kubernetes/sidecar/scheduler-sidecar.yaml"
 CONFIG = "deploy/kubernetes/base/caldera-config.yaml"
+COMPOSE = "deploy/caldera.yaml"
+README = "README.md"
 MiB = 2**20
 
 
@@ -87,6 +89,11 @@ def hot_path_body_mib(workload: str) -> float:
     return float(row["body_bytes"] / MiB)
 
 
+def plain_snapshot_mib(nodes: int, pods: int) -> float:
+    """The snapshot ``caldera volcano-config --nodes N --pods P`` estimates (the cluster run's)."""
+    return sizing.Cluster(nodes, pods).body_bytes("onSessionOpen") / MiB
+
+
 def shadow_limit() -> float:
     """The limit with a shadow at the shipped settings (sizing.memory_limit_bytes)."""
     from app.shadow.service import DEFAULT_MAX_QUEUED_BYTES
@@ -135,6 +142,12 @@ FIGURES: list[tuple[str, str, str, Callable[[], float]]] = [
     ("shadow limit (sidecar)", SIDECAR, r"limit (\d+)Gi while it runs", lambda: shadow_limit() / 1024 / MiB),
     # the configuration's comment
     ("heavy snapshot at 100 nodes", CONFIG, r"about (\d+) MiB for 100 nodes and 2,000 pods", lambda: hot_path_body_mib("onSessionOpen-100n")),
+    ("plain snapshot at 100 nodes (config)", CONFIG, r"([\d.]+) MiB with the cluster run's plain ones \(what `caldera volcano-config --nodes 100 --pods 2000` estimates", lambda: plain_snapshot_mib(100, 2000)),
+    ("heavy snapshot at 100 nodes (compose)", COMPOSE, r"heavy objects \((\d+) MiB; the plain", lambda: hot_path_body_mib("onSessionOpen-100n")),
+    ("plain snapshot at 100 nodes (compose)", COMPOSE, r"the plain ones of a real scheduler make ([\d.]+) MiB", lambda: plain_snapshot_mib(100, 2000)),
+    # the README's maxSnapshotBytes row (issue 47: it said 75 MiB where volcano-config says 30.9)
+    ("plain snapshot at 100 nodes (README)", README, r"about ([\d.]+) MiB for 100 nodes and 2,000 pods of the plain objects measured on a real scheduler \(what `caldera volcano-config --nodes 100 --pods 2000`", lambda: plain_snapshot_mib(100, 2000)),
+    ("heavy snapshot at 100 nodes (README)", README, r"estimates\), (\d+) MiB with the hot-path benchmark's heavier ones", lambda: hot_path_body_mib("onSessionOpen-100n")),
     ("snapshot at 1,000 nodes (config)", CONFIG, r"([\d.]+) MiB for 1,000 nodes and 10,000 pods in the cluster run", lambda: cluster_run(1000).snapshot_bytes / MiB),
 ]  # fmt: skip
 
