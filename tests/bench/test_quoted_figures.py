@@ -173,15 +173,23 @@ NAMES_X3 = "cluster-names-job1000-repeat3.json"
 """In-tree and identifiers at 1,000 / 10,000, job group, three rounds."""
 
 
-def names_open_ms(part: str) -> list[float]:
-    """Per round, onSessionOpen's ms a session: ``answer`` (until its answer) or ``build``
-    (the session's build after it)."""
-    out = []
-    for r in runs_of(NAMES_X3, "caldera-names"):
-        after = r["calderaAfterAnswerSeconds"]["onSessionOpen"]
-        seconds = after if part == "build" else r["calderaVerbSeconds"]["onSessionOpen"] - after
-        out.append(1000 * seconds / r["calderaVerbCalls"]["onSessionOpen"])
-    return out
+NAMES_FLOOR_X3 = "cluster-names-floor-job1000-repeat3.json"
+"""In-tree, the identifiers protocol's floor (neutral-names) and identifiers at 1,000 / 10,000,
+job group, three rounds."""
+
+
+def idle_by_round(scheduler: str) -> list[float]:
+    """``scheduler``'s idle cycle p50 in each round of ``NAMES_FLOOR_X3``, in round order."""
+    runs = sorted(runs_of(NAMES_FLOOR_X3, scheduler), key=lambda r: r["round"])
+    return [float(r["idleCycleP50Ms"]) for r in runs]
+
+
+def idle_round_ratio(scheduler: str, over: str, round_: int) -> float:
+    return idle_by_round(scheduler)[round_ - 1] / idle_by_round(over)[round_ - 1]
+
+
+UNDISTURBED = 2
+"""The round of ``NAMES_FLOOR_X3`` that ran with nothing else on the machine."""
 
 
 NODE500 = "cluster-names-node500.json"
@@ -399,7 +407,6 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("proposal: names in-tree idle x3", PROPOSAL, r"three rounds\*\* \(\d+ ms\s+against (\d+) ms; target", lambda: idle_p50(NAMES_X3, "intree")),
     ("proposal: names idle ratio", PROPOSAL, r"repeat3\.json\), ([\d.]+)× in the\s+single run", lambda: names_row(NAMES_1000, "job", "caldera-names", "idle_p50_ms") / names_row(NAMES_1000, "job", "intree", "idle_p50_ms")),
     ("proposal: names cluster mode ratio", PROPOSAL, r"on stock Volcano measured ([\d.]+)×\.", lambda: names_row(NAMES_1000, "job", "caldera-cluster", "idle_p50_ms") / names_row(NAMES_1000, "job", "intree", "idle_p50_ms")),
-    ("proposal: session build x3", PROPOSAL, r"onSessionOpen \((\d+–\d+) ms a session at this", lambda: names_open_ms("build")),
     ("names x3 minutes", BENCH, r"commit 9bbf817, (\d+) min\): in-tree", lambda: results(NAMES_X3)["seconds"] / 60),
     ("names x3 in-tree", BENCH, r"min\): in-tree (\d+) ms \(\d+–\d+\), identifiers", lambda: idle_p50(NAMES_X3, "intree")),
     ("names x3 in-tree range", BENCH, r"min\): in-tree \d+ ms \((\d+–\d+)\), identifiers", lambda: idle_p50_range(NAMES_X3, "intree")),
@@ -407,10 +414,26 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("names x3 identifiers range", BENCH, r"\), identifiers \d+ ms \((\d+–\d+)\), \*\*", lambda: idle_p50_range(NAMES_X3, "caldera-names")),
     ("names x3 ratio", BENCH, r"\(\d+–\d+\), \*\*([\d.]+)×\*\*;\s+the single run", lambda: idle_p50(NAMES_X3, "caldera-names") / idle_p50(NAMES_X3, "intree")),
     ("names x3 ratio (headline)", BENCH, r"over\s+three rounds ([\d.]+)×, so the 1\.2× target", lambda: idle_p50(NAMES_X3, "caldera-names") / idle_p50(NAMES_X3, "intree")),
-    ("names x3 session build", BENCH, r"\(`calderaAfterAnswerSeconds`: (\d+–\d+) ms a session\)", lambda: names_open_ms("build")),
-    ("names x3 answer", BENCH, r"onSessionOpen at once \((\d+–\d+) ms\)", lambda: names_open_ms("answer")),
-    ("names x3 enqueue calls", BENCH, r"the (\d+–\d+) jobEnqueueable calls a cycle", lambda: [r["calderaVerbCalls"]["jobEnqueueable"] / r["cycles"] for r in runs_of(NAMES_X3, "caldera-names")]),
-    ("names x3 enqueue each", BENCH, r"a cycle take ([\d.]+–[\d.]+) ms each", lambda: [1000 * r["calderaVerbSeconds"]["jobEnqueueable"] / r["calderaVerbCalls"]["jobEnqueueable"] for r in runs_of(NAMES_X3, "caldera-names")]),
+    ("floor x3 minutes", BENCH, r"round 3 on 01e7d61, (\d+) min;", lambda: results(NAMES_FLOOR_X3)["seconds"] / 60),
+    ("floor x3 in-tree rounds", BENCH, r"idle cycle p50 in-tree (\d+), \d+ and \d+ ms, the floor", lambda: idle_by_round("intree")[0]),
+    ("floor x3 in-tree round 2", BENCH, r"idle cycle p50 in-tree \d+, (\d+) and \d+ ms, the floor", lambda: idle_by_round("intree")[1]),
+    ("floor x3 in-tree round 3", BENCH, r"idle cycle p50 in-tree \d+, \d+ and (\d+) ms, the floor", lambda: idle_by_round("intree")[2]),
+    ("floor x3 floor round 1", BENCH, r"the floor (\d+),\s+\d+ and \d+ ms, identifiers", lambda: idle_by_round("neutral-names")[0]),
+    ("floor x3 floor round 2", BENCH, r"the floor \d+,\s+(\d+) and \d+ ms, identifiers", lambda: idle_by_round("neutral-names")[1]),
+    ("floor x3 floor round 3", BENCH, r"the floor \d+,\s+\d+ and (\d+) ms, identifiers", lambda: idle_by_round("neutral-names")[2]),
+    ("floor x3 identifiers round 1", BENCH, r"identifiers (\d+), \d+ and \d+ ms; medians", lambda: idle_by_round("caldera-names")[0]),
+    ("floor x3 identifiers round 2", BENCH, r"identifiers \d+, (\d+) and \d+ ms; medians", lambda: idle_by_round("caldera-names")[1]),
+    ("floor x3 identifiers round 3", BENCH, r"identifiers \d+, \d+ and (\d+) ms; medians", lambda: idle_by_round("caldera-names")[2]),
+    ("floor x3 floor median", BENCH, r"medians \*\*([\d.]+)× in-tree for the floor", lambda: idle_p50(NAMES_FLOOR_X3, "neutral-names") / idle_p50(NAMES_FLOOR_X3, "intree")),
+    ("floor x3 names median", BENCH, r"for the floor,\s+([\d.]+)× for identifiers", lambda: idle_p50(NAMES_FLOOR_X3, "caldera-names") / idle_p50(NAMES_FLOOR_X3, "intree")),
+    ("floor x3 names over floor", BENCH, r"for identifiers, ([\d.]+)× the floor's\*\*", lambda: idle_p50(NAMES_FLOOR_X3, "caldera-names") / idle_p50(NAMES_FLOOR_X3, "neutral-names")),
+    ("floor x3 undisturbed floor", BENCH, r"undisturbed round ([\d.]+)× and [\d.]+×\.", lambda: idle_round_ratio("neutral-names", "intree", UNDISTURBED)),
+    ("floor x3 undisturbed names", BENCH, r"undisturbed round [\d.]+× and ([\d.]+)×\.", lambda: idle_round_ratio("caldera-names", "intree", UNDISTURBED)),
+    ("proposal: floor median", PROPOSAL, r"medians of \*\*([\d.]+)× in-tree for the floor", lambda: idle_p50(NAMES_FLOOR_X3, "neutral-names") / idle_p50(NAMES_FLOOR_X3, "intree")),
+    ("proposal: names median", PROPOSAL, r"for the floor and\s+([\d.]+)× for Caldera", lambda: idle_p50(NAMES_FLOOR_X3, "caldera-names") / idle_p50(NAMES_FLOOR_X3, "intree")),
+    ("proposal: names over floor", PROPOSAL, r"for Caldera, ([\d.]+)× the floor's\*\*", lambda: idle_p50(NAMES_FLOOR_X3, "caldera-names") / idle_p50(NAMES_FLOOR_X3, "neutral-names")),
+    ("proposal: undisturbed floor", PROPOSAL, r"undisturbed round ([\d.]+)× and [\d.]+×\.", lambda: idle_round_ratio("neutral-names", "intree", UNDISTURBED)),
+    ("proposal: undisturbed names", PROPOSAL, r"undisturbed round [\d.]+× and ([\d.]+)×\.", lambda: idle_round_ratio("caldera-names", "intree", UNDISTURBED)),
     ("proposal: node500 ratio", PROPOSAL, r"500 nodes: ([\d.]+)× in-tree's time to bind", lambda: trial_run(NODE500, "caldera-names", "bind_s") / trial_run(NODE500, "intree", "bind_s")),
     ("proposal: node500 bind", PROPOSAL, r"time to bind\*\* \(([\d.]+) s against", lambda: trial_run(NODE500, "caldera-names", "bind_s")),
     ("proposal: node500 in-tree", PROPOSAL, r"time to bind\*\* \([\d.]+ s against ([\d.]+) s; target", lambda: trial_run(NODE500, "intree", "bind_s")),
