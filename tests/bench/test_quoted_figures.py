@@ -197,9 +197,28 @@ NODE500 = "cluster-names-node500.json"
 allocate's error cache answers (a one-size, one-group run: :func:`trial_run`)."""
 
 
-def node500_calls() -> float:
-    [run] = runs_of(NODE500, "caldera-names")
-    return float(sum(run["calderaVerbCalls"].values()))
+FLOOR_NODE500 = "cluster-names-floor-node500.json"
+"""In-tree, the identifiers protocol's floor (neutral-names) and identifiers at 500 / 5,000,
+node group, one run each."""
+NODE500_X2 = "cluster-names-node500-repeat2.json"
+"""In-tree and identifiers at 500 / 5,000, node group, two more rounds."""
+
+
+def bind_by_round(name: str, scheduler: str) -> list[float]:
+    runs = sorted(runs_of(name, scheduler), key=lambda r: r.get("round", 1))
+    return [float(r["bindSeconds"]) for r in runs]
+
+
+def bind_round_ratio(round_: int) -> float:
+    return (
+        bind_by_round(NODE500_X2, "caldera-names")[round_ - 1]
+        / bind_by_round(NODE500_X2, "intree")[round_ - 1]
+    )
+
+
+def floor_answering() -> float:
+    """Caldera's answering in the floor run: batched predicates, prioritizes, allocates."""
+    return sum(verb_figure(FLOOR_NODE500, verb) for verb in ("predicate", "prioritize", "allocate"))
 
 
 @cache
@@ -434,6 +453,31 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("proposal: names over floor", PROPOSAL, r"for Caldera, ([\d.]+)× the floor's\*\*", lambda: idle_p50(NAMES_FLOOR_X3, "caldera-names") / idle_p50(NAMES_FLOOR_X3, "neutral-names")),
     ("proposal: undisturbed floor", PROPOSAL, r"undisturbed round ([\d.]+)× and [\d.]+×\.", lambda: idle_round_ratio("neutral-names", "intree", UNDISTURBED)),
     ("proposal: undisturbed names", PROPOSAL, r"undisturbed round [\d.]+× and ([\d.]+)×\.", lambda: idle_round_ratio("caldera-names", "intree", UNDISTURBED)),
+    ("floor node500 minutes", BENCH, r"commit\s+b993eec, (\d+) min\): the floor bound", lambda: results(FLOOR_NODE500)["seconds"] / 60),
+    ("floor node500 floor", BENCH, r"the floor bound in ([\d.]+) s against in-tree's", lambda: trial_run(FLOOR_NODE500, "neutral-names", "bind_s")),
+    ("floor node500 in-tree", BENCH, r"against in-tree's ([\d.]+) s, \*\*[\d.]+× in-tree\*\*, and", lambda: trial_run(FLOOR_NODE500, "intree", "bind_s")),
+    ("floor node500 ratio", BENCH, r"\*\*([\d.]+)× in-tree\*\*, and\s+identifiers", lambda: trial_run(FLOOR_NODE500, "neutral-names", "bind_s") / trial_run(FLOOR_NODE500, "intree", "bind_s")),
+    ("floor node500 names", BENCH, r"identifiers in ([\d.]+) s, [\d.]+×, decisions identical", lambda: trial_run(FLOOR_NODE500, "caldera-names", "bind_s")),
+    ("floor node500 names ratio", BENCH, r"identifiers in [\d.]+ s, ([\d.]+)×, decisions identical", lambda: trial_run(FLOOR_NODE500, "caldera-names", "bind_s") / trial_run(FLOOR_NODE500, "intree", "bind_s")),
+    ("node500 x2 minutes", BENCH, r"repeat2\.json\),\s+(\d+) min\)", lambda: results(NODE500_X2)["seconds"] / 60),
+    ("node500 x2 round 1", BENCH, r"min\): ([\d.]+) s against [\d.]+ s and", lambda: bind_by_round(NODE500_X2, "caldera-names")[0]),
+    ("node500 x2 round 1 in-tree", BENCH, r"min\): [\d.]+ s against ([\d.]+) s and", lambda: bind_by_round(NODE500_X2, "intree")[0]),
+    ("node500 x2 round 2", BENCH, r"s and ([\d.]+) s against [\d.]+ s, \*\*", lambda: bind_by_round(NODE500_X2, "caldera-names")[1]),
+    ("node500 x2 round 2 in-tree", BENCH, r"s and [\d.]+ s against ([\d.]+) s, \*\*", lambda: bind_by_round(NODE500_X2, "intree")[1]),
+    ("node500 x2 ratio 1", BENCH, r"\*\*([\d.]+)× and [\d.]+×\*\*: the 2× target", lambda: bind_round_ratio(1)),
+    ("node500 x2 ratio 2", BENCH, r"\*\*[\d.]+× and ([\d.]+)×\*\*: the 2× target", lambda: bind_round_ratio(2)),
+    ("floor node500 above", BENCH, r"above the floor \(about (\d+) s\)", lambda: trial_run(FLOOR_NODE500, "caldera-names", "bind_s") - trial_run(FLOOR_NODE500, "neutral-names", "bind_s")),
+    ("floor node500 predicates", BENCH, r"Caldera's: ([\d.]+) s of batched predicates", lambda: verb_figure(FLOOR_NODE500, "predicate")),
+    ("floor node500 prioritizes", BENCH, r"([\d.]+) s\s+of prioritizes \(", lambda: verb_figure(FLOOR_NODE500, "prioritize")),
+    ("floor node500 prioritize per call", BENCH, r"of prioritizes \(([\d.]+) ms a call\)", lambda: 1000 * verb_figure(FLOOR_NODE500, "prioritize") / verb_figure(FLOOR_NODE500, "prioritize", "calderaVerbCalls")),
+    ("floor node500 allocates", BENCH, r"and ([\d.]+) s of allocates", lambda: verb_figure(FLOOR_NODE500, "allocate")),
+    ("proposal: floor node500 ratio", PROPOSAL, r"bound in \*\*([\d.]+)× in-tree's time\*\*", lambda: trial_run(FLOOR_NODE500, "neutral-names", "bind_s") / trial_run(FLOOR_NODE500, "intree", "bind_s")),
+    ("proposal: floor node500 floor", PROPOSAL, r"time\*\* \(([\d.]+) s\s+against [\d.]+ s; bench", lambda: trial_run(FLOOR_NODE500, "neutral-names", "bind_s")),
+    ("proposal: floor node500 in-tree", PROPOSAL, r"time\*\* \([\d.]+ s\s+against ([\d.]+) s; bench", lambda: trial_run(FLOOR_NODE500, "intree", "bind_s")),
+    ("proposal: floor node500 names", PROPOSAL, r"Caldera in ([\d.]+)× in that run", lambda: trial_run(FLOOR_NODE500, "caldera-names", "bind_s") / trial_run(FLOOR_NODE500, "intree", "bind_s")),
+    ("proposal: node500 x2 ratio 1", PROPOSAL, r"in two more rounds ([\d.]+)× and [\d.]+×", lambda: bind_round_ratio(1)),
+    ("proposal: node500 x2 ratio 2", PROPOSAL, r"in two more rounds [\d.]+× and ([\d.]+)×", lambda: bind_round_ratio(2)),
+    ("proposal: floor node500 answering", PROPOSAL, r"allocates, about (\d+) s,", floor_answering),
     ("proposal: node500 ratio", PROPOSAL, r"500 nodes: ([\d.]+)× in-tree's time to bind", lambda: trial_run(NODE500, "caldera-names", "bind_s") / trial_run(NODE500, "intree", "bind_s")),
     ("proposal: node500 bind", PROPOSAL, r"time to bind\*\* \(([\d.]+) s against", lambda: trial_run(NODE500, "caldera-names", "bind_s")),
     ("proposal: node500 in-tree", PROPOSAL, r"time to bind\*\* \([\d.]+ s against ([\d.]+) s; target", lambda: trial_run(NODE500, "intree", "bind_s")),
@@ -450,9 +494,8 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("proposal: node500 predicates", PROPOSAL, r"With it the batched predicates took ([\d.]+) s", lambda: verb_figure(NODE500, "predicate")),
     ("proposal: node500 prioritize", PROPOSAL, r"took [\d.]+ s, prioritize ([\d.]+) s", lambda: verb_figure(NODE500, "prioritize")),
     ("proposal: node500 answering", PROPOSAL, r"without the extender's ([\d.]+) s of answering", lambda: answering_seconds(NODE500)),
-    ("proposal: node500 without answering", PROPOSAL, r"bind would take about ([\d.]+) s,", lambda: trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)),
-    ("proposal: node500 floor estimate", PROPOSAL, r"\*\*([\d.]+)× in-tree: the round trips", lambda: (trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)) / trial_run(NODE500, "intree", "bind_s")),
-    ("proposal: node500 round trips", PROPOSAL, r"the round trips \(([\d,]+) for 5,000 pods\)", node500_calls),
+    ("proposal: node500 without answering", PROPOSAL, r"bind would have taken about ([\d.]+) s, [\d.]+× in-tree, as if", lambda: trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)),
+    ("proposal: node500 floor estimate", PROPOSAL, r"about [\d.]+ s, ([\d.]+)× in-tree, as if the round trips", lambda: (trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)) / trial_run(NODE500, "intree", "bind_s")),
     ("proposal: protocol's calls", PROPOSAL, r"where today's protocol\s+made ([\d,]+)\.", lambda: cluster_mode_calls("predicate")),
     ("node500 bind", BENCH, r"\*\*bound in ([\d.]+) s against [\d.]+ s in-tree, [\d.]+×\*\*", lambda: trial_run(NODE500, "caldera-names", "bind_s")),
     ("node500 in-tree", BENCH, r"\*\*bound in [\d.]+ s against ([\d.]+) s in-tree, [\d.]+×\*\*", lambda: trial_run(NODE500, "intree", "bind_s")),
@@ -464,9 +507,8 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("node500 in-tree moved", BENCH, r"own time moved from ([\d.]+) to [\d.]+ s", lambda: names_row("500 / 5000", "node", "intree", "bind_s")),
     ("node500 in-tree moved to", BENCH, r"own time moved from [\d.]+ to ([\d.]+) s", lambda: trial_run(NODE500, "intree", "bind_s")),
     ("node500 answering", BENCH, r"without Caldera's ([\d.]+) s of answering", lambda: answering_seconds(NODE500)),
-    ("node500 without answering", BENCH, r"the bind would take about\s+([\d.]+) s,", lambda: trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)),
-    ("node500 floor estimate", BENCH, r"\*\*([\d.]+)× in-tree: the round trips and the shared", lambda: (trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)) / trial_run(NODE500, "intree", "bind_s")),
-    ("node500 prioritize per call", BENCH, r"prioritize's\s+([\d.]+) ms a call", lambda: 1000 * verb_figure(NODE500, "prioritize") / verb_figure(NODE500, "prioritize", "calderaVerbCalls")),
+    ("node500 without answering", BENCH, r"the bind would have taken\s+about ([\d.]+) s \(", lambda: trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)),
+    ("node500 floor estimate", BENCH, r"about [\d.]+ s \(([\d.]+)×\), which suggested", lambda: (trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)) / trial_run(NODE500, "intree", "bind_s")),
     ("soak ratio", BENCH, r"the last minute within ([\d.]+)× \(or", lambda: soak.P99_RATIO_LIMIT),
     ("soak slack", BENCH, r"within [\d.]+× \(or (\d+) ms\) of the first", lambda: soak.P99_SLACK_MS),
     ("soak warm-up", BENCH, r"of the first after a (\d+) s warm-up", lambda: soak.WARMUP_SECONDS),
