@@ -95,8 +95,12 @@ CLUSTER_MODE_TARGET, CLUSTER_MODE_TARGET_NODES = 1.3, 1000
 # The identifiers proposal's targets (docs/proposals/extender-identifiers.md, issue 51) for
 # caldera-names against in-tree: the idle cycle p50 from 1,000 nodes, and in the node group (every
 # predicate through the extender) the time to bind from 500 nodes.
-NAMES_IDLE_TARGET, NAMES_IDLE_TARGET_NODES = 1.2, 1000
-NAMES_BIND_TARGET, NAMES_BIND_TARGET_NODES = 2.0, 500
+NAMES_TARGETS = (
+    # (figure, its words, the target against in-tree, from this many nodes, node group only)
+    ("idle_p50_ms", "idle cycle p50", 1.2, 1000, False),
+    ("bind_s", "time to bind", 2.0, 500, True),
+)
+"""Issue 51's targets for caldera-names, which its floor (neutral-names) is held against too."""
 FULL_SIZES = ((100, 1000), (500, 5000), (1000, 10000))
 SMOKE_SIZES = ((20, 200),)
 
@@ -364,23 +368,21 @@ def ratios(rows: list[dict[str, Any]]) -> list[str]:
     Volcano's marshal, send and wait); the cycle p50 through Caldera within 1.1x of the neutral
     server's, and its ratio to in-tree; in cluster mode the idle cycle p50 within 1.3x of
     in-tree's from 1,000 nodes (issue 36); with identifiers (caldera-names, issue 51) see
-    :func:`names_line`, and for their floor (neutral-names) :func:`names_floor_line`."""
+    :func:`identifiers_line`, for them and for their floor (neutral-names)."""
     out = []
     by_key = {(r["size"], r["group"], r["scheduler"]): r for r in rows}
     for (size, group, scheduler), row in by_key.items():
         intree = by_key.get((size, group, "intree"))
-        if scheduler == "caldera-names":
-            line = names_line(
-                row,
-                intree,
-                by_key.get((size, group, "caldera-cluster")),
-                by_key.get((size, group, FLOOR[scheduler])),
-            )
-            if line:
-                out.append(line)
-            continue
-        if scheduler == FLOOR["caldera-names"] and intree:
-            line = names_floor_line(row, intree)
+        if scheduler in ("caldera-names", FLOOR["caldera-names"]):
+            if scheduler == "caldera-names":
+                beside = (
+                    (by_key.get((size, group, "caldera-cluster")), "cluster mode's"),
+                    (by_key.get((size, group, FLOOR[scheduler])), "the floor's"),
+                )
+                line = identifiers_line(row, intree, "identifiers", beside=beside)
+            else:
+                floor = "identifiers' floor (neutral-names)"
+                line = identifiers_line(row, intree, floor, target_of="caldera-names' ")
             if line:
                 out.append(line)
             continue
@@ -421,70 +423,34 @@ def ratios(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def names_line(
+def identifiers_line(
     row: dict[str, Any],
     intree: dict[str, Any] | None,
-    cluster_mode: dict[str, Any] | None,
-    floor: dict[str, Any] | None = None,
+    who: str,
+    target_of: str = "",
+    beside: tuple[tuple[dict[str, Any] | None, str], ...] = (),
 ) -> str:
-    """caldera-names against in-tree: the idle cycle p50 (target within 1.2x from 1,000 nodes)
-    and, in the node group, the time to bind (target within 2x from 500 nodes), each beside
-    cluster mode's on stock Volcano and the identifiers protocol's floor (neutral-names) when
-    they ran; "" without an in-tree run to compare with."""
+    """An identifiers-mode run against in-tree, one part per figure of :data:`NAMES_TARGETS`
+    that in-tree measured: its ratio, the target from the size it holds at (``target_of``: whose
+    target it is, when not the run's own), and its ratio to each run ``beside`` that ran
+    (caldera-names beside cluster mode on stock Volcano and its floor, neutral-names); "" without
+    an in-tree run or any figure to compare."""
     if not intree:
         return ""
     parts = []
-    if intree["idle_p50_ms"]:
-        target = (
-            f" (target <= {NAMES_IDLE_TARGET})" if row["nodes"] >= NAMES_IDLE_TARGET_NODES else ""
+    for key, words, target, from_nodes, node_only in NAMES_TARGETS:
+        if not intree[key] or (node_only and row["group"] != "node"):
+            continue
+        part = f"{words} {row[key] / intree[key]:.2f}x in-tree"
+        if row["nodes"] >= from_nodes:
+            part += f" ({target_of}target <= {target:g})"
+        part += "".join(
+            f", {row[key] / other[key]:.2f}x {name}"
+            for other, name in beside
+            if other and other[key]
         )
-        part = f"idle cycle p50 {row['idle_p50_ms'] / intree['idle_p50_ms']:.2f}x in-tree{target}"
-        if cluster_mode and cluster_mode["idle_p50_ms"]:
-            part += f", {row['idle_p50_ms'] / cluster_mode['idle_p50_ms']:.2f}x cluster mode's"
-        if floor and floor["idle_p50_ms"]:
-            part += f", {row['idle_p50_ms'] / floor['idle_p50_ms']:.2f}x the floor's"
         parts.append(part)
-    if row["group"] == "node" and intree["bind_s"]:
-        target = (
-            f" (target <= {NAMES_BIND_TARGET:g})" if row["nodes"] >= NAMES_BIND_TARGET_NODES else ""
-        )
-        part = f"time to bind {row['bind_s'] / intree['bind_s']:.2f}x in-tree{target}"
-        if cluster_mode and cluster_mode["bind_s"]:
-            part += f", {row['bind_s'] / cluster_mode['bind_s']:.2f}x cluster mode's"
-        if floor and floor["bind_s"]:
-            part += f", {row['bind_s'] / floor['bind_s']:.2f}x the floor's"
-        parts.append(part)
-    if not parts:
-        return ""
-    return f"{row['size']}, {row['group']}, identifiers: " + "; ".join(parts)
-
-
-def names_floor_line(row: dict[str, Any], intree: dict[str, Any]) -> str:
-    """neutral-names (the neutral server behind the patched Volcano's identifiers conf) against
-    in-tree: how close to in-tree the identifiers protocol itself lets caldera-names come, its
-    idle cycle p50 and, in the node group, its time to bind, each beside caldera-names' target
-    at the sizes the target holds from (a floor above a target says the target is out of reach
-    through this protocol on this machine); "" with neither figure measured in-tree."""
-    parts = []
-    if intree["idle_p50_ms"]:
-        target = (
-            f" (caldera-names' target <= {NAMES_IDLE_TARGET})"
-            if row["nodes"] >= NAMES_IDLE_TARGET_NODES
-            else ""
-        )
-        parts.append(
-            f"idle cycle p50 {row['idle_p50_ms'] / intree['idle_p50_ms']:.2f}x in-tree{target}"
-        )
-    if row["group"] == "node" and intree["bind_s"]:
-        target = (
-            f" (caldera-names' target <= {NAMES_BIND_TARGET:g})"
-            if row["nodes"] >= NAMES_BIND_TARGET_NODES
-            else ""
-        )
-        parts.append(f"time to bind {row['bind_s'] / intree['bind_s']:.2f}x in-tree{target}")
-    if not parts:
-        return ""
-    return f"{row['size']}, {row['group']}, identifiers' floor (neutral-names): " + "; ".join(parts)
+    return f"{row['size']}, {row['group']}, {who}: " + "; ".join(parts) if parts else ""
 
 
 def inside_period(rows: list[dict[str, Any]], period_ms: float = 1000.0) -> list[str]:
