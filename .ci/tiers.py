@@ -85,6 +85,20 @@ STEPS: dict[str, Step] = {
         "the v1.8.2 differential suite catches each plugin verb answered wrongly",
         (*ANSWERS, "tests/conformance/volcano-1.8"),
     ),
+    "differential-identifiers": Step(
+        "the v1.14.1 differential scenarios decide as in-tree with Volcano's extender patched by "
+        "protocol/volcano-identifiers calling Caldera in sessionState cluster with identifiers "
+        "(every call one, predicates batched)",
+        (
+            *ANSWERS,
+            "tests/conformance/volcano-1.14",
+            "tests/conformance/identifiers.sh",
+            "app/identifiers.py",
+            "app/cluster_state",
+            "app/server/routes/capabilities.py",
+            "protocol/volcano-identifiers",
+        ),
+    ),
     "cluster-smoke-mutants": Step(
         "the cluster smoke fails when nodegroup, resource-strategy-fit, task-topology or pdb "
         "is missing from Caldera's conf",

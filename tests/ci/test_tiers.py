@@ -164,7 +164,7 @@ def test_ci_run_asks_about_every_slow_step() -> None:
     assert releases is not None
     for step_id in tiers.STEPS:
         kind, _, release = step_id.rpartition("-")
-        if kind in ("differential", "mutations"):
+        if kind in ("differential", "mutations") and release[:1].isdigit():
             assert f'slow_due "{kind}-$r"' in script
             assert release in releases.group(1).split(",")
         else:

@@ -109,6 +109,9 @@ type CalderaConfig struct {
 	Tiers            [][]CalderaPlugin
 	// VolcanoVersion overrides the release's volcanoVersion (negative controls).
 	VolcanoVersion string
+	// SessionState and SessionStateKubeconfig: Caldera's sessionState ("" is the default, the
+	// snapshot) and the API server it lists and watches in cluster mode (identifiers.go).
+	SessionState, SessionStateKubeconfig string
 }
 
 func (c CalderaConfig) yaml() ([]byte, error) {
@@ -138,12 +141,16 @@ func (c CalderaConfig) yaml() ([]byte, error) {
 	if mr == nil {
 		mr = []string{}
 	}
-	return yaml.Marshal(map[string]interface{}{
+	doc := map[string]interface{}{
 		"volcanoVersion":   version,
 		"managedResources": mr,
 		"maxRequestBytes":  104857600,
 		"tiers":            tiers,
-	})
+	}
+	if c.SessionState != "" {
+		doc["sessionState"], doc["sessionStateKubeconfig"] = c.SessionState, c.SessionStateKubeconfig
+	}
+	return yaml.Marshal(doc)
 }
 
 // Caldera is a running `caldera serve`.

@@ -9,6 +9,7 @@ package suite
 // the reason.
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -28,8 +29,12 @@ import (
 // with 200.
 type recorder struct {
 	URL      string
+	target   string // the Caldera (or the proxy before it) the calls go to
 	mu       sync.Mutex
 	answered map[string]int
+	// Calls posted, by verb, whose body named its objects by identifiers or carried Volcano's
+	// objects (identifierBody).
+	identifierBodies, objectBodies map[string]int
 }
 
 func startRecorder(t *testing.T, target string) *recorder {
@@ -38,7 +43,8 @@ func startRecorder(t *testing.T, target string) *recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &recorder{answered: map[string]int{}}
+	r := &recorder{answered: map[string]int{}, identifierBodies: map[string]int{}, objectBodies: map[string]int{},
+		target: target}
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	proxy.ModifyResponse = func(resp *http.Response) error {
 		if resp.StatusCode == http.StatusOK {
@@ -49,6 +55,18 @@ func startRecorder(t *testing.T, target string) *recorder {
 		return nil
 	}
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodPost {
+			body, _ := io.ReadAll(req.Body)
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			verb := strings.TrimPrefix(req.URL.Path, "/")
+			r.mu.Lock()
+			if identifierBody(body) {
+				r.identifierBodies[verb]++
+			} else {
+				r.objectBodies[verb]++
+			}
+			r.mu.Unlock()
+		}
 		proxy.ServeHTTP(w, req)
 		_, _ = io.Copy(io.Discard, req.Body)
 	}))
@@ -146,7 +164,7 @@ func startPermissive(t *testing.T, neutral string) string {
 func hookVerbs(answered map[string]int) int {
 	n := 0
 	for verb, count := range answered {
-		if verb != "onSessionOpen" && verb != "onSessionClose" {
+		if verb != "onSessionOpen" && verb != "onSessionClose" && verb != "capabilities" {
 			n += count
 		}
 	}
@@ -166,8 +184,8 @@ func aboutVerbs(s Scenario, entry conf.PluginOption) [][]string {
 		runs[a.Name()] = true
 	}
 	sent := func(enabled bool, key string) []string {
-		if _, sends := entry.Arguments[key]; enabled && sends {
-			return []string{calderaVerbs[key]}
+		if verb, sends := entry.Arguments[key].(string); enabled && sends {
+			return []string{verb}
 		}
 		return nil
 	}
@@ -178,8 +196,8 @@ func aboutVerbs(s Scenario, entry conf.PluginOption) [][]string {
 		{[]string{"enqueue"}, sent(on(entry.EnabledJobEnqueued), verbJobEnqueueable)},
 		{[]string{"preempt"}, sent(on(entry.EnabledPreemptable), verbPreemptable)},
 		{[]string{"reclaim"}, sent(on(entry.EnabledReclaimable), verbReclaimable)},
-		{[]string{"allocate", "backfill"}, append(sent(on(entry.EnabledPredicate), verbPredicate),
-			sent(on(entry.EnabledNodeOrder), verbPrioritize)...)},
+		{[]string{"allocate", "backfill"}, append(append(sent(on(entry.EnabledPredicate), verbPredicate),
+			sent(on(entry.EnabledPredicate), argBatchPredicateVerb)...), sent(on(entry.EnabledNodeOrder), verbPrioritize)...)},
 	} {
 		for _, a := range x.actions {
 			if runs[a] && len(x.verbs) > 0 {

@@ -221,11 +221,12 @@ func runMinRuntimeCase(t *testing.T, c minRuntimeCase) {
 	}
 	// One caldera for the case's runs, behind a recording proxy; started on the case's
 	// test so that it outlives each run's subtest.
-	caldera := startCaldera(t, CalderaConfig{Tiers: [][]CalderaPlugin{{{
+	cfg := CalderaConfig{Tiers: [][]CalderaPlugin{{{
 		Name:      "min-runtime",
 		Flags:     map[string]bool{"enablePreemptable": true, "enableReclaimable": true},
 		Arguments: mutatedArguments("min-runtime", c.args),
-	}}}})
+	}}}}
+	caldera := startCaldera(t, cfg)
 	upstream := caldera.URL
 	if mutating("min-runtime") { // its entry sends no predicate or allocate: no neutral Caldera needed
 		upstream = startMutator(t, caldera.URL, caldera.URL)
@@ -249,9 +250,18 @@ func runMinRuntimeCase(t *testing.T, c minRuntimeCase) {
 			tiers = minRuntimeTiers(t, extender(fmt.Sprintf("http://127.0.0.1:%d", freePort(t))))
 		}
 		t.Run(name, func(t *testing.T) {
-			before := proxy.Calls()
+			calls := proxy.Calls
+			if identifiersMode && !r.without && !r.calderaDown {
+				// Caldera in cluster mode over this run's objects, called with identifiers.
+				rec := identifiersCaldera(t, cfg, c.cluster(r.start))
+				tiers = minRuntimeTiers(t, extender(rec.URL))
+				withIdentifiers(extenderArgs(tiers))
+				calls = rec.Answered
+				defer checkIdentifierBodies(t, rec)
+			}
+			before := calls()
 			o := runSession(t, c.cluster(r.start), tiers, c.actions())
-			after := proxy.Calls()
+			after := calls()
 			t.Logf("%s; caldera asked %s %d times", o, verb, after[verb]-before[verb])
 			failed := t.Failed()
 			r.want.check(t, o)

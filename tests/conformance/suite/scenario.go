@@ -127,25 +127,22 @@ func compare(t *testing.T, s Scenario) {
 	if s.Expect != nil {
 		s.Expect(t, inTree)
 	}
-	_, under := s.extenderTiers("")
-	c := startCaldera(t, s.calderaConfig(t, under, s.Cluster()))
-	target := c.URL
-	if mutating(s.Plugin) {
-		target = startMutator(t, c.URL, neutralCaldera(t, s.Ext.ManagedResources))
-	}
-	rec := startRecorder(t, target)
-	tiers, _ := s.extenderTiers(rec.URL)
-	ext := runSession(t, s.Cluster(), tiers, s.Actions())
-	t.Logf("extender: %s (Caldera answered %s)", ext, rec)
+	ext, rec, tiers := extenderSession(t, s)
+	t.Logf("extender%s: %s (Caldera answered %s)", bodiesNote(), ext, rec)
 	cmp := s.Diff
 	if cmp == nil {
 		cmp = diff
 	}
 	// Every scenario is held to the answered check and its controls: there is no per-release
 	// escape hatch (a difference Caldera cannot reproduce is a scenario in differences.go, which
-	// asserts that difference instead).
+	// asserts that difference instead). The identifiers mode checks every call was one; its
+	// controls are the objects mode's (the same state, the same answers).
 	if mutation() == "" {
 		checkAnswered(t, s, rec, extenderEntry(tiers))
+	}
+	if identifiersMode {
+		checkIdentifierBodies(t, rec)
+	} else if mutation() == "" {
 		neutral := neutralCaldera(t, s.Ext.ManagedResources)
 		abstaining, _ := s.extenderTiers(neutral)
 		controls := map[string]func() Outcome{
@@ -164,8 +161,34 @@ func compare(t *testing.T, s Scenario) {
 	if d != "" && mutating(s.Plugin) {
 		t.Errorf("%s: the extender run differs from in-tree %s:\n%s", caughtMarker(mutation()), s.Plugin, d)
 	} else if d != "" {
-		t.Errorf("extender run differs from in-tree %s:\n%s", s.Plugin, d)
+		t.Errorf("extender run%s differs from in-tree %s:\n%s", bodiesNote(), s.Plugin, d)
 	}
+}
+
+// extenderSession runs s with the extender entry in place of s.Plugin, Volcano's extender
+// calling a Caldera that hosts the plugin (through the mutator when a mutant is asked for) through
+// a recorder: in objects mode on the snapshot's bodies, in identifiers mode (identifiers.go) on
+// the patched plugin's identifiers, Caldera in cluster mode over a stand-in API server.
+func extenderSession(t *testing.T, s Scenario) (Outcome, *recorder, []conf.Tier) {
+	t.Helper()
+	_, under := s.extenderTiers("")
+	cl := s.Cluster()
+	cfg := s.calderaConfig(t, under, cl)
+	var rec *recorder
+	if identifiersMode {
+		rec = identifiersCaldera(t, cfg, cl)
+	} else {
+		target := startCaldera(t, cfg).URL
+		if mutating(s.Plugin) {
+			target = startMutator(t, target, neutralCaldera(t, s.Ext.ManagedResources))
+		}
+		rec = startRecorder(t, target)
+	}
+	tiers, _ := s.extenderTiers(rec.URL)
+	if identifiersMode {
+		withIdentifiers(extenderArgs(tiers))
+	}
+	return runSession(t, s.Cluster(), tiers, s.Actions()), rec, tiers
 }
 
 // asksVictims: the scenario runs preempt or reclaim and the extender entry sends that action's
