@@ -19,6 +19,7 @@ rather learn at startup than from a scheduler that quietly ignores a plugin.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
@@ -70,12 +71,21 @@ class ConfigError(Exception):
     one line per problem when there are several (``more``: the others, as (path, problem))."""
 
     def __init__(
-        self, source: str, path: str, problem: str, more: list[tuple[str, str]] | None = None
+        self,
+        source: str,
+        path: str,
+        problem: str,
+        more: list[tuple[str, str]] | None = None,
+        rest: CalderaConfig | None = None,
     ) -> None:
         self.source = source
         self.path = path
         self.problem = problem
         self.more = list(more or [])
+        self.rest = rest
+        """The file's configuration without what the problems name, when that much is valid
+        (:func:`parse_config`): check-config says its warnings too, so that a typo in one
+        plugin's flag does not hide an unread argument in another."""
         lines = [
             f"{source}: {where}: {what}" if where else f"{source}: {what}"
             for where, what in [(path, problem), *self.more]
@@ -83,11 +93,13 @@ class ConfigError(Exception):
         super().__init__("\n".join(lines))
 
     @classmethod
-    def of(cls, source: str, problems: list[tuple[str, str]]) -> ConfigError:
+    def of(
+        cls, source: str, problems: list[tuple[str, str]], rest: CalderaConfig | None = None
+    ) -> ConfigError:
         """Every problem, in the order of the file (``tiers[2]`` before ``tiers[10]``)."""
         ordered = sorted(problems, key=lambda item: _natural(item[0]))
         (path, problem), *more = ordered
-        return cls(source, path, problem, more)
+        return cls(source, path, problem, more, rest)
 
 
 def _natural(path: str) -> list[tuple[int, str]]:
@@ -323,10 +335,13 @@ def _plugin_entry(raw: Any, where: str, problems: list[tuple[str, str]]) -> dict
     return entry
 
 
-def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) -> CalderaConfig:
+def parse_config(
+    data: Any, source: str, keep: Mapping[str, Any] | None = None, *, salvage: bool = True
+) -> CalderaConfig:
     """Validate a decoded YAML document; ``keep`` overrides top-level keys with values that
     must not change (a live reload keeps the running ``volcanoVersion`` and limits). Every
-    problem found is reported in one :class:`ConfigError`; only a document whose shape is
+    problem found is reported in one :class:`ConfigError`, with the rest of the file that is
+    valid (:attr:`ConfigError.rest`, unless ``salvage`` is off); only a document whose shape is
     unusable stops at that."""
     if data is None:
         data = {}
@@ -334,32 +349,9 @@ def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) 
         raise ConfigError(source, "", "the configuration must be a YAML mapping")
     data = {**data, **(keep or {})}
     problems: list[tuple[str, str]] = []
-    tiers = data.get("tiers")
-    if tiers is not None:
-        if not isinstance(tiers, list):
-            raise ConfigError(source, "tiers", "must be a list of tiers")
-        shaped: list[dict[str, list[Any]]] = []
-        for t, tier in enumerate(tiers):
-            if not isinstance(tier, dict):
-                problems.append((f"tiers[{t}]", "must be a mapping with 'plugins'"))
-                shaped.append({"plugins": []})  # the next tier keeps its index
-                continue
-            for extra in sorted(set(tier) - {"plugins"}):
-                problems.append((f"tiers[{t}].{extra}", "unknown tier key"))
-            plugin_list = tier.get("plugins") or []
-            if not isinstance(plugin_list, list):
-                problems.append((f"tiers[{t}].plugins", "must be a list of plugins"))
-                shaped.append({"plugins": []})
-                continue
-            shaped.append(
-                {
-                    "plugins": [
-                        _plugin_entry(p, f"tiers[{t}].plugins[{i}]", problems)
-                        for i, p in enumerate(plugin_list)
-                    ]
-                }
-            )
-        data["tiers"] = shaped
+    if not isinstance(data.get("tiers", []), list):
+        raise ConfigError(source, "tiers", "must be a list of tiers")
+    document, data = data, _shaped(data, problems)
     release_known = True
     try:
         config = CalderaConfig.model_validate(data)
@@ -372,17 +364,24 @@ def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) 
             if err["type"] == "extra_forbidden":
                 message = "unknown key"
             problems.append((_path(loc), message))
-        rest = _without_refused(data, exc)
-        if rest is None:
+        # Checked on without what pydantic refused: the plugins' own checks still run, and
+        # every problem is said at once (a refused maxSnapshotBytes hid an unknown plugin,
+        # issue 47).
+        refused, positions = without(document, [path for path, _ in problems])
+        try:
+            config = placed(CalderaConfig.model_validate(_shaped(refused, [])), positions)
+        except ValidationError:
             raise ConfigError.of(source, problems) from None
-        config = rest
         # A refused volcanoVersion leaves the release unknown: what depends on it is not
         # checked against a release the file did not name.
         release_known = all(path != "volcanoVersion" for path, _ in problems)
     release = config.release
+    unshaped = {path for path, _ in problems}  # an entry that is no mapping has no plugin
     for t, tier in enumerate(config.tiers):
         for i, option in tier.indexed():
             where = f"tiers[{t}].plugins[{i}]"
+            if where in unshaped:
+                continue
             cls = registry.get(option.name)
             if cls is None:
                 known = ", ".join(registry.names()) or "none"
@@ -401,40 +400,93 @@ def parse_config(data: Any, source: str, keep: Mapping[str, Any] | None = None) 
             session_state_problems(config.sessionState, release, installed, config.infers_release)
         )
     if problems:
-        raise ConfigError.of(source, problems)
+        raise ConfigError.of(
+            source, problems, _rest(document, problems, source) if salvage else None
+        )
     return config
 
 
-def _without_refused(data: dict[str, Any], error: ValidationError) -> CalderaConfig | None:
-    """``data`` without what ``error`` refused, validated: a top-level key left to its default,
-    a plugin entry set aside (the others keep their file positions, :meth:`Tier.indexed`). So
-    that the plugins' own checks still run and every problem is said at once: a refused
-    ``maxSnapshotBytes`` hid an unknown plugin (issue 47). None when another part was refused,
-    or the rest does not validate either."""
-    top: set[str] = set()
-    entries: set[tuple[int, int]] = set()
-    for err in error.errors():
-        loc = tuple(err["loc"])
-        match loc:
-            case ("tiers", int(t), "plugins", int(i), *_):
-                entries.add((t, i))
-            case (str(key), *_) if key != "tiers":
-                top.add(key)
-            case _:
-                return None
-    rest = {key: value for key, value in data.items() if key not in top}
-    positions: list[list[int] | None] = []
-    if isinstance(data.get("tiers"), list):  # shaped: each a {"plugins": [...]} (parse_config)
-        rest["tiers"] = []
-        for t, tier in enumerate(data["tiers"]):
-            kept = [i for i in range(len(tier["plugins"])) if (t, i) not in entries]
-            rest["tiers"].append({"plugins": [tier["plugins"][i] for i in kept]})
-            positions.append(kept)
+def _shaped(document: dict[str, Any], problems: list[tuple[str, str]]) -> dict[str, Any]:
+    """``document`` with each plugin entry split into name, arguments and flags
+    (:func:`_plugin_entry`), for pydantic; what is out of shape is added to ``problems``."""
+    tiers = document.get("tiers")
+    if tiers is None:
+        return document
+    shaped: list[dict[str, list[Any]]] = []
+    for t, tier in enumerate(tiers):
+        if not isinstance(tier, dict):
+            problems.append((f"tiers[{t}]", "must be a mapping with 'plugins'"))
+            shaped.append({"plugins": []})  # the next tier keeps its index
+            continue
+        for extra in sorted(set(tier) - {"plugins"}):
+            problems.append((f"tiers[{t}].{extra}", "unknown tier key"))
+        plugin_list = tier.get("plugins") or []
+        if not isinstance(plugin_list, list):
+            problems.append((f"tiers[{t}].plugins", "must be a list of plugins"))
+            shaped.append({"plugins": []})
+            continue
+        shaped.append(
+            {
+                "plugins": [
+                    _plugin_entry(p, f"tiers[{t}].plugins[{i}]", problems)
+                    for i, p in enumerate(plugin_list)
+                ]
+            }
+        )
+    return {**document, "tiers": shaped}
+
+
+def _rest(
+    document: dict[str, Any], problems: list[tuple[str, str]], source: str
+) -> CalderaConfig | None:
+    """``document`` without what ``problems`` name, when that is a valid configuration."""
+    rest, positions = without(document, [path for path, _ in problems])
     try:
-        config = CalderaConfig.model_validate(rest)
-    except ValidationError:
+        return placed(parse_config(rest, source, salvage=False), positions)
+    except ConfigError:
         return None
-    return placed(config, positions)
+
+
+_SET_ASIDE = object()
+
+
+def without(document: Any, paths: list[str]) -> tuple[Any, list[list[int] | None]]:
+    """A copy of ``document`` (a decoded configuration file) without what each path names (as
+    :class:`ConfigError` names them: ``tiers[0].plugins[1].arguments.x``): the key goes, except
+    that a plugin entry whose name is at fault (unknown, or not of this release) or that is no
+    mapping is set aside whole, the other entries keeping their warnings (issue 47 item 10).
+    With, per tier, the file's positions of the entries kept (None: the tier is not a list of
+    entries), for :func:`placed`."""
+    document = copy.deepcopy(document)
+    for where in paths:
+        *parents, last = re.findall(r"[^.\[\]]+", where) or [""]
+        node: Any = document
+        for part in parents:
+            key: Any = int(part) if part.isdigit() else part
+            try:
+                node = node[key]
+            except (KeyError, IndexError, TypeError):
+                node = None
+                break
+        if last == "name" and isinstance(node, dict) and parents:
+            node[_SET_ASIDE] = True
+        elif isinstance(node, dict) and last in node:
+            del node[last]
+        elif isinstance(node, list) and last.isdigit() and int(last) < len(node):
+            node[int(last)] = _SET_ASIDE
+    positions: list[list[int] | None] = []
+    for tier in (document.get("tiers") if isinstance(document, dict) else None) or []:
+        if not (isinstance(tier, dict) and isinstance(tier.get("plugins"), list)):
+            positions.append(None)
+            continue
+        kept = [
+            i
+            for i, p in enumerate(tier["plugins"])
+            if p is not _SET_ASIDE and not (isinstance(p, dict) and p.get(_SET_ASIDE))
+        ]
+        tier["plugins"] = [tier["plugins"][i] for i in kept]
+        positions.append(kept)
+    return document, positions
 
 
 def placed(config: CalderaConfig, positions: list[list[int] | None]) -> CalderaConfig:

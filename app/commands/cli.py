@@ -34,8 +34,6 @@ from app.config import (
     effective_config,
     load_config,
     load_config_text,
-    parse_config,
-    placed,
     read_config_text,
     release_note,
 )
@@ -203,7 +201,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         config = load_config_text(text, source)
     except ConfigError as exc:
         code = _fail_config(exc)
-        _print_warnings(check_warnings(salvaged(text, source, exc) if path else None), sys.stderr)
+        _print_warnings(check_warnings(exc.rest if path else None), sys.stderr)
         return code
     logging.disable(logging.WARNING)  # the plugins' own log lines would repeat the warnings
     try:
@@ -241,53 +239,6 @@ def check_warnings(config: CalderaConfig | None) -> list[str]:
 def _print_warnings(warnings: list[str], stream: Any) -> None:
     for warning in warnings:
         print(f"# warning: {warning}", file=stream)
-
-
-_DROPPED = object()
-
-
-def salvaged(text: str, source: str, error: ConfigError) -> CalderaConfig | None:
-    """The configuration without the keys ``error`` names, when that much loads: so that
-    check-config shows the warnings of the rest of a file that has an error (a typo in one
-    plugin's flag must not hide an unread argument in another). None when it does not load."""
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return None
-    for where in [error.path, *(path for path, _ in error.more)]:
-        *parents, last = re.findall(r"[^.\[\]]+", where) or [""]
-        node: Any = document
-        for part in parents:
-            key: Any = int(part) if part.isdigit() else part
-            try:
-                node = node[key]
-            except (KeyError, IndexError, TypeError):
-                node = None
-                break
-        if isinstance(node, dict) and last in node and last != "name":
-            del node[last]
-        elif last == "name" and isinstance(node, dict) and parents:
-            # An entry whose plugin cannot be served (unknown, or not of this release) goes
-            # whole; the others keep their warnings (issue 47 item 10).
-            node[_DROPPED] = True
-    # The entries kept stand where the file has them: a warning names the file's entry, not
-    # its index among the kept ones (issue 47: plugins[0] for the file's plugins[1]).
-    positions: list[list[int] | None] = []
-    for tier in (document.get("tiers") if isinstance(document, dict) else None) or []:
-        if not (isinstance(tier, dict) and isinstance(tier.get("plugins"), list)):
-            positions.append(None)
-            continue
-        kept = [
-            i
-            for i, p in enumerate(tier["plugins"])
-            if not (isinstance(p, dict) and p.get(_DROPPED))
-        ]
-        tier["plugins"] = [tier["plugins"][i] for i in kept]
-        positions.append(kept)
-    try:
-        return placed(parse_config(document, source), positions)
-    except ConfigError:
-        return None
 
 
 def cmd_volcano_config(args: argparse.Namespace) -> int:

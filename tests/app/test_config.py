@@ -284,3 +284,54 @@ def test_argument_errors_of_another_type_are_a_configuration_error_naming_the_pl
         assert "Traceback" not in err
     finally:
         registry._registry.pop(_ArgumentErrors.name, None)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "problems", "rest"),
+    [
+        pytest.param("an unknown plugin set aside, the others where the file has them",
+                     "tiers:\n- plugins:\n  - name: nosuch\n  - name: overcommit\n"
+                     "  - {name: sla, enableJobEnqueued: maybe}\n",
+                     ["tiers[0].plugins[0].name", "tiers[0].plugins[2].enableJobEnqueued"],
+                     {"maxSnapshotBytes": DEFAULT_MAX_SNAPSHOT_BYTES,
+                      "tiers": [[(1, "overcommit"), (2, "sla")]]},
+                     id="unknown plugin"),
+        pytest.param("a key pydantic refuses goes; the entry's plugin is still checked",
+                     "tiers: [{plugins: [{name: cdp, arguments: 5}, {name: nosuch}]}]\n",
+                     ["tiers[0].plugins[0].arguments", "tiers[0].plugins[1].name"],
+                     {"maxSnapshotBytes": DEFAULT_MAX_SNAPSHOT_BYTES, "tiers": [[(0, "cdp")]]},
+                     id="refused arguments"),
+        pytest.param("a refused top-level key takes its default",
+                     "maxSnapshotBytes: -1\ntiers: [{plugins: [{name: nosuch}, {name: sla}]}]\n",
+                     ["maxSnapshotBytes", "tiers[0].plugins[0].name"],
+                     {"maxSnapshotBytes": DEFAULT_MAX_SNAPSHOT_BYTES, "tiers": [[(1, "sla")]]},
+                     id="top level"),
+        pytest.param("an entry that is no mapping (no 'unknown plugin' beside it)",
+                     "tiers: [{plugins: [5, {name: sla}]}]\n",
+                     ["tiers[0].plugins[0]"],
+                     {"maxSnapshotBytes": DEFAULT_MAX_SNAPSHOT_BYTES, "tiers": [[(1, "sla")]]},
+                     id="not a mapping"),
+    ],
+)  # fmt: skip
+def test_a_config_error_carries_the_rest_of_the_file(
+    name: str, text: str, problems: list[str], rest: dict
+) -> None:
+    """One salvage for every reader: parse_config says every problem and keeps what is valid
+    without them (ConfigError.rest), each entry at its file position, for check-config's
+    warnings (it had its own reparse of the file before)."""
+    with pytest.raises(ConfigError) as caught:
+        load(text)
+    error = caught.value
+    assert [error.path, *(path for path, _ in error.more)] == problems, name
+    assert error.rest is not None, name
+    kept = {
+        "maxSnapshotBytes": error.rest.maxSnapshotBytes,
+        "tiers": [[(i, o.name) for i, o in tier.indexed()] for tier in error.rest.tiers],
+    }
+    assert kept == rest, name
+
+
+def test_no_rest_when_what_is_left_is_not_a_configuration() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load("tiers: 5\n")
+    assert caught.value.rest is None
