@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, assert_never, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client.process_collector import ProcessCollector
 
 from app.explain import SessionLog
 from app.shadow.diff import Difference, with_live_reasons
@@ -56,7 +57,12 @@ counted), comparing the two answers."""
 class ShadowMetrics:
     """The shadow's own series: registered only when a shadow is configured."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, pid: Callable[[], int | str]) -> None:
+        # The shadow's process's own RSS, CPU and descriptors (caldera_shadow_process_*): it
+        # takes about as much memory as the live one (docs/operator-guide.md, §7), which the
+        # live process's process_* series do not count. ``pid`` names no process ("none")
+        # while there is none, so no samples then.
+        ProcessCollector(namespace="caldera_shadow", pid=pid, registry=registry)
         self.differences = Counter(
             "caldera_shadow_differences_total",
             "Answers where the shadow configuration would have decided otherwise than the"

@@ -159,7 +159,7 @@ class Shadow:
         self.live_path = live_path
         """The live configuration's file (None: the embedded default), for ``--diff``."""
         self.max_queued_bytes = max_queued_bytes
-        self.metrics = ShadowMetrics(registry)
+        self.metrics = ShadowMetrics(registry, self._pid)
         self.reports = ShadowReports(self.path, self.metrics, clock)
         """What the process reported: sessions, differences, failures, the file loaded."""
         self._live_sources = LiveSources(live_sources) if live_sources is not None else None
@@ -249,6 +249,13 @@ class Shadow:
         self._queue.append(Item(session, verb, body, answer, size, state))
         if verb == CLOSE and self.activity.idle():  # else woken by closed(), once it is
             self._wake.set()  # the session's burst is over: the shadow's turn
+
+    def _pid(self) -> int | str:
+        """The shadow's process while it runs (its pid is not reused under it), else "none"."""
+        process = getattr(self, "_process", None)  # a scrape before __init__ started it
+        if process is None or process.pid is None or not process.is_alive():
+            return "none"
+        return int(process.pid)
 
     def closed(self) -> None:
         """The live side answered onSessionClose and marked it (:class:`ShadowedAnswers`): the

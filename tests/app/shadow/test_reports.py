@@ -27,7 +27,9 @@ JOB_ENQUEUEABLE = Verb.JOB_ENQUEUEABLE
 
 
 def reports() -> ShadowReports:
-    return ShadowReports(Path("shadow.yaml"), ShadowMetrics(CollectorRegistry()), lambda: AT)
+    return ShadowReports(
+        Path("shadow.yaml"), ShadowMetrics(CollectorRegistry(), lambda: "none"), lambda: AT
+    )
 
 
 def held(subject: str) -> Difference:

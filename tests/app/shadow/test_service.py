@@ -5,6 +5,7 @@ finished session's differences are kept."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -42,6 +43,25 @@ def settled(s: Shadow, until: Any) -> None:
     deadline = time.monotonic() + 10
     while not until() and time.monotonic() < deadline:
         time.sleep(0.01)
+
+
+def test_the_shadow_process_has_its_own_process_series_while_it_runs(tmp_path: Path) -> None:
+    """Its RSS is about the live process's (operator guide §7), and the live process's
+    process_* series do not count it: caldera_shadow_process_* are the child's, and say nothing
+    once it has ended (its pid could be another process's by then)."""
+    path = tmp_path / "shadow.yaml"
+    path.write_text(CONFIG)
+    registry = CollectorRegistry()
+    s = Shadow(str(path), registry, 1 << 20)
+    try:
+        rss = registry.get_sample_value("caldera_shadow_process_resident_memory_bytes")
+        started = registry.get_sample_value("caldera_shadow_process_start_time_seconds")
+        assert rss is not None and rss > 1 << 20
+        assert started is not None and started >= time.time() - 60
+        assert s._pid() == s._process.pid != os.getpid()
+    finally:
+        s.stop()
+    assert registry.get_sample_value("caldera_shadow_process_resident_memory_bytes") is None
 
 
 def test_a_session_whose_snapshot_does_not_fit_is_dropped_whole(tmp_path: Path) -> None:
