@@ -63,7 +63,6 @@ SECTIONS: tuple[Section, ...] = (
         lambda text: readme_sections.shadow_cost_table("shadow-settled-hotpath.txt", text),
     ),
     Section("soak", ("soak.json",), readme_sections.soak_section),
-    Section("targets-notes", ("latest.json",), readme_sections.targets_notes),
     Section(
         "cluster-state", ("cluster-state.json", "cluster.json"), readme_sections.cluster_state_table
     ),

@@ -365,64 +365,6 @@ def cluster_cost_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# ------------------------------------------------------- where the targets stand: the notes
-
-
-def targets_notes(doc: dict[str, Any]) -> str:
-    """The figures behind the notes on the targets the latest run does not meet, from
-    bench/results/latest.json."""
-    row = {r["workload"]: r for r in doc["workloads"]}
-    notes = [_generated("latest.json", by="python -m bench run"), ""]
-    big, cycle = row.get("onSessionOpen-100n"), (doc.get("cycle") or {}).get("caldera") or {}
-    if big and big["caldera"].get("first_snapshot_growth_MiB") is not None:
-        last = row.get("onSessionOpen-500n")
-        notes.append(
-            f"- **onSessionOpen's RSS growth**: a freshly started Caldera's first"
-            f" {report._size(big['body_bytes'])} snapshot grows RSS by"
-            f" {big['caldera']['first_snapshot_growth_MiB']:.0f} MiB, measured first thing after"
-            " start (`bench/run.py` `first_snapshot_growth`); the same body received again grows"
-            f" it by {big['caldera']['peak_rss_growth_MiB']:.0f} MiB."
-            + (
-                f" The replayed cycle's peak ({cycle['peak_rss_MiB']:.0f} MiB) holds the"
-                f" {report._size(last['body_bytes'])} buffer left by onSessionOpen-500n, run just"
-                " before it, until the cycle's first snapshot replaces it."
-                if last and cycle.get("peak_rss_MiB")
-                else ""
-            )
-        )
-    evict = row.get("preemptable-c1")
-    if evict and evict["floor"] and evict["caldera_asgi"]:
-        notes.append(
-            "- **preemptable/reclaimable** against the floor: the floor decodes the body once into"
-            f" narrow structs ({_ms(evict['floor']['p50_ms'])} ms); Caldera finds each evictee's"
-            " bytes for the byte-exact echo, decodes each into a full TaskInfo and runs five"
-            f" plugins: {_ms(evict['caldera_asgi']['p50_ms'])} ms in process,"
-            f" {_ms(evict['caldera']['p50_ms'])} ms over HTTP with the answer's verbatim victims."
-        )
-    small = [row[name] for name in ("allocate-c1", "onSessionClose-c1") if name in row]
-    if small and all(r["caldera_asgi"] and r["go"] for r in small):
-        http = sorted(r["caldera"]["p50_ms"] for r in small)
-        app = sorted(r["caldera_asgi"]["p50_ms"] for r in small)
-        go = min(r["go"]["p50_ms"] for r in small)
-        notes.append(
-            f"- **The small verbs** (allocate, onSessionClose: {http[0]:.2f}–{http[-1]:.2f} ms over"
-            f" HTTP, {_us(app[0]).removesuffix(' µs')}–{_us(app[-1])} of it in Caldera's code) are"
-            " bound by the Python HTTP stack; the smallest round trip of this run, Go's"
-            f" onSessionClose, is {_ms(go)} ms. Cutting it would mean answering verbs from the"
-            " protocol without an ASGI task per request; not attempted."
-        )
-    opened = row.get("onSessionOpen-10n")
-    if opened and opened["floor"] and opened["caldera_asgi"]:
-        notes.append(
-            f"- **onSessionOpen {report._size(opened['body_bytes'])}**: the floor only decodes;"
-            " Caldera also builds the session of eleven plugins (usage's 1.16 estimator decodes"
-            " every node's task list, task-topology builds its buckets):"
-            f" {_ms(opened['caldera_asgi']['p50_ms'])} ms in process against the floor's"
-            f" {_ms(opened['floor']['p50_ms'])} ms."
-        )
-    return "\n".join(notes)
-
-
 # ------------------------------------------------------------------- the cluster-state store
 
 

@@ -271,6 +271,15 @@ def open_mb_per_s(size: str) -> float:
     return float(row["snapshot_MiB"] * MiB / 1e6 / (row["caldera_open_ms"] / 1000))
 
 
+def latest(name: str, who: str, key: str = "p50_ms") -> float:
+    """``key`` of ``who`` (caldera, caldera_asgi, floor, go) in bench/results/latest.json's row
+    ``name``."""
+    return float(workload("latest.json", name)[who][key])
+
+
+SMALL_VERBS = ("allocate-c1", "onSessionClose-c1")
+
+
 REAL_SNAPSHOTS = "snapshot-real-decode.txt"
 SETTLED = "shadow-settled-hotpath.txt"
 
@@ -517,6 +526,20 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("explain bytes an entry", "README.md", r"An entry costs (\d+–\d+) bytes", explain_bytes_per_entry),
     ("explain bound", "README.md", r"holds at most about (\d+) MiB at the defaults", explain_bound_mib),
     ("explain per 1,000 jobs", "README.md", r"asked about 100 nodes takes (\d+) MiB", lambda: results("explain.json")["memory"]["MiB_per_1000_jobs"]),
+    ("notes: first snapshot", BENCH, r"Caldera's first ([\d.]+) MiB snapshot grows RSS", lambda: body_mib("onSessionOpen-100n")),
+    ("notes: first snapshot growth", BENCH, r"snapshot grows RSS by (\d+) MiB, measured first", lambda: latest("onSessionOpen-100n", "caldera", "first_snapshot_growth_MiB")),
+    ("notes: snapshot again", BENCH, r"the same body received again grows\s+it by (\d+) MiB", lambda: latest("onSessionOpen-100n", "caldera", "peak_rss_growth_MiB")),
+    ("notes: cycle peak", BENCH, r"The replayed cycle's peak \((\d+) MiB\)", lambda: float(results("latest.json")["cycle"]["caldera"]["peak_rss_MiB"])),
+    ("notes: 500-node buffer", BENCH, r"holds the ([\d.]+) MiB buffer left by onSessionOpen-500n", lambda: body_mib("onSessionOpen-500n")),
+    ("notes: evict floor", BENCH, r"once into narrow structs \(([\d.]+) ms\)", lambda: latest("preemptable-c1", "floor")),
+    ("notes: evict in process", BENCH, r"runs five plugins: ([\d.]+) ms in process", lambda: latest("preemptable-c1", "caldera_asgi")),
+    ("notes: evict over HTTP", BENCH, r"ms in process, ([\d.]+) ms over HTTP with the answer's", lambda: latest("preemptable-c1", "caldera")),
+    ("notes: small verbs over HTTP", BENCH, r"onSessionClose: ([\d.]+–[\d.]+) ms over HTTP", lambda: [latest(n, "caldera") for n in SMALL_VERBS]),
+    ("notes: small verbs in Caldera", BENCH, r"ms over HTTP, (\d+–\d+) µs of it in Caldera's code", lambda: [latest(n, "caldera_asgi") * 1000 for n in SMALL_VERBS]),
+    ("notes: Go's round trip", BENCH, r"Go's onSessionClose, is ([\d.]+) ms", lambda: min(latest(n, "go") for n in SMALL_VERBS)),
+    ("notes: 10-node body", BENCH, r"\*\*onSessionOpen ([\d.]+) MiB\*\*: the floor only decodes", lambda: body_mib("onSessionOpen-10n")),
+    ("notes: 10-node in process", BENCH, r"task-topology builds its buckets\): ([\d.]+) ms in process", lambda: latest("onSessionOpen-10n", "caldera_asgi")),
+    ("notes: 10-node floor", BENCH, r"ms in process against the floor's ([\d.]+) ms\.", lambda: latest("onSessionOpen-10n", "floor")),
     ("prioritize marshal", "README.md", r"prioritize body\s+takes about ([\d.]+) s on one core", lambda: workload("latest.json", "prioritize-c1")["marshal"]["p50_ms"] / 1000),
     ("cycle marshal", "README.md", r"cost the scheduler (\d+–\d+) s of marshalling per cycle", lambda: [results("latest.json")["cycle"]["marshal_estimate_ms"] / 1000]),
 ]  # fmt: skip

@@ -105,14 +105,6 @@ def test_the_report_command_bench_readme_shows_writes_a_new_figure(
             ["cluster-state"],
         ),
         (
-            "a note's figure typed over",
-            (
-                "Caldera's first 75.0 MiB snapshot grows RSS by 111 MiB",
-                "Caldera's first 75.0 MiB snapshot grows RSS by 70 MiB",
-            ),
-            ["targets-notes"],
-        ),
-        (
             "a real snapshot's rate typed over",
             ("(**881 → 1,004 MB/s**)", "(**881 → 1,104 MB/s**)"),
             ["snapshot-floor"],
