@@ -171,55 +171,7 @@ def http_split_table(doc: dict[str, Any]) -> str:
             f"| {row['verb']}, {body} | {http} | {_ms(app['p50_ms'])} ms |"
             f" {row['http_share']:.0%} | {shown_floor} |"
         )
-    return "\n".join([*lines, "", *_http_split_notes(doc)])
-
-
-def _us(ms: float) -> str:
-    return f"{ms * 1000:.0f} µs"
-
-
-def _http_split_notes(doc: dict[str, Any]) -> list[str]:
-    """The figures the notes under the split quote, from the same run."""
-    row = {r["workload"]: r for r in _rows(doc, HTTP_SPLIT)}
-    notes = []
-    if (p := row.get("predicate-c1")) and p["caldera_asgi"] and p["floor"]:
-        notes.append(
-            "- **Most of the distance to the floor is HTTP serving, not decoding.** For predicate"
-            f" Caldera's app (routing, decoding, four node plugins, the answer) takes"
-            f" {_ms(p['caldera_asgi']['p50_ms'])} ms against the narrow floor decode's"
-            f" {_ms(p['floor']['p50_ms'])} ms; uvicorn, the socket and the load generator take"
-            f" the other {p['http_share']:.0%} of its {_ms(p['caldera']['p50_ms'])} ms over HTTP."
-        )
-    if (e := row.get("preemptable-c1")) and e["caldera_asgi"]:
-        notes.append(
-            f"- **preemptable, 30 evictees** ({_ms(e['caldera']['p50_ms'])} ms, of which"
-            f" {_ms(e['caldera_asgi']['p50_ms'])} ms in the app): each evictee's bytes are found"
-            " for the verbatim echo and decoded into a `TaskInfo` for the plugins, then the five"
-            " evict plugins vote. The Go baseline answers a fixed abstain, so this row is not like"
-            " for like."
-        )
-    close, alloc = row.get("onSessionClose-c1"), row.get("allocate-c1")
-    if close and alloc and close["go"] and alloc["go"] and alloc["floor"]:
-        floor = alloc["floor"]["p50_ms"]
-        notes.append(
-            f"- **Fixed cost per request**: `{{}}` (onSessionClose) takes"
-            f" {_ms(close['caldera']['p50_ms'])} ms against {_ms(close['go']['p50_ms'])} ms on the"
-            f" Go server. For allocate ({report._size(alloc['body_bytes'])}) Caldera takes"
-            f" {_ms(alloc['caldera']['p50_ms'])} ms and Go {_ms(alloc['go']['p50_ms'])} ms,"
-            f" {alloc['http_share']:.0%} of Caldera's in HTTP, so against an in-process floor of"
-            f" {_us(floor)} the Caldera/floor ratio is {alloc['caldera']['p50_ms'] / floor:.0f}×"
-            f" (Go's {alloc['go']['p50_ms'] / floor:.0f}×): the 1.5× target cannot be met by"
-            ' small-body verbs over HTTP by any server; "Caldera/(floor + HTTP)" is the fairer'
-            " column for them."
-        )
-    if (z := row.get("prioritize-c1")) and z["floor"]:
-        relation = "faster" if z["caldera"]["p50_ms"] < z["floor"]["p50_ms"] else "slower"
-        notes.append(
-            f"- **prioritize** over HTTP is {relation} than the floor"
-            f" ({_ms(z['caldera']['p50_ms'])} ms against {_ms(z['floor']['p50_ms'])} ms for"
-            f" {report._size(z['body_bytes'])})."
-        )
-    return notes
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------- a shadow
