@@ -66,7 +66,6 @@ def decoders_table(doc: dict[str, Any]) -> str:
         " `orjson.loads` | Go `encoding/json` into Volcano types (over HTTP) |",
         "|---|---|---|---|---|",
     ]
-    pydantic, orjson_big = [], []
     for row in _rows(doc, DECODER_BODIES):
         libs, go = row["floor_libs"], row["go"]
         fast = libs["msgspec"]["p50_ms"]
@@ -74,9 +73,6 @@ def decoders_table(doc: dict[str, Any]) -> str:
         for lib in ("pydantic", "orjson"):
             ratio = libs[lib]["p50_ms"] / fast
             cells.append(f"{_ms(libs[lib]['p50_ms'])} ms ({_times(ratio)})")
-        pydantic.append(libs["pydantic"]["p50_ms"] / fast)
-        if row["body_bytes"] >= MiB:
-            orjson_big.append(libs["orjson"]["p50_ms"] / fast)
         cells.append(f"{_ms(go['p50_ms'])} ms" if go else "–")
         body = f"{row['verb']}, {report._size(row['body_bytes'])}"
         lines.append(f"| {body} | " + " | ".join(cells) + " |")
@@ -90,46 +86,7 @@ def decoders_table(doc: dict[str, Any]) -> str:
         go = " / ".join(f"{r['go']['ingest_MBps']:.0f}" if r["go"] else "–" for r in snapshots)
         rates = " | ".join(f"{cell} MB/s" for cell in cells)
         lines.append(f"| onSessionOpen, {sizes} MiB | {rates} | {go} MB/s |")
-        for r in snapshots:
-            libs = r["floor_libs"]
-            pydantic.append(libs["pydantic"]["p50_ms"] / libs["msgspec"]["p50_ms"])
-            orjson_big.append(libs["orjson"]["p50_ms"] / libs["msgspec"]["p50_ms"])
-    snapshot = next((r for r in snapshots if r["workload"] == "onSessionOpen-100n"), None)
-    lines += [
-        "",
-        "- msgspec skips unknown keys (managedFields, images, most of the pod spec) without"
-        " allocating them"
-        + (
-            f"; the decoded narrow snapshot of {report._size(snapshot['body_bytes'])} costs"
-            f" ~{snapshot['floor']['peak_rss_growth_MiB']:.0f} MiB of RSS."
-            if snapshot and snapshot.get("floor", {}).get("peak_rss_growth_MiB") is not None
-            else "."
-        ),
-        f"- pydantic v2 with the same narrow models is {min(pydantic):.1f}–{max(pydantic):.0f}×"
-        " slower (its JSON parser builds intermediate values before validation).",
-        "- `orjson.loads` materialises every key as dicts: fine for tiny bodies,"
-        f" {min(orjson_big):.0f}–{max(orjson_big):.0f}× slower than msgspec on bodies of a MiB"
-        " or more, the heaviest on memory, and it still needs validation afterwards.",
-        _go_against_decoders(doc),
-    ]
     return "\n".join(lines)
-
-
-def _go_against_decoders(doc: dict[str, Any]) -> str:
-    rows = [r for r in _rows(doc, DECODER_BODIES + SNAPSHOTS) if r["go"]]
-    slower = [r for r in rows if r["go"]["p50_ms"] > r["floor_libs"]["msgspec"]["p50_ms"]]
-    beats = [
-        f"{r['verb']} {report._size(r['body_bytes'])}"
-        for r in rows
-        if r["go"]["p50_ms"] < max(lib["p50_ms"] for lib in r["floor_libs"].values())
-    ]
-    where = "every body" if len(slower) == len(rows) else f"{len(slower)} of {len(rows)} bodies"
-    than_others = f", faster than pydantic or orjson on {', '.join(beats)}" if beats else ""
-    return (
-        f"- Go's `encoding/json` into Volcano's own structs, over HTTP, is slower than msgspec"
-        f" on {where}{than_others}: reflection plus `resource.Quantity`/`metav1.Time` parsing"
-        " of every field."
-    )
 
 
 # --------------------------------------------------------------- where Caldera's time goes

@@ -278,6 +278,21 @@ def latest(name: str, who: str, key: str = "p50_ms") -> float:
 
 
 SMALL_VERBS = ("allocate-c1", "onSessionClose-c1")
+DECODED = (
+    *("predicate-c1", "prioritize-c1", "preemptable-c1", "jobReady-c1"),
+    *("onSessionOpen-10n", "onSessionOpen-100n", "onSessionOpen-500n"),
+)
+"""The rows of bench/README's table of decoding libraries."""
+
+
+def over_msgspec(lib: str, min_bytes: int = 0) -> list[float]:
+    """``lib``'s p50 over msgspec's on each body of :data:`DECODED` of ``min_bytes`` or more."""
+    rows = [workload("latest.json", name) for name in DECODED]
+    return [
+        r["floor_libs"][lib]["p50_ms"] / r["floor_libs"]["msgspec"]["p50_ms"]
+        for r in rows
+        if r["body_bytes"] >= min_bytes
+    ]
 
 
 REAL_SNAPSHOTS = "snapshot-real-decode.txt"
@@ -558,9 +573,28 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("split: prioritize", BENCH, r"faster than the floor \(([\d.]+) ms against", lambda: latest("prioritize-c1", "caldera")),
     ("split: prioritize floor", BENCH, r"faster than the floor \([\d.]+ ms against ([\d.]+) ms for", lambda: latest("prioritize-c1", "floor")),
     ("split: prioritize body", BENCH, r"ms against [\d.]+ ms for ([\d.]+) MiB\)", lambda: body_mib("prioritize-c1")),
+    ("decoders: snapshot", BENCH, r"the decoded narrow snapshot of ([\d.]+) MiB costs", lambda: body_mib("onSessionOpen-100n")),
+    ("decoders: snapshot RSS", BENCH, r"snapshot of [\d.]+ MiB costs ~(\d+) MiB of RSS", lambda: latest("onSessionOpen-100n", "floor", "peak_rss_growth_MiB")),
+    ("decoders: pydantic least", BENCH, r"same narrow models is ([\d.]+)–\d+× slower", lambda: min(over_msgspec("pydantic"))),
+    ("decoders: pydantic most", BENCH, r"same narrow models is [\d.]+–(\d+)× slower", lambda: max(over_msgspec("pydantic"))),
+    ("decoders: orjson", BENCH, r"fine for tiny bodies, (\d+–\d+)× slower than msgspec", lambda: over_msgspec("orjson", MiB)),
     ("prioritize marshal", "README.md", r"prioritize body\s+takes about ([\d.]+) s on one core", lambda: workload("latest.json", "prioritize-c1")["marshal"]["p50_ms"] / 1000),
     ("cycle marshal", "README.md", r"cost the scheduler (\d+–\d+) s of marshalling per cycle", lambda: [results("latest.json")["cycle"]["marshal_estimate_ms"] / 1000]),
 ]  # fmt: skip
+
+
+def test_go_against_the_decoders_is_what_latest_json_holds() -> None:
+    """bench/README's bullet on Go's ``encoding/json``: slower than msgspec on every body of the
+    decoders' table, faster than the slower of pydantic and orjson on the bodies it names."""
+    rows = [workload("latest.json", name) for name in DECODED]
+    assert all(r["go"]["p50_ms"] > r["floor_libs"]["msgspec"]["p50_ms"] for r in rows)
+    beats = ", ".join(
+        f"{r['verb']} {r['body_bytes'] / MiB:.1f} MiB"
+        for r in rows
+        if r["go"]["p50_ms"] < max(lib["p50_ms"] for lib in r["floor_libs"].values())
+    )
+    words = f"slower than msgspec on every body, faster than pydantic or orjson on {beats}:"
+    assert words in (ROOT / BENCH).read_text()
 
 
 def rounded(value: float, digits: int) -> float:
