@@ -63,9 +63,7 @@ SECTIONS: tuple[Section, ...] = (
         lambda text: readme_sections.shadow_cost_table("shadow-settled-hotpath.txt", text),
     ),
     Section("soak", ("soak.json",), readme_sections.soak_section),
-    Section(
-        "cluster-state", ("cluster-state.json", "cluster.json"), readme_sections.cluster_state_table
-    ),
+    Section("cluster-state", ("cluster-state.json",), readme_sections.cluster_state_table),
     Section("shadow-state", ("shadow-state.json",), readme_sections.shadow_state_table),
     Section(
         "snapshot-floor",

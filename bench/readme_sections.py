@@ -341,10 +341,9 @@ def shadow_state_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
+def cluster_state_table(doc: dict[str, Any]) -> str:
     """The store's memory, the process's peak RSS and one session's derivation at each measured
-    size, from bench/results/cluster-state.json, against the snapshot Volcano posts at that size
-    where bench/results/cluster.json measured it."""
+    size, from bench/results/cluster-state.json."""
     before, after = doc["load_average_before_after"]
     sizes: list[dict[str, Any]] = doc["sizes"]
 
@@ -414,38 +413,7 @@ def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
                 ),
             )
         )
-    grown = [
-        " / ".join(f"{int(n):,}" for n in name.split("/"))
-        + f": pods ×{g['pods']:g}, nodes ×{g['nodes']:g}; store"
-        f" ×{g['store_mib']:g}, peak RSS ×{g['peak_rss_mib']:g}, first session"
-        f" ×{g['first_session_ms_median']:g}, 100 pods changed"
-        f" ×{g['changed_100_pods_ms_median']:g}, relist of 0 changed"
-        f" ×{g['relist_0_changed_replace_ms_median']:g}"
-        for name, g in doc["growth"].items()
-    ]
-    if grown:
-        first = sizes[0]
-        lines += [
-            "",
-            f"Growth against {first['nodes']:,} / {first['pods']:,} (medians): "
-            + "; ".join(grown)
-            + ".",
-        ]
-    snapshots = []
-    for size in sizes:
-        key = f"{size['nodes']} / {size['pods']}"
-        runs = {
-            r["scheduler"]: r for r in cluster["rows"] if r["size"] == key and r["group"] == "job"
-        }
-        caldera, intree = runs.get("caldera"), runs.get("intree")
-        if caldera and intree:
-            snapshots.append(
-                f"At {size['nodes']:,} nodes / {size['pods']:,} pods the store holds"
-                f" ~{size['store_mib']:.0f} MiB, against the {caldera['snapshot_MiB']:.1f} MiB"
-                " snapshot Volcano posts every cycle at that size (results/cluster.json), whose"
-                f" in-tree cycle takes {intree['idle_p50_ms']:.0f} ms (p50)."
-            )
-    return "\n".join([*lines, *(["", *snapshots] if snapshots else [])])
+    return "\n".join(lines)
 
 
 # ------------------------------------------- docs/plugin-author-guide.md: what a verb costs

@@ -105,6 +105,31 @@ def open_over_caldera() -> list[float]:
     ]
 
 
+GROWTH = (
+    ("pods", "pods"),
+    ("nodes", "nodes"),
+    ("store", "store_mib"),
+    ("peak RSS", "peak_rss_mib"),
+    ("first session", "first_session_ms_median"),
+    ("100 pods changed", "changed_100_pods_ms_median"),
+    ("relist of 0 changed", "relist_0_changed_replace_ms_median"),
+)
+"""bench/README's words for each figure of cluster-state.json's growth, and its key there."""
+
+
+def growth_cases() -> list[tuple[str, str, str, Callable[[], float]]]:
+    """A case per figure of the growth sentence under bench/README's cluster-state table: each
+    larger size's growth against the first, as ``python -m bench.cluster_state`` wrote it."""
+    cases = []
+    for size, figures in results("cluster-state.json")["growth"].items():
+        label = " / ".join(f"{int(n):,}" for n in size.split("/"))
+        for words, key in GROWTH:
+            ahead = "" if key in ("pods", "nodes") else r"pods ×[\d.]+, nodes ×[\d.]+; "
+            pattern = rf"{label}: {ahead}[^;]*?\b{words} ×(\d+(?:\.\d+)?)"
+            cases.append((f"growth: {size} {words}", BENCH, pattern, lambda v=figures[key]: v))
+    return cases
+
+
 def cluster_range(size: str, scheduler: str, key: str) -> list[float]:
     return [float(v) for v in cluster_row(size, "job", scheduler)[f"{key}_range"]]
 
@@ -578,9 +603,13 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("decoders: pydantic least", BENCH, r"same narrow models is ([\d.]+)–\d+× slower", lambda: min(over_msgspec("pydantic"))),
     ("decoders: pydantic most", BENCH, r"same narrow models is [\d.]+–(\d+)× slower", lambda: max(over_msgspec("pydantic"))),
     ("decoders: orjson", BENCH, r"fine for tiny bodies, (\d+–\d+)× slower than msgspec", lambda: over_msgspec("orjson", MiB)),
+    ("store beside the snapshot: size", BENCH, r"At 1,000 nodes / 10,000 pods the store holds ~(\d+) MiB", lambda: state_at(1000, 10000)["store_mib"]),
+    ("store beside the snapshot: snapshot", BENCH, r"against the ([\d.]+) MiB snapshot Volcano posts every cycle", lambda: cluster_run("1000 / 10000", "job", "caldera", "snapshot_MiB")),
+    ("store beside the snapshot: in-tree", BENCH, r"whose in-tree cycle takes (\d+) ms \(p50\)", lambda: cluster_run("1000 / 10000", "job", "intree", "idle_p50_ms")),
     ("prioritize marshal", "README.md", r"prioritize body\s+takes about ([\d.]+) s on one core", lambda: workload("latest.json", "prioritize-c1")["marshal"]["p50_ms"] / 1000),
     ("cycle marshal", "README.md", r"cost the scheduler (\d+–\d+) s of marshalling per cycle", lambda: [results("latest.json")["cycle"]["marshal_estimate_ms"] / 1000]),
 ]  # fmt: skip
+CASES += growth_cases()
 
 
 def test_go_against_the_decoders_is_what_latest_json_holds() -> None:
