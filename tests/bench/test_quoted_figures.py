@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from app.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
 from bench import soak
 from bench.hotpath_output import SavedRun, parse_output
 
@@ -52,9 +53,21 @@ def explain_bytes_per_entry() -> list[float]:
     ]
 
 
-def explain_bound_mib() -> float:
-    from bench.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
+def explain_figure(name: str, part: str, key: str) -> float:
+    """``part``'s ``key`` in a ``python -m bench explain`` results file."""
+    return float(results(name)[part][key])
 
+
+def explain_added_us(verb: str) -> float:
+    """What the decision record adds to a framework call of ``verb`` (explain.json, µs)."""
+    timing = results("explain.json")["time_per_call"]
+    return float(timing["with"][f"{verb}_us"] - timing["without"][f"{verb}_us"])
+
+
+EXPLAIN_1000 = "explain-1000-nodes.json"
+
+
+def explain_bound_mib() -> float:
     per_entry = results("explain.json")["memory"]["bytes_per_entry"]
     return float(DEFAULT_ENTRIES * DEFAULT_SESSIONS * per_entry / MiB)
 
@@ -606,6 +619,28 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("store beside the snapshot: size", BENCH, r"At 1,000 nodes / 10,000 pods the store holds ~(\d+) MiB", lambda: state_at(1000, 10000)["store_mib"]),
     ("store beside the snapshot: snapshot", BENCH, r"against the ([\d.]+) MiB snapshot Volcano posts every cycle", lambda: cluster_run("1000 / 10000", "job", "caldera", "snapshot_MiB")),
     ("store beside the snapshot: in-tree", BENCH, r"whose in-tree cycle takes (\d+) ms \(p50\)", lambda: cluster_run("1000 / 10000", "job", "intree", "idle_p50_ms")),
+    ("explain: jobs", BENCH, r"\(([\d,]+) jobs, 100\s+nodes\) and \[results/explain-1000", lambda: results("explain.json")["jobs"]),
+    ("explain: nodes", BENCH, r"\(1,000 jobs, (\d+)\s+nodes\) and \[results/explain-1000", lambda: results("explain.json")["nodes"]),
+    ("explain: 1,000-node jobs", BENCH, r"explain-1000-nodes.json\) \((\d+) jobs, 1,000\s+nodes\)", lambda: results(EXPLAIN_1000)["jobs"]),
+    ("explain: 1,000-node nodes", BENCH, r"explain-1000-nodes.json\) \(\d+ jobs, ([\d,]+)\s+nodes\)", lambda: results(EXPLAIN_1000)["nodes"]),
+    ("explain: MiB per 1,000 jobs", BENCH, r"what the record holds\): ([\d.]+) MiB per 1,000 jobs", lambda: explain_figure("explain.json", "memory", "MiB_per_1000_jobs")),
+    ("explain: entries a job", BENCH, r"asked about 100 nodes \(([\d.]+) entries a\s+job", lambda: explain_figure("explain.json", "memory", "entries_per_job")),
+    ("explain: bytes an entry", BENCH, r"entries a\s+job, ~(\d+) bytes an entry\); at", lambda: explain_figure("explain.json", "memory", "bytes_per_entry")),
+    ("explain: 1,000 nodes per 1,000 jobs", BENCH, r"at 1,000 nodes ([\d.]+) MiB per 1,000 such jobs", lambda: explain_figure(EXPLAIN_1000, "memory", "MiB_per_1000_jobs")),
+    ("explain: 1,000 nodes entries", BENCH, r"such jobs \(([\d.]+) entries a job", lambda: explain_figure(EXPLAIN_1000, "memory", "entries_per_job")),
+    ("explain: 1,000 nodes bytes", BENCH, r"entries a job, ~(\d+)\s+bytes an\s+entry\)\.", lambda: explain_figure(EXPLAIN_1000, "memory", "bytes_per_entry")),
+    ("explain: preemptor KiB", BENCH, r"three plugins veto half holds ([\d.]+) KiB", lambda: explain_figure("explain.json", "evictions", "KiB_per_preemptor")),
+    ("explain: preemptor entries", BENCH, r"KiB in (\d+) entries", lambda: explain_figure("explain.json", "evictions", "entries_per_preemptor")),
+    ("explain: preemptor bytes", BENCH, r"entries \(~(\d+) bytes an\s+entry\)\. The record", lambda: explain_figure("explain.json", "evictions", "bytes_per_entry")),
+    ("explain: entries a session", BENCH, r"`explainEntries` \(([\d,]+)\) per session", lambda: DEFAULT_ENTRIES),
+    ("explain: sessions", BENCH, r"`explainSessions` \((\d+)\) hold", lambda: DEFAULT_SESSIONS),
+    ("explain: the bound", BENCH, r"hold at most ~(\d+) MiB at", explain_bound_mib),
+    ("explain: the bound's entry", BENCH, r"hold at most ~\d+ MiB at (\d+) bytes an entry", lambda: explain_figure("explain.json", "memory", "bytes_per_entry")),
+    ("explain: jobEnqueueable", BENCH, r"best of five\): jobEnqueueable \+([\d.]+) µs", lambda: explain_added_us("jobEnqueueable")),
+    ("explain: predicate", BENCH, r"µs, predicate \+([\d.]+) µs, preemptable", lambda: explain_added_us("predicate")),
+    ("explain: preemptable", BENCH, r"preemptable with 30 evictees\s+(-?[\d.]+) µs \(measured", lambda: explain_added_us("preemptable")),
+    ("explain: load", BENCH, r"µs \(measured at load ([\d.]+) on", lambda: results("explain.json")["machine"]["loadavg"]),
+    ("explain: CPUs", BENCH, r"on (\d+) CPUs\)\.", lambda: results("explain.json")["machine"]["cpus"]),
     ("prioritize marshal", "README.md", r"prioritize body\s+takes about ([\d.]+) s on one core", lambda: workload("latest.json", "prioritize-c1")["marshal"]["p50_ms"] / 1000),
     ("cycle marshal", "README.md", r"cost the scheduler (\d+–\d+) s of marshalling per cycle", lambda: [results("latest.json")["cycle"]["marshal_estimate_ms"] / 1000]),
 ]  # fmt: skip
