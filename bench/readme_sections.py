@@ -287,6 +287,10 @@ def _counted(figures: dict[str, Any], prefix: str, suffix: str) -> list[tuple[in
     ]
 
 
+def _min_median(figures: dict[str, float], digits: int = 0) -> str:
+    return f"{figures['min']:,.{digits}f} / {figures['median']:,.{digits}f} ms"
+
+
 def _size(n: float) -> str:
     return f"{n:,.0f} B" if n < 10_000 else f"{n / 1e6:.2f} MB"
 
@@ -295,9 +299,6 @@ def shadow_state_table(doc: dict[str, Any]) -> str:
     """What handing cluster mode's session state to the shadow costs, from
     bench/results/shadow-state.json (``python -m bench.shadow_state``)."""
     before, after = doc["load_average_before_after"]
-
-    def pair(figures: dict[str, float]) -> str:
-        return f"{figures['min']:,.2f} / {figures['median']:,.2f} ms"
 
     lines = [
         _generated("shadow-state.json", by="python -m bench.shadow_state"),
@@ -311,13 +312,15 @@ def shadow_state_table(doc: dict[str, Any]) -> str:
     ]
     for n, figures in sorted(_counted(doc, "changed_", "_pods"), key=lambda pair: pair[0]):
         lines.append(
-            f"| {n:,} | {pair(figures['encode_ms'])} | {_size(figures['bytes_median'])}"
-            f" ({figures['entries_median']} entries) | {pair(figures['apply_ms'])} |"
+            f"| {n:,} | {_min_median(figures['encode_ms'], 2)} |"
+            f" {_size(figures['bytes_median'])} ({figures['entries_median']} entries) |"
+            f" {_min_median(figures['apply_ms'], 2)} |"
         )
     whole = doc["whole"]
     lines += [
-        f"| the whole state (first session, or after a lost delta) | {pair(whole['encode_ms'])} |"
-        f" {whole['bytes'] / 1e6:.1f} MB | {pair(whole['apply_ms'])} |",
+        "| the whole state (first session, or after a lost delta) |"
+        f" {_min_median(whole['encode_ms'], 2)} | {whole['bytes'] / 1e6:.1f} MB |"
+        f" {_min_median(whole['apply_ms'], 2)} |",
         "",
         f"One entry's encode: median {whole['entry_encode_ms']['median']:.2f} ms, p99"
         f" {whole['entry_encode_ms']['p99']:.2f} ms (wall time).",
@@ -350,9 +353,6 @@ def cluster_state_table(doc: dict[str, Any]) -> str:
     def row(what: str, cell: Callable[[dict[str, Any]], str]) -> str:
         return f"| {what} | " + " | ".join(cell(size) for size in sizes) + " |"
 
-    def ms(figures: dict[str, float], digits: int = 0) -> str:
-        return f"{figures['min']:,.{digits}f} / {figures['median']:,.{digits}f} ms"
-
     def rebuilt(figures: dict[str, int]) -> str:
         return f"{figures['tasks']:,} / {figures['nodes']:,} / {figures['jobs']:,}"
 
@@ -381,7 +381,7 @@ def cluster_state_table(doc: dict[str, Any]) -> str:
         ),
         row(
             "incremental, first session (builds every task, node and job)",
-            lambda s: ms(s["incremental"]["first_session_ms"]),
+            lambda s: _min_median(s["incremental"]["first_session_ms"]),
         ),
     ]
     for changed, _ in _counted(sizes[0]["incremental"], "changed_", "_pods_ms"):
@@ -390,7 +390,7 @@ def cluster_state_table(doc: dict[str, Any]) -> str:
                 f"incremental, {changed:,} pods changed since the last session (tasks / nodes /"
                 " jobs rebuilt)",
                 lambda s, n=changed: (
-                    ms(s["incremental"][f"changed_{n}_pods_ms"], 2)
+                    _min_median(s["incremental"][f"changed_{n}_pods_ms"], 2)
                     + f" ({rebuilt(s['incremental'][f'changed_{n}_pods_rebuilt'])})"
                 ),
             )
@@ -399,7 +399,7 @@ def cluster_state_table(doc: dict[str, Any]) -> str:
         row(
             "list of every pod into an empty store (every object decoded, as each relist was"
             " before)",
-            lambda s: ms(s["relist"]["list_into_empty_store_ms"]),
+            lambda s: _min_median(s["relist"]["list_into_empty_store_ms"]),
         )
     )
     for changed, _ in _counted(sizes[0]["relist"], "relist_", "_changed"):
@@ -407,9 +407,9 @@ def cluster_state_table(doc: dict[str, Any]) -> str:
             row(
                 f"relist of every pod, {changed:,} changed: the store's replace; the next session",
                 lambda s, n=changed: (
-                    ms(s["relist"][f"relist_{n}_changed"]["replace_ms"])
+                    _min_median(s["relist"][f"relist_{n}_changed"]["replace_ms"])
                     + "; "
-                    + ms(s["relist"][f"relist_{n}_changed"]["session_ms"], 1)
+                    + _min_median(s["relist"][f"relist_{n}_changed"]["session_ms"], 1)
                 ),
             )
         )
