@@ -175,15 +175,6 @@ def shadow_cost_table(name: str, text: str) -> str:
             f" {live['growth_MiB']:.0f} / {shadowed['growth_MiB']:.0f} |"
             f" {shadowed.get('dropped_sessions', 0):.1f} |"
         )
-    lines += [
-        "",
-        'The ratios are shadowed / live, paired round by round. "met": the third quartile is'
-        f' within {TARGET_RATIO:.2f}; "missed": the first quartile is over it; "not shown":'
-        " the quartiles straddle it, so these rounds neither meet nor miss it. RSS growth: the"
-        " peak over the load, the server's processes (the shadow's too) summed; sessions"
-        " dropped: by the shadow in one run of the load (median over the rounds), counted in"
-        " caldera_shadow_dropped_sessions_total.",
-    ]
     return "\n".join(lines)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from app.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
-from bench import soak
+from bench import readme_sections, soak
 from bench.hotpath_output import SavedRun, parse_output
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -571,6 +571,7 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("node500 answering", BENCH, r"without Caldera's ([\d.]+) s of answering", lambda: answering_seconds(NODE500)),
     ("node500 without answering", BENCH, r"the bind would have taken\s+about ([\d.]+) s \(", lambda: trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)),
     ("node500 floor estimate", BENCH, r"about [\d.]+ s \(([\d.]+)×\), which suggested", lambda: (trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)) / trial_run(NODE500, "intree", "bind_s")),
+    ("shadow's target", BENCH, r'"met": the third quartile is within ([\d.]+);', lambda: readme_sections.TARGET_RATIO),
     ("soak ratio", BENCH, r"the last minute within ([\d.]+)× \(or", lambda: soak.P99_RATIO_LIMIT),
     ("soak slack", BENCH, r"within [\d.]+× \(or (\d+) ms\) of the first", lambda: soak.P99_SLACK_MS),
     ("soak warm-up", BENCH, r"of the first after a (\d+) s warm-up", lambda: soak.WARMUP_SECONDS),
