@@ -62,31 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     g2 = gen.add_mutually_exclusive_group()
     g2.add_argument("--quick", action="store_true")
     g2.add_argument("--smoke", action="store_true")
-    k = sub.add_parser("soak", help="fixed-rate soak of every verb (see bench/soak.py)")
-    from bench import soak
-
-    k.add_argument("--duration", type=float, default=600, help="seconds (default 600)")
-    k.add_argument("--period", type=float, default=1.0, help="seconds per cycle (default 1)")
-    k.add_argument("--nodes", type=int, default=10, help="cluster nodes (default 10)")
-    k.add_argument("--pods", type=int, default=100, help="cluster pods (default 100)")
-    k.add_argument("--tasks", type=int, default=4, help="pending tasks per cycle (default 4)")
-    k.add_argument(
-        "--p99-slack-ms",
-        type=float,
-        default=soak.P99_SLACK_MS,
-        help="absolute p99 allowance (default %(default)g)",
-    )
-    k.add_argument("--out", default=str(runmod.TMP / "soak"), help="results directory")
-    k.add_argument("--caldera-cmd", default=None, help="default: 'uv run --no-sync caldera'")
-    k.add_argument(
-        "--summary",
-        type=Path,
-        default=None,
-        help="also write the summary here (bench/results/soak.json: bench/README renders it)",
-    )
-    from bench import churn, cluster, compare_churn, explain
+    from bench import churn, cluster, compare_churn, explain, soak
 
     for name, module, text in (
+        ("soak", soak, "fixed-rate soak of every verb (see bench/soak.py)"),
         ("cluster", cluster, "Volcano's cycle at cluster scale (bench/cluster.py)"),
         ("explain", explain, "the decision record's memory per 1,000 jobs and time per call"),
         ("compare-churn", compare_churn, "compare mode's differences under churn"
@@ -129,18 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{ld.name}: {ld.body} ({ld.body_bytes / 1024:.0f} KiB)")
         return 0
     if a.cmd == "soak":
-        cmd = shlex.split(a.caldera_cmd) if a.caldera_cmd else None
-        return soak.main(
-            a.duration,
-            a.period,
-            a.nodes,
-            a.pods,
-            a.tasks,
-            a.p99_slack_ms,
-            Path(a.out),
-            cmd,
-            summary_copy=a.summary,
-        )
+        return soak.main(a)
     if a.cmd == "shapes":
         return shapes.main(a.out)
     if a.cmd == "explain":

@@ -389,11 +389,9 @@ def protection_violations(lines: list[str]) -> list[str]:
 
 
 def reruns_of(document: dict[str, Any]) -> list[dict[str, Any]]:
-    """The reruns in order; a document of an earlier version holds at most one, as ``rerun``."""
-    if "reruns" in document:
-        reruns: list[dict[str, Any]] = document["reruns"]
-        return reruns
-    return [document["rerun"]] if document.get("rerun") else []
+    """The reruns in order (none in a ``--report`` of a document without them)."""
+    reruns: list[dict[str, Any]] = document.get("reruns", [])
+    return reruns
 
 
 def rerun_outcomes(document: dict[str, Any]) -> dict[Case, list[list[str] | None]]:

@@ -133,7 +133,6 @@ VERB_CONFIG: dict[str, str] = {
     "predicate": "node-plugins",
     "prioritize": "node-plugins",
     "allocate": "node-plugins",
-    "deallocate": "node-plugins",
     "preemptable": "evict-plugins",
     "reclaimable": "evict-plugins",
     "jobEnqueueable": "enqueue-plugins",
@@ -142,10 +141,6 @@ VERB_CONFIG: dict[str, str] = {
     "onSessionClose": "all-plugins",
     "cycle": "all-plugins",
 }
-
-
-def config_for(verb: str) -> Config:
-    return CONFIGS[VERB_CONFIG[verb]]
 
 
 def render(config: Config, files: dict[str, str]) -> str:

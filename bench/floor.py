@@ -274,10 +274,6 @@ class MTaskReq(msgspec.Struct, gc=False):
     task: MTask
 
 
-class MQueueReq(msgspec.Struct, gc=False):
-    queue: MQueueInfo
-
-
 class MEmpty(msgspec.Struct, gc=False):
     pass
 
@@ -290,11 +286,8 @@ M_TYPES: dict[str, type] = {
     "preemptable": MEvict,
     "reclaimable": MEvict,
     "jobEnqueueable": MJob,
-    "jobEnqueued": MJob,
     "jobReady": MJob,
-    "queueOverused": MQueueReq,
     "allocate": MTaskReq,
-    "deallocate": MTaskReq,
 }
 _M_DECODERS = {verb: msgspec.json.Decoder(t) for verb, t in M_TYPES.items()}
 _ENC = msgspec.json.Encoder()
@@ -344,11 +337,8 @@ FIXED = {
     "preemptable": b'{"status":0,"victims":[]}',
     "reclaimable": b'{"status":0,"victims":[]}',
     "jobEnqueueable": b'{"status":1}',
-    "jobEnqueued": b"{}",
     "jobReady": b'{"status":true}',
-    "queueOverused": b'{"overused":false}',
     "allocate": b'{"errorMessage":""}',
-    "deallocate": b'{"errorMessage":""}',
 }
 
 

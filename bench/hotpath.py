@@ -187,7 +187,7 @@ def _asgi(
     loads: list[runmod.Load],
     scale: float,
     env: dict[str, str] | None = None,
-) -> dict[str, float]:
+) -> dict[str, dict[str, float]]:
     calls = [ld for ld in loads if ld.name not in CYCLE_LOADS]
     plan = runmod.asgi_plan(calls, cfg, lambda ld: max(3, int(ld.requests * scale)))
     if not plan:
@@ -254,11 +254,8 @@ def main(argv: list[str] | None = None) -> int:
                 cfg = configs.write(cfg_obj, runmod.TMP, suite.files)
                 env = {"CALDERA_SHADOW": str(cfg)} if name in a.shadow else {}
                 http = {} if a.no_http else _http(name, repo, cfg, group, lg, a.scale, env)
-                for load, row in http.items():
-                    for k, v in row.items():
-                        samples.setdefault((load, name, k), []).append(v)
                 asgi = {} if a.no_asgi else _asgi(name, repo, cfg, group, a.scale, env)
-                for load, figures in asgi.items():
+                for load, figures in [*http.items(), *asgi.items()]:
                     for key, value in figures.items():
                         samples.setdefault((load, name, key), []).append(value)
                 shown = asgi if a.no_http else http

@@ -41,17 +41,8 @@ def machine_info() -> dict[str, Any]:
             ).stdout.strip()
     try:
         dirty = subprocess.run(
-            [
-                "git",
-                "-C",
-                str(servers.REPO),
-                "status",
-                "--porcelain",
-                "--",
-                "app",
-                "plugins",
-                "schemas",
-            ],
+            ["git", "status", "--porcelain", "--", "app", "plugins", "schemas"],
+            cwd=servers.REPO,
             capture_output=True,
             text=True,
             timeout=10,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import churn, cluster_decisions, compare_churn, explain, readme_sections, report
+from bench import churn, cluster_decisions, compare_churn, readme_sections, report
 
 BENCH = Path(__file__).resolve().parent
 README = BENCH / "README.md"
@@ -50,7 +50,6 @@ class Section:
 
 
 SECTIONS: tuple[Section, ...] = (
-    Section("explain", ("explain.json", "explain-1000-nodes.json"), explain.readme_text),
     Section("compare-churn", ("compare-churn.json",), compare_churn.readme_text),
     Section("churn", ("churn.json",), churn.readme_text),
     Section("workloads", ("latest.json",), report.workloads_paragraph),
@@ -63,10 +62,7 @@ SECTIONS: tuple[Section, ...] = (
         lambda text: readme_sections.shadow_cost_table("shadow-settled-hotpath.txt", text),
     ),
     Section("soak", ("soak.json",), readme_sections.soak_section),
-    Section("targets-notes", ("latest.json",), readme_sections.targets_notes),
-    Section(
-        "cluster-state", ("cluster-state.json", "cluster.json"), readme_sections.cluster_state_table
-    ),
+    Section("cluster-state", ("cluster-state.json",), readme_sections.cluster_state_table),
     Section("shadow-state", ("shadow-state.json",), readme_sections.shadow_state_table),
     Section(
         "snapshot-floor",

@@ -66,7 +66,6 @@ def decoders_table(doc: dict[str, Any]) -> str:
         " `orjson.loads` | Go `encoding/json` into Volcano types (over HTTP) |",
         "|---|---|---|---|---|",
     ]
-    pydantic, orjson_big = [], []
     for row in _rows(doc, DECODER_BODIES):
         libs, go = row["floor_libs"], row["go"]
         fast = libs["msgspec"]["p50_ms"]
@@ -74,9 +73,6 @@ def decoders_table(doc: dict[str, Any]) -> str:
         for lib in ("pydantic", "orjson"):
             ratio = libs[lib]["p50_ms"] / fast
             cells.append(f"{_ms(libs[lib]['p50_ms'])} ms ({_times(ratio)})")
-        pydantic.append(libs["pydantic"]["p50_ms"] / fast)
-        if row["body_bytes"] >= MiB:
-            orjson_big.append(libs["orjson"]["p50_ms"] / fast)
         cells.append(f"{_ms(go['p50_ms'])} ms" if go else "–")
         body = f"{row['verb']}, {report._size(row['body_bytes'])}"
         lines.append(f"| {body} | " + " | ".join(cells) + " |")
@@ -90,46 +86,7 @@ def decoders_table(doc: dict[str, Any]) -> str:
         go = " / ".join(f"{r['go']['ingest_MBps']:.0f}" if r["go"] else "–" for r in snapshots)
         rates = " | ".join(f"{cell} MB/s" for cell in cells)
         lines.append(f"| onSessionOpen, {sizes} MiB | {rates} | {go} MB/s |")
-        for r in snapshots:
-            libs = r["floor_libs"]
-            pydantic.append(libs["pydantic"]["p50_ms"] / libs["msgspec"]["p50_ms"])
-            orjson_big.append(libs["orjson"]["p50_ms"] / libs["msgspec"]["p50_ms"])
-    snapshot = next((r for r in snapshots if r["workload"] == "onSessionOpen-100n"), None)
-    lines += [
-        "",
-        "- msgspec skips unknown keys (managedFields, images, most of the pod spec) without"
-        " allocating them"
-        + (
-            f"; the decoded narrow snapshot of {report._size(snapshot['body_bytes'])} costs"
-            f" ~{snapshot['floor']['peak_rss_growth_MiB']:.0f} MiB of RSS."
-            if snapshot and snapshot.get("floor", {}).get("peak_rss_growth_MiB") is not None
-            else "."
-        ),
-        f"- pydantic v2 with the same narrow models is {min(pydantic):.1f}–{max(pydantic):.0f}×"
-        " slower (its JSON parser builds intermediate values before validation).",
-        "- `orjson.loads` materialises every key as dicts: fine for tiny bodies,"
-        f" {min(orjson_big):.0f}–{max(orjson_big):.0f}× slower than msgspec on bodies of a MiB"
-        " or more, the heaviest on memory, and it still needs validation afterwards.",
-        _go_against_decoders(doc),
-    ]
     return "\n".join(lines)
-
-
-def _go_against_decoders(doc: dict[str, Any]) -> str:
-    rows = [r for r in _rows(doc, DECODER_BODIES + SNAPSHOTS) if r["go"]]
-    slower = [r for r in rows if r["go"]["p50_ms"] > r["floor_libs"]["msgspec"]["p50_ms"]]
-    beats = [
-        f"{r['verb']} {report._size(r['body_bytes'])}"
-        for r in rows
-        if r["go"]["p50_ms"] < max(lib["p50_ms"] for lib in r["floor_libs"].values())
-    ]
-    where = "every body" if len(slower) == len(rows) else f"{len(slower)} of {len(rows)} bodies"
-    than_others = f", faster than pydantic or orjson on {', '.join(beats)}" if beats else ""
-    return (
-        f"- Go's `encoding/json` into Volcano's own structs, over HTTP, is slower than msgspec"
-        f" on {where}{than_others}: reflection plus `resource.Quantity`/`metav1.Time` parsing"
-        " of every field."
-    )
 
 
 # --------------------------------------------------------------- where Caldera's time goes
@@ -171,55 +128,7 @@ def http_split_table(doc: dict[str, Any]) -> str:
             f"| {row['verb']}, {body} | {http} | {_ms(app['p50_ms'])} ms |"
             f" {row['http_share']:.0%} | {shown_floor} |"
         )
-    return "\n".join([*lines, "", *_http_split_notes(doc)])
-
-
-def _us(ms: float) -> str:
-    return f"{ms * 1000:.0f} µs"
-
-
-def _http_split_notes(doc: dict[str, Any]) -> list[str]:
-    """The figures the notes under the split quote, from the same run."""
-    row = {r["workload"]: r for r in _rows(doc, HTTP_SPLIT)}
-    notes = []
-    if (p := row.get("predicate-c1")) and p["caldera_asgi"] and p["floor"]:
-        notes.append(
-            "- **Most of the distance to the floor is HTTP serving, not decoding.** For predicate"
-            f" Caldera's app (routing, decoding, four node plugins, the answer) takes"
-            f" {_ms(p['caldera_asgi']['p50_ms'])} ms against the narrow floor decode's"
-            f" {_ms(p['floor']['p50_ms'])} ms; uvicorn, the socket and the load generator take"
-            f" the other {p['http_share']:.0%} of its {_ms(p['caldera']['p50_ms'])} ms over HTTP."
-        )
-    if (e := row.get("preemptable-c1")) and e["caldera_asgi"]:
-        notes.append(
-            f"- **preemptable, 30 evictees** ({_ms(e['caldera']['p50_ms'])} ms, of which"
-            f" {_ms(e['caldera_asgi']['p50_ms'])} ms in the app): each evictee's bytes are found"
-            " for the verbatim echo and decoded into a `TaskInfo` for the plugins, then the five"
-            " evict plugins vote. The Go baseline answers a fixed abstain, so this row is not like"
-            " for like."
-        )
-    close, alloc = row.get("onSessionClose-c1"), row.get("allocate-c1")
-    if close and alloc and close["go"] and alloc["go"] and alloc["floor"]:
-        floor = alloc["floor"]["p50_ms"]
-        notes.append(
-            f"- **Fixed cost per request**: `{{}}` (onSessionClose) takes"
-            f" {_ms(close['caldera']['p50_ms'])} ms against {_ms(close['go']['p50_ms'])} ms on the"
-            f" Go server. For allocate ({report._size(alloc['body_bytes'])}) Caldera takes"
-            f" {_ms(alloc['caldera']['p50_ms'])} ms and Go {_ms(alloc['go']['p50_ms'])} ms,"
-            f" {alloc['http_share']:.0%} of Caldera's in HTTP, so against an in-process floor of"
-            f" {_us(floor)} the Caldera/floor ratio is {alloc['caldera']['p50_ms'] / floor:.0f}×"
-            f" (Go's {alloc['go']['p50_ms'] / floor:.0f}×): the 1.5× target cannot be met by"
-            ' small-body verbs over HTTP by any server; "Caldera/(floor + HTTP)" is the fairer'
-            " column for them."
-        )
-    if (z := row.get("prioritize-c1")) and z["floor"]:
-        relation = "faster" if z["caldera"]["p50_ms"] < z["floor"]["p50_ms"] else "slower"
-        notes.append(
-            f"- **prioritize** over HTTP is {relation} than the floor"
-            f" ({_ms(z['caldera']['p50_ms'])} ms against {_ms(z['floor']['p50_ms'])} ms for"
-            f" {report._size(z['body_bytes'])})."
-        )
-    return notes
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------- a shadow
@@ -266,15 +175,6 @@ def shadow_cost_table(name: str, text: str) -> str:
             f" {live['growth_MiB']:.0f} / {shadowed['growth_MiB']:.0f} |"
             f" {shadowed.get('dropped_sessions', 0):.1f} |"
         )
-    lines += [
-        "",
-        'The ratios are shadowed / live, paired round by round. "met": the third quartile is'
-        f' within {TARGET_RATIO:.2f}; "missed": the first quartile is over it; "not shown":'
-        " the quartiles straddle it, so these rounds neither meet nor miss it. RSS growth: the"
-        " peak over the load, the server's processes (the shadow's too) summed; sessions"
-        " dropped: by the shadow in one run of the load (median over the rounds), counted in"
-        " caldera_shadow_dropped_sessions_total.",
-    ]
     return "\n".join(lines)
 
 
@@ -365,64 +265,6 @@ def cluster_cost_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# ------------------------------------------------------- where the targets stand: the notes
-
-
-def targets_notes(doc: dict[str, Any]) -> str:
-    """The figures behind the notes on the targets the latest run does not meet, from
-    bench/results/latest.json."""
-    row = {r["workload"]: r for r in doc["workloads"]}
-    notes = [_generated("latest.json", by="python -m bench run"), ""]
-    big, cycle = row.get("onSessionOpen-100n"), (doc.get("cycle") or {}).get("caldera") or {}
-    if big and big["caldera"].get("first_snapshot_growth_MiB") is not None:
-        last = row.get("onSessionOpen-500n")
-        notes.append(
-            f"- **onSessionOpen's RSS growth**: a freshly started Caldera's first"
-            f" {report._size(big['body_bytes'])} snapshot grows RSS by"
-            f" {big['caldera']['first_snapshot_growth_MiB']:.0f} MiB, measured first thing after"
-            " start (`bench/run.py` `first_snapshot_growth`); the same body received again grows"
-            f" it by {big['caldera']['peak_rss_growth_MiB']:.0f} MiB."
-            + (
-                f" The replayed cycle's peak ({cycle['peak_rss_MiB']:.0f} MiB) holds the"
-                f" {report._size(last['body_bytes'])} buffer left by onSessionOpen-500n, run just"
-                " before it, until the cycle's first snapshot replaces it."
-                if last and cycle.get("peak_rss_MiB")
-                else ""
-            )
-        )
-    evict = row.get("preemptable-c1")
-    if evict and evict["floor"] and evict["caldera_asgi"]:
-        notes.append(
-            "- **preemptable/reclaimable** against the floor: the floor decodes the body once into"
-            f" narrow structs ({_ms(evict['floor']['p50_ms'])} ms); Caldera finds each evictee's"
-            " bytes for the byte-exact echo, decodes each into a full TaskInfo and runs five"
-            f" plugins: {_ms(evict['caldera_asgi']['p50_ms'])} ms in process,"
-            f" {_ms(evict['caldera']['p50_ms'])} ms over HTTP with the answer's verbatim victims."
-        )
-    small = [row[name] for name in ("allocate-c1", "onSessionClose-c1") if name in row]
-    if small and all(r["caldera_asgi"] and r["go"] for r in small):
-        http = sorted(r["caldera"]["p50_ms"] for r in small)
-        app = sorted(r["caldera_asgi"]["p50_ms"] for r in small)
-        go = min(r["go"]["p50_ms"] for r in small)
-        notes.append(
-            f"- **The small verbs** (allocate, onSessionClose: {http[0]:.2f}–{http[-1]:.2f} ms over"
-            f" HTTP, {_us(app[0]).removesuffix(' µs')}–{_us(app[-1])} of it in Caldera's code) are"
-            " bound by the Python HTTP stack; the smallest round trip of this run, Go's"
-            f" onSessionClose, is {_ms(go)} ms. Cutting it would mean answering verbs from the"
-            " protocol without an ASGI task per request; not attempted."
-        )
-    opened = row.get("onSessionOpen-10n")
-    if opened and opened["floor"] and opened["caldera_asgi"]:
-        notes.append(
-            f"- **onSessionOpen {report._size(opened['body_bytes'])}**: the floor only decodes;"
-            " Caldera also builds the session of eleven plugins (usage's 1.16 estimator decodes"
-            " every node's task list, task-topology builds its buckets):"
-            f" {_ms(opened['caldera_asgi']['p50_ms'])} ms in process against the floor's"
-            f" {_ms(opened['floor']['p50_ms'])} ms."
-        )
-    return "\n".join(notes)
-
-
 # ------------------------------------------------------------------- the cluster-state store
 
 
@@ -436,6 +278,10 @@ def _counted(figures: dict[str, Any], prefix: str, suffix: str) -> list[tuple[in
     ]
 
 
+def _min_median(figures: dict[str, float], digits: int = 0) -> str:
+    return f"{figures['min']:,.{digits}f} / {figures['median']:,.{digits}f} ms"
+
+
 def _size(n: float) -> str:
     return f"{n:,.0f} B" if n < 10_000 else f"{n / 1e6:.2f} MB"
 
@@ -444,9 +290,6 @@ def shadow_state_table(doc: dict[str, Any]) -> str:
     """What handing cluster mode's session state to the shadow costs, from
     bench/results/shadow-state.json (``python -m bench.shadow_state``)."""
     before, after = doc["load_average_before_after"]
-
-    def pair(figures: dict[str, float]) -> str:
-        return f"{figures['min']:,.2f} / {figures['median']:,.2f} ms"
 
     lines = [
         _generated("shadow-state.json", by="python -m bench.shadow_state"),
@@ -460,13 +303,15 @@ def shadow_state_table(doc: dict[str, Any]) -> str:
     ]
     for n, figures in sorted(_counted(doc, "changed_", "_pods"), key=lambda pair: pair[0]):
         lines.append(
-            f"| {n:,} | {pair(figures['encode_ms'])} | {_size(figures['bytes_median'])}"
-            f" ({figures['entries_median']} entries) | {pair(figures['apply_ms'])} |"
+            f"| {n:,} | {_min_median(figures['encode_ms'], 2)} |"
+            f" {_size(figures['bytes_median'])} ({figures['entries_median']} entries) |"
+            f" {_min_median(figures['apply_ms'], 2)} |"
         )
     whole = doc["whole"]
     lines += [
-        f"| the whole state (first session, or after a lost delta) | {pair(whole['encode_ms'])} |"
-        f" {whole['bytes'] / 1e6:.1f} MB | {pair(whole['apply_ms'])} |",
+        "| the whole state (first session, or after a lost delta) |"
+        f" {_min_median(whole['encode_ms'], 2)} | {whole['bytes'] / 1e6:.1f} MB |"
+        f" {_min_median(whole['apply_ms'], 2)} |",
         "",
         f"One entry's encode: median {whole['entry_encode_ms']['median']:.2f} ms, p99"
         f" {whole['entry_encode_ms']['p99']:.2f} ms (wall time).",
@@ -490,18 +335,14 @@ def shadow_state_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
+def cluster_state_table(doc: dict[str, Any]) -> str:
     """The store's memory, the process's peak RSS and one session's derivation at each measured
-    size, from bench/results/cluster-state.json, against the snapshot Volcano posts at that size
-    where bench/results/cluster.json measured it."""
+    size, from bench/results/cluster-state.json."""
     before, after = doc["load_average_before_after"]
     sizes: list[dict[str, Any]] = doc["sizes"]
 
     def row(what: str, cell: Callable[[dict[str, Any]], str]) -> str:
         return f"| {what} | " + " | ".join(cell(size) for size in sizes) + " |"
-
-    def ms(figures: dict[str, float], digits: int = 0) -> str:
-        return f"{figures['min']:,.{digits}f} / {figures['median']:,.{digits}f} ms"
 
     def rebuilt(figures: dict[str, int]) -> str:
         return f"{figures['tasks']:,} / {figures['nodes']:,} / {figures['jobs']:,}"
@@ -531,7 +372,7 @@ def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
         ),
         row(
             "incremental, first session (builds every task, node and job)",
-            lambda s: ms(s["incremental"]["first_session_ms"]),
+            lambda s: _min_median(s["incremental"]["first_session_ms"]),
         ),
     ]
     for changed, _ in _counted(sizes[0]["incremental"], "changed_", "_pods_ms"):
@@ -540,7 +381,7 @@ def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
                 f"incremental, {changed:,} pods changed since the last session (tasks / nodes /"
                 " jobs rebuilt)",
                 lambda s, n=changed: (
-                    ms(s["incremental"][f"changed_{n}_pods_ms"], 2)
+                    _min_median(s["incremental"][f"changed_{n}_pods_ms"], 2)
                     + f" ({rebuilt(s['incremental'][f'changed_{n}_pods_rebuilt'])})"
                 ),
             )
@@ -549,7 +390,7 @@ def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
         row(
             "list of every pod into an empty store (every object decoded, as each relist was"
             " before)",
-            lambda s: ms(s["relist"]["list_into_empty_store_ms"]),
+            lambda s: _min_median(s["relist"]["list_into_empty_store_ms"]),
         )
     )
     for changed, _ in _counted(sizes[0]["relist"], "relist_", "_changed"):
@@ -557,44 +398,13 @@ def cluster_state_table(doc: dict[str, Any], cluster: dict[str, Any]) -> str:
             row(
                 f"relist of every pod, {changed:,} changed: the store's replace; the next session",
                 lambda s, n=changed: (
-                    ms(s["relist"][f"relist_{n}_changed"]["replace_ms"])
+                    _min_median(s["relist"][f"relist_{n}_changed"]["replace_ms"])
                     + "; "
-                    + ms(s["relist"][f"relist_{n}_changed"]["session_ms"], 1)
+                    + _min_median(s["relist"][f"relist_{n}_changed"]["session_ms"], 1)
                 ),
             )
         )
-    grown = [
-        " / ".join(f"{int(n):,}" for n in name.split("/"))
-        + f": pods ×{g['pods']:g}, nodes ×{g['nodes']:g}; store"
-        f" ×{g['store_mib']:g}, peak RSS ×{g['peak_rss_mib']:g}, first session"
-        f" ×{g['first_session_ms_median']:g}, 100 pods changed"
-        f" ×{g['changed_100_pods_ms_median']:g}, relist of 0 changed"
-        f" ×{g['relist_0_changed_replace_ms_median']:g}"
-        for name, g in doc["growth"].items()
-    ]
-    if grown:
-        first = sizes[0]
-        lines += [
-            "",
-            f"Growth against {first['nodes']:,} / {first['pods']:,} (medians): "
-            + "; ".join(grown)
-            + ".",
-        ]
-    snapshots = []
-    for size in sizes:
-        key = f"{size['nodes']} / {size['pods']}"
-        runs = {
-            r["scheduler"]: r for r in cluster["rows"] if r["size"] == key and r["group"] == "job"
-        }
-        caldera, intree = runs.get("caldera"), runs.get("intree")
-        if caldera and intree:
-            snapshots.append(
-                f"At {size['nodes']:,} nodes / {size['pods']:,} pods the store holds"
-                f" ~{size['store_mib']:.0f} MiB, against the {caldera['snapshot_MiB']:.1f} MiB"
-                " snapshot Volcano posts every cycle at that size (results/cluster.json), whose"
-                f" in-tree cycle takes {intree['idle_p50_ms']:.0f} ms (p50)."
-            )
-    return "\n".join([*lines, *(["", *snapshots] if snapshots else [])])
+    return "\n".join(lines)
 
 
 # ------------------------------------------- docs/plugin-author-guide.md: what a verb costs

@@ -23,11 +23,13 @@ Criteria (exit 1 when one fails):
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
 import math
 import os
+import shlex
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -327,22 +329,36 @@ def verdict(
     return failures, summary
 
 
-def main(
-    duration: float,
-    period: float,
-    nodes: int,
-    pods: int,
-    tasks: int,
-    slack_ms: float,
-    out: Path,
-    cmd_prefix: list[str] | None = None,
-    summary_copy: Path | None = None,
-) -> int:
+def add_arguments(k: argparse.ArgumentParser) -> None:
+    k.add_argument("--duration", type=float, default=600, help="seconds (default 600)")
+    k.add_argument("--period", type=float, default=1.0, help="seconds per cycle (default 1)")
+    k.add_argument("--nodes", type=int, default=10, help="cluster nodes (default 10)")
+    k.add_argument("--pods", type=int, default=100, help="cluster pods (default 100)")
+    k.add_argument("--tasks", type=int, default=4, help="pending tasks per cycle (default 4)")
+    k.add_argument(
+        "--p99-slack-ms",
+        type=float,
+        default=P99_SLACK_MS,
+        help="absolute p99 allowance (default %(default)g)",
+    )
+    k.add_argument("--out", default=str(RESULTS / "tmp" / "soak"), help="results directory")
+    k.add_argument("--caldera-cmd", default=None, help="default: 'uv run --no-sync caldera'")
+    k.add_argument(
+        "--summary",
+        type=Path,
+        default=None,
+        help="also write the summary here (bench/results/soak.json: bench/README renders it)",
+    )
+
+
+def main(a: argparse.Namespace) -> int:
+    duration, period, out = a.duration, a.period, Path(a.out)
+    cmd_prefix = shlex.split(a.caldera_cmd) if a.caldera_cmd else None
     warmup = min(WARMUP_SECONDS, duration / 10)
     if (os.cpu_count() or 1) > 1 and servers.taskset(servers.LOADGEN_CPU):
         os.sched_setaffinity(0, {int(servers.LOADGEN_CPU)})  # the server has the other core
-    print(f"soak: building a {nodes}-node, {pods}-pod cluster ...", flush=True)
-    bodies = build_bodies(nodes, pods, tasks)
+    print(f"soak: building a {a.nodes}-node, {a.pods}-pod cluster ...", flush=True)
+    bodies = build_bodies(a.nodes, a.pods, a.tasks)
     out.mkdir(parents=True, exist_ok=True)
     config = out / "soak-config.yaml"
     config.write_text(CONFIG)
@@ -358,14 +374,14 @@ def main(
         record = asyncio.run(drive(server, bodies, duration, period))
     finally:
         server.stop()
-    failures, summary = verdict(record, duration, warmup, slack_ms)
+    failures, summary = verdict(record, duration, warmup, a.p99_slack_ms)
     from bench.machine import machine_info
 
     summary.update(
         {
             "duration_seconds": duration,
             "period_seconds": period,
-            "cluster": {"nodes": nodes, "pods": pods, "tasks_per_cycle": tasks},
+            "cluster": {"nodes": a.nodes, "pods": a.pods, "tasks_per_cycle": a.tasks},
             "onSessionOpen_bytes": len(bodies.open),
             "load_average_before_after": [load_before[0], os.getloadavg()[0]],
             "cpus": os.cpu_count(),
@@ -375,7 +391,7 @@ def main(
             "failures": failures,
         }
     )
-    for path in (out / f"soak-{duration:.0f}s.json", summary_copy):
+    for path in (out / f"soak-{duration:.0f}s.json", a.summary):
         if path is not None:
             path.write_text(json.dumps(summary, indent=2) + "\n")
     from bench.readme_sections import soak_section

@@ -143,11 +143,9 @@ class PodSpec:
     mem_gi: int
     gpu: int
     node: str  # "" when pending
-    phase: str
     priority: int
     created: int
     daemon: bool = False
-    labels: dict[str, str] = field(default_factory=dict)
 
 
 def _managed_fields_volcano(p: PodSpec) -> list[dict[str, Any]]:
@@ -272,7 +270,6 @@ def make_pod(p: PodSpec, rng: random.Random) -> dict[str, Any]:
             "volcano.sh/queue-name": "q-" + p.namespace,
             "volcano.sh/task-index": p.name.rsplit("-", 1)[-1],
             "volcano.sh/task-spec": p.role,
-            **p.labels,
         }
     )
     annotations = gomap(
@@ -668,13 +665,8 @@ def make_daemon_pod(p: PodSpec, rng: random.Random) -> dict[str, Any]:
     }
 
 
-def make_task(
-    p: PodSpec, pod: dict[str, Any], status: int | None = None, node: str | None = None
-) -> dict[str, Any]:
-    """api.TaskInfo (HEAD field order) around ``pod``."""
-    if status is None:
-        status = STATUS_RUNNING if p.node else STATUS_PENDING
-    node_name = p.node if node is None else node
+def make_task(p: PodSpec, pod: dict[str, Any]) -> dict[str, Any]:
+    """api.TaskInfo (HEAD field order) around ``pod``: running on ``p.node``, else pending."""
     scalars = {"pods": 1}
     if p.daemon:
         req = resource(p.cpu * 100, 128 * MI, scalars)
@@ -694,10 +686,10 @@ def make_task(
         "DRAResreq": None,
         "ResourceClaimKeys": None,
         "ResourceClaimDRAResreq": None,
-        "NodeName": node_name,
+        "NodeName": p.node,
         "EvictionOccurred": False,
         "JobAllocatedHyperNode": "",
-        "Status": status,
+        "Status": STATUS_RUNNING if p.node else STATUS_PENDING,
         "LastTransaction": None,
         "Priority": p.priority,
         "VolumeReady": False,
@@ -1223,7 +1215,6 @@ def make_cluster(
                     mem,
                     gpu,
                     "",
-                    "",
                     job.priority,
                     t,
                 )
@@ -1269,7 +1260,6 @@ def make_cluster(
                 0,
                 0,
                 n,
-                "Running",
                 2000001000,
                 t,
                 daemon=True,

@@ -27,18 +27,22 @@ def test_every_configuration_loads_with_its_plugins(name: str, tmp_path: Path) -
 def test_every_verb_the_bench_sends_has_a_configuration() -> None:
     for verb in ("predicate", "prioritize", "preemptable", "reclaimable", "jobEnqueueable",
                  "allocate", "jobReady", "onSessionOpen", "onSessionClose", "cycle"):  # fmt: skip
-        assert configs.config_for(verb).name in configs.CONFIGS
+        assert configs.CONFIGS[configs.VERB_CONFIG[verb]].name in configs.CONFIGS
 
 
 def test_node_verbs_run_the_four_node_plugins() -> None:
     for verb in ("predicate", "prioritize"):
-        assert configs.config_for(verb).plugins == [
+        assert configs.CONFIGS[configs.VERB_CONFIG[verb]].plugins == [
             "nodegroup", "usage", "resource-strategy-fit", "task-topology"
         ]  # fmt: skip
-    assert configs.config_for("preemptable").plugins == [
+    assert configs.CONFIGS[configs.VERB_CONFIG["preemptable"]].plugins == [
         "priority", "conformance", "cdp", "pdb", "min-runtime"
     ]  # fmt: skip
-    assert configs.config_for("jobEnqueueable").plugins == ["sla", "overcommit", "resourcequota"]
+    assert configs.CONFIGS[configs.VERB_CONFIG["jobEnqueueable"]].plugins == [
+        "sla",
+        "overcommit",
+        "resourcequota",
+    ]
 
 
 def test_describe_names_the_configuration_and_its_tiers() -> None:

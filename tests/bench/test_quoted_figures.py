@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from bench import soak
+from app.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
+from bench import readme_sections, soak
 from bench.hotpath_output import SavedRun, parse_output
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,9 +53,21 @@ def explain_bytes_per_entry() -> list[float]:
     ]
 
 
-def explain_bound_mib() -> float:
-    from bench.explain import DEFAULT_ENTRIES, DEFAULT_SESSIONS
+def explain_figure(name: str, part: str, key: str) -> float:
+    """``part``'s ``key`` in a ``python -m bench explain`` results file."""
+    return float(results(name)[part][key])
 
+
+def explain_added_us(verb: str) -> float:
+    """What the decision record adds to a framework call of ``verb`` (explain.json, µs)."""
+    timing = results("explain.json")["time_per_call"]
+    return float(timing["with"][f"{verb}_us"] - timing["without"][f"{verb}_us"])
+
+
+EXPLAIN_1000 = "explain-1000-nodes.json"
+
+
+def explain_bound_mib() -> float:
     per_entry = results("explain.json")["memory"]["bytes_per_entry"]
     return float(DEFAULT_ENTRIES * DEFAULT_SESSIONS * per_entry / MiB)
 
@@ -103,6 +116,31 @@ def open_over_caldera() -> list[float]:
         / cluster_run(size, "job", "caldera", "caldera_open_ms")
         for size in ("100 / 1000", "500 / 5000", "1000 / 10000")
     ]
+
+
+GROWTH = (
+    ("pods", "pods"),
+    ("nodes", "nodes"),
+    ("store", "store_mib"),
+    ("peak RSS", "peak_rss_mib"),
+    ("first session", "first_session_ms_median"),
+    ("100 pods changed", "changed_100_pods_ms_median"),
+    ("relist of 0 changed", "relist_0_changed_replace_ms_median"),
+)
+"""bench/README's words for each figure of cluster-state.json's growth, and its key there."""
+
+
+def growth_cases() -> list[tuple[str, str, str, Callable[[], float]]]:
+    """A case per figure of the growth sentence under bench/README's cluster-state table: each
+    larger size's growth against the first, as ``python -m bench.cluster_state`` wrote it."""
+    cases = []
+    for size, figures in results("cluster-state.json")["growth"].items():
+        label = " / ".join(f"{int(n):,}" for n in size.split("/"))
+        for words, key in GROWTH:
+            ahead = "" if key in ("pods", "nodes") else r"pods ×[\d.]+, nodes ×[\d.]+; "
+            pattern = rf"{label}: {ahead}[^;]*?\b{words} ×(\d+(?:\.\d+)?)"
+            cases.append((f"growth: {size} {words}", BENCH, pattern, lambda v=figures[key]: v))
+    return cases
 
 
 def cluster_range(size: str, scheduler: str, key: str) -> list[float]:
@@ -269,6 +307,30 @@ def open_mb_per_s(size: str) -> float:
     """Caldera's onSessionOpen column as a rate: the snapshot's MB over its time."""
     row = cluster_row(size, "job", "caldera")
     return float(row["snapshot_MiB"] * MiB / 1e6 / (row["caldera_open_ms"] / 1000))
+
+
+def latest(name: str, who: str, key: str = "p50_ms") -> float:
+    """``key`` of ``who`` (caldera, caldera_asgi, floor, go) in bench/results/latest.json's row
+    ``name``."""
+    return float(workload("latest.json", name)[who][key])
+
+
+SMALL_VERBS = ("allocate-c1", "onSessionClose-c1")
+DECODED = (
+    *("predicate-c1", "prioritize-c1", "preemptable-c1", "jobReady-c1"),
+    *("onSessionOpen-10n", "onSessionOpen-100n", "onSessionOpen-500n"),
+)
+"""The rows of bench/README's table of decoding libraries."""
+
+
+def over_msgspec(lib: str, min_bytes: int = 0) -> list[float]:
+    """``lib``'s p50 over msgspec's on each body of :data:`DECODED` of ``min_bytes`` or more."""
+    rows = [workload("latest.json", name) for name in DECODED]
+    return [
+        r["floor_libs"][lib]["p50_ms"] / r["floor_libs"]["msgspec"]["p50_ms"]
+        for r in rows
+        if r["body_bytes"] >= min_bytes
+    ]
 
 
 REAL_SNAPSHOTS = "snapshot-real-decode.txt"
@@ -509,6 +571,7 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("node500 answering", BENCH, r"without Caldera's ([\d.]+) s of answering", lambda: answering_seconds(NODE500)),
     ("node500 without answering", BENCH, r"the bind would have taken\s+about ([\d.]+) s \(", lambda: trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)),
     ("node500 floor estimate", BENCH, r"about [\d.]+ s \(([\d.]+)×\), which suggested", lambda: (trial_run(NODE500, "caldera-names", "bind_s") - answering_seconds(NODE500)) / trial_run(NODE500, "intree", "bind_s")),
+    ("shadow's target", BENCH, r'"met": the third quartile is within ([\d.]+);', lambda: readme_sections.TARGET_RATIO),
     ("soak ratio", BENCH, r"the last minute within ([\d.]+)× \(or", lambda: soak.P99_RATIO_LIMIT),
     ("soak slack", BENCH, r"within [\d.]+× \(or (\d+) ms\) of the first", lambda: soak.P99_SLACK_MS),
     ("soak warm-up", BENCH, r"of the first after a (\d+) s warm-up", lambda: soak.WARMUP_SECONDS),
@@ -517,9 +580,86 @@ CASES: list[tuple[str, str, str, Callable[[], float | list[float]]]] = [
     ("explain bytes an entry", "README.md", r"An entry costs (\d+–\d+) bytes", explain_bytes_per_entry),
     ("explain bound", "README.md", r"holds at most about (\d+) MiB at the defaults", explain_bound_mib),
     ("explain per 1,000 jobs", "README.md", r"asked about 100 nodes takes (\d+) MiB", lambda: results("explain.json")["memory"]["MiB_per_1000_jobs"]),
+    ("notes: first snapshot", BENCH, r"Caldera's first ([\d.]+) MiB snapshot grows RSS", lambda: body_mib("onSessionOpen-100n")),
+    ("notes: first snapshot growth", BENCH, r"snapshot grows RSS by (\d+) MiB, measured first", lambda: latest("onSessionOpen-100n", "caldera", "first_snapshot_growth_MiB")),
+    ("notes: snapshot again", BENCH, r"the same body received again grows\s+it by (\d+) MiB", lambda: latest("onSessionOpen-100n", "caldera", "peak_rss_growth_MiB")),
+    ("notes: cycle peak", BENCH, r"The replayed cycle's peak \((\d+) MiB\)", lambda: float(results("latest.json")["cycle"]["caldera"]["peak_rss_MiB"])),
+    ("notes: 500-node buffer", BENCH, r"holds the ([\d.]+) MiB buffer left by onSessionOpen-500n", lambda: body_mib("onSessionOpen-500n")),
+    ("notes: evict floor", BENCH, r"once into narrow structs \(([\d.]+) ms\)", lambda: latest("preemptable-c1", "floor")),
+    ("notes: evict in process", BENCH, r"runs five plugins: ([\d.]+) ms in process", lambda: latest("preemptable-c1", "caldera_asgi")),
+    ("notes: evict over HTTP", BENCH, r"ms in process, ([\d.]+) ms over HTTP with the answer's", lambda: latest("preemptable-c1", "caldera")),
+    ("notes: small verbs over HTTP", BENCH, r"onSessionClose: ([\d.]+–[\d.]+) ms over HTTP", lambda: [latest(n, "caldera") for n in SMALL_VERBS]),
+    ("notes: small verbs in Caldera", BENCH, r"ms over HTTP, (\d+–\d+) µs of it in Caldera's code", lambda: [latest(n, "caldera_asgi") * 1000 for n in SMALL_VERBS]),
+    ("notes: Go's round trip", BENCH, r"Go's onSessionClose, is ([\d.]+) ms", lambda: min(latest(n, "go") for n in SMALL_VERBS)),
+    ("notes: 10-node body", BENCH, r"\*\*onSessionOpen ([\d.]+) MiB\*\*: the floor only decodes", lambda: body_mib("onSessionOpen-10n")),
+    ("notes: 10-node in process", BENCH, r"task-topology builds its buckets\): ([\d.]+) ms in process", lambda: latest("onSessionOpen-10n", "caldera_asgi")),
+    ("notes: 10-node floor", BENCH, r"ms in process against the floor's ([\d.]+) ms\.", lambda: latest("onSessionOpen-10n", "floor")),
+    ("split: predicate app", BENCH, r"four node plugins, the answer\) takes ([\d.]+) ms against", lambda: latest("predicate-c1", "caldera_asgi")),
+    ("split: predicate floor", BENCH, r"the narrow floor decode's ([\d.]+) ms;", lambda: latest("predicate-c1", "floor")),
+    ("split: predicate HTTP share", BENCH, r"take the other (\d+)% of its", lambda: 100 * workload("latest.json", "predicate-c1")["http_share"]),
+    ("split: predicate over HTTP", BENCH, r"the other \d+% of its ([\d.]+) ms over HTTP", lambda: latest("predicate-c1", "caldera")),
+    ("split: evict over HTTP", BENCH, r"\*\*preemptable, 30 evictees\*\* \(([\d.]+) ms, of which", lambda: latest("preemptable-c1", "caldera")),
+    ("split: evict in the app", BENCH, r"ms, of which ([\d.]+) ms in the app\)", lambda: latest("preemptable-c1", "caldera_asgi")),
+    ("split: close", BENCH, r"`\{\}` \(onSessionClose\) takes ([\d.]+) ms against", lambda: latest("onSessionClose-c1", "caldera")),
+    ("split: close on Go", BENCH, r"\(onSessionClose\) takes [\d.]+ ms against ([\d.]+) ms on the\s+Go server", lambda: latest("onSessionClose-c1", "go")),
+    ("split: allocate body", BENCH, r"For allocate \((\d+) KiB\) Caldera takes", lambda: workload("latest.json", "allocate-c1")["body_bytes"] / 1024),
+    ("split: allocate", BENCH, r"KiB\) Caldera takes ([\d.]+) ms and Go", lambda: latest("allocate-c1", "caldera")),
+    ("split: allocate on Go", BENCH, r"ms and Go ([\d.]+) ms, \d+% of Caldera's in HTTP", lambda: latest("allocate-c1", "go")),
+    ("split: allocate HTTP share", BENCH, r"ms, (\d+)% of Caldera's in HTTP", lambda: 100 * workload("latest.json", "allocate-c1")["http_share"]),
+    ("split: allocate floor", BENCH, r"an in-process floor of (\d+) µs", lambda: latest("allocate-c1", "floor") * 1000),
+    ("split: allocate over floor", BENCH, r"the Caldera/floor ratio is (\d+)× \(Go's", lambda: latest("allocate-c1", "caldera") / latest("allocate-c1", "floor")),
+    ("split: Go over floor", BENCH, r"\(Go's (\d+)×\): the 1.5× target", lambda: latest("allocate-c1", "go") / latest("allocate-c1", "floor")),
+    ("split: prioritize", BENCH, r"faster than the floor \(([\d.]+) ms against", lambda: latest("prioritize-c1", "caldera")),
+    ("split: prioritize floor", BENCH, r"faster than the floor \([\d.]+ ms against ([\d.]+) ms for", lambda: latest("prioritize-c1", "floor")),
+    ("split: prioritize body", BENCH, r"ms against [\d.]+ ms for ([\d.]+) MiB\)", lambda: body_mib("prioritize-c1")),
+    ("decoders: snapshot", BENCH, r"the decoded narrow snapshot of ([\d.]+) MiB costs", lambda: body_mib("onSessionOpen-100n")),
+    ("decoders: snapshot RSS", BENCH, r"snapshot of [\d.]+ MiB costs ~(\d+) MiB of RSS", lambda: latest("onSessionOpen-100n", "floor", "peak_rss_growth_MiB")),
+    ("decoders: pydantic least", BENCH, r"same narrow models is ([\d.]+)–\d+× slower", lambda: min(over_msgspec("pydantic"))),
+    ("decoders: pydantic most", BENCH, r"same narrow models is [\d.]+–(\d+)× slower", lambda: max(over_msgspec("pydantic"))),
+    ("decoders: orjson", BENCH, r"fine for tiny bodies, (\d+–\d+)× slower than msgspec", lambda: over_msgspec("orjson", MiB)),
+    ("store beside the snapshot: size", BENCH, r"At 1,000 nodes / 10,000 pods the store holds ~(\d+) MiB", lambda: state_at(1000, 10000)["store_mib"]),
+    ("store beside the snapshot: snapshot", BENCH, r"against the ([\d.]+) MiB snapshot Volcano posts every cycle", lambda: cluster_run("1000 / 10000", "job", "caldera", "snapshot_MiB")),
+    ("store beside the snapshot: in-tree", BENCH, r"whose in-tree cycle takes (\d+) ms \(p50\)", lambda: cluster_run("1000 / 10000", "job", "intree", "idle_p50_ms")),
+    ("explain: jobs", BENCH, r"\(([\d,]+) jobs, 100\s+nodes\) and \[results/explain-1000", lambda: results("explain.json")["jobs"]),
+    ("explain: nodes", BENCH, r"\(1,000 jobs, (\d+)\s+nodes\) and \[results/explain-1000", lambda: results("explain.json")["nodes"]),
+    ("explain: 1,000-node jobs", BENCH, r"explain-1000-nodes.json\) \((\d+) jobs, 1,000\s+nodes\)", lambda: results(EXPLAIN_1000)["jobs"]),
+    ("explain: 1,000-node nodes", BENCH, r"explain-1000-nodes.json\) \(\d+ jobs, ([\d,]+)\s+nodes\)", lambda: results(EXPLAIN_1000)["nodes"]),
+    ("explain: MiB per 1,000 jobs", BENCH, r"what the record holds\): ([\d.]+) MiB per 1,000 jobs", lambda: explain_figure("explain.json", "memory", "MiB_per_1000_jobs")),
+    ("explain: entries a job", BENCH, r"asked about 100 nodes \(([\d.]+) entries a\s+job", lambda: explain_figure("explain.json", "memory", "entries_per_job")),
+    ("explain: bytes an entry", BENCH, r"entries a\s+job, ~(\d+) bytes an entry\); at", lambda: explain_figure("explain.json", "memory", "bytes_per_entry")),
+    ("explain: 1,000 nodes per 1,000 jobs", BENCH, r"at 1,000 nodes ([\d.]+) MiB per 1,000 such jobs", lambda: explain_figure(EXPLAIN_1000, "memory", "MiB_per_1000_jobs")),
+    ("explain: 1,000 nodes entries", BENCH, r"such jobs \(([\d.]+) entries a job", lambda: explain_figure(EXPLAIN_1000, "memory", "entries_per_job")),
+    ("explain: 1,000 nodes bytes", BENCH, r"entries a job, ~(\d+)\s+bytes an\s+entry\)\.", lambda: explain_figure(EXPLAIN_1000, "memory", "bytes_per_entry")),
+    ("explain: preemptor KiB", BENCH, r"three plugins veto half holds ([\d.]+) KiB", lambda: explain_figure("explain.json", "evictions", "KiB_per_preemptor")),
+    ("explain: preemptor entries", BENCH, r"KiB in (\d+) entries", lambda: explain_figure("explain.json", "evictions", "entries_per_preemptor")),
+    ("explain: preemptor bytes", BENCH, r"entries \(~(\d+) bytes an\s+entry\)\. The record", lambda: explain_figure("explain.json", "evictions", "bytes_per_entry")),
+    ("explain: entries a session", BENCH, r"`explainEntries` \(([\d,]+)\) per session", lambda: DEFAULT_ENTRIES),
+    ("explain: sessions", BENCH, r"`explainSessions` \((\d+)\) hold", lambda: DEFAULT_SESSIONS),
+    ("explain: the bound", BENCH, r"hold at most ~(\d+) MiB at", explain_bound_mib),
+    ("explain: the bound's entry", BENCH, r"hold at most ~\d+ MiB at (\d+) bytes an entry", lambda: explain_figure("explain.json", "memory", "bytes_per_entry")),
+    ("explain: jobEnqueueable", BENCH, r"best of five\): jobEnqueueable \+([\d.]+) µs", lambda: explain_added_us("jobEnqueueable")),
+    ("explain: predicate", BENCH, r"µs, predicate \+([\d.]+) µs, preemptable", lambda: explain_added_us("predicate")),
+    ("explain: preemptable", BENCH, r"preemptable with 30 evictees\s+(-?[\d.]+) µs \(measured", lambda: explain_added_us("preemptable")),
+    ("explain: load", BENCH, r"µs \(measured at load ([\d.]+) on", lambda: results("explain.json")["machine"]["loadavg"]),
+    ("explain: CPUs", BENCH, r"on (\d+) CPUs\)\.", lambda: results("explain.json")["machine"]["cpus"]),
     ("prioritize marshal", "README.md", r"prioritize body\s+takes about ([\d.]+) s on one core", lambda: workload("latest.json", "prioritize-c1")["marshal"]["p50_ms"] / 1000),
     ("cycle marshal", "README.md", r"cost the scheduler (\d+–\d+) s of marshalling per cycle", lambda: [results("latest.json")["cycle"]["marshal_estimate_ms"] / 1000]),
 ]  # fmt: skip
+CASES += growth_cases()
+
+
+def test_go_against_the_decoders_is_what_latest_json_holds() -> None:
+    """bench/README's bullet on Go's ``encoding/json``: slower than msgspec on every body of the
+    decoders' table, faster than the slower of pydantic and orjson on the bodies it names."""
+    rows = [workload("latest.json", name) for name in DECODED]
+    assert all(r["go"]["p50_ms"] > r["floor_libs"]["msgspec"]["p50_ms"] for r in rows)
+    beats = ", ".join(
+        f"{r['verb']} {r['body_bytes'] / MiB:.1f} MiB"
+        for r in rows
+        if r["go"]["p50_ms"] < max(lib["p50_ms"] for lib in r["floor_libs"].values())
+    )
+    words = f"slower than msgspec on every body, faster than pydantic or orjson on {beats}:"
+    assert words in (ROOT / BENCH).read_text()
 
 
 def rounded(value: float, digits: int) -> float:
