@@ -83,20 +83,18 @@ func withIdentifiers(entry map[string]interface{}) {
 	}
 }
 
-// checkIdentifierBodies: the plugin asked Caldera's capabilities, and every call Caldera answered
-// carried identifiers (a fallback to objects, which the patched plugin takes when the capabilities
-// do not match, posts objects that cluster-mode Caldera would answer too).
+// checkIdentifierBodies: every call Caldera answered carried identifiers (a fallback to objects,
+// which the patched plugin takes when the capabilities do not match, posts objects that
+// cluster-mode Caldera would answer too). Whether GET /capabilities was asked is not a proof:
+// the plugin keeps the answer per urlPrefix for the process, and a recorder can listen on a port
+// an earlier scenario's had (two min-runtime runs did so).
 func checkIdentifierBodies(t *testing.T, r *recorder) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.answered["capabilities"] == 0 {
-		t.Errorf("identifiers: the extender never asked Caldera's GET /capabilities (answered: %s); "+
-			"is the test binary built with protocol/volcano-identifiers's patch (tests/conformance/identifiers.sh)?",
-			sortedCounts(r.answered))
-	}
 	if len(r.objectBodies) > 0 {
-		t.Errorf("identifiers: calls with Volcano's objects reached Caldera: %s", sortedCounts(r.objectBodies))
+		t.Errorf("identifiers: calls with Volcano's objects reached Caldera: %s; is the test binary built with "+
+			"protocol/volcano-identifiers's patch (tests/conformance/identifiers.sh)?", sortedCounts(r.objectBodies))
 	}
 	if len(r.identifierBodies) == 0 {
 		t.Errorf("identifiers: no call with identifiers reached Caldera")
