@@ -18,11 +18,12 @@ DOCUMENTS = {
     "plugin-author guide": ROOT / "docs" / "plugin-author-guide.md",
     "new-volcano-release.md": ROOT / "docs" / "new-volcano-release.md",
     "bench/README.md": ROOT / "bench" / "README.md",
+    "tests/conformance/README.md": ROOT / "tests" / "conformance" / "README.md",
 }
 REFERENCE = re.compile(
     r"(README(?:\.md)?(?:'s)?|(?:docs/)?operator-guide\.md|operator guide|"
     r"(?:docs/)?plugin-author-guide\.md|plugin-author guide|(?:docs/)?new-volcano-release\.md|"
-    r"bench/README\.md)[,:]? \"([A-Z][^\"]{2,80})\""
+    r"bench/README\.md|tests/conformance/README\.md)[,:]? \"([A-Z][^\"]{2,80})\""
 )
 SOURCES = [
     path
