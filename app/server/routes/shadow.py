@@ -152,25 +152,26 @@ async def debug_shadow(request: Request) -> Response:
     task = request.query_params.get("task", "")
     if job and task:
         return json_response({"error": "give at most one of job= and task="}, status_code=400)
-    key = job or task
+    key, kind = (job, "job") if job else (task, "task")
     if key:
         namespace, _, name = key.partition("/")
         if not namespace or not name or "/" in name:
-            what = "job" if job else "task"
             return json_response(
-                {"error": f"{what} must be <namespace>/<name>, got {key!r}"}, status_code=400
+                {"error": f"{kind} must be <namespace>/<name>, got {key!r}"}, status_code=400
             )
     sessions, newest = shadow.reports.findings()
+    # One view of the shadow's state for the summary and the body: read twice, a load that
+    # finished in between would have the summary and "shadow" disagree.
+    state = shadow.describe()
     body: dict[str, Any] = {}
     if key:
-        kind = "job" if job else "task"
         found = shadow.reports.differences_of(kind, key)
-        body["summary"] = subject_summary(shadow.describe(), sessions, kind, key, found)
+        body["summary"] = subject_summary(state, sessions, kind, key, found)
         body[kind] = key
         body["differences"] = [{"session": number, **d.describe()} for number, d in found]
     else:
-        body["summary"] = summary(shadow.describe(), sessions, newest)
-    body["shadow"] = shadow.describe()
+        body["summary"] = summary(state, sessions, newest)
+    body["shadow"] = state
     if request.query_params.get("diff", "") not in ("", "0"):
         body["configDiff"] = shadow.config_diff()
     if not key:
